@@ -1,0 +1,205 @@
+"""The command line: one small function per command over the typed core.
+
+This is the only module that knows about typer, rich, stdout and exit codes.
+Everything it calls can be used and tested without it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import functools
+
+import typer
+
+from . import __version__
+from .errors import BxmemError, ExitCode
+
+app = typer.Typer(
+    name="bxmem",
+    help="Memory sync for a Boxmaker agent host: loopd's turns and memoryd's edits to Honcho, "
+    "without anything a session read from outside reaching memory the fleet trusts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Inspect bxmem's configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+def exits(func):
+    """Commands return an ExitCode; typer's standalone mode wants it raised."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        raise typer.Exit(int(func(*args, **kwargs) or 0))
+
+    return wrapper
+
+
+@dataclass
+class Options:
+    config: Optional[Path]
+    verbose: bool
+    quiet: bool
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"bxmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    config: Optional[Path] = typer.Option(
+        None, "--config", metavar="PATH", help="bxmem.toml to use (default: $BXMEM_CONFIG, else the user config dir)."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines too."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Log warnings and errors only."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    ctx.obj = Options(config=config, verbose=verbose, quiet=quiet)
+
+
+def _setup(ctx: typer.Context, job: str):
+    """Logging for the job, then the validated configuration (or ConfigInvalid)."""
+    from . import config as config_module
+    from .log import setup
+
+    options: Options = ctx.obj
+    setup(job, verbose=options.verbose, quiet=options.quiet)
+    return config_module.load(options.config)
+
+
+def _emit_json(value: object) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
+
+
+@app.command()
+@exits
+def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
+    from . import decide as decide_job
+    from .log import log
+
+    config = _setup(ctx, "decide")
+    report = decide_job.run(config)
+    if report.busy:
+        log.info("another decide is running; this one has nothing to do")
+        return ExitCode.OK
+    if as_json:
+        _emit_json(
+            {
+                "decided": dict(sorted(report.decided.items())),
+                "undecided": report.undecided,
+                "broker_problem": report.broker_problem,
+                "skipped_lines": report.skipped_lines,
+                "local_only": config.local_only,
+            }
+        )
+    elif report.decided:
+        by_role: dict[str, int] = {}
+        for key, count in report.decided.items():
+            by_role[key.split("/")[0]] = by_role.get(key.split("/")[0], 0) + count
+        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
+        log.info(f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""))
+    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+
+
+@app.command()
+@exits
+def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
+    from . import send as send_job
+    from .log import log
+
+    config = _setup(ctx, "send")
+    report = send_job.run(config)
+    if report.local_only:
+        log.info("local-only: no [honcho] section in the configuration, nothing is sent")
+        return ExitCode.OK
+    if report.busy:
+        log.info("another send is running; this one exits")
+        return ExitCode.OK
+    if as_json:
+        _emit_json(
+            {
+                "sent": report.sent,
+                "messages": report.messages,
+                "requests": report.requests,
+                "failed": report.failed,
+                "pending": report.pending,
+                "outage": report.outage,
+                "waiting_until": report.waiting_until,
+                "stopped": report.stopped,
+            }
+        )
+    elif report.sent or report.failed:
+        log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {report.pending} pending")
+    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+
+
+@config_app.command("check")
+@exits
+def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Validate bxmem.toml and print the resolved paths and workspaces (never a key)."""
+    from .config import read_key
+
+    config = _setup(ctx, "config")
+    workspaces = []
+    for ws in config.workspaces():
+        read_key(ws)  # raises ConfigInvalid for an unreadable or exposed key file
+        workspaces.append({"role": ws.role, "workspace": ws.name, "key": str(ws.key_file) if ws.key_file else None})
+    result = {
+        "config": str(config.path),
+        "config_exists": config.path.exists(),
+        "home": str(config.paths.home),
+        "run": str(config.paths.run),
+        "ledger": str(config.paths.ledger),
+        "broker_socket": str(config.paths.broker_socket),
+        "mode": "local-only" if config.local_only else "honcho",
+        "honcho_url": config.honcho.url if config.honcho else None,
+        "agent": config.honcho.agent if config.honcho else None,
+        "owner": config.honcho.owner if config.honcho else None,
+        "workspaces": workspaces,
+        "send_batch": config.send.batch,
+    }
+    if as_json:
+        _emit_json(result)
+        return ExitCode.OK
+    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults)")]
+    lines += [f"{name}: {result[name]}" for name in ("home", "run", "ledger", "broker_socket", "mode")]
+    if config.honcho:
+        lines += [f"honcho: {config.honcho.url} as agent {config.honcho.agent}, owner {config.honcho.owner}"]
+        for ws in workspaces:
+            key = f"key from {ws['key']}" if ws["key"] else "no key"
+            lines.append(f"  {ws['role']}: {ws['workspace']} ({key})")
+    else:
+        lines.append("local-only: no [honcho] section, nothing will be sent")
+    typer.echo("\n".join(lines))
+    return ExitCode.OK
+
+
+def run_cli(args: list[str]) -> int:
+    """The one error boundary: typed errors become one line on stderr and an exit code."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=args, prog_name="bxmem", standalone_mode=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
+    except BxmemError as exc:
+        sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("bxmem: interrupted\n")
+        return 130
+    return ExitCode.OK

@@ -1,0 +1,219 @@
+"""`bxmem decide`: where each finished turn goes, recorded at once.
+
+Reads only the new bytes of each session log, asks brokerd once per session
+with finished turns, decides by `rules.route_turn` and appends every decision
+to the ledger in one fsynced write before moving its cursors. A Honcho outage
+cannot change a decision, because Honcho is never asked.
+
+If brokerd cannot answer, the session's turns wait undecided in decide's
+state and are decided on a later run from the state then. brokerd's labels
+only ever rise (untrusted is sticky, class only goes up) and the log's flags
+are taken as of the later run too, so a late decision can only move a turn
+towards untrusted or nowhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .ledger import Ledger, event, now_iso, turn_item
+from .log import log, runbook
+from .rules import TurnFacts, higher_class, route_turn
+from .sources import brokerd
+from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
+from .store import JobLock, read_json, write_json
+
+STATE_FILE = "decide.json"
+
+
+@dataclass
+class DecideReport:
+    busy: bool = False
+    decided: Counter = field(default_factory=Counter)  # by "role/reason"
+    undecided: int = 0
+    broker_problem: str | None = None
+    logs_read: int = 0
+    skipped_lines: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        return self.undecided > 0
+
+
+def _fresh_state() -> dict:
+    return {"ledger_size": 0, "logs": {}, "undecided": {}, "broker_down_since": None, "logs_missing": False}
+
+
+def _recover(state: dict, ledger: Ledger) -> None:
+    """Learn what an earlier run appended but did not get to record in its state
+    (a crash between the ledger append and the state write)."""
+    if ledger.size() <= state["ledger_size"]:
+        return
+    for ev in ledger.read_from(state["ledger_size"]).events:
+        if ev.get("ev") != "decided" or ev.get("kind") != "turn":
+            continue
+        session, turn = ev.get("session"), ev.get("turn")
+        cursor = state["logs"].get(session)
+        if cursor is not None and isinstance(turn, int):
+            cursor["seen"] = max(cursor["seen"], turn)
+        waiting = state["undecided"].get(session)
+        if waiting:
+            state["undecided"][session] = [t for t in waiting if t["turn"] != turn]
+            if not state["undecided"][session]:
+                del state["undecided"][session]
+
+
+def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config) -> dict:
+    facts = TurnFacts(
+        status=turn["status"],
+        has_text=turn["has_text"],
+        has_reply=turn["reply"] is not None,
+        speaker=turn["speaker"],
+        # Taken as of now, not only as of the turn's end: never towards trusted.
+        untrusted_by_log=turn["untrusted_by_log"] or cursor["untrusted"],
+        log_class=higher_class(turn["log_class"], cursor["class"]),
+        untrusted_by_broker=broker.untrusted,
+        broker_class=broker.klass,
+        secret_in_text=turn["secret"] is not None,
+    )
+    agent = config.honcho.agent if config.honcho else ""
+    route = route_turn(facts, agent)
+    untrusted_by = [name for name, flag in (("brokerd", broker.untrusted), ("log", facts.untrusted_by_log)) if flag]
+    return event(
+        "decided",
+        item=turn_item(turn["session"], turn["turn"]),
+        kind="turn",
+        session=turn["session"],
+        turn=turn["turn"],
+        role=route.role,
+        ws=config.workspace(route.role).name if route.role and config.honcho else None,
+        reason=route.reason if not (route.role and config.local_only) else f"{route.reason}; local-only",
+        peer=route.peer,
+        **{"class": higher_class(broker.klass, facts.log_class)},
+        untrusted_by=untrusted_by,
+        secret_rule=turn["secret"],
+        log=f"{turn['session']}.jsonl",
+        user=turn["user"],
+        reply=turn["reply"],
+        at=turn["ts"],
+    )
+
+
+def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideReport:
+    report = DecideReport()
+    paths = config.paths
+    state_dir = paths.ensure_state_dir()
+    lock = JobLock(state_dir / "decide.lock")
+    if not lock.acquire():
+        report.busy = True
+        return report
+    with lock:
+        state = read_json(state_dir / STATE_FILE) or _fresh_state()
+        ledger = Ledger(paths.ledger)
+        _recover(state, ledger)
+        finished = _read_logs(config, state, report)
+
+        waiting: dict[str, list[dict]] = {s: list(ts) for s, ts in state["undecided"].items()}
+        for turn in finished:
+            waiting.setdefault(turn.session, []).append(asdict(turn))
+
+        events: list[dict] = []
+        state["undecided"] = {}
+        for session, turns in waiting.items():
+            cursor = state["logs"].setdefault(session, new_cursor())
+            try:
+                broker = brokerd.session_state(paths.broker_socket, session, broker_timeout)
+            except brokerd.BrokerUnavailable as exc:
+                report.broker_problem = str(exc)
+                state["undecided"][session] = turns
+                report.undecided += len(turns)
+                continue
+            for turn in turns:
+                decided = _decision(turn, broker, cursor, config)
+                report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
+                events.append(decided)
+
+        events.sort(key=lambda e: (e["at"] or "", e["session"], e["turn"]))
+        if events:
+            state["ledger_size"] = ledger.append(events)
+        _note_broker(state, report)
+        write_json(state_dir / STATE_FILE, state)
+        _write_idle_summary(config, state, state_dir)
+    return report
+
+
+def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
+    from .fastpath import size_fingerprint, stat_fingerprint, write_summary
+
+    logs = config.paths.logs
+    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
+    for stem, cursor in state["logs"].items():
+        if not cursor.get("ignored") and not cursor.get("gone") and cursor["ino"] is not None:
+            watch[str(logs / f"{stem}.jsonl")] = ("size", [cursor["ino"], cursor["offset"]])
+    write_summary(state_dir, "decide", config, watch, 0.0 if state["undecided"] else None)
+
+
+def _read_logs(config: Config, state: dict, report: DecideReport) -> list[FinishedTurn]:
+    logs_dir = config.paths.logs
+    try:
+        entries = list(os.scandir(logs_dir))
+    except FileNotFoundError:
+        if not state.get("logs_missing"):
+            log.warning(f"no logs folder at {logs_dir}: nothing to decide until loopd writes one")
+            state["logs_missing"] = True
+        return []
+    state["logs_missing"] = False
+    finished: list[FinishedTurn] = []
+    present = {e.name[: -len(".jsonl")] for e in entries if e.name.endswith(".jsonl")}
+    for stem, cursor in state["logs"].items():
+        cursor["gone"] = stem not in present  # kept, so a log that comes back is not decided twice
+    for entry in entries:
+        if not entry.name.endswith(".jsonl") or not entry.is_file():
+            continue
+        stem = entry.name[: -len(".jsonl")]
+        cursor = state["logs"].get(stem)
+        if cursor is None:
+            cursor = state["logs"][stem] = new_cursor()
+            problem = session_id_problem(stem)
+            if problem:
+                log.warning(f"{entry.path}: ignored: {problem}")
+                cursor["ignored"] = problem
+        if cursor.get("ignored"):
+            continue
+        st = entry.stat()
+        if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"]:
+            continue
+        report.logs_read += 1
+
+        def warn(message: str) -> None:
+            report.skipped_lines += 1
+            log.warning(message)
+
+        try:
+            turns = read_finished_turns(Path(entry.path), cursor, warn)
+        except OSError as exc:
+            log.warning(f"{entry.path}: cannot read: {exc.strerror}; will try again")
+            continue
+        for turn in turns:
+            if turn.turn > cursor["seen"]:
+                cursor["seen"] = turn.turn
+                finished.append(turn)
+    return finished
+
+
+def _note_broker(state: dict, report: DecideReport) -> None:
+    """Log an outage of brokerd once when it starts and once when it ends."""
+    if report.broker_problem:
+        if state["broker_down_since"] is None:
+            state["broker_down_since"] = now_iso()
+            log.warning(
+                f"brokerd cannot answer: {report.broker_problem}; {report.undecided} turn(s) wait undecided"
+                + runbook("broker-state-unavailable")
+            )
+    elif state["broker_down_since"] is not None and not state["undecided"]:
+        log.info(f"brokerd answers again (unavailable since {state['broker_down_since']}); waiting turns decided")
+        state["broker_down_since"] = None

@@ -1,0 +1,62 @@
+"""Typed errors and the exit codes they map to.
+
+The CLI is the only place that turns these into a line on stderr and an exit
+status, so every command behaves the same way when something goes wrong.
+Stdlib only: the idle fast path imports this module.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Exit statuses of every bxmem command (documented in docs/cli.md)."""
+
+    OK = 0
+    #: An unexpected failure: a bug, or the machine refused (disk full, read-only home).
+    ERROR = 1
+    #: The command line was wrong (typer's own usage errors use 2 as well).
+    USAGE = 2
+    #: The job did what it could, but something it needs did not answer
+    #: (brokerd, Honcho): work is left for a later run. Nothing was lost.
+    DEGRADED = 3
+    #: `bxmem sync`: the owner's attention is needed (failed items, refused key,
+    #: a long outage, brokerd unavailable).
+    ATTENTION = 4
+    #: Bad input named on the command line (an unknown edit id, say).
+    NOT_FOUND = 5
+    #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
+    CONFIG = 78
+
+
+class BxmemError(Exception):
+    """An error with a one-line, secret-free message for the owner."""
+
+    exit_code = ExitCode.ERROR
+    runbook: str | None = None
+
+    def one_line(self) -> str:
+        text = " ".join(str(self).split())
+        if self.runbook:
+            text += f" (runbook {self.runbook})"
+        return text
+
+
+class ConfigInvalid(BxmemError):
+    exit_code = ExitCode.CONFIG
+    runbook = "honcho-config-invalid"
+
+
+class UsageError(BxmemError):
+    exit_code = ExitCode.USAGE
+
+
+class NotFound(BxmemError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class StorageError(BxmemError):
+    """The home folder refused a write (full disk, read-only, permissions)."""
+
+    exit_code = ExitCode.ERROR

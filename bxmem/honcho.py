@@ -1,0 +1,278 @@
+"""A thin client for Honcho's v3 HTTP API, one per workspace.
+
+Ours rather than an SDK's, because the SDKs read keys and URLs from the
+environment, retry POSTs blindly (duplicating messages) and create resources
+as a side effect of reads (shared/honcho/NOTES.md section 10). This one:
+
+* takes its URL and key from bxmem's configuration only (trust_env=False:
+  no proxy or CA variables either) and sends the key to its own workspace;
+* never follows redirects, never retries; the caller decides, after checking;
+* uses a fresh connection after a 5xx (the server drops keep-alive then);
+* raises typed errors whose text holds the workspace, the operation and the
+  status, never a response body (422 bodies echo the message text) or a key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+from urllib.parse import quote
+
+import httpx
+
+from . import __version__
+from .config import Key
+
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 30.0
+CHAT_READ_TIMEOUT = 180.0
+MAX_MESSAGE_CHARS = 25_000
+MAX_BATCH = 100
+PAGE_SIZE = 100
+
+
+class HonchoError(Exception):
+    def __init__(self, workspace: str, operation: str, kind: str, status: int | None = None) -> None:
+        self.workspace = workspace
+        self.operation = operation
+        self.kind = kind
+        self.status = status
+        super().__init__(f"honcho {operation} in {workspace}: {kind}")
+
+
+class Unavailable(HonchoError):
+    """Connection refused or reset, a timeout, a 5xx or an unreadable answer.
+    For a POST, the server may or may not have acted on it."""
+
+
+class Refused(HonchoError):
+    """A 4xx: the server understood and said no."""
+
+
+class KeyRefused(Refused):
+    """401 or 403: the workspace's key is not accepted."""
+
+
+class Missing(Refused):
+    """404: the route or the resource does not exist."""
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+# What bxmem asks of each workspace's configuration (seed section 6). Complete
+# nested objects, because Honcho merges configuration one level deep only.
+CONFIG_DEFAULTS: dict[str, Any] = {
+    "reasoning": {"enabled": True},
+    "peer_card": {"use": True, "create": True},
+    "summary": {"enabled": True},
+    "dream": {"enabled": True},
+}
+CONFIG_QUIET: dict[str, Any] = {
+    "reasoning": {"enabled": False},
+    "peer_card": {"use": False, "create": False},
+    "summary": {"enabled": False},
+    "dream": {"enabled": False},
+}
+
+
+def configuration_for(role: str) -> dict[str, Any]:
+    """The fleet's notes are read by no model; the agent's own workspaces get Honcho's defaults."""
+    return CONFIG_QUIET if role == "fleet" else CONFIG_DEFAULTS
+
+
+def configuration_applied(wanted: dict[str, Any], stored: dict[str, Any] | None) -> bool:
+    stored = stored or {}
+    for section, values in wanted.items():
+        got = stored.get(section) or {}
+        for name, value in values.items():
+            if got.get(name) != value:
+                return False
+    return True
+
+
+class WorkspaceClient:
+    def __init__(
+        self,
+        base_url: str,
+        workspace: str,
+        key: Key | None,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url
+        self.workspace = workspace
+        self._key = key
+        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._client: httpx.Client | None = None
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            headers = {"User-Agent": f"bxmem/{__version__}", "Accept": "application/json"}
+            if self._key is not None:
+                headers["Authorization"] = self._key.bearer()
+            self._client = httpx.Client(
+                base_url=self.base_url,
+                headers=headers,
+                timeout=self._timeout,
+                trust_env=False,
+                follow_redirects=False,
+            )
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> "WorkspaceClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ws_path(self, suffix: str = "") -> str:
+        return f"/v3/workspaces/{_seg(self.workspace)}{suffix}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        *,
+        json: Any = None,
+        params: dict | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> Any:
+        try:
+            response = self._http().request(
+                method, path, json=json, params=params, timeout=timeout or self._timeout
+            )
+        except httpx.TimeoutException:
+            self.close()
+            raise Unavailable(self.workspace, operation, "timed out") from None
+        except httpx.HTTPError as exc:
+            self.close()
+            raise Unavailable(self.workspace, operation, f"connection failed ({type(exc).__name__})") from None
+        status = response.status_code
+        if status >= 500:
+            self.close()  # the server drops the keep-alive connection after a 5xx
+            raise Unavailable(self.workspace, operation, f"HTTP {status}", status)
+        if status in (401, 403):
+            raise KeyRefused(self.workspace, operation, f"HTTP {status}", status)
+        if status == 404:
+            raise Missing(self.workspace, operation, "HTTP 404", status)
+        if status >= 400:
+            raise Refused(self.workspace, operation, f"HTTP {status}", status)
+        if status >= 300:
+            raise Refused(self.workspace, operation, f"HTTP {status} (redirects are not followed)", status)
+        if status == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            self.close()
+            raise Unavailable(self.workspace, operation, "the answer was not JSON", status) from None
+
+    # --- workspace, peers, sessions -----------------------------------------------
+
+    def set_configuration(self, configuration: dict) -> None:
+        """PUT is an upsert: it creates the workspace if needed and sets its configuration."""
+        self.request("PUT", self._ws_path(), "set workspace configuration", json={"configuration": configuration})
+
+    def read_configuration(self) -> dict | None:
+        """The stored configuration, read back with get-or-create (which a workspace key may call,
+        unlike workspaces/list, which needs an admin key)."""
+        body = self.request("POST", "/v3/workspaces", "read workspace", json={"id": self.workspace})
+        return _expect_dict(body, self.workspace, "read workspace").get("configuration")
+
+    def workspace_exists(self) -> bool:
+        """Whether the workspace exists, without creating it (needs an admin key, or auth off)."""
+        body = self.request(
+            "POST", "/v3/workspaces/list", "list workspaces", json={"filters": {"id": self.workspace}}
+        )
+        items = _expect_dict(body, self.workspace, "list workspaces").get("items") or []
+        return any(isinstance(w, dict) and w.get("id") == self.workspace for w in items)
+
+    def create_peer(self, peer: str, observe_me: bool) -> None:
+        self.request(
+            "POST",
+            self._ws_path("/peers"),
+            "create peer",
+            json={"id": peer, "configuration": {"observe_me": observe_me}},
+        )
+
+    def create_session(self, session: str, peers: dict[str, bool], metadata: dict | None = None) -> None:
+        body: dict[str, Any] = {
+            "id": session,
+            "peers": {peer: {"observe_me": observed, "observe_others": False} for peer, observed in peers.items()},
+        }
+        if metadata:
+            body["metadata"] = metadata
+        self.request("POST", self._ws_path("/sessions"), "create session", json=body)
+
+    # --- messages -----------------------------------------------------------------
+
+    def add_messages(self, session: str, messages: list[dict]) -> list[str]:
+        if not 1 <= len(messages) <= MAX_BATCH:
+            raise ValueError("a batch holds 1 to 100 messages")
+        body = self.request(
+            "POST",
+            self._ws_path(f"/sessions/{_seg(session)}/messages"),
+            "add messages",
+            json={"messages": messages},
+        )
+        if not isinstance(body, list) or len(body) != len(messages):
+            raise Unavailable(self.workspace, "add messages", "the answer did not list every message")
+        return [_expect_dict(m, self.workspace, "add messages").get("id", "") for m in body]
+
+    def list_messages(self, session: str, filters: dict | None = None) -> Iterator[dict]:
+        yield from self._pages(self._ws_path(f"/sessions/{_seg(session)}/messages/list"), "list messages", filters)
+
+    def _pages(self, path: str, operation: str, filters: dict | None) -> Iterator[dict]:
+        page = 1
+        while True:
+            body = self.request(
+                "POST",
+                path,
+                operation,
+                json={"filters": filters} if filters else {},
+                params={"page": page, "size": PAGE_SIZE},
+            )
+            body = _expect_dict(body, self.workspace, operation)
+            items = body.get("items")
+            if not isinstance(items, list):
+                raise Unavailable(self.workspace, operation, "the answer was not a page")
+            yield from (item for item in items if isinstance(item, dict))
+            pages = body.get("pages")
+            if not items or not isinstance(pages, int) or page >= pages:
+                return
+            page += 1
+
+    # --- conclusions --------------------------------------------------------------
+
+    def create_conclusions(self, conclusions: list[dict]) -> list[str]:
+        body = self.request(
+            "POST", self._ws_path("/conclusions"), "create conclusions", json={"conclusions": conclusions}
+        )
+        if not isinstance(body, list) or len(body) != len(conclusions):
+            raise Unavailable(self.workspace, "create conclusions", "the answer did not list every conclusion")
+        return [_expect_dict(c, self.workspace, "create conclusions").get("id", "") for c in body]
+
+    def list_conclusions(self, filters: dict) -> Iterator[dict]:
+        yield from self._pages(self._ws_path("/conclusions/list"), "list conclusions", filters)
+
+    def delete_conclusion(self, conclusion_id: str) -> bool:
+        """True if deleted now, False if it was already gone (404 counts as done)."""
+        try:
+            self.request("DELETE", self._ws_path(f"/conclusions/{_seg(conclusion_id)}"), "delete conclusion")
+        except Missing:
+            return False
+        return True
+
+
+def _expect_dict(value: Any, workspace: str, operation: str) -> dict:
+    if not isinstance(value, dict):
+        raise Unavailable(workspace, operation, "the answer was not a JSON object")
+    return value

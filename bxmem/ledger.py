@@ -1,0 +1,125 @@
+"""The ledger, memory/honcho.jsonl: bxmem's append-only record of decisions.
+
+One JSON object a line, one event each: `decided` (an item and where it goes,
+or nowhere and why), `attempt` (a send started: its outcome is unknown until a
+`sent` line follows), `sent` (Honcho's ids), `failed` (Honcho's refusal status),
+`created` (a workspace, peer or session bxmem set up), `key_refused`,
+`requeued`. No line ever holds message text or a key.
+
+Writers hold an exclusive flock on the file for one append of whole lines and
+fsync before letting go. Readers read complete lines only; a crash mid-write
+leaves an unterminated tail, which the next writer closes off with a newline
+so that it reads as one malformed line, skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import StorageError
+
+LEDGER_VERSION = 1
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def event(ev: str, **fields: object) -> dict:
+    return {"v": LEDGER_VERSION, "ev": ev, "ts": now_iso(), **fields}
+
+
+def turn_item(session: str, turn: int) -> str:
+    return f"turn:{session}:{turn}"
+
+
+def edit_item(edit_id: str) -> str:
+    return f"edit:{edit_id}"
+
+
+@dataclass
+class ReadResult:
+    events: list[dict] = field(default_factory=list)
+    end: int = 0  # the offset just past the last complete line read
+    malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
+    torn_tail: bool = False  # an unterminated last line (a crash mid-write)
+
+
+class Ledger:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def append(self, events: list[dict]) -> int:
+        """Append whole lines under the lock, fsync, and return the new size."""
+        if not events:
+            return self.size()
+        import portalocker
+
+        payload = "".join(json.dumps(e, separators=(",", ":"), ensure_ascii=False) + "\n" for e in events)
+        data = payload.encode("utf-8", "surrogatepass")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StorageError(f"cannot open ledger {self.path}: {exc.strerror}") from None
+        with os.fdopen(fd, "r+b", buffering=0) as f:
+            portalocker.lock(f, portalocker.LOCK_EX)
+            try:
+                size = os.fstat(fd).st_size
+                if size:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":
+                        data = b"\n" + data  # close off a torn line left by a crash
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+                return os.fstat(fd).st_size
+            except OSError as exc:
+                raise StorageError(f"cannot append to ledger {self.path}: {exc.strerror}") from None
+            finally:
+                portalocker.unlock(f)
+
+    def read_from(self, offset: int) -> ReadResult:
+        """Every complete line from `offset` on. A shared lock keeps a writer's
+        half-written line from being mistaken for a torn one."""
+        result = ReadResult(end=offset)
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            return result
+        import portalocker
+
+        with f:
+            portalocker.lock(f, portalocker.LOCK_SH)
+            try:
+                f.seek(offset)
+                pos = offset
+                for line in f:
+                    if not line.endswith(b"\n"):
+                        result.torn_tail = True
+                        break
+                    try:
+                        value = json.loads(line)
+                        if not isinstance(value, dict) or "ev" not in value:
+                            raise ValueError
+                        result.events.append(value)
+                    except ValueError:
+                        if line.strip():
+                            result.malformed.append(pos)
+                    pos += len(line)
+                result.end = pos
+            finally:
+                portalocker.unlock(f)
+        return result

@@ -1,0 +1,62 @@
+"""One line per event on stderr, ready for journald.
+
+Under systemd (JOURNAL_STREAM names our stderr) each line gets an sd-daemon
+priority prefix so `journalctl -p warning` works. Callers pass only ids,
+counts, statuses and reasons: never message text, never a key, never an
+HTTP error body.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+RUNBOOK_ENTRIES = (
+    "honcho-unreachable",
+    "honcho-send-refused",
+    "honcho-key-refused",
+    "broker-state-unavailable",
+    "honcho-config-invalid",
+)
+
+log = logging.getLogger("bxmem")
+
+_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
+
+
+def runbook(entry: str) -> str:
+    if entry not in RUNBOOK_ENTRIES:
+        raise ValueError(f"no runbook entry {entry!r}")
+    return f" (runbook {entry})"
+
+
+def _stderr_is_journal() -> bool:
+    stream = os.environ.get("JOURNAL_STREAM", "")
+    try:
+        device, inode = (int(x) for x in stream.split(":"))
+        st = os.fstat(sys.stderr.fileno())
+    except (ValueError, OSError):
+        return False
+    return (st.st_dev, st.st_ino) == (device, inode)
+
+
+class _Formatter(logging.Formatter):
+    def __init__(self, job: str, journal: bool) -> None:
+        super().__init__()
+        self.job = job
+        self.journal = journal
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = " ".join(record.getMessage().split())  # one line, always
+        level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
+        prefix = f"<{_PRIORITY.get(record.levelno, 6)}>" if self.journal else ""
+        return f"{prefix}bxmem {self.job}: {level}{message}"
+
+
+def setup(job: str, verbose: bool = False, quiet: bool = False) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter(job, _stderr_is_journal()))
+    log.handlers[:] = [handler]
+    log.propagate = False
+    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)

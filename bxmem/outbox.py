@@ -1,0 +1,127 @@
+"""The outbox: what the ledger says is decided and not yet sent or failed.
+
+There is no second queue. This is a checkpoint of a fold over the ledger (its
+byte offset plus the fold's result), caught up from that offset on every run,
+so no run reads the whole ledger. Deleting the checkpoint is always safe: the
+next run folds the ledger again from the start.
+
+The fold also keeps what bxmem set up in Honcho (configured workspaces,
+peers, and for each Boxmaker session its current Honcho session and peers),
+the workspaces whose key was refused, and the outage backoff.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .ledger import Ledger
+from .log import log
+from .store import read_json, write_json
+
+CHECKPOINT = "outbox.json"
+CHECKPOINT_VERSION = 1
+
+
+@dataclass
+class Outbox:
+    offset: int = 0
+    ino: int | None = None
+    pending: dict[str, dict] = field(default_factory=dict)  # item -> decided event, ledger order
+    attempts: dict[str, dict] = field(default_factory=dict)  # item -> its last attempt event
+    failed: dict[str, dict] = field(default_factory=dict)  # item -> failed event
+    setup: dict[str, dict] = field(default_factory=dict)  # workspace -> what exists there
+    stopped: dict[str, dict] = field(default_factory=dict)  # workspace -> key_refused event
+    backoff: dict | None = None  # {"since", "delay", "until"} while Honcho is down
+    last_sent: str | None = None
+    sent_count: int = 0
+    malformed: int = 0
+
+    # --- the fold -----------------------------------------------------------------
+
+    def apply(self, ev: dict) -> None:
+        kind = ev.get("ev")
+        item = ev.get("item")
+        if kind == "decided":
+            if ev.get("ws") and item not in self.failed:
+                self.pending[item] = ev
+        elif kind == "attempt":
+            for one in ev.get("items", []):
+                self.attempts[one] = ev
+        elif kind == "sent":
+            self.pending.pop(item, None)
+            self.attempts.pop(item, None)
+            self.failed.pop(item, None)
+            self.last_sent = ev.get("ts")
+            self.sent_count += 1
+        elif kind == "failed":
+            decided = self.pending.pop(item, None)
+            self.attempts.pop(item, None)
+            self.failed[item] = {**ev, "decided": decided}
+        elif kind == "requeued":
+            failed = self.failed.pop(item, None)
+            if failed and failed.get("decided"):
+                self.pending[item] = failed["decided"]
+        elif kind == "created":
+            self._learn_created(ev)
+        elif kind == "key_refused":
+            self.stopped[ev["ws"]] = ev
+        elif kind == "key_resumed":
+            self.stopped.pop(ev.get("ws"), None)
+
+    def workspace(self, ws: str) -> dict:
+        return self.setup.setdefault(ws, {"configured": False, "peers": [], "sessions": {}})
+
+    def _learn_created(self, ev: dict) -> None:
+        ws = self.workspace(ev["ws"])
+        what = ev.get("what")
+        if what == "workspace":
+            ws["configured"] = True
+        elif what == "peer" and ev.get("id") not in ws["peers"]:
+            ws["peers"].append(ev["id"])
+        elif what == "session" and ev.get("session"):
+            known = ws["sessions"].get(ev["session"])
+            if known is None or ev.get("n", 1) >= known["n"]:
+                ws["sessions"][ev["session"]] = {"name": ev["id"], "n": ev.get("n", 1), "peers": ev.get("peers", [])}
+
+    # --- persistence ----------------------------------------------------------------
+
+    @classmethod
+    def load(cls, state_dir: Path, ledger: Ledger) -> "Outbox":
+        """The checkpoint caught up with the ledger (rebuilt if missing or stale)."""
+        raw = read_json(state_dir / CHECKPOINT)
+        box = cls._from_dict(raw) if raw and raw.get("version") == CHECKPOINT_VERSION else None
+        try:
+            st = ledger.path.stat()
+        except FileNotFoundError:
+            st = None
+        if box is not None and st is not None and (st.st_ino != box.ino or st.st_size < box.offset):
+            log.warning(f"{ledger.path} was replaced or truncated; rebuilding the outbox from it")
+            box = None
+        if box is None:
+            box = cls()
+        box.catch_up(ledger)
+        if st is not None:
+            box.ino = st.st_ino
+        return box
+
+    def catch_up(self, ledger: Ledger) -> None:
+        result = ledger.read_from(self.offset)
+        for ev in result.events:
+            self.apply(ev)
+        if result.malformed:
+            self.malformed += len(result.malformed)
+            for offset in result.malformed:
+                log.warning(f"{ledger.path}: malformed line at byte {offset} skipped (a torn write is closed off this way)")
+        self.offset = result.end
+
+    def save(self, state_dir: Path) -> None:
+        write_json(state_dir / CHECKPOINT, {"version": CHECKPOINT_VERSION, **self.__dict__})
+
+    @classmethod
+    def _from_dict(cls, raw: dict) -> "Outbox":
+        box = cls()
+        for name in box.__dict__:
+            if name in raw:
+                setattr(box, name, raw[name])
+        return box

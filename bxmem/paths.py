@@ -1,0 +1,99 @@
+"""Where things live: config file, Boxmaker home, bxmem's own state.
+
+Stdlib only, because the idle fast path needs the paths before anything heavy
+is imported. platformdirs is imported only when no override says where to go.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigInvalid
+
+CONFIG_ENV = "BXMEM_CONFIG"
+HOME_ENV = "BOXMAKER_HOME"
+
+
+def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """`--config PATH`, else `BXMEM_CONFIG`, else the platform's config dir."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("boxmaker")) / "bxmem.toml"
+
+
+def load_toml(path: Path) -> dict:
+    """The raw configuration; a missing file is an empty one (local-only)."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigInvalid(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigInvalid(f"{path}: cannot read: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class Paths:
+    home: Path
+    run: Path
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def memory(self) -> Path:
+        return self.home / "memory"
+
+    @property
+    def journal(self) -> Path:
+        return self.memory / "journal.jsonl"
+
+    @property
+    def ledger(self) -> Path:
+        return self.memory / "honcho.jsonl"
+
+    @property
+    def state(self) -> Path:
+        """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
+        return self.memory / "bxmem"
+
+    @property
+    def broker_socket(self) -> Path:
+        return self.run / "memory-broker" / "state.sock"
+
+    def ensure_state_dir(self) -> Path:
+        self.memory.mkdir(parents=True, exist_ok=True)
+        self.state.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.state, 0o700)
+        return self.state
+
+
+def resolve_paths(raw: dict) -> Paths:
+    section = raw.get("paths") or {}
+    if not isinstance(section, dict):
+        raise ConfigInvalid("[paths] must be a table")
+    home_value = os.environ.get(HOME_ENV) or section.get("home")
+    if home_value is not None and not isinstance(home_value, str):
+        raise ConfigInvalid("[paths] home must be a string")
+    if home_value:
+        home = Path(home_value).expanduser()
+    else:
+        import platformdirs
+
+        home = Path(platformdirs.user_data_dir("boxmaker"))
+    run_value = section.get("run")
+    if run_value is not None and not isinstance(run_value, str):
+        raise ConfigInvalid("[paths] run must be a string")
+    run = Path(run_value).expanduser() if run_value else home / "run"
+    return Paths(home=home, run=run)

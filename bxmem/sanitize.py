@@ -1,0 +1,86 @@
+"""What text may leave the host, and in what form.
+
+`neutralise` makes text inert for display and storage elsewhere; `find_secret`
+names the first known-prefix secret in a text. Regex rules are a floor, not
+data-loss prevention: a secret without a recognisable shape is not caught.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Characters that change how text displays or hide text: bidi embeddings,
+# overrides and isolates, zero-width characters, BOM, and the C0/C1 controls
+# other than tab and newline.
+_INVISIBLE = (
+    "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+)
+_STRIP = {ord(c): None for c in _INVISIBLE}
+_STRIP.update({c: None for c in range(0x00, 0x20) if c not in (0x09, 0x0A)})
+_STRIP.update({c: None for c in range(0x7F, 0xA0)})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def neutralise(text: str) -> str:
+    """Strip control, bidi and zero-width characters; normalise to NFC.
+
+    CR LF and lone CR become LF first so line structure survives; lone
+    surrogates (which cannot be encoded) become U+FFFD.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _SURROGATE.sub("\ufffd", text)
+    return unicodedata.normalize("NFC", text.translate(_STRIP))
+
+
+# Each rule: a name for the ledger and logs (never the match), and a pattern.
+SECRET_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|AGPA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b"),
+        ("aws-secret-access-key", r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"=: ]\s*[A-Za-z0-9/+]{40}\b"),
+        ("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"),
+        ("github-fine-grained-pat", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+        ("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
+        ("anthropic-api-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+        ("openai-api-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+        ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}"),
+        ("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+        ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
+        ("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
+        ("pem-private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+        ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+        ("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+        ("huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b"),
+        ("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
+        ("twilio-key", r"\bSK[0-9a-f]{32}\b"),
+        ("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
+        ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+        ("telegram-bot-token", r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}\b"),
+        ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
+        ("url-with-password", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:[^\s:/@]{3,}@[^\s/]+"),
+    )
+)
+
+
+def find_secret(text: str) -> str | None:
+    """The name of the first secret rule that matches, or None.
+
+    Matching runs on the neutralised text too, so a zero-width character
+    inside a key does not hide it.
+    """
+    for candidate in (text, neutralise(text)):
+        for name, pattern in SECRET_RULES:
+            if pattern.search(candidate):
+                return name
+    return None
+
+
+def chunks(text: str, size: int) -> list[str]:
+    """Split text into pieces of at most `size` characters, in order; "" stays one empty piece."""
+    if not text:
+        return [""]
+    return [text[i : i + size] for i in range(0, len(text), size)]

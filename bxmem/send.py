@@ -1,0 +1,441 @@
+"""`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
+
+Exactly once, by construction:
+
+* an item leaves the outbox only through a `sent` or `failed` line;
+* before any POST that creates messages, an `attempt` line names the items
+  and the Honcho session, so a crash or a lost answer leaves a trace;
+* an item with an attempt and no `sent` is settled first: its messages are
+  looked up by their `bxmem_item` metadata and only the missing parts sent.
+
+Every change of state is a ledger line folded back into the outbox, so the
+checkpoint and the ledger cannot disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from .config import Config, key_fingerprint, read_key
+from .honcho import (
+    MAX_BATCH,
+    MAX_MESSAGE_CHARS,
+    HonchoError,
+    KeyRefused,
+    Missing,
+    Refused,
+    Unavailable,
+    WorkspaceClient,
+    configuration_applied,
+    configuration_for,
+)
+from .ledger import Ledger, event, now_iso
+from .log import log, runbook
+from .outbox import Outbox
+from .sanitize import chunks, find_secret, neutralise
+from .sources.loopd import read_span_text
+from .store import JobLock, write_json
+
+FIRST_DELAY_S = 5.0
+MAX_DELAY_S = 600.0
+
+
+@dataclass
+class SendReport:
+    busy: bool = False
+    local_only: bool = False
+    waiting_until: float | None = None
+    sent: int = 0
+    messages: int = 0
+    requests: int = 0
+    failed: int = 0
+    outage: str | None = None
+    stopped: list[str] = field(default_factory=list)
+    pending: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.outage or self.waiting_until or self.stopped)
+
+
+class LocalFailure(Exception):
+    """An item that cannot be sent for a reason found here, not by Honcho."""
+
+
+@dataclass
+class Group:
+    ws: str
+    session: str  # the Boxmaker session
+    hsession: str  # the Honcho session
+    n: int
+    peers: list[str]
+    new_session: bool
+    items: list[dict]
+    messages: dict[str, list[dict]]
+
+
+class Sender:
+    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=time.time) -> None:
+        assert config.honcho is not None
+        self.config = config
+        self.honcho = config.honcho
+        self.box = box
+        self.ledger = ledger
+        self.clock = clock
+        self.clients: dict[str, WorkspaceClient] = {}
+        self.report = SendReport()
+        self._messages: dict[str, list[dict]] = {}
+
+    # --- plumbing -------------------------------------------------------------------
+
+    def record(self, events: list[dict]) -> None:
+        """Append to the ledger, then fold the ledger's new lines into the outbox."""
+        self.ledger.append(events)
+        self.box.catch_up(self.ledger)
+
+    def client(self, ws: str) -> WorkspaceClient:
+        if ws not in self.clients:
+            workspace = self.config.workspace_by_name(ws)
+            key = read_key(workspace) if workspace else None
+            self.clients[ws] = WorkspaceClient(self.honcho.url, ws, key)
+        return self.clients[ws]
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+
+    # --- the run --------------------------------------------------------------------
+
+    def run(self) -> SendReport:
+        now = self.clock()
+        self._resume_refreshed_keys()
+        backoff = self.box.backoff
+        if backoff and now < backoff["until"]:
+            self.report.waiting_until = backoff["until"]
+            return self.report
+        batch = self._select()
+        done: set[str] = set()
+        for index, item in enumerate(batch):
+            if item["item"] in done or item["ws"] in self.box.stopped:
+                continue
+            try:
+                self._ensure_workspace(item["ws"])
+                if item["item"] in self.box.attempts:
+                    self._settle(item)
+                    done.add(item["item"])
+                    continue
+                group = self._plan(item, batch[index + 1 :], done)
+                if group is not None:
+                    done.update(i["item"] for i in group.items)
+                    self._send_group(group)
+            except KeyRefused as exc:
+                self._stop_workspace(item["ws"], exc)
+            except Unavailable as exc:
+                self._outage(exc)
+                break
+            except Refused as exc:
+                self._fail([item], exc.status, f"{exc.operation} refused")
+                done.add(item["item"])
+        self.report.pending = len(self.box.pending)
+        return self.report
+
+    def _select(self) -> list[dict]:
+        chosen = []
+        for item in self.box.pending.values():
+            if item["ws"] in self.box.stopped:
+                continue
+            if self.config.workspace_by_name(item["ws"]) is None:
+                continue  # a workspace no longer configured: its items wait (bxmem sync shows them)
+            chosen.append(item)
+            if len(chosen) >= self.config.send.batch:
+                break
+        return chosen
+
+    def _succeeded(self) -> None:
+        if self.box.backoff:
+            log.info(f"Honcho at {self.honcho.url} answers again (unreachable since {self.box.backoff['since']})")
+            self.box.backoff = None
+
+    def _outage(self, exc: Unavailable) -> None:
+        now = self.clock()
+        self.report.outage = str(exc)
+        if self.box.backoff is None:
+            self.box.backoff = {"since": now_iso(), "delay": FIRST_DELAY_S, "until": now + FIRST_DELAY_S}
+            log.warning(
+                f"Honcho unreachable at {self.honcho.url}: {exc}; {len(self.box.pending)} item(s) wait, "
+                f"retrying in {FIRST_DELAY_S:g} s, then less and less often" + runbook("honcho-unreachable")
+            )
+        else:
+            delay = min(self.box.backoff["delay"] * 2, MAX_DELAY_S)
+            self.box.backoff.update(delay=delay, until=now + delay)
+            log.debug(f"Honcho still unreachable: {exc}; next try in {delay:g} s")
+        for client in self.clients.values():
+            client.close()
+
+    def _stop_workspace(self, ws: str, exc: KeyRefused) -> None:
+        workspace = self.config.workspace_by_name(ws)
+        secret = workspace.secret if workspace else "?"
+        fingerprint = key_fingerprint(workspace.key_file) if workspace else None
+        self.record([event("key_refused", ws=ws, status=exc.status, secret=secret, key=fingerprint)])
+        self.report.stopped.append(ws)
+        log.error(
+            f"Honcho refused the key for workspace {ws} (HTTP {exc.status}); sends to {ws} stop until "
+            f"secrets.{secret} changes, the other workspaces go on" + runbook("honcho-key-refused")
+        )
+
+    def _resume_refreshed_keys(self) -> None:
+        for ws, refusal in list(self.box.stopped.items()):
+            workspace = self.config.workspace_by_name(ws)
+            current = key_fingerprint(workspace.key_file) if workspace else None
+            if workspace is not None and current != refusal.get("key"):
+                self.record([event("key_resumed", ws=ws, why="key file changed")])
+                log.info(f"the key for workspace {ws} changed; resuming its sends")
+
+    def _fail(self, items: list[dict], status: int | None, reason: str) -> None:
+        self.record([event("failed", item=i["item"], ws=i["ws"], status=status, reason=reason) for i in items])
+        self.report.failed += len(items)
+        for i in items:
+            code = f"HTTP {status}" if status else "refused here"
+            log.warning(
+                f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed" + runbook("honcho-send-refused")
+            )
+
+    # --- workspace, peers, sessions ------------------------------------------------------
+
+    def _ensure_workspace(self, ws: str) -> None:
+        state = self.box.workspace(ws)
+        if state["configured"]:
+            return
+        workspace = self.config.workspace_by_name(ws)
+        wanted = configuration_for(workspace.role)
+        client = self.client(ws)
+        client.set_configuration(wanted)
+        stored = client.read_configuration()
+        if not configuration_applied(wanted, stored):
+            raise Refused(ws, "set workspace configuration", "the configuration read back differs")
+        events = [event("created", ws=ws, what="workspace", configuration=wanted)]
+        for peer, observed in ((self.honcho.agent, False), (self.honcho.owner, True)):
+            client.create_peer(peer, observed)
+            events.append(event("created", ws=ws, what="peer", id=peer, observe_me=observed))
+        self.record(events)
+        self._succeeded()
+
+    def _ensure_peer(self, ws: str, peer: str) -> None:
+        if peer in self.box.workspace(ws)["peers"]:
+            return
+        self.client(ws).create_peer(peer, peer != self.honcho.agent)
+        self.record([event("created", ws=ws, what="peer", id=peer, observe_me=peer != self.honcho.agent)])
+
+    # --- turns --------------------------------------------------------------------
+
+    def _messages_for(self, item: dict) -> list[dict]:
+        """The item's messages, built the same way every time (duplicate defence relies on it)."""
+        key = item["item"]
+        if key in self._messages:
+            return self._messages[key]
+        log_path = self.config.paths.logs / item["log"]
+        try:
+            texts = [read_span_text(log_path, span) for span in item["user"]]
+            reply = read_span_text(log_path, item["reply"])
+        except (OSError, ValueError) as exc:
+            raise LocalFailure(f"cannot read the turn back from {log_path}: {exc}") from None
+        speaker_text = "\n".join(texts)
+        rule = find_secret(speaker_text) or find_secret(reply)
+        if rule:
+            raise LocalFailure(f"holds a secret ({rule})")
+        parts: list[tuple[str, str, str]] = []
+        for role, peer, text in (("speaker", item["peer"], speaker_text), ("agent", self.honcho.agent, reply)):
+            parts += [(role, peer, piece) for piece in chunks(neutralise(text), MAX_MESSAGE_CHARS)]
+        if len(parts) > MAX_BATCH:
+            raise LocalFailure(f"is {len(parts)} messages long, over the {MAX_BATCH} one request can carry")
+        messages = []
+        for index, (role, peer, content) in enumerate(parts):
+            message = {
+                "peer_id": peer,
+                "content": content,
+                "metadata": {
+                    "bxmem_item": key,
+                    "part": index,
+                    "parts": len(parts),
+                    "role": role,
+                    "bx_session": item["session"],
+                    "turn": item["turn"],
+                },
+            }
+            if _valid_time(item.get("at")):
+                message["created_at"] = item["at"]
+            messages.append(message)
+        self._messages[key] = messages
+        return messages
+
+    def _target(self, item: dict) -> tuple[str, int, list[str], bool]:
+        """The Honcho session for the item: the current one, or the next (`-2`, `-3`, ...)
+        when its speaker is not yet in the current one, holding every peer so far."""
+        known = self.box.workspace(item["ws"])["sessions"].get(item["session"])
+        if known and item["peer"] in known["peers"]:
+            return known["name"], known["n"], known["peers"], False
+        n = known["n"] + 1 if known else 1
+        name = item["session"] if n == 1 else f"{item['session']}-{n}"
+        peers = sorted(set(known["peers"] if known else [self.honcho.agent]) | {item["peer"]})
+        return name, n, peers, True
+
+    def _plan(self, first: dict, rest: list[dict], done: set[str]) -> Group | None:
+        try:
+            messages = {first["item"]: self._messages_for(first)}
+        except LocalFailure as exc:
+            self._fail([first], None, str(exc))
+            return None
+        name, n, peers, new = self._target(first)
+        group = Group(first["ws"], first["session"], name, n, peers, new, [first], messages)
+        count = len(messages[first["item"]])
+        for other in rest:
+            if other["ws"] != first["ws"] or other["session"] != first["session"] or other["item"] in done:
+                continue
+            # Keep the session's order: stop at the first item that cannot join.
+            if other["item"] in self.box.attempts or other["peer"] not in peers:
+                break
+            try:
+                more = self._messages_for(other)
+            except LocalFailure as exc:
+                self._fail([other], None, str(exc))
+                done.add(other["item"])
+                continue
+            if count + len(more) > MAX_BATCH:
+                break
+            group.items.append(other)
+            group.messages[other["item"]] = more
+            count += len(more)
+        return group
+
+    def _send_group(self, group: Group) -> None:
+        client = self.client(group.ws)
+        if group.new_session:
+            for peer in group.peers:
+                self._ensure_peer(group.ws, peer)
+            client.create_session(
+                group.hsession,
+                {peer: peer != self.honcho.agent for peer in group.peers},
+                metadata={"bx_session": group.session, "source": "bxmem"},
+            )
+            self.record([event("created", ws=group.ws, what="session", id=group.hsession, session=group.session, n=group.n, peers=group.peers)])
+        try:
+            self._post(group.ws, group.hsession, group.items, group.messages)
+        except Refused as exc:
+            if len(group.items) == 1 or isinstance(exc, KeyRefused):
+                raise
+            # A 4xx stores nothing: send the items one by one to find the one refused.
+            for item in group.items:
+                try:
+                    self._post(group.ws, group.hsession, [item], {item["item"]: group.messages[item["item"]]})
+                except KeyRefused:
+                    raise
+                except Refused as one:
+                    self._fail([item], one.status, f"{one.operation} refused")
+
+    def _post(self, ws: str, hsession: str, items: list[dict], messages: dict[str, list[dict]], known_ids: dict | None = None) -> None:
+        """Record the attempt, POST the messages, record `sent` with Honcho's ids."""
+        flat = [m for i in items for m in messages[i["item"]]]
+        self.record(
+            [event("attempt", items=[i["item"] for i in items], ws=ws, session=items[0]["session"], hsession=hsession,
+                   parts={i["item"]: len(messages[i["item"]]) for i in items})]
+        )
+        self.report.requests += 1
+        ids = self.client(ws).add_messages(hsession, flat)
+        self._succeeded()
+        sent, cursor = [], 0
+        for item in items:
+            mine = ids[cursor : cursor + len(messages[item["item"]])]
+            cursor += len(mine)
+            if known_ids and item["item"] in known_ids:
+                mine = _merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
+            sent.append(event("sent", item=item["item"], ws=ws, hsession=hsession, ids=mine))
+        self.record(sent)
+        self.report.sent += len(items)
+        self.report.messages += len(flat)
+
+    def _settle(self, item: dict) -> None:
+        """An item whose earlier attempt has no outcome: find what Honcho has, send the rest."""
+        attempt = self.box.attempts[item["item"]]
+        hsession = attempt["hsession"]
+        try:
+            messages = self._messages_for(item)
+        except LocalFailure as exc:
+            self._fail([item], None, str(exc))
+            return
+        try:
+            found = list(self.client(item["ws"]).list_messages(hsession, {"metadata": {"bxmem_item": item["item"]}}))
+        except Missing:
+            found = []
+        present: dict[int, str] = {}
+        for message in found:
+            meta = message.get("metadata") or {}
+            if meta.get("bxmem_item") == item["item"] and isinstance(meta.get("part"), int):
+                present.setdefault(meta["part"], message.get("id", ""))
+        self._succeeded()
+        missing = [m for m in messages if m["metadata"]["part"] not in present]
+        if not missing:
+            ids = [present[m["metadata"]["part"]] for m in messages]
+            self.record([event("sent", item=item["item"], ws=item["ws"], hsession=hsession, ids=ids, settled=True)])
+            self.report.sent += 1
+            log.info(f"{item['item']} was already in Honcho (an earlier run's answer was lost); recorded as sent")
+            return
+        if present:
+            log.info(f"{item['item']}: {len(present)} of {len(messages)} parts already in Honcho; sending the rest")
+        self._post(item["ws"], hsession, [item], {item["item"]: missing}, known_ids={item["item"]: present})
+
+
+def _merge_ids(present: dict[int, str], sent_now: list[dict], new_ids: list[str]) -> list[str]:
+    merged = dict(present)
+    for message, message_id in zip(sent_now, new_ids):
+        merged[message["metadata"]["part"]] = message_id
+    return [merged[k] for k in sorted(merged)]
+
+
+def _valid_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def run(config: Config, clock=time.time) -> SendReport:
+    if config.local_only:
+        return SendReport(local_only=True)
+    state_dir = config.paths.ensure_state_dir()
+    lock = JobLock(state_dir / "send.lock")
+    if not lock.acquire():
+        return SendReport(busy=True)
+    with lock:
+        ledger = Ledger(config.paths.ledger)
+        box = Outbox.load(state_dir, ledger)
+        sender = Sender(config, box, ledger, clock)
+        try:
+            report = sender.run()
+        finally:
+            sender.close()
+            box.save(state_dir)
+            write_idle_summary(config, box, state_dir)
+    return report
+
+
+def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
+    """What the next run's fast path compares to decide there is nothing to do."""
+    from .fastpath import write_summary
+
+    sendable = any(
+        item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None
+        for item in box.pending.values()
+    )
+    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else None)
+    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", [box.ino, box.offset])}
+    for ws in box.stopped:
+        workspace = config.workspace_by_name(ws)
+        if workspace and workspace.key_file:
+            watch[str(workspace.key_file)] = ("stat", box.stopped[ws].get("key"))
+    write_summary(state_dir, "send", config, watch, wake_at)

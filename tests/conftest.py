@@ -1,0 +1,118 @@
+"""Every test runs in its own Boxmaker home with its own config file.
+
+A HONCHO_API_KEY is planted in the environment of every test: bxmem must
+never read it, and the fake Honcho checks that it is never sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fake_honcho import OPENAPI, FakeHoncho, OpenAPIChecker  # noqa: E402
+
+from bxmem.demo.brokerd import StubBrokerd  # noqa: E402
+
+PLANTED_ENV_KEY = "env-key-that-must-never-be-sent-0f3a"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("BOXMAKER_HOME", str(home))
+    monkeypatch.setenv("BXMEM_CONFIG", str(tmp_path / "bxmem.toml"))
+    monkeypatch.setenv("HONCHO_API_KEY", PLANTED_ENV_KEY)
+    monkeypatch.setenv("HONCHO_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def openapi_checker() -> OpenAPIChecker:
+    assert OPENAPI.exists(), f"the Honcho OpenAPI document is missing: {OPENAPI}"
+    return OpenAPIChecker(OPENAPI)
+
+
+@pytest.fixture
+def honcho(openapi_checker: OpenAPIChecker):
+    fake = FakeHoncho(checker=openapi_checker).start()
+    yield fake
+    fake.stop()
+    assert not fake.violations, f"requests that do not match the OpenAPI document: {fake.violations[:5]}"
+    for request in fake.requests:
+        assert PLANTED_ENV_KEY not in json.dumps(request.headers), "a key from the environment was sent"
+
+
+@pytest.fixture
+def brokerd(home: Path):
+    stub = StubBrokerd(home / "run" / "memory-broker" / "state.sock").start()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    return tmp_path / "bxmem.toml"
+
+
+def honcho_config(url: str, *, extra: str = "", batch: int | None = None) -> str:
+    text = (
+        f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
+        'trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"\nfleet = "fleet"\n'
+    )
+    if batch is not None:
+        text += f"\n[send]\nbatch = {batch}\n"
+    return text + extra
+
+
+@pytest.fixture
+def configure(config_file: Path):
+    """Write bxmem.toml pointing at a Honcho URL (or local-only with None)."""
+
+    def write(url: str | None, **kwargs) -> Path:
+        config_file.write_text(honcho_config(url, **kwargs) if url else "")
+        return config_file
+
+    return write
+
+
+def write_log(home: Path, session: str, lines: list[dict], mode: str = "a") -> Path:
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    path = logs / f"{session}.jsonl"
+    with open(path, mode) as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+    return path
+
+
+def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """The real CLI, as a subprocess, in the test's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "bxmem", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def ledger_events(home: Path) -> list[dict]:
+    path = home / "memory" / "honcho.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith("{")]
+
+
+def decisions(home: Path) -> dict[str, dict]:
+    return {e["item"]: e for e in ledger_events(home) if e["ev"] == "decided"}
