@@ -209,13 +209,9 @@ def load(explicit: str | os.PathLike[str] | None = None) -> Config:
 
 def key_fingerprint(key_file: Path | None) -> list[int] | None:
     """What identifies a key file's version: a changed file lifts a key refusal."""
-    if key_file is None:
-        return None
-    try:
-        st = key_file.stat()
-    except OSError:
-        return None
-    return [st.st_ino, st.st_size, st.st_mtime_ns]
+    from .fastpath import stat_fingerprint
+
+    return None if key_file is None else stat_fingerprint(key_file)
 
 
 def read_key(ws: Workspace) -> Key | None:

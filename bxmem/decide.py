@@ -67,15 +67,19 @@ def _recover(state: dict, ledger: Ledger) -> None:
                 del state["undecided"][session]
 
 
-def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config) -> dict:
+def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config, late: bool) -> dict:
+    # A turn decided on time takes the log's labels up to and including itself;
+    # one that waited for brokerd takes them as of now, like brokerd's: never
+    # towards trusted.
+    untrusted_by_log = turn["untrusted_by_log"] or (late and cursor["untrusted"])
+    log_class = higher_class(turn["log_class"], cursor["class"]) if late else turn["log_class"]
     facts = TurnFacts(
         status=turn["status"],
         has_text=turn["has_text"],
         has_reply=turn["reply"] is not None,
         speaker=turn["speaker"],
-        # Taken as of now, not only as of the turn's end: never towards trusted.
-        untrusted_by_log=turn["untrusted_by_log"] or cursor["untrusted"],
-        log_class=higher_class(turn["log_class"], cursor["class"]),
+        untrusted_by_log=untrusted_by_log,
+        log_class=log_class,
         untrusted_by_broker=broker.untrusted,
         broker_class=broker.klass,
         secret_in_text=turn["secret"] is not None,
@@ -117,9 +121,9 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideRepo
         _recover(state, ledger)
         finished = _read_logs(config, state, report)
 
-        waiting: dict[str, list[dict]] = {s: list(ts) for s, ts in state["undecided"].items()}
+        waiting: dict[str, list[dict]] = {s: [{**t, "late": True} for t in ts] for s, ts in state["undecided"].items()}
         for turn in finished:
-            waiting.setdefault(turn.session, []).append(asdict(turn))
+            waiting.setdefault(turn.session, []).append({**asdict(turn), "late": False})
 
         events: list[dict] = []
         state["undecided"] = {}
@@ -133,7 +137,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideRepo
                 report.undecided += len(turns)
                 continue
             for turn in turns:
-                decided = _decision(turn, broker, cursor, config)
+                decided = _decision(turn, broker, cursor, config, late=turn["late"])
                 report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
                 events.append(decided)
 

@@ -21,11 +21,12 @@ JOBS = ("decide", "send", "mirror")
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    """A file's version: a rewrite, an edit or a chmod all change it."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_ino, st.st_size, st.st_mtime_ns]
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode]
 
 
 def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:

@@ -407,6 +407,8 @@ def _valid_time(value: object) -> bool:
 def run(config: Config, clock=time.time) -> SendReport:
     if config.local_only:
         return SendReport(local_only=True)
+    for workspace in config.workspaces():
+        read_key(workspace)  # an unreadable or exposed key stops the job at start, with the reason
     state_dir = config.paths.ensure_state_dir()
     lock = JobLock(state_dir / "send.lock")
     if not lock.acquire():
@@ -426,7 +428,7 @@ def run(config: Config, clock=time.time) -> SendReport:
 
 def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
     """What the next run's fast path compares to decide there is nothing to do."""
-    from .fastpath import write_summary
+    from .fastpath import stat_fingerprint, write_summary
 
     sendable = any(
         item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None
@@ -434,8 +436,10 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
     )
     wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else None)
     watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", [box.ino, box.offset])}
-    for ws in box.stopped:
-        workspace = config.workspace_by_name(ws)
-        if workspace and workspace.key_file:
-            watch[str(workspace.key_file)] = ("stat", box.stopped[ws].get("key"))
+    for workspace in config.workspaces():
+        if workspace.key_file:
+            refusal = box.stopped.get(workspace.name)
+            # A stopped workspace wakes when its key differs from the refused one.
+            version = refusal.get("key") if refusal else stat_fingerprint(workspace.key_file)
+            watch[str(workspace.key_file)] = ("stat", version)
     write_summary(state_dir, "send", config, watch, wake_at)

@@ -86,9 +86,11 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn) -> list[FinishedTu
 
 def _parse(raw: bytes) -> dict | str:
     try:
-        record = json.loads(raw)
+        text = raw.decode("utf-8")  # decoded here: json.loads(bytes) would guess UTF-16 from a BOM
     except UnicodeDecodeError:
         return "not valid UTF-8"
+    try:
+        record = json.loads(text)
     except ValueError:
         return "not valid JSON"
     if not isinstance(record, dict):

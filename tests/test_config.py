@@ -1,0 +1,73 @@
+"""bxmem.toml: every mistake is one line naming the field, exit 78, nothing else happens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import honcho_config, run_bxmem
+
+GOOD = honcho_config("http://127.0.0.1:8000")
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GOOD.replace('agent = "boxmaker0"', 'agent = "box.maker"'), "honcho.agent: must be 1 to 512 characters"),
+        (GOOD.replace('fleet = "fleet"', 'fleet = "' + "f" * 513 + '"'), "honcho.fleet: must be 1 to 512"),
+        (GOOD.replace('trusted = "bm0-trusted"', 'trusted = "bm0 trusted"'), "honcho.trusted: must be"),
+        (GOOD.replace('owner = "kyle"\n', ""), "honcho.owner: is required"),
+        (GOOD + "colour = 'blue'\n", "honcho.colour: unknown key"),
+        (GOOD.replace('url = "http://127.0.0.1:8000"', 'url = "ftp://x"'), "honcho.url: must be an http:// or https:// URL"),
+        (GOOD.replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-trusted"'), "three different workspaces"),
+        (GOOD.replace('owner = "kyle"', 'owner = "boxmaker0"'), "agent and owner must be different"),
+        (GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\ntrust = "maybe"\n', "honcho.read.0.trust"),
+        (GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\nclass = "secret"\n', "honcho.read.0.class"),
+        (GOOD + '[secrets.honcho_other]\nfile = "/x"\n', "unknown key name 'honcho_other'"),
+        (GOOD + "[send]\nbatch = 0\n", "send.batch"),
+        (GOOD + "[surprise]\n", "surprise: unknown key"),
+        ("[honcho\n", "not valid TOML"),
+    ],
+)
+def test_each_mistake_is_one_line_and_exit_78(config_file, text, expected):
+    config_file.write_text(text)
+    for command in (["config", "check"], ["decide"], ["send"]):
+        result = run_bxmem(*command)
+        assert result.returncode == 78, (command, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], lines
+        assert "(runbook honcho-config-invalid)" in lines[0]
+        assert "Traceback" not in result.stderr
+
+
+def test_read_sources_default_to_untrusted_and_private(config_file):
+    config_file.write_text(GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\n')
+    from bxmem import config
+
+    source = config.load().honcho.read[0]
+    assert (source.trust, source.class_) == ("untrusted", "private")
+
+
+def test_config_check_prints_paths_and_workspaces(config_file, home):
+    config_file.write_text(GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\n')
+    result = run_bxmem("config", "check", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["home"] == str(home)
+    assert data["ledger"] == str(home / "memory" / "honcho.jsonl")
+    assert [w["role"] for w in data["workspaces"]] == ["trusted", "untrusted", "fleet", "read:bm1"]
+
+
+def test_paths_section_sets_home_and_run(config_file, tmp_path, monkeypatch):
+    monkeypatch.delenv("BOXMAKER_HOME")
+    config_file.write_text(f'[paths]\nhome = "{tmp_path}/h"\nrun = "{tmp_path}/r"\n')
+    data = json.loads(run_bxmem("config", "check", "--json").stdout)
+    assert data["home"] == f"{tmp_path}/h" and data["broker_socket"] == f"{tmp_path}/r/memory-broker/state.sock"
+    assert data["mode"] == "local-only"
+
+
+def test_config_flag_overrides_the_environment(tmp_path):
+    other = tmp_path / "other.toml"
+    other.write_text(GOOD)
+    data = json.loads(run_bxmem("--config", str(other), "config", "check", "--json").stdout)
+    assert data["config"] == str(other) and data["mode"] == "honcho"

@@ -1,0 +1,209 @@
+"""`bxmem decide` against real log files and a real brokerd socket."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from conftest import decisions, ledger_events, run_bxmem, write_log
+
+from bxmem import config as config_module
+from bxmem import decide
+from bxmem.demo.sample import turn_lines
+
+FETCHED = [{"untrusted": True, "class": "public"}]
+
+
+def run_decide(**kwargs):
+    return decide.run(config_module.load(), **kwargs)
+
+
+@pytest.fixture
+def honcho_url_config(configure):
+    return configure("http://127.0.0.1:9")  # decide never calls Honcho
+
+
+def test_each_row_of_the_table(home, brokerd, honcho_url_config):
+    write_log(home, "clean", turn_lines(1, "hello", "hi"))
+    write_log(home, "fetched", turn_lines(1, "read the page", "done", results=FETCHED))
+    write_log(home, "brokertaint", turn_lines(1, "hi", "hello"))
+    write_log(home, "secret", turn_lines(1, "hi", "hello"))
+    write_log(home, "burst", turn_lines(1, "hi all", "hello", speaker=None))
+    write_log(home, "key", turn_lines(1, "my token ghp_" + "a" * 36, "noted"))
+    write_log(home, "replykey", turn_lines(1, "make me a key", "sk-ant-" + "b" * 30))
+    write_log(home, "errored", turn_lines(1, "hi", "hello", status="error"))
+    write_log(home, "noreply", turn_lines(1, "hi", None))
+    brokerd.states.update({"brokertaint": ("private", True), "secret": ("secret", False), "fetched": ("public", False)})
+
+    report = run_decide()
+
+    got = {item: (d["role"], d["reason"]) for item, d in decisions(home).items()}
+    assert got == {
+        "turn:clean:1": ("trusted", "clean"),
+        "turn:fetched:1": ("untrusted", "untrusted-session"),
+        "turn:brokertaint:1": ("untrusted", "untrusted-session"),
+        "turn:secret:1": (None, "secret-session"),
+        "turn:burst:1": (None, "no-speaker"),
+        "turn:key:1": (None, "secret-in-text"),
+        "turn:replykey:1": (None, "secret-in-text"),
+        "turn:errored:1": (None, "turn-not-completed"),
+        "turn:noreply:1": (None, "no-final-reply"),
+    }
+    assert decisions(home)["turn:clean:1"]["ws"] == "bm0-trusted"
+    assert decisions(home)["turn:fetched:1"]["untrusted_by"] == ["log"]
+    assert report.undecided == 0
+
+
+def test_no_text_in_the_ledger(home, brokerd, honcho_url_config):
+    write_log(home, "s1", turn_lines(1, "the-unique-user-words", "the-unique-reply-words"))
+    run_decide()
+    raw = (home / "memory" / "honcho.jsonl").read_text()
+    assert "unique-user-words" not in raw and "unique-reply-words" not in raw
+
+
+def test_untrusted_sticks_for_later_turns(home, brokerd, honcho_url_config):
+    write_log(home, "s", turn_lines(1, "a", "b") + turn_lines(2, "fetch it", "ok", results=FETCHED) + turn_lines(3, "thanks", "np"))
+    run_decide()
+    got = {k: v["role"] for k, v in decisions(home).items()}
+    assert got == {"turn:s:1": "trusted", "turn:s:2": "untrusted", "turn:s:3": "untrusted"}
+
+
+def test_reads_only_new_bytes_and_waits_for_unfinished_turns(home, brokerd, honcho_url_config):
+    path = write_log(home, "s", turn_lines(1, "a", "b"))
+    unfinished = turn_lines(2, "c", "d")
+    with open(path, "a") as f:
+        for line in unfinished[:-1]:
+            f.write(json.dumps(line) + "\n")
+        f.write('{"type":"turn_end","turn":2')  # still being written
+    run_decide()
+    assert set(decisions(home)) == {"turn:s:1"}
+    with open(path, "a") as f:
+        f.write(',"ts":"2026-09-27T10:02:00Z","status":"completed"}\n')
+    run_decide()
+    run_decide()
+    events = [e for e in ledger_events(home) if e["ev"] == "decided"]
+    assert [e["item"] for e in events] == ["turn:s:1", "turn:s:2"]
+
+
+def test_brokerd_down_leaves_turns_undecided_then_decides_from_later_state(home, honcho_url_config, brokerd):
+    brokerd.stop()
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    report = run_decide()
+    assert report.undecided == 1 and not decisions(home)
+    # Meanwhile the session fetches a page, and brokerd comes back knowing it.
+    write_log(home, "s", turn_lines(2, "fetch", "ok", results=FETCHED))
+    brokerd.states["s"] = ("private", True)
+    brokerd.start()
+    report = run_decide()
+    got = {k: v["role"] for k, v in decisions(home).items()}
+    assert got == {"turn:s:1": "untrusted", "turn:s:2": "untrusted"}  # never towards trusted
+    assert report.undecided == 0
+
+
+def test_attack_brokerd_answers_late_after_the_page_was_fetched(home, honcho_url_config, brokerd):
+    """A turn from a session that fetched a page never reaches the trusted workspace,
+    even when brokerd answers too late the first time and 'clean' the second."""
+    write_log(home, "s", turn_lines(1, "fetch the page", "done", results=FETCHED))
+    brokerd.delay = 3.0
+    assert run_decide(broker_timeout=0.3).undecided == 1
+    brokerd.delay = 0.0  # brokerd (wrongly) says clean now
+    run_decide()
+    assert decisions(home)["turn:s:1"]["role"] == "untrusted"
+
+
+def test_brokerd_garbage_and_bad_directory_mode_mean_unavailable(home, honcho_url_config, brokerd):
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    brokerd.garbage = True
+    report = run_decide()
+    assert report.undecided == 1 and "did not parse" in report.broker_problem
+    brokerd.garbage = False
+    os.chmod(brokerd.sock_path.parent, 0o755)
+    report = run_decide()
+    assert report.undecided == 1 and "mode 755" in report.broker_problem
+    os.chmod(brokerd.sock_path.parent, 0o700)
+    assert run_decide().undecided == 0
+
+
+def test_broker_outage_logged_once_and_exit_code_degraded(home, honcho_url_config, brokerd):
+    brokerd.stop()
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    first = run_bxmem("decide")
+    second = run_bxmem("decide")
+    assert first.returncode == 3 and second.returncode == 3
+    assert "broker-state-unavailable" in first.stderr
+    assert "broker-state-unavailable" not in second.stderr
+    brokerd.start()
+    third = run_bxmem("decide")
+    assert third.returncode == 0 and "answers again" in third.stderr
+
+
+def test_malformed_lines_are_skipped_counted_and_named(home, honcho_url_config, brokerd):
+    path = home / "logs" / "s.jsonl"
+    path.parent.mkdir(parents=True)
+    good = turn_lines(1, "a", "b")
+    with open(path, "wb") as f:
+        f.write(json.dumps(good[0]).encode() + b"\n")
+        f.write(b"{not json\n")
+        f.write(b'{"type":"user","turn":"x"}\n')
+        f.write(b"\xff\xfe invalid utf8\n")
+        f.write(b"[1,2]\n")
+        f.write(b'{"type":"mystery","turn":1}\n')
+        for line in good[1:]:
+            f.write(json.dumps(line).encode() + b"\n")
+    result = run_bxmem("decide", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["skipped_lines"] == 4
+    assert f"{path}:2: not valid JSON; line skipped" in result.stderr
+    assert f"{path}:3: field 'turn' is not a positive integer" in result.stderr
+    assert f"{path}:4: not valid UTF-8" in result.stderr
+    assert decisions(home)["turn:s:1"]["role"] == "trusted"
+
+
+def test_a_log_whose_name_is_not_a_session_id_is_ignored_once(home, honcho_url_config, brokerd):
+    write_log(home, "bad.name", turn_lines(1, "a", "b"))
+    first = run_bxmem("decide")
+    second = run_bxmem("decide")
+    assert "bad.name.jsonl: ignored" in first.stderr
+    assert "ignored" not in second.stderr
+    assert not decisions(home)
+
+
+def test_missing_logs_folder_is_not_an_error(home, honcho_url_config):
+    result = run_bxmem("decide")
+    assert result.returncode == 0
+    assert "no logs folder" in result.stderr
+
+
+def test_crash_between_ledger_append_and_state_write_decides_nothing_twice(home, honcho_url_config, brokerd):
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    state = home / "memory" / "bxmem" / "decide.json"
+    run_decide()
+    before = state.read_bytes()
+    write_log(home, "s", turn_lines(2, "c", "d"))
+    run_decide()
+    state.write_bytes(before)  # as if the state write after the append never happened
+    run_decide()
+    items = [e["item"] for e in ledger_events(home) if e["ev"] == "decided"]
+    assert items == ["turn:s:1", "turn:s:2"]
+
+
+def test_local_only_still_decides_and_says_so(home, brokerd):
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    result = run_bxmem("decide")
+    assert result.returncode == 0
+    assert "local-only" in result.stderr
+    d = decisions(home)["turn:s:1"]
+    assert d["role"] == "trusted" and d["ws"] is None
+
+
+def test_second_decide_at_once_exits_zero(home, honcho_url_config, brokerd):
+    from bxmem.store import JobLock
+
+    (home / "memory" / "bxmem").mkdir(parents=True)
+    lock = JobLock(home / "memory" / "bxmem" / "decide.lock")
+    assert lock.acquire()
+    try:
+        assert run_decide().busy
+    finally:
+        lock.release()

@@ -1,0 +1,69 @@
+"""The idle fast path says "nothing to do" only when that is true."""
+
+from __future__ import annotations
+
+import os
+
+from conftest import run_bxmem, write_log
+
+from bxmem.demo.sample import turn_lines
+from bxmem.fastpath import is_idle
+
+
+def test_decide_idle_until_a_log_grows_or_appears(home, brokerd, configure):
+    configure("http://127.0.0.1:9")
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    assert not is_idle(["bxmem", "decide"])  # never ran
+    assert run_bxmem("decide").returncode == 0
+    assert is_idle(["bxmem", "decide"])
+    write_log(home, "s", turn_lines(2, "c", "d"))
+    assert not is_idle(["bxmem", "decide"])
+    run_bxmem("decide")
+    assert is_idle(["bxmem", "decide"])
+    write_log(home, "t", turn_lines(1, "new", "session"))
+    assert not is_idle(["bxmem", "decide"])
+
+
+def test_decide_not_idle_while_turns_wait_for_brokerd(home, configure):
+    configure("http://127.0.0.1:9")
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    run_bxmem("decide")  # no brokerd: the turn waits
+    assert not is_idle(["bxmem", "decide"])
+
+
+def test_send_idle_until_the_ledger_or_config_or_a_key_changes(home, brokerd, honcho, configure, tmp_path):
+    key = tmp_path / "k"
+    key.write_text("key-1\n")
+    os.chmod(key, 0o600)
+    configure(honcho.url, extra=f'[secrets.honcho_fleet]\nfile = "{key}"\n')
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    run_bxmem("decide")
+    assert not is_idle(["bxmem", "send"])
+    run_bxmem("send")
+    assert is_idle(["bxmem", "send"])
+    assert is_idle(["bxmem", "--config", os.environ["BXMEM_CONFIG"], "send"])  # the same file, named
+    assert not is_idle(["bxmem", "--config", str(tmp_path / "other.toml"), "send"])  # another file
+    os.chmod(key, 0o644)
+    assert not is_idle(["bxmem", "send"])
+    os.chmod(key, 0o600)
+    write_log(home, "s", turn_lines(2, "c", "d"))
+    run_bxmem("decide")
+    assert not is_idle(["bxmem", "send"])
+    run_bxmem("send")
+    assert is_idle(["bxmem", "send"])
+    config = tmp_path / "bxmem.toml"
+    config.write_text(config.read_text() + "\n[send]\nbatch = 5\n")
+    assert not is_idle(["bxmem", "send"])
+
+
+def test_other_arguments_always_take_the_slow_path(home):
+    assert not is_idle(["bxmem", "send", "--json"])
+    assert not is_idle(["bxmem", "sync"])
+    assert not is_idle(["bxmem"])
+
+
+def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
+    configure("http://127.0.0.1:9")
+    run_bxmem("decide")
+    result = run_bxmem("decide")
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
