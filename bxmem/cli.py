@@ -26,8 +26,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: stable for docs/cli.md, readable in any terminal
 )
-config_app = typer.Typer(help="Inspect bxmem's configuration.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect bxmem's configuration.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(config_app, name="config")
 
 
@@ -146,6 +147,42 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     elif report.sent or report.failed:
         log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {report.pending} pending")
     return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+
+
+@app.command()
+@exits
+def demo(
+    honcho: Optional[str] = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
+    keep: Optional[Path] = typer.Option(None, "--keep", metavar="DIR", help="Build the sample home here and keep it."),
+) -> int:
+    """Run decide and send on built-in sample data in a temporary home, and explain what happened."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .demo import run_demo
+    from .demo.sample import SESSIONS
+    from .log import setup
+
+    setup("demo", quiet=True)  # the demo explains what happened itself
+    console = Console()
+    result = run_demo(honcho, keep)
+    console.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {result.home}")
+    for session, (_state, _lines, why) in SESSIONS.items():
+        console.print(f"  [cyan]{session}[/cyan]: {why}")
+    console.print()
+    for note in result.notes:
+        console.print(f"- {note}")
+    table = Table(title="Where each turn went (from the ledger)")
+    for column in ("session", "turn", "destination", "why"):
+        table.add_column(column)
+    for row in result.rows:
+        table.add_row(*row)
+    console.print(table)
+    console.print(
+        "The ledger (memory/honcho.jsonl) holds every decision and no text. "
+        "A turn that read outside content never goes to the trusted workspace; a secret one goes nowhere."
+    )
+    return ExitCode.OK
 
 
 @config_app.command("check")

@@ -195,11 +195,14 @@ def _describe(error: ValidationError, path: Path) -> str:
     return f"{path}: {where + ': ' if where else ''}{message}"
 
 
-def load(explicit: str | os.PathLike[str] | None = None) -> Config:
-    """Read and validate the configuration, or raise ConfigInvalid with one line."""
+def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> Config:
+    """Read and validate the configuration, or raise ConfigInvalid with one line.
+
+    `home` overrides BOXMAKER_HOME and [paths] home (the demo uses its own).
+    """
     path = config_path(explicit)
     raw = load_toml(path)
-    paths = resolve_paths(raw)
+    paths = resolve_paths(raw, home)
     try:
         parsed = RawConfig.model_validate(raw)
     except ValidationError as exc:

@@ -7,17 +7,20 @@ The next run compares a few `stat` calls against it. Only if something
 differs does the real job (typer, httpx, pydantic) get imported.
 
 The comparison errs towards running the job: any doubt means "not idle".
-Stdlib only, and the few modules it needs are small.
+Only builtin modules are imported here (os, marshal, time): even `json`,
+`pathlib`, `dataclasses` and `enum` cost more than the whole check. The
+summary is marshal data for the same reason. The default paths are worked
+out here as platformdirs does on Linux; tests hold the two together.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import time
-from pathlib import Path
 
 JOBS = ("decide", "send", "mirror")
+SUMMARY_VERSION = 1
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
@@ -37,25 +40,41 @@ def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
     return [st.st_ino, st.st_size]
 
 
-fingerprint = stat_fingerprint
 _KINDS = {"stat": stat_fingerprint, "size": size_fingerprint}
 
 
-def write_summary(state_dir: Path, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None) -> None:
-    from .store import write_json
-
-    write_json(
-        state_dir / f"idle-{job}.json",
-        {
-            "config": [str(config.path), stat_fingerprint(config.path)],
-            "home_env": os.environ.get("BOXMAKER_HOME"),
-            "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
-            "wake_at": wake_at,
-        },
-    )
+def _xdg(variable: str, fallback: str) -> str:
+    value = os.environ.get(variable, "").strip()
+    return value if value else os.path.expanduser(fallback)
 
 
-def _parse_args(args: list[str]) -> str | None | bool:
+def default_config_path() -> str:
+    return os.path.join(_xdg("XDG_CONFIG_HOME", "~/.config"), "boxmaker", "bxmem.toml")
+
+
+def default_home() -> str:
+    return os.path.join(_xdg("XDG_DATA_HOME", "~/.local/share"), "boxmaker")
+
+
+def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
+    return os.path.join(state_dir, f"idle-{job}.marshal")
+
+
+def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None) -> None:
+    """Written by the slow path at the end of a run (atomically, like all state)."""
+    from .store import write_bytes
+
+    data = {
+        "version": SUMMARY_VERSION,
+        "config": [str(config.path), stat_fingerprint(config.path)],
+        "home_env": os.environ.get("BOXMAKER_HOME"),
+        "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
+        "wake_at": wake_at,
+    }
+    write_bytes(summary_path(state_dir, job), marshal.dumps(data))
+
+
+def _parse_args(args: list[str]):
     """The --config value, None without one, or False for any other argument."""
     explicit = None
     i = 0
@@ -75,15 +94,11 @@ def _parse_args(args: list[str]) -> str | None | bool:
 
 def is_idle(argv: list[str]) -> bool:
     """True when argv is a timer job with nothing to do since its last run."""
-    if len(argv) < 2:
-        return False
-    # Options before the command (bxmem --config X send) are parsed the same way.
     words = argv[1:]
     job = next((w for w in words if w in JOBS), None)
     if job is None:
         return False
-    rest = [w for w in words if w != job]
-    explicit = _parse_args(rest)
+    explicit = _parse_args([w for w in words if w != job])
     if explicit is False:
         return False
     try:
@@ -92,23 +107,30 @@ def is_idle(argv: list[str]) -> bool:
         return False
 
 
-def _idle(job: str, explicit: str | None) -> bool:
-    from .paths import config_path, load_toml, resolve_paths
+def _home_from_config(path: str) -> str:
+    import tomllib  # only when BOXMAKER_HOME is not set
 
-    cfg = config_path(explicit)
-    home_env = os.environ.get("BOXMAKER_HOME")
-    if home_env:
-        state_dir = Path(home_env) / "memory" / "bxmem"
-    else:
-        state_dir = resolve_paths(load_toml(cfg)).state
     try:
-        with open(state_dir / f"idle-{job}.json", "rb") as f:
-            summary = json.load(f)
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        raw = {}
+    home = (raw.get("paths") or {}).get("home")
+    return os.path.expanduser(home) if home else default_home()
+
+
+def _idle(job: str, explicit: str | None) -> bool:
+    config = explicit or os.environ.get("BXMEM_CONFIG") or default_config_path()
+    home_env = os.environ.get("BOXMAKER_HOME")
+    home = home_env or _home_from_config(config)
+    try:
+        with open(summary_path(os.path.join(home, "memory", "bxmem"), job), "rb") as f:
+            summary = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
         return False
-    if summary.get("home_env") != home_env:
+    if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
         return False
-    if summary.get("config") != [str(cfg), stat_fingerprint(cfg)]:
+    if summary.get("config") != [config, stat_fingerprint(config)]:
         return False
     for path, kind, value in summary.get("watch", []):
         if _KINDS[kind](path) != value:

@@ -29,6 +29,7 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(platformdirs.user_config_dir("boxmaker")) / "bxmem.toml"
 
 
+
 def load_toml(path: Path) -> dict:
     """The raw configuration; a missing file is an empty one (local-only)."""
     try:
@@ -79,12 +80,12 @@ class Paths:
         return self.state
 
 
-def resolve_paths(raw: dict) -> Paths:
+def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None) -> Paths:
     section = raw.get("paths") or {}
     if not isinstance(section, dict):
         raise ConfigInvalid("[paths] must be a table")
-    home_value = os.environ.get(HOME_ENV) or section.get("home")
-    if home_value is not None and not isinstance(home_value, str):
+    home_value = home_override or os.environ.get(HOME_ENV) or section.get("home")
+    if home_value is not None and not isinstance(home_value, (str, os.PathLike)):
         raise ConfigInvalid("[paths] home must be a string")
     if home_value:
         home = Path(home_value).expanduser()

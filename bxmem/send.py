@@ -41,6 +41,9 @@ from .store import JobLock, write_json
 
 FIRST_DELAY_S = 5.0
 MAX_DELAY_S = 600.0
+# No new request starts after this long, so one run ends within
+# RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
+RUN_BUDGET_S = 120.0
 
 
 @dataclass
@@ -118,9 +121,13 @@ class Sender:
             return self.report
         batch = self._select()
         done: set[str] = set()
+        started = time.monotonic()
         for index, item in enumerate(batch):
             if item["item"] in done or item["ws"] in self.box.stopped:
                 continue
+            if time.monotonic() - started > RUN_BUDGET_S:
+                log.info(f"run budget of {RUN_BUDGET_S:g} s spent; the rest waits for the next run")
+                break
             try:
                 self._ensure_workspace(item["ws"])
                 if item["item"] in self.box.attempts:
@@ -435,7 +442,8 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
         for item in box.pending.values()
     )
     wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else None)
-    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", [box.ino, box.offset])}
+    ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet
+    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", ledger_version)}
     for workspace in config.workspaces():
         if workspace.key_file:
             refusal = box.stopped.get(workspace.name)

@@ -26,8 +26,12 @@ def read_json(path: Path) -> dict | None:
 
 
 def write_json(path: Path, value: dict) -> None:
+    write_bytes(path, json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    data = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:

@@ -67,3 +67,48 @@ def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
     run_bxmem("decide")
     result = run_bxmem("decide")
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+
+
+def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
+    import platformdirs
+
+    from bxmem import fastpath
+
+    for xdg in (None, "", str(tmp_path / "xdg")):
+        for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            if xdg is None:
+                monkeypatch.delenv(variable, raising=False)
+            else:
+                monkeypatch.setenv(variable, xdg)
+        assert fastpath.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
+        assert fastpath.default_home() == platformdirs.user_data_dir("boxmaker")
+
+
+def test_fast_path_finds_home_through_the_config_file(home, brokerd, configure, monkeypatch, config_file):
+    monkeypatch.delenv("BOXMAKER_HOME")
+    config_file.write_text(f'[paths]\nhome = "{home}"\n')
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    run_bxmem("decide")
+    assert is_idle(["bxmem", "decide"])
+
+
+def test_fast_path_imports_only_builtins(home, brokerd, configure):
+    import subprocess
+    import sys
+
+    configure("http://127.0.0.1:9")
+    run_bxmem("decide")
+    probe = (
+        "import sys; before = set(sys.modules); from bxmem.entry import main; "
+        "main(['bxmem', 'decide']); print(sorted(set(sys.modules) - before))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    loaded = eval(out)
+    heavy = [m for m in loaded if m.split(".")[0] in ("typer", "httpx", "pydantic", "rich", "json", "re", "tomllib", "pathlib", "dataclasses", "enum", "portalocker")]
+    assert heavy == [], heavy
+
+
+def test_send_idle_before_any_ledger_exists(home, honcho, configure):
+    configure(honcho.url)
+    run_bxmem("send")
+    assert is_idle(["bxmem", "send"])

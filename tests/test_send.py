@@ -103,7 +103,7 @@ def test_a_restart_sends_nothing_twice(sample_home, honcho):
     run_bxmem("send")
     before = len(honcho.messages)
     (sample_home / "memory" / "bxmem" / "outbox.json").unlink()  # lose the checkpoint
-    (sample_home / "memory" / "bxmem" / "idle-send.json").unlink()
+    (sample_home / "memory" / "bxmem" / "idle-send.marshal").unlink()
     again = run_bxmem("send", "--json")
     assert json.loads(again.stdout)["sent"] == 0
     assert len(honcho.messages) == before

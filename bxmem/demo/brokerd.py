@@ -21,6 +21,8 @@ class StubBrokerd:
         self.states: dict[str, tuple[str, bool]] = dict(states or {})
         self.delay = 0.0  # seconds before answering
         self.garbage = False
+        self.late_once: set[str] = set()  # sessions whose first question is answered after `late_delay`
+        self.late_delay = 3.0
         self.requests: list[str] = []
         self._server: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -80,6 +82,9 @@ class StubBrokerd:
                     data += chunk
                 session = json.loads(data)["SessionState"]["session"]
                 self.requests.append(session)
+                if session in self.late_once:
+                    self.late_once.discard(session)
+                    time.sleep(self.late_delay)
                 if self.delay:
                     time.sleep(self.delay)
                 if self.garbage:

@@ -1,0 +1,87 @@
+"""Docs kept honest: generated CLI reference, runbook entries, README, systemd units."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bxmem.log import RUNBOOK_ENTRIES
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def test_cli_reference_is_generated_from_the_current_help():
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("gen_cli_docs", str(ROOT / "scripts" / "gen-cli-docs"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("gen_cli_docs", loader))
+    loader.exec_module(module)
+    assert (ROOT / "docs" / "cli.md").read_text() == module.render(), "run scripts/gen-cli-docs"
+
+
+def test_every_runbook_entry_exists_and_says_what_to_do():
+    for entry in RUNBOOK_ENTRIES:
+        text = (ROOT / "runbook" / f"{entry}.md").read_text()
+        for heading in ("## What you see", "## What it means", "## What to do"):
+            assert heading in text, (entry, heading)
+    assert {p.stem for p in (ROOT / "runbook").glob("*.md")} == set(RUNBOOK_ENTRIES)
+
+
+def test_every_runbook_reference_in_code_names_an_entry():
+    named = set()
+    for path in (ROOT / "bxmem").rglob("*.py"):
+        text = path.read_text()
+        named |= set(re.findall(r'runbook\("([a-z-]+)"\)', text))
+        named |= set(re.findall(r'runbook = "([a-z-]+)"', text))
+        named |= set(re.findall(r"\(runbook ([a-z-]+)\)", text))
+    assert named and named <= set(RUNBOOK_ENTRIES), named - set(RUNBOOK_ENTRIES)
+
+
+def test_readme_opens_with_the_two_commands_and_names_every_command():
+    readme = (ROOT / "README.md").read_text()
+    first_block = readme.split("```sh", 1)[1].split("```", 1)[0]
+    assert "./dev demo" in first_block and "./dev test" in first_block
+    from bxmem.cli import app
+    import typer
+
+    for name in typer.main.get_command(app).commands:
+        assert f"`bxmem {name}" in readme, name
+    assert "./dev test" in (ROOT / ".ci" / "run").read_text()
+
+
+def _units(tmp_path: Path) -> Path:
+    tmp_path = tmp_path / "units"
+    tmp_path.mkdir()
+    for unit in (ROOT / "systemd").iterdir():
+        text = unit.read_text().replace("%h/.local/bin/bxmem", "/usr/bin/true").replace("%h", "/home/owner")
+        (tmp_path / unit.name).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_units_verify_clean_and_are_hardened(tmp_path):
+    units = _units(tmp_path)
+    names = sorted(str(p) for p in units.iterdir())
+    verify = subprocess.run(["systemd-analyze", "verify", *names], capture_output=True, text=True)
+    assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
+    for service in units.glob("*.service"):
+        out = subprocess.run(["systemd-analyze", "security", "--offline=true", str(service)], capture_output=True, text=True).stdout
+        level = float(re.search(r"Overall exposure level for \S+: ([0-9.]+)", out).group(1))
+        assert level <= 2.0, (service.name, level)
+
+
+def test_send_unit_outlasts_a_send_run():
+    from bxmem import honcho, send
+
+    text = (ROOT / "systemd" / "bxmem-send.service").read_text()
+    timeout = int(re.search(r"TimeoutStartSec=(\d+)", text).group(1))
+    assert timeout > send.RUN_BUDGET_S + honcho.CONNECT_TIMEOUT + honcho.READ_TIMEOUT
+    for service in (ROOT / "systemd").glob("*.service"):
+        assert "SuccessExitStatus=3" in service.read_text()
