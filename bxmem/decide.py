@@ -50,15 +50,16 @@ def _fresh_state() -> dict:
 
 def _recover(state: dict, ledger: Ledger) -> None:
     """Learn what an earlier run appended but did not get to record in its state
-    (a crash between the ledger append and the state write)."""
+    (a crash between the ledger append and the state write, or a lost state file)."""
     if ledger.size() <= state["ledger_size"]:
         return
     for ev in ledger.read_from(state["ledger_size"]).events:
         if ev.get("ev") != "decided" or ev.get("kind") != "turn":
             continue
         session, turn = ev.get("session"), ev.get("turn")
-        cursor = state["logs"].get(session)
-        if cursor is not None and isinstance(turn, int):
+        if isinstance(session, str) and isinstance(turn, int):
+            # A lost state file starts from ledger offset 0: every decided turn is learnt here.
+            cursor = state["logs"].setdefault(session, new_cursor())
             cursor["seen"] = max(cursor["seen"], turn)
         waiting = state["undecided"].get(session)
         if waiting:

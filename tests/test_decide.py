@@ -207,3 +207,13 @@ def test_second_decide_at_once_exits_zero(home, honcho_url_config, brokerd):
         assert run_decide().busy
     finally:
         lock.release()
+
+
+def test_lost_state_file_decides_nothing_twice(home, honcho_url_config, brokerd):
+    write_log(home, "s", turn_lines(1, "a", "b") + turn_lines(2, "c", "d"))
+    run_decide()
+    (home / "memory" / "bxmem" / "decide.json").unlink()
+    write_log(home, "s", turn_lines(3, "e", "f"))
+    run_decide()
+    items = [e["item"] for e in ledger_events(home) if e["ev"] == "decided"]
+    assert items == ["turn:s:1", "turn:s:2", "turn:s:3"]
