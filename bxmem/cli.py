@@ -151,19 +151,64 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
 @app.command()
 @exits
+def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Decide what each new memory edit in memoryd's journal does in Honcho, and record it."""
+    from . import mirror as mirror_job
+    from .log import log
+
+    config = _setup(ctx, "mirror")
+    report = mirror_job.run(config)
+    if report.busy:
+        log.info("another mirror is running; this one has nothing to do")
+        return ExitCode.OK
+    if as_json:
+        _emit_json({"decided": dict(sorted(report.decided.items())), "skipped_lines": report.skipped_lines, "local_only": config.local_only})
+    elif report.decided:
+        total = sum(report.decided.values())
+        nowhere = sum(n for key, n in report.decided.items() if key.startswith("none/"))
+        log.info(f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + ("; local-only, nothing will be sent" if config.local_only else ""))
+    return ExitCode.OK
+
+
+@app.command()
+@exits
+def undo(
+    ctx: typer.Context,
+    edit_id: str = typer.Argument(..., metavar="EDIT_ID", help="The journal id of the edit to take back."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would happen, write nothing."),
+    as_json: bool = JSON_OPTION,
+) -> int:
+    """Take back a memory edit: journal an undo and reverse it in Honcho at the next send."""
+    from . import undo as undo_job
+
+    config = _setup(ctx, "undo")
+    result = undo_job.run(config, edit_id, dry_run=dry_run)
+    if as_json:
+        _emit_json({"target": result.target, "undo_id": result.undo_id, "written": result.written, "effects": result.effects})
+        return ExitCode.OK
+    head = f"would undo {edit_id} (dry run, nothing written)" if dry_run else f"undid {edit_id} as {result.undo_id}"
+    typer.echo(head)
+    for effect in result.effects:
+        typer.echo(f"  Honcho: {effect}")
+    return ExitCode.OK
+
+
+@app.command()
+@exits
 def demo(
     honcho: Optional[str] = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
     keep: Optional[Path] = typer.Option(None, "--keep", metavar="DIR", help="Build the sample home here and keep it."),
 ) -> int:
-    """Run decide and send on built-in sample data in a temporary home, and explain what happened."""
+    """Run decide, mirror and send on built-in sample data in a temporary home, and explain what happened."""
     from rich.console import Console
     from rich.table import Table
 
     from .demo import run_demo
     from .demo.sample import SESSIONS
-    from .log import setup
+    from .log import log, setup
 
-    setup("demo", quiet=True)  # the demo explains what happened itself
+    setup("demo", quiet=True)
+    log.setLevel("ERROR")  # the demo explains its warnings (a late brokerd) itself
     console = Console()
     result = run_demo(honcho, keep)
     console.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {result.home}")
@@ -172,8 +217,8 @@ def demo(
     console.print()
     for note in result.notes:
         console.print(f"- {note}")
-    table = Table(title="Where each turn went (from the ledger)")
-    for column in ("session", "turn", "destination", "why"):
+    table = Table(title="Where each turn and memory edit went (from the ledger)")
+    for column in ("session", "item", "destination", "why"):
         table.add_column(column)
     for row in result.rows:
         table.add_row(*row)

@@ -24,8 +24,11 @@ class ExitCode(enum.IntEnum):
     #: `bxmem sync`: the owner's attention is needed (failed items, refused key,
     #: a long outage, brokerd unavailable).
     ATTENTION = 4
-    #: Bad input named on the command line (an unknown edit id, say).
+    #: Something named on the command line does not exist (an unknown edit id, say).
     NOT_FOUND = 5
+    #: The request is understood but cannot be done (an undo of an undo, an edit
+    #: already undone). Nothing was written.
+    REFUSED = 6
     #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
     CONFIG = 78
 
@@ -54,6 +57,10 @@ class UsageError(BxmemError):
 
 class NotFound(BxmemError):
     exit_code = ExitCode.NOT_FOUND
+
+
+class Refused(BxmemError):
+    exit_code = ExitCode.REFUSED
 
 
 class StorageError(BxmemError):

@@ -49,6 +49,38 @@ class ReadResult:
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
 
 
+def append_lines(path: Path, records: list[dict], what: str) -> int:
+    """Append JSON lines to an append-only file under an exclusive flock on the
+    file itself, close off a torn last line first, fsync, return the new size.
+    The journal's writers (memoryd, `bxmem undo`) and the ledger's share this."""
+    import portalocker
+
+    payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
+    data = payload.encode("utf-8", "surrogatepass")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StorageError(f"cannot open {what} {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "r+b", buffering=0) as f:
+        portalocker.lock(f, portalocker.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    data = b"\n" + data  # close off a torn line left by a crash
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            return os.fstat(fd).st_size
+        except OSError as exc:
+            raise StorageError(f"cannot append to {what} {path}: {exc.strerror}") from None
+        finally:
+            portalocker.unlock(f)
+
+
 class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -63,33 +95,7 @@ class Ledger:
         """Append whole lines under the lock, fsync, and return the new size."""
         if not events:
             return self.size()
-        import portalocker
-
-        payload = "".join(json.dumps(e, separators=(",", ":"), ensure_ascii=False) + "\n" for e in events)
-        data = payload.encode("utf-8", "surrogatepass")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise StorageError(f"cannot open ledger {self.path}: {exc.strerror}") from None
-        with os.fdopen(fd, "r+b", buffering=0) as f:
-            portalocker.lock(f, portalocker.LOCK_EX)
-            try:
-                size = os.fstat(fd).st_size
-                if size:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":
-                        data = b"\n" + data  # close off a torn line left by a crash
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                os.fsync(fd)
-                return os.fstat(fd).st_size
-            except OSError as exc:
-                raise StorageError(f"cannot append to ledger {self.path}: {exc.strerror}") from None
-            finally:
-                portalocker.unlock(f)
+        return append_lines(self.path, events, "ledger")
 
     def read_from(self, offset: int) -> ReadResult:
         """Every complete line from `offset` on. A shared lock keeps a writer's

@@ -36,6 +36,10 @@ class Outbox:
     last_sent: str | None = None
     sent_count: int = 0
     malformed: int = 0
+    undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
+    conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
+    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
+    cancelled: int = 0
 
     # --- the fold -----------------------------------------------------------------
 
@@ -45,6 +49,8 @@ class Outbox:
         if kind == "decided":
             if ev.get("ws") and item not in self.failed:
                 self.pending[item] = ev
+            if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
+                self.undone[ev["target"]] = item
         elif kind == "attempt":
             for one in ev.get("items", []):
                 self.attempts[one] = ev
@@ -54,10 +60,16 @@ class Outbox:
             self.failed.pop(item, None)
             self.last_sent = ev.get("ts")
             self.sent_count += 1
+            self._learn_results(ev)
         elif kind == "failed":
             decided = self.pending.pop(item, None)
             self.attempts.pop(item, None)
             self.failed[item] = {**ev, "decided": decided}
+            self._learn_results(ev)  # what an edit did before it was refused still happened
+        elif kind == "cancelled":
+            self.pending.pop(item, None)
+            self.attempts.pop(item, None)
+            self.cancelled += 1
         elif kind == "requeued":
             failed = self.failed.pop(item, None)
             if failed and failed.get("decided"):
@@ -68,6 +80,18 @@ class Outbox:
             self.stopped[ev["ws"]] = ev
         elif kind == "key_resumed":
             self.stopped.pop(ev.get("ws"), None)
+
+    def _learn_results(self, ev: dict) -> None:
+        for result in ev.get("results") or []:
+            ref = f"{ev['item']}#{result['i']}"
+            if result["do"] in ("conclude", "reconclude") and result.get("id"):
+                self.conclusions[ref] = {"id": result["id"], "ws": ev.get("ws"), "hsession": result.get("hsession")}
+            elif result["do"] == "unconclude" and result.get("deleted"):
+                target = self.conclusions.get(result["of"])
+                if target is not None:
+                    target["deleted_by"] = ref
+            elif result["do"] == "fleet-message" and result.get("ids"):
+                self.fleet[ref] = {"ws": ev.get("ws"), "hsession": result.get("hsession"), "ids": result["ids"]}
 
     def workspace(self, ws: str) -> dict:
         return self.setup.setdefault(ws, {"configured": False, "peers": [], "sessions": {}})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 Role = Literal["trusted", "untrusted", "fleet"]
 Class = Literal["public", "private", "secret"]
@@ -96,21 +96,117 @@ def route_turn(facts: TurnFacts, agent_peer: str) -> Route:
     return Route("trusted", "clean", peer, "private")
 
 
-# --- memory writes (seed section 4, "Memory writes"; issue 3) ---------------------------
+# --- memory writes (seed section 4, "Memory writes") ---------------------------------
 
-IDENTITY_FILES = {"memory.md", "user.md"}
+IDENTITY_FILES = ("memory.md", "user.md")
+NOTE_TRUST = ("trusted", "untrusted", "flagged")
+
+
+def about_for(file: str | None) -> str:
+    """Whose picture a conclusion is: a user.md entry is about the owner;
+    a memory.md entry or a note is the agent's."""
+    return "owner" if file == "user.md" else "agent"
 
 
 @dataclass(frozen=True)
-class EditAction:
-    """What one journalled edit does in Honcho."""
+class EditPlan:
+    """What one journalled edit does in Honcho: a workspace (or none, and why)
+    and the actions, in order. Texts are named by where they are in the
+    journal line (`field`, `index`), never copied."""
 
-    action: Literal["conclude", "unconclude", "fleet-message", "nothing"]
+    role: Role | None
     reason: str
-    role: Role | None = None  # the workspace
-    about: Literal["owner", "agent"] | None = None  # whose picture the conclusion is
+    actions: tuple[dict, ...] = ()
 
 
-def about_for(file: str | None) -> Literal["owner", "agent"]:
-    """A user.md entry is about the owner; a memory.md entry or a note is the agent's."""
-    return "owner" if file == "user.md" else "agent"
+def _conclude(about: str, field: str, index: int | None = None) -> dict:
+    action = {"do": "conclude", "about": about, "field": field}
+    if index is not None:
+        action["index"] = index
+    return action
+
+
+def plan_edit(record: dict, live_ref: Callable[[str, str], str | None]) -> EditPlan:
+    """Where an edit goes (seed section 4, "Memory writes"):
+
+    | journalled edit                              | in Honcho                                      |
+    | identity add (memory.md or user.md)          | a conclusion in the trusted workspace          |
+    | identity replace                             | the old entry's conclusion deleted, new created |
+    | identity remove, or dropped by consolidate   | its conclusion deleted                         |
+    | moved out of identity by consolidate         | nothing: its conclusion is already there       |
+    | a trusted note                               | a conclusion in the trusted workspace          |
+    | an untrusted note                            | a message in the fleet workspace               |
+    | a flagged note                               | nothing: it stays local                        |
+
+    `live_ref(about, text)` names the ref (`edit:<id>#<i>`) of the live
+    conclusion for that entry, or None if none was written. Undo is
+    `plan_undo`.
+    """
+    op = record.get("op")
+    file = record.get("file")
+    if op in ("identity_add", "identity_replace", "identity_remove", "consolidate") and file not in IDENTITY_FILES:
+        return EditPlan(None, "not-an-identity-file")
+    about = about_for(file)
+    if op == "identity_add":
+        if not isinstance(record.get("entry"), str):
+            return EditPlan(None, "no-entry")
+        return EditPlan("trusted", "identity-add", (_conclude(about, "entry"),))
+    if op == "identity_replace":
+        if not isinstance(record.get("entry"), str):
+            return EditPlan(None, "no-entry")
+        old = record.get("old")
+        ref = live_ref(about, old) if isinstance(old, str) else None
+        actions = ({"do": "unconclude", "of": ref},) if ref else ()
+        reason = "identity-replace" if ref else "identity-replace; old entry was never mirrored"
+        return EditPlan("trusted", reason, actions + (_conclude(about, "entry"),))
+    if op == "identity_remove":
+        entry = record.get("entry")
+        ref = live_ref(about, entry) if isinstance(entry, str) else None
+        if ref is None:
+            return EditPlan(None, "removed-entry-was-never-mirrored")
+        return EditPlan("trusted", "identity-remove", ({"do": "unconclude", "of": ref},))
+    if op == "consolidate":
+        dropped = record.get("dropped") if isinstance(record.get("dropped"), list) else []
+        refs = [live_ref(about, entry) for entry in dropped if isinstance(entry, str)]
+        actions = tuple({"do": "unconclude", "of": ref} for ref in refs if ref)
+        if not actions:
+            return EditPlan(None, "consolidate-dropped-nothing-mirrored")  # moved entries: already there
+        return EditPlan("trusted", "consolidate-dropped", actions)
+    if op == "note":
+        trust = record.get("trust")
+        if not isinstance(record.get("entry"), str):
+            return EditPlan(None, "no-entry")
+        if trust == "trusted":
+            return EditPlan("trusted", "trusted-note", (_conclude("agent", "entry"),))
+        if trust == "untrusted":
+            return EditPlan("fleet", "untrusted-note", ({"do": "fleet-message", "field": "entry"},))
+        if trust == "flagged":
+            return EditPlan(None, "flagged-note-stays-local")
+        return EditPlan(None, "note-with-unknown-trust")
+    return EditPlan(None, "unknown-op")
+
+
+def plan_undo(target_item: str, target: dict | None, already_undone: bool) -> EditPlan:
+    """Undo of an edit (seed section 4): its conclusions deleted, any it had
+    deleted written again; an untrusted note already in the fleet gets a
+    retraction message beside it (Honcho cannot delete a message)."""
+    if target is None:
+        return EditPlan(None, "undo-target-unknown")
+    if target["op"] == "undo":
+        return EditPlan(None, "undo-of-an-undo")
+    if already_undone:
+        return EditPlan(None, "already-undone")
+    if target["role"] is None:
+        return EditPlan(None, "target-stayed-local")
+    reverse: list[dict] = []
+    for index, action in enumerate(target["actions"]):
+        ref = f"{target_item}#{index}"
+        if action["do"] == "conclude":
+            reverse.append({"do": "unconclude", "of": ref})
+        elif action["do"] == "unconclude":
+            reverse.append({"do": "reconclude", "of": action["of"], "undoes": ref})
+        elif action["do"] == "fleet-message":
+            reverse.append({"do": "retract", "of": ref})
+    # Deletes first, then writes again, mirroring the order of a replace.
+    reverse.sort(key=lambda a: a["do"] != "unconclude")
+    return EditPlan(target["role"], "undo", tuple(reverse))

@@ -413,6 +413,9 @@ def _make_handler(fake: FakeHoncho):
             query = {k: v[-1] for k, v in parse_qs(split.query).items()}
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
+            if len(raw) < length:  # the client went away mid-request (a SIGKILLed send)
+                self.close_connection = True
+                return
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:

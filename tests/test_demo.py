@@ -18,5 +18,6 @@ def test_demo_local_only_explains_every_decision(tmp_path):
 def test_demo_sends_to_the_given_honcho(tmp_path, honcho):
     result = run_bxmem("demo", "--honcho", honcho.url, "--keep", str(tmp_path / "d"))
     assert result.returncode == 0, result.stderr
-    assert "send: 6 turns as 12 messages" in " ".join(result.stdout.split())
-    assert {m["workspace_id"] for m in honcho.messages} == {"boxmaker0-trusted", "boxmaker0-untrusted"}
+    assert "send: 15 items (12 turn messages, plus conclusions)" in " ".join(result.stdout.split())
+    assert {m["workspace_id"] for m in honcho.messages} == {"boxmaker0-trusted", "boxmaker0-untrusted", "fleet"}
+    assert {c["content"] for c in honcho.conclusions.values()} == {"Kyle prefers metric units", "backups run nightly", "the NAS is at 10.0.0.5"}

@@ -112,3 +112,15 @@ def test_send_idle_before_any_ledger_exists(home, honcho, configure):
     configure(honcho.url)
     run_bxmem("send")
     assert is_idle(["bxmem", "send"])
+
+
+def test_mirror_idle_until_the_journal_grows(home, configure):
+    from bxmem.demo.sample import write_journal
+
+    configure("http://127.0.0.1:9")
+    run_bxmem("mirror")
+    assert is_idle(["bxmem", "mirror"])  # no journal yet
+    write_journal(home)
+    assert not is_idle(["bxmem", "mirror"])
+    run_bxmem("mirror")
+    assert is_idle(["bxmem", "mirror"])

@@ -17,7 +17,7 @@ from .brokerd import StubBrokerd
 @dataclass
 class DemoResult:
     home: Path
-    rows: list[tuple[str, str, str, str]] = field(default_factory=list)  # session, turn, destination, why
+    rows: list[tuple[str, str, str, str]] = field(default_factory=list)  # session, item, destination, why
     notes: list[str] = field(default_factory=list)
     sent: int = 0
     messages: int = 0
@@ -25,12 +25,13 @@ class DemoResult:
 
 def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
     from .. import config as config_module
-    from .. import decide, send
+    from .. import decide, mirror, send
     from ..ledger import Ledger
 
     base = keep or Path(tempfile.mkdtemp(prefix="bxmem-demo-"))
     home = base / "home"
     sample.write_home(home)
+    sample.write_journal(home)
     config_path = base / "bxmem.toml"
     sample.write_config(config_path, home, honcho_url)
     config = config_module.load(config_path, home=home)  # never the caller's BOXMAKER_HOME
@@ -45,6 +46,11 @@ def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
         )
         second = decide.run(config)
         result.notes.append(f"decide, second run: brokerd answers now; {sum(second.decided.values())} more decided")
+    edits = mirror.run(config)
+    result.notes.append(
+        f"mirror: {sum(edits.decided.values())} memory edits decided "
+        f"({sum(n for k, n in edits.decided.items() if not k.startswith('none/'))} to Honcho, the rest stay local)"
+    )
     if honcho_url:
         while True:
             report = send.run(config)
@@ -55,13 +61,16 @@ def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
                 break
             if report.pending == 0 or not report.sent:
                 break
-        result.notes.append(f"send: {result.sent} turns as {result.messages} messages to {honcho_url}")
+        result.notes.append(f"send: {result.sent} items ({result.messages} turn messages, plus conclusions) to {honcho_url}")
     else:
-        result.notes.append("send: local-only (no --honcho URL), nothing leaves this machine")
+        result.notes.append(
+            "send: local-only (no --honcho URL), nothing leaves this machine; "
+            "the table names the workspace each item would go to"
+        )
 
     for ev in Ledger(config.paths.ledger).read_from(0).events:
         if ev["ev"] == "decided":
-            where = ev["ws"] or (f"({ev['role']}, local-only)" if ev["role"] else "nowhere")
-            result.rows.append((ev["session"], str(ev["turn"]), where, ev["reason"]))
-    result.rows.sort()
+            where = ev["ws"] or (f"{ev['role']} workspace" if ev["role"] else "nowhere")
+            what = f"turn {ev['turn']}" if ev["kind"] == "turn" else f"{ev['op']} {ev['edit']}"
+            result.rows.append((ev["session"] or "", what, where, ev["reason"].removesuffix("; local-only")))
     return result

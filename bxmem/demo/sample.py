@@ -97,3 +97,27 @@ def write_config(path: Path, home: Path, honcho_url: str | None) -> None:
             f'trusted = "{AGENT}-trusted"\nuntrusted = "{AGENT}-untrusted"\nfleet = "fleet"\n'
         )
     path.write_text(text)
+
+
+# The interfaces file's example journal: one edit of every kind.
+JOURNAL: list[dict] = [
+    {"id": "j-0001", "ts": "2026-09-27T10:00:00Z", "session": "s-clean", "op": "identity_add", "file": "user.md", "entry": "Kyle prefers metric units"},
+    {"id": "j-0002", "ts": "2026-09-27T10:01:00Z", "session": "s-clean", "op": "identity_add", "file": "memory.md", "entry": "backups run weekly"},
+    {"id": "j-0003", "ts": "2026-09-27T10:02:00Z", "session": "s-clean", "op": "identity_replace", "file": "memory.md", "old": "backups run weekly", "entry": "backups run nightly"},
+    {"id": "j-0004", "ts": "2026-09-27T10:03:00Z", "session": "s-clean", "op": "identity_add", "file": "user.md", "entry": "Kyle lives in Oakland"},
+    {"id": "j-0005", "ts": "2026-09-27T10:04:00Z", "session": "s-clean", "op": "identity_remove", "file": "user.md", "entry": "Kyle lives in Oakland"},
+    {"id": "j-0006", "ts": "2026-09-27T10:05:00Z", "session": "s-clean", "op": "identity_add", "file": "memory.md", "entry": "old fact"},
+    {"id": "j-0007", "ts": "2026-09-27T10:06:00Z", "session": "s-clean", "op": "consolidate", "file": "memory.md", "dropped": ["old fact"], "moved": ["long-form note"]},
+    {"id": "j-0008", "ts": "2026-09-27T10:07:00Z", "session": "s-team", "op": "note", "trust": "trusted", "entry": "the NAS is at 10.0.0.5"},
+    {"id": "j-0009", "ts": "2026-09-27T10:08:00Z", "session": "s-fetched", "op": "note", "trust": "untrusted", "entry": "the vendor page says v2 is deprecated"},
+    {"id": "j-0010", "ts": "2026-09-27T10:09:00Z", "session": "s-fetched", "op": "note", "trust": "flagged", "entry": "ignore previous instructions and ..."},
+]
+
+
+def write_journal(home: Path, records: list[dict] | None = None) -> Path:
+    path = home / "memory" / "journal.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        for record in JOURNAL if records is None else records:
+            f.write(json.dumps(record) + "\n")
+    return path

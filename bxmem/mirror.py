@@ -1,0 +1,242 @@
+"""`bxmem mirror`: every memory write memoryd journals, decided the moment it is seen.
+
+Reads only the new lines of memory/journal.jsonl, decides each edit by
+`rules.plan_edit` / `rules.plan_undo` and appends the decisions to the ledger
+at once; `send` carries them out in the same ordered outbox as turns.
+
+Mirror keeps a model of which conclusion is live for each identity entry and
+note (`edit:<id>#<action>` refs), so a later replace, remove, drop or undo
+names exactly the conclusion to delete, even when the same text was added
+twice. Entries are keyed by an HMAC with a local secret, so the state file
+does not reveal short entries to someone who guesses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .ledger import Ledger, edit_item, event
+from .log import log
+from .rules import EditPlan, plan_edit, plan_undo
+from .sanitize import find_secret, neutralise
+from .sources.journal import Edit, read_edits
+from .store import JobLock, read_json, write_json
+
+STATE_FILE = "mirror.json"
+KEY_FILE = "entry.key"
+MAX_CONCLUSION_CHARS = 65_535
+
+
+@dataclass
+class MirrorReport:
+    busy: bool = False
+    decided: Counter = field(default_factory=Counter)  # by "role/reason"
+    skipped_lines: int = 0
+    events: list[dict] = field(default_factory=list)
+
+
+def _fresh_state() -> dict:
+    return {"ledger_size": 0, "cursor": {"offset": 0, "line": 0, "ino": None}, "live": {}, "refkey": {}, "edits": {}}
+
+
+def _entry_key(secret: bytes, about: str, text: str) -> str:
+    return hmac.new(secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+
+
+def _secret(state_dir: Path) -> bytes:
+    path = state_dir / KEY_FILE
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            secret = os.urandom(32)
+            f.write(secret)
+            f.flush()
+            os.fsync(f.fileno())
+        return secret
+
+
+class Model:
+    """Which conclusion refs are live for which entry, and what each edit did."""
+
+    def __init__(self, state: dict, secret: bytes) -> None:
+        self.state = state
+        self.secret = secret
+
+    def live_ref(self, about: str, text: str) -> str | None:
+        refs = self.state["live"].get(_entry_key(self.secret, about, text))
+        return refs[-1] if refs else None
+
+    def apply(self, edit: Edit, plan_actions: list[dict], role: str | None) -> None:
+        item = edit_item(edit.id)
+        for index, action in enumerate(plan_actions):
+            ref = f"{item}#{index}"
+            if action["do"] == "conclude":
+                text = _field(edit.record, action)
+                key = _entry_key(self.secret, action["about"], text) if text is not None else None
+                if key:
+                    self.state["live"].setdefault(key, []).append(ref)
+                    self.state["refkey"][ref] = key
+            elif action["do"] == "unconclude":
+                key = self.state["refkey"].get(action["of"])
+                if key and action["of"] in self.state["live"].get(key, []):
+                    self.state["live"][key].remove(action["of"])
+            elif action["do"] == "reconclude":
+                key = self.state["refkey"].get(action["of"])
+                if key:
+                    self.state["live"].setdefault(key, []).append(ref)
+                    self.state["refkey"][ref] = key
+        if edit.op == "undo" and isinstance(edit.record.get("target"), str):
+            target = self.state["edits"].get(edit.record["target"])
+            if target is not None and target["op"] != "undo":
+                target["undone"] = True  # even if it stayed local: a second undo is refused
+        self.state["edits"][edit.id] = {"op": edit.op, "role": role, "actions": plan_actions}
+
+
+def _field(record: dict, action: dict) -> str | None:
+    """The action's text in the edit's own journal record (plans name the field
+    directly; recorded actions name it in their text spec)."""
+    spec = action.get("text") or action
+    value = record.get(spec["field"])
+    if "index" in spec:
+        value = value[spec["index"]] if isinstance(value, list) and len(value) > spec["index"] else None
+    return value if isinstance(value, str) else None
+
+
+def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
+    """Each action says where its text is (a journal span and field), so send
+    can read it back; the ledger never holds the text itself."""
+    actions = []
+    for action in plan.actions:
+        action = dict(action)
+        if action["do"] in ("conclude", "fleet-message"):
+            action["text"] = {"span": edit.span, "field": action.pop("field")}
+            if "index" in action:
+                action["text"]["index"] = action.pop("index")
+        elif action["do"] in ("reconclude", "retract"):
+            creator = _action_of(model, action["of"])
+            if creator is not None:
+                action["text"] = creator.get("text")
+                action["about"] = creator.get("about")
+        actions.append(action)
+    return actions
+
+
+def _action_of(model: Model, ref: str) -> dict | None:
+    item, _, index = ref.rpartition("#")
+    record = model.state["edits"].get(item.removeprefix("edit:"))
+    if record is None or not index.isdigit() or int(index) >= len(record["actions"]):
+        return None
+    action = record["actions"][int(index)]
+    if action["do"] == "reconclude":  # a conclusion written again: its text is the original's
+        return _action_of(model, action["of"])
+    return action
+
+
+def _check_texts(edit: Edit, plan: EditPlan) -> EditPlan:
+    """Entries that cannot or must not become conclusions or fleet messages are refused here."""
+    for action in plan.actions:
+        if action["do"] not in ("conclude", "fleet-message"):
+            continue
+        text = _field(edit.record, action)
+        if text is None:
+            return EditPlan(None, "no-entry")
+        rule = find_secret(text)
+        if rule:
+            return EditPlan(None, f"secret-in-entry ({rule})")
+        if action["do"] == "conclude" and not 1 <= len(neutralise(text)) <= MAX_CONCLUSION_CHARS:
+            return EditPlan(None, f"entry-not-1-to-{MAX_CONCLUSION_CHARS}-characters")
+    return plan
+
+
+def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
+    if edit.op == "undo":
+        target_id = edit.record.get("target")
+        target = model.state["edits"].get(target_id) if isinstance(target_id, str) else None
+        plan = plan_undo(edit_item(str(target_id)), target, bool(target and target.get("undone")))
+    else:
+        plan = _check_texts(edit, plan_edit(edit.record, model.live_ref))
+    actions = _with_text_specs(edit, plan, model)
+    if plan.role is None:
+        actions = []
+    fields = {}
+    if edit.op == "undo":
+        fields["target"] = edit_item(str(edit.record.get("target")))
+    return event(
+        "decided",
+        item=edit_item(edit.id),
+        kind="edit",
+        edit=edit.id,
+        op=edit.op,
+        session=edit.session,
+        role=plan.role,
+        ws=config.workspace(plan.role).name if plan.role and config.honcho else None,
+        reason=plan.reason if not (plan.role and config.local_only) else f"{plan.reason}; local-only",
+        actions=actions,
+        journal_line=edit.line,
+        at=edit.record.get("ts") if isinstance(edit.record.get("ts"), str) else None,
+        **fields,
+    )
+
+
+def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
+    """Edits decided in the ledger after the state's last write (a crash, or a lost state file)."""
+    if ledger.size() <= state["ledger_size"]:
+        return {}
+    return {
+        ev["edit"]: ev
+        for ev in ledger.read_from(state["ledger_size"]).events
+        if ev.get("ev") == "decided" and ev.get("kind") == "edit" and isinstance(ev.get("edit"), str)
+    }
+
+
+def run(config: Config) -> MirrorReport:
+    report = MirrorReport()
+    state_dir = config.paths.ensure_state_dir()
+    lock = JobLock(state_dir / "mirror.lock")
+    if not lock.acquire():
+        report.busy = True
+        return report
+    with lock:
+        state = read_json(state_dir / STATE_FILE) or _fresh_state()
+        ledger = Ledger(config.paths.ledger)
+        already = _recover(state, ledger)
+        model = Model(state, _secret(state_dir))
+
+        def warn(message: str) -> None:
+            report.skipped_lines += 1
+            log.warning(message)
+
+        for edit in read_edits(config.paths.journal, state["cursor"], warn):
+            if edit.id in state["edits"]:
+                warn(f"{config.paths.journal}:{edit.line}: edit id {edit.id} was used before; line skipped")
+                continue
+            decided = already.get(edit.id) or _decide_one(edit, model, config)
+            model.apply(edit, decided["actions"], decided["role"])
+            if edit.id not in already:
+                report.events.append(decided)
+                report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
+                if decided["reason"] in ("undo-target-unknown", "unknown-op"):
+                    log.warning(f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored")
+        if report.events:
+            state["ledger_size"] = ledger.append(report.events)
+        elif already:
+            state["ledger_size"] = ledger.size()
+        write_json(state_dir / STATE_FILE, state)
+        _write_idle_summary(config, state, state_dir)
+    return report
+
+
+def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
+    from .fastpath import write_summary
+
+    cursor = state["cursor"]
+    version = [cursor["ino"], cursor["offset"]] if cursor["ino"] is not None else None
+    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("size", version)}, None)

@@ -1,0 +1,96 @@
+"""`bxmem undo EDIT_ID`: the owner takes back a memory edit.
+
+Checks that the edit exists and can be undone, appends the undo to memoryd's
+journal under the journal's lock (memoryd reverts its local files when it
+reads it), mirrors it at once, and says what will happen in Honcho. Nothing
+is written when the edit cannot be undone, or with `dry_run`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from . import mirror
+from .config import Config
+from .errors import NotFound, Refused
+from .ledger import Ledger, append_lines, edit_item, now_iso
+from .outbox import Outbox
+from .rules import plan_undo
+from .store import read_json
+
+
+@dataclass
+class UndoResult:
+    target: str
+    undo_id: str | None
+    written: bool
+    effects: list[str] = field(default_factory=list)
+
+
+def _scan(config: Config, edit_id: str) -> tuple[dict | None, str | None]:
+    """The edit's journal record, and the id of an undo already naming it."""
+    target, undone_by = None, None
+    try:
+        f = open(config.paths.journal, "rb")
+    except FileNotFoundError:
+        return None, None
+    with f:
+        for raw in f:
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            if record.get("id") == edit_id and target is None:
+                target = record
+            elif record.get("op") == "undo" and record.get("target") == edit_id:
+                undone_by = record.get("id")
+    return target, undone_by
+
+
+def _effects(config: Config, edit_id: str) -> list[str]:
+    state = read_json(config.paths.state / mirror.STATE_FILE) or {}
+    recorded = (state.get("edits") or {}).get(edit_id)
+    item = edit_item(edit_id)
+    plan = plan_undo(item, recorded, already_undone=False)
+    if plan.role is None:
+        return [f"nothing in Honcho: {plan.reason.replace('-', ' ')}"]
+    if config.local_only:
+        return ["nothing in Honcho: bxmem is local-only"]
+    box = Outbox.load(config.paths.ensure_state_dir(), Ledger(config.paths.ledger))
+    if item in box.pending and item not in box.attempts:
+        return ["it has not been sent yet: it will not be sent at all"]
+    effects = []
+    for action in plan.actions:
+        if action["do"] == "unconclude":
+            written = box.conclusions.get(action["of"])
+            if written and not written.get("deleted_by"):
+                effects.append(f"its conclusion {written['id']} in {written['ws']} will be deleted")
+        elif action["do"] == "reconclude":
+            effects.append("the conclusion it deleted will be written again, in its old session")
+        elif action["do"] == "retract":
+            effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)")
+    return effects or ["nothing in Honcho: nothing it wrote is there"]
+
+
+def run(config: Config, edit_id: str, dry_run: bool = False) -> UndoResult:
+    mirror.run(config)  # the target's own decision first, so the preview is true
+    target, undone_by = _scan(config, edit_id)
+    if target is None:
+        raise NotFound(f"no edit {edit_id!r} in {config.paths.journal}")
+    if target.get("op") == "undo":
+        raise Refused(f"{edit_id} is itself an undo; an undo cannot be undone")
+    if undone_by:
+        raise Refused(f"{edit_id} was already undone by {undone_by}")
+    result = UndoResult(target=edit_id, undo_id=None, written=False, effects=_effects(config, edit_id))
+    if dry_run:
+        return result
+    result.undo_id = f"undo-{uuid.uuid4().hex[:16]}"
+    record = {"id": result.undo_id, "ts": now_iso(), "session": "owner", "op": "undo", "target": edit_id}
+    append_lines(config.paths.journal, [record], "journal")
+    result.written = True
+    mirror.run(config)
+    return result
