@@ -148,6 +148,9 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideRepo
         _note_broker(state, report)
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir)
+    from .index import refresh
+
+    refresh(config.paths)
     return report
 
 

@@ -29,6 +29,8 @@ class ExitCode(enum.IntEnum):
     #: The request is understood but cannot be done (an undo of an undo, an edit
     #: already undone). Nothing was written.
     REFUSED = 6
+    #: `bxmem recall` / `bxmem ask`: no source answered (not even the local index).
+    UNAVAILABLE = 7
     #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
     CONFIG = 78
 

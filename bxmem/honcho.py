@@ -272,6 +272,48 @@ class WorkspaceClient:
         return True
 
 
+class ReadClient(WorkspaceClient):
+    """The read path's calls: search, conclusion query, chat. None of them creates
+    anything in Honcho (recall and ask must never create a workspace, peer or session)."""
+
+    def search(self, query: str, limit: int) -> list[dict]:
+        body = self.request("POST", self._ws_path("/search"), "search", json={"query": query, "limit": limit})
+        return _expect_list(body, self.workspace, "search")
+
+    def query_conclusions(self, query: str, peer: str, top_k: int) -> list[dict]:
+        """Conclusions a peer holds about itself (observer and observed the same peer)."""
+        body = self.request(
+            "POST",
+            self._ws_path("/conclusions/query"),
+            "query conclusions",
+            json={"query": query, "top_k": top_k, "filters": {"observer_id": peer, "observed_id": peer}},
+        )
+        return _expect_list(body, self.workspace, "query conclusions")
+
+    def chat(self, query: str, reasoning: str, timeout: float) -> dict:
+        """Workspace chat (Honcho 3.2+); raises Missing on a server without it."""
+        body = self.request(
+            "POST", self._ws_path("/chat"), "workspace chat",
+            json={"query": query, "reasoning_level": reasoning, "stream": False},
+            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
+        )
+        return _expect_dict(body, self.workspace, "workspace chat")
+
+    def peer_chat(self, peer: str, query: str, reasoning: str, timeout: float) -> dict:
+        body = self.request(
+            "POST", self._ws_path(f"/peers/{_seg(peer)}/chat"), "peer chat",
+            json={"query": query, "reasoning_level": reasoning, "stream": False},
+            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
+        )
+        return _expect_dict(body, self.workspace, "peer chat")
+
+
+def _expect_list(value: Any, workspace: str, operation: str) -> list[dict]:
+    if not isinstance(value, list):
+        raise Unavailable(workspace, operation, "the answer was not a JSON array")
+    return [item for item in value if isinstance(item, dict)]
+
+
 def _expect_dict(value: Any, workspace: str, operation: str) -> dict:
     if not isinstance(value, dict):
         raise Unavailable(workspace, operation, "the answer was not a JSON object")

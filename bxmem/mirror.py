@@ -231,6 +231,9 @@ def run(config: Config) -> MirrorReport:
             state["ledger_size"] = ledger.size()
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir)
+    from .index import refresh
+
+    refresh(config.paths)
     return report
 
 

@@ -1,0 +1,356 @@
+"""The local index: SQLite FTS5 over this agent's own turns and memory entries.
+
+Kept current by `decide` (every decided turn, with its exact labels: secret
+turns included, they never leave the host) and by `mirror` (identity entries,
+notes; replace, remove, consolidate and undo update it). It can be rebuilt
+from the ledger, the logs and the journal, with the same result.
+
+Tags, as recall reports them: `identity` for identity entries, `memory` for
+trusted notes and clean turns, `memory-tainted` for untrusted and flagged
+notes and for turns of sessions that read untrusted content.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+INDEX_FILE = "index.sqlite3"
+SCHEMA_VERSION = 1
+SNIPPET_CHARS = 600
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS docs(
+    id INTEGER PRIMARY KEY,
+    key TEXT UNIQUE NOT NULL,      -- turn:<session>:<n> | edit:<id>#<n> | undo:<id>#<n>
+    kind TEXT NOT NULL,            -- turn | identity | note
+    tag TEXT NOT NULL,             -- identity | memory | memory-tainted
+    class TEXT NOT NULL,           -- public | private | secret
+    file TEXT,                     -- memory.md | user.md for identity entries
+    session TEXT,
+    ts TEXT,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS docs_entry ON docs(kind, file, text);
+CREATE TABLE IF NOT EXISTS edit_spans(id TEXT PRIMARY KEY, off INTEGER, len INTEGER);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    text, content='docs', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
+    INSERT INTO docs_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
+    INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+"""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class IndexUnavailable(Exception):
+    """The index is missing, corrupt or locked; the message says which."""
+
+
+@dataclass
+class LocalHit:
+    key: str
+    kind: str
+    tag: str
+    klass: str
+    session: str | None
+    ts: str | None
+    text: str
+
+
+def fts_query(text: str, max_terms: int = 32) -> str | None:
+    """The query as FTS5 string tokens joined by OR: quotes, operators, column
+    filters and NEAR in agent-supplied text are matched as words, never obeyed."""
+    words = _WORD.findall(text)[:max_terms]
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+class Index:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    @classmethod
+    def for_state(cls, state_dir: Path) -> "Index":
+        return cls(state_dir / INDEX_FILE)
+
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            new = not self.path.exists()
+            if new:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.close(fd)
+            try:
+                db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(SCHEMA)
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            except sqlite3.DatabaseError as exc:
+                raise IndexUnavailable(f"{self.path}: {exc}") from None
+            self._db = db
+        return self._db
+
+    def open_readonly(self) -> "Index":
+        """For recall: never creates the file, never writes, never waits on a writer long."""
+        if not self.path.exists():
+            raise IndexUnavailable("no local index yet (decide or mirror build it)")
+        try:
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=1, isolation_level=None)
+            self._db.execute("SELECT 1 FROM docs LIMIT 1")
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnavailable(f"{self.path}: {exc}") from None
+        return self
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    # --- writes -------------------------------------------------------------------
+
+    def add(self, key: str, kind: str, tag: str, klass: str, text: str, *, file: str | None = None,
+            session: str | None = None, ts: str | None = None) -> None:
+        self.db().execute(
+            "INSERT OR REPLACE INTO docs(key, kind, tag, class, file, session, ts, text) VALUES (?,?,?,?,?,?,?,?)",
+            (key, kind, tag, klass, file, session, ts, text),
+        )
+
+    def remove_key(self, key: str) -> None:
+        self.db().execute("DELETE FROM docs WHERE key = ?", (key,))
+
+    def remove_entry(self, kind: str, file: str | None, text: str) -> bool:
+        """Remove one doc holding this entry (the latest), as an identity remove does."""
+        row = self.db().execute(
+            "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1", (kind, file, text)
+        ).fetchone()
+        if row:
+            self.db().execute("DELETE FROM docs WHERE id = ?", (row[0],))
+        return row is not None
+
+    def transaction(self):
+        return _Transaction(self.db())
+
+    # --- reads --------------------------------------------------------------------
+
+    def search(self, query: str, limit: int) -> list[LocalHit]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        try:
+            rows = self.db().execute(
+                "SELECT d.key, d.kind, d.tag, d.class, d.session, d.ts, d.text FROM docs_fts "
+                "JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? ORDER BY bm25(docs_fts) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnavailable(f"{self.path}: {exc}") from None
+        return [LocalHit(*row) for row in rows]
+
+    def count(self) -> int:
+        return self.db().execute("SELECT count(*) FROM docs").fetchone()[0]
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self
+
+    def __exit__(self, exc_type, *rest) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+# --- what decide and mirror put in it --------------------------------------------------
+
+
+def turn_labels(decided: dict) -> tuple[str, str]:
+    """(tag, class) of a decided turn: exact, as decide saw them."""
+    untrusted = bool(decided.get("untrusted_by"))
+    klass = decided.get("class") or "private"
+    if decided.get("secret_rule"):
+        klass = "secret"  # a known-prefix secret in the text makes a hit secret
+    return ("memory-tainted" if untrusted else "memory"), klass
+
+
+def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
+    tag, klass = turn_labels(decided)
+    text = user_text if reply_text is None else f"{user_text}\n{reply_text}"
+    index.add(decided["item"], "turn", tag, klass, text, session=decided["session"], ts=decided.get("at"))
+
+
+NOTE_TAGS = {"trusted": "memory", "untrusted": "memory-tainted", "flagged": "memory-tainted"}
+
+
+def index_edit(index: Index, record: dict, target: dict | None) -> None:
+    """Apply one journal edit to the index; `target` is the record an undo names."""
+    op, file, edit_id = record.get("op"), record.get("file"), record.get("id")
+    entry = record.get("entry")
+    if op == "identity_add" and isinstance(entry, str):
+        index.add(f"edit:{edit_id}#0", "identity", "identity", "private", entry, file=file, session=record.get("session"), ts=record.get("ts"))
+    elif op == "identity_replace" and isinstance(entry, str):
+        if isinstance(record.get("old"), str):
+            index.remove_entry("identity", file, record["old"])
+        index.add(f"edit:{edit_id}#0", "identity", "identity", "private", entry, file=file, session=record.get("session"), ts=record.get("ts"))
+    elif op == "identity_remove" and isinstance(entry, str):
+        index.remove_entry("identity", file, entry)
+    elif op == "consolidate":
+        for dropped in record.get("dropped") or []:
+            if isinstance(dropped, str):
+                index.remove_entry("identity", file, dropped)
+    elif op == "note" and isinstance(entry, str):
+        tag = NOTE_TAGS.get(record.get("trust"), "memory-tainted")
+        index.add(f"edit:{edit_id}#0", "note", tag, "private", entry, session=record.get("session"), ts=record.get("ts"))
+    elif op == "undo" and target is not None:
+        _undo(index, record, target)
+
+
+def _undo(index: Index, undo: dict, target: dict) -> None:
+    op, file = target.get("op"), target.get("file")
+    index.remove_key(f"edit:{target.get('id')}#0")
+    restore: list[str] = []
+    if op == "identity_replace" and isinstance(target.get("old"), str):
+        restore = [target["old"]]
+    elif op == "identity_remove" and isinstance(target.get("entry"), str):
+        restore = [target["entry"]]
+    elif op == "consolidate":
+        restore = [d for d in target.get("dropped") or [] if isinstance(d, str)]
+    for n, text in enumerate(restore):
+        index.add(f"undo:{undo.get('id')}#{n}", "identity", "identity", "private", text, file=file, session=target.get("session"), ts=undo.get("ts"))
+
+
+# --- the fold: catch up with the ledger (turns) and the journal (edits) ------------------
+
+
+def _meta(index: Index, key: str, default: int = 0) -> int:
+    row = index.db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row else default
+
+
+def _set_meta(index: Index, key: str, value: int) -> None:
+    index.db().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+
+def catch_up(index: Index, paths) -> int:
+    """Apply what the ledger and the journal gained since the last catch-up, in
+    one transaction with the new offsets: a crash leaves the index as it was."""
+    import json
+
+    from .ledger import Ledger
+    from .sources.loopd import read_span_text
+
+    ledger = Ledger(paths.ledger)
+    journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
+    if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
+        return 0
+    applied = 0
+    with index.transaction():
+        # Offsets are read again under the write lock: decide and mirror may catch up at once.
+        ledger_at = _meta(index, "ledger_offset")
+        journal_at = _meta(index, "journal_offset")
+        result = ledger.read_from(ledger_at)
+        for ev in result.events:
+            if ev.get("ev") != "decided" or ev.get("kind") != "turn":
+                continue
+            log_path = paths.logs / ev["log"]
+            try:
+                user = "\n".join(read_span_text(log_path, span) for span in ev.get("user") or [])
+                reply = read_span_text(log_path, ev["reply"]) if ev.get("reply") else None
+            except (OSError, ValueError):
+                continue  # the log is gone or shorter: nothing to index
+            index_turn(index, ev, user, reply)
+            applied += 1
+        _set_meta(index, "ledger_offset", result.end)
+        if paths.journal.exists():
+            with open(paths.journal, "rb") as f:
+                f.seek(journal_at)
+                pos = journal_at
+                for raw in f:
+                    if not raw.endswith(b"\n"):
+                        break
+                    start, pos = pos, pos + len(raw)
+                    try:
+                        record = json.loads(raw.decode("utf-8"))
+                    except ValueError:
+                        continue
+                    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                        continue
+                    index.db().execute("INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw)))
+                    target = _journal_record(index, f, record.get("target")) if record.get("op") == "undo" else None
+                    f.seek(pos)
+                    index_edit(index, record, target)
+                    applied += 1
+            _set_meta(index, "journal_offset", pos)
+    return applied
+
+
+def _journal_record(index: Index, f, edit_id: object) -> dict | None:
+    import json
+
+    if not isinstance(edit_id, str):
+        return None
+    row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
+    if not row:
+        return None
+    f.seek(row[0])
+    try:
+        return json.loads(f.read(row[1]).decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def refresh(paths) -> None:
+    """Catch up after a job's run; a problem is one warning line, never fatal."""
+    from .log import log
+
+    _applied, warning = update(paths)
+    if warning:
+        log.warning(warning)
+
+
+def update(paths, rebuild: bool = False) -> tuple[int, str | None]:
+    """Catch the index up (or rebuild it). A corrupt index is moved aside and
+    rebuilt. Returns (entries applied, a warning or None); never raises for
+    the index's sake: the ledger, the logs and the journal stay the truth."""
+    path = paths.state / INDEX_FILE
+    warning = None
+    if rebuild:
+        _remove(path)
+    for attempt in (1, 2):
+        index = Index(path)
+        try:
+            return catch_up(index, paths), warning
+        except (IndexUnavailable, sqlite3.DatabaseError) as exc:
+            if attempt == 2:
+                return 0, f"local index unusable ({exc}); recall answers without it"
+            aside = path.with_name(path.name + ".corrupt")
+            _remove(aside)
+            try:
+                os.replace(path, aside)
+            except OSError:
+                pass
+            _remove(path)
+            warning = f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt"
+        finally:
+            index.close()
+    return 0, warning
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass

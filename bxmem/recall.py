@@ -1,0 +1,214 @@
+"""`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
+
+Sources (seed section 8): the local index (this agent's own turns and memory,
+exact labels); each `[[honcho.read]]` workspace (message search, plus the
+conclusions of that agent's peer and of the owner's); the fleet workspace
+(message search over the whole workspace). The agent's own Honcho workspaces
+are not searched, and fleet messages from its own peer are dropped: the local
+index holds the same text with exact labels.
+
+Every hit carries a tag and a class. The label over all hits tells the
+caller how to taint the session: untrusted if any hit is memory-tainted, and
+the highest class among them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .config import Config, read_key
+from .errors import UsageError
+from .rules import higher_class
+from .sanitize import neutralise
+
+LOCAL_TIMEOUT_S = 2.0
+HONCHO_TIMEOUT_S = 5.0
+SNIPPET_CHARS = 600
+DEFAULT_K = 8
+MAX_QUERY_CHARS = 10_000
+
+
+@dataclass
+class Hit:
+    source: str  # "local", an agent's name, or "fleet"
+    tag: str  # identity | memory | memory-tainted
+    klass: str
+    text: str
+    agent: str | None = None  # whose workspace (read sources)
+    peer: str | None = None  # who wrote it (Honcho sources)
+    where: str | None = None  # a session and turn, or an entry kind
+    retracted: bool = False
+
+    def as_json(self) -> dict:
+        return {"source": self.source, "tag": self.tag, "class": self.klass, "text": self.text, "agent": self.agent,
+                "peer": self.peer, "where": self.where, "retracted": self.retracted}
+
+
+@dataclass
+class RecallResult:
+    hits: list[Hit] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def untrusted(self) -> bool:
+        return any(hit.tag == "memory-tainted" for hit in self.hits)
+
+    @property
+    def klass(self) -> str:
+        klass = "public"
+        for hit in self.hits:
+            klass = higher_class(klass, hit.klass)
+        return klass
+
+
+def snippet(text: str) -> str:
+    text = neutralise(text).strip()
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+def check_query(query: str) -> str:
+    if not query.strip():
+        raise UsageError("the query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+    return query
+
+
+# --- sources ------------------------------------------------------------------------
+
+
+def _local(config: Config, query: str, k: int) -> list[Hit]:
+    from .index import Index
+
+    index = Index.for_state(config.paths.state).open_readonly()
+    try:
+        found = index.search(query, k)
+    finally:
+        index.close()
+    hits = []
+    for doc in found:
+        where = f"{doc.session}, turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind
+        hits.append(Hit("local", doc.tag, doc.klass, snippet(doc.text), where=where))
+    return hits
+
+
+def _client(config: Config, role: str):
+    from .honcho import ReadClient
+
+    workspace = config.workspace(role)
+    return ReadClient(config.honcho.url, workspace.name, read_key(workspace),
+                      connect_timeout=HONCHO_TIMEOUT_S, read_timeout=HONCHO_TIMEOUT_S)
+
+
+def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
+    from .honcho import Missing
+
+    tag = "memory" if source.trust == "trusted" else "memory-tainted"
+    with _client(config, f"read:{source.agent}") as client:
+        messages = client.search(query, k)
+        conclusions: list[dict] = []
+        for peer in (source.agent, config.honcho.owner):
+            try:
+                conclusions += client.query_conclusions(query, peer, k)
+            except Missing:
+                pass  # no such peer there: nothing to find
+    made = [Hit(source.agent, tag, source.class_, snippet(str(m.get("content") or "")), agent=source.agent,
+                peer=m.get("peer_id"), where=f"message in {m.get('session_id')}") for m in messages]
+    concluded = [Hit(source.agent, tag, source.class_, snippet(str(c.get("content") or "")), agent=source.agent,
+                     peer=c.get("observer_id"), where="conclusion") for c in conclusions]
+    merged = []  # each list is ranked by the server: interleave them
+    for pair in zip(made, concluded):
+        merged.extend(pair)
+    longer = made if len(made) > len(concluded) else concluded
+    merged.extend(longer[min(len(made), len(concluded)):])
+    return [hit for hit in merged if hit.text][:k]
+
+
+def _fleet(config: Config, query: str, k: int) -> list[Hit]:
+    with _client(config, "fleet") as client:
+        found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
+    others = [m for m in found if m.get("peer_id") != config.honcho.agent]
+    hits = [Hit("fleet", "memory-tainted", "private", snippet(str(m.get("content") or "")), peer=m.get("peer_id"),
+                where=f"note in {m.get('session_id')}") for m in others]
+    return _pair_retractions(hits)[:k]
+
+
+def _pair_retractions(hits: list[Hit]) -> list[Hit]:
+    """A retracted note is shown beside its retraction."""
+    retractions = {h.text.removeprefix("retracted: "): h for h in hits if h.text.startswith("retracted: ")}
+    out: list[Hit] = []
+    for hit in hits:
+        if hit in out:
+            continue
+        out.append(hit)
+        retraction = retractions.get(hit.text)
+        if retraction is not None and retraction.peer == hit.peer:
+            hit.retracted = True
+            if retraction not in out:
+                out.append(retraction)
+    return out
+
+
+# --- running them ---------------------------------------------------------------------
+
+
+def _describe(exc: BaseException) -> str:
+    from .honcho import HonchoError
+    from .index import IndexUnavailable
+
+    if isinstance(exc, HonchoError):
+        return exc.kind
+    if isinstance(exc, IndexUnavailable):
+        return str(exc)
+    return type(exc).__name__
+
+
+def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
+    check_query(query)
+    if not 1 <= k <= 100:
+        raise UsageError("-k must be between 1 and 100")
+    sources: list[tuple[str, float, object]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    if config.honcho:
+        for source in config.honcho.read:
+            sources.append((source.agent, HONCHO_TIMEOUT_S, lambda s=source: _read_source(config, s, query, k)))
+        sources.append(("fleet", HONCHO_TIMEOUT_S, lambda: _fleet(config, query, k)))
+    return run_sources(sources, k)
+
+
+def run_sources(sources: list[tuple[str, float, object]], k: int) -> RecallResult:
+    """Each source on a daemon thread with its own deadline from the same start:
+    a source that does not answer in time is abandoned, never waited for."""
+    outcomes: dict[str, tuple[str, object]] = {}
+
+    def work(name: str, fn) -> None:
+        try:
+            outcomes[name] = ("ok", fn())
+        except Exception as exc:  # a source's failure is its own: one unavailable line
+            outcomes[name] = ("error", _describe(exc))
+
+    start = time.monotonic()
+    threads = []
+    for name, _limit, fn in sources:
+        thread = threading.Thread(target=work, args=(name, fn), daemon=True, name=f"recall-{name}")
+        thread.start()
+        threads.append(thread)
+    result = RecallResult()
+    per_source: dict[str, list[Hit]] = {}
+    for (name, limit, _fn), thread in zip(sources, threads):
+        thread.join(max(0.0, start + limit - time.monotonic()))
+        status, value = outcomes.get(name, ("timeout", f"no answer within {limit:g} s"))
+        if status == "ok":
+            result.answered.append(name)
+            per_source[name] = value
+        else:
+            result.unavailable[name] = value
+    ranked = [per_source.get(name, []) for name, _limit, _fn in sources]
+    for position in range(max((len(r) for r in ranked), default=0)):
+        for hits in ranked:
+            if position < len(hits) and len(result.hits) < k:
+                result.hits.append(hits[position])
+    return result
+
