@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from .config import Config
 from .ledger import Ledger, event, now_iso, turn_item
@@ -28,6 +29,7 @@ from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, sessio
 from .store import JobLock, read_json, write_json
 
 STATE_FILE = "decide.json"
+FLUSH_EVERY = 1000
 
 
 @dataclass
@@ -53,7 +55,9 @@ def _recover(state: dict, ledger: Ledger) -> None:
     (a crash between the ledger append and the state write, or a lost state file)."""
     if ledger.size() <= state["ledger_size"]:
         return
-    for ev in ledger.read_from(state["ledger_size"]).events:
+    from .ledger import ReadResult
+
+    for ev in ledger.iter_from(state["ledger_size"], ReadResult()):
         if ev.get("ev") != "decided" or ev.get("kind") != "turn":
             continue
         session, turn = ev.get("session"), ev.get("turn")
@@ -120,15 +124,17 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideRepo
         state = read_json(state_dir / STATE_FILE) or _fresh_state()
         ledger = Ledger(paths.ledger)
         _recover(state, ledger)
-        finished = _read_logs(config, state, report)
-
-        waiting: dict[str, list[dict]] = {s: [{**t, "late": True} for t in ts] for s, ts in state["undecided"].items()}
-        for turn in finished:
-            waiting.setdefault(turn.session, []).append({**asdict(turn), "late": False})
-
-        events: list[dict] = []
+        parked = state["undecided"]
         state["undecided"] = {}
-        for session, turns in waiting.items():
+        buffer: list[dict] = []
+
+        def flush() -> None:
+            if buffer:
+                buffer.sort(key=lambda e: (e["at"] or "", e["session"], e["turn"]))
+                state["ledger_size"] = ledger.append(buffer)
+                buffer.clear()
+
+        def decide_session(session: str, turns: list[dict]) -> None:
             cursor = state["logs"].setdefault(session, new_cursor())
             try:
                 broker = brokerd.session_state(paths.broker_socket, session, broker_timeout)
@@ -136,15 +142,20 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideRepo
                 report.broker_problem = str(exc)
                 state["undecided"][session] = turns
                 report.undecided += len(turns)
-                continue
+                return
             for turn in turns:
                 decided = _decision(turn, broker, cursor, config, late=turn["late"])
                 report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
-                events.append(decided)
+                buffer.append(decided)
+            if len(buffer) >= FLUSH_EVERY:
+                flush()  # a long backlog is decided in chunks: memory stays flat
 
-        events.sort(key=lambda e: (e["at"] or "", e["session"], e["turn"]))
-        if events:
-            state["ledger_size"] = ledger.append(events)
+        for session, turns in _read_logs(config, state, report):
+            waited = [{**t, "late": True} for t in parked.pop(session, [])]
+            decide_session(session, waited + [{**vars(t), "late": False} for t in turns])
+        for session, waited in parked.items():
+            decide_session(session, [{**t, "late": True} for t in waited])
+        flush()
         _note_broker(state, report)
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir)
@@ -165,7 +176,8 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     write_summary(state_dir, "decide", config, watch, 0.0 if state["undecided"] else None)
 
 
-def _read_logs(config: Config, state: dict, report: DecideReport) -> list[FinishedTurn]:
+def _read_logs(config: Config, state: dict, report: DecideReport) -> Iterator[tuple[str, list[FinishedTurn]]]:
+    """(session, its newly finished turns) for each log with new complete lines."""
     logs_dir = config.paths.logs
     try:
         entries = list(os.scandir(logs_dir))
@@ -173,12 +185,16 @@ def _read_logs(config: Config, state: dict, report: DecideReport) -> list[Finish
         if not state.get("logs_missing"):
             log.warning(f"no logs folder at {logs_dir}: nothing to decide until loopd writes one")
             state["logs_missing"] = True
-        return []
+        return
     state["logs_missing"] = False
-    finished: list[FinishedTurn] = []
     present = {e.name[: -len(".jsonl")] for e in entries if e.name.endswith(".jsonl")}
     for stem, cursor in state["logs"].items():
         cursor["gone"] = stem not in present  # kept, so a log that comes back is not decided twice
+
+    def warn(message: str) -> None:
+        report.skipped_lines += 1
+        log.warning(message)
+
     for entry in entries:
         if not entry.name.endswith(".jsonl") or not entry.is_file():
             continue
@@ -196,21 +212,15 @@ def _read_logs(config: Config, state: dict, report: DecideReport) -> list[Finish
         if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"]:
             continue
         report.logs_read += 1
-
-        def warn(message: str) -> None:
-            report.skipped_lines += 1
-            log.warning(message)
-
         try:
             turns = read_finished_turns(Path(entry.path), cursor, warn)
         except OSError as exc:
             log.warning(f"{entry.path}: cannot read: {exc.strerror}; will try again")
             continue
-        for turn in turns:
-            if turn.turn > cursor["seen"]:
-                cursor["seen"] = turn.turn
-                finished.append(turn)
-    return finished
+        fresh = [turn for turn in turns if turn.turn > cursor["seen"]]
+        if fresh:
+            cursor["seen"] = max(turn.turn for turn in fresh)
+            yield stem, fresh
 
 
 def _note_broker(state: dict, report: DecideReport) -> None:

@@ -19,10 +19,12 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from .errors import StorageError
 
 LEDGER_VERSION = 1
+CHUNK_BYTES = 1 << 20
 
 
 def now_iso() -> str:
@@ -98,34 +100,59 @@ class Ledger:
         return append_lines(self.path, events, "ledger")
 
     def read_from(self, offset: int) -> ReadResult:
-        """Every complete line from `offset` on. A shared lock keeps a writer's
-        half-written line from being mistaken for a torn one."""
+        """Every complete line from `offset` on, as a list (for short tails)."""
         result = ReadResult(end=offset)
+        result.events = list(self.iter_from(offset, result))
+        return result
+
+    def iter_from(self, offset: int, result: ReadResult) -> Iterator[dict]:
+        """Complete lines from `offset` on, one at a time, so a long ledger is never
+        held in memory; `result` gets the end offset and the malformed lines.
+        A shared lock keeps a writer's half-written line from being mistaken for
+        a torn one; it is taken per chunk, so writers are never held up long."""
+        import portalocker
+
+        result.end = offset
         try:
             f = open(self.path, "rb")
         except FileNotFoundError:
-            return result
-        import portalocker
-
+            return
         with f:
-            portalocker.lock(f, portalocker.LOCK_SH)
-            try:
-                f.seek(offset)
-                pos = offset
-                for line in f:
-                    if not line.endswith(b"\n"):
+            pos = offset
+            while True:
+                portalocker.lock(f, portalocker.LOCK_SH)
+                try:
+                    f.seek(pos)
+                    chunk = f.read(CHUNK_BYTES)
+                finally:
+                    portalocker.unlock(f)
+                if not chunk:
+                    return
+                last_newline = chunk.rfind(b"\n")
+                if last_newline < 0:
+                    if len(chunk) < CHUNK_BYTES:
                         result.torn_tail = True
-                        break
+                        return
+                    chunk = chunk + f.readline()  # a line longer than a chunk
+                    last_newline = len(chunk) - 1 if chunk.endswith(b"\n") else -1
+                    if last_newline < 0:
+                        result.torn_tail = True
+                        return
+                complete = chunk[: last_newline + 1]
+                for line in complete.splitlines(keepends=True):
                     try:
                         value = json.loads(line)
                         if not isinstance(value, dict) or "ev" not in value:
                             raise ValueError
-                        result.events.append(value)
                     except ValueError:
                         if line.strip():
                             result.malformed.append(pos)
+                        pos += len(line)
+                        result.end = pos
+                        continue
                     pos += len(line)
-                result.end = pos
-            finally:
-                portalocker.unlock(f)
-        return result
+                    result.end = pos
+                    yield value
+                if last_newline + 1 < len(chunk) and len(chunk) < CHUNK_BYTES:
+                    result.torn_tail = True
+                    return

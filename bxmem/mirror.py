@@ -190,9 +190,11 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     """Edits decided in the ledger after the state's last write (a crash, or a lost state file)."""
     if ledger.size() <= state["ledger_size"]:
         return {}
+    from .ledger import ReadResult
+
     return {
         ev["edit"]: ev
-        for ev in ledger.read_from(state["ledger_size"]).events
+        for ev in ledger.iter_from(state["ledger_size"], ReadResult())
         if ev.get("ev") == "decided" and ev.get("kind") == "edit" and isinstance(ev.get("edit"), str)
     }
 

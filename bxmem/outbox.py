@@ -130,8 +130,10 @@ class Outbox:
         return box
 
     def catch_up(self, ledger: Ledger) -> None:
-        result = ledger.read_from(self.offset)
-        for ev in result.events:
+        from .ledger import ReadResult
+
+        result = ReadResult()
+        for ev in ledger.iter_from(self.offset, result):
             self.apply(ev)
         if result.malformed:
             self.malformed += len(result.malformed)
