@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .config import Config, read_key
 from .errors import UsageError
 from .recall import snippet
-from .rules import higher_class
+from .labels import higher_class
 
 ASK_TIMEOUT_S = 150.0
 READ_TIMEOUT_S = 180.0

@@ -1,4 +1,5 @@
-"""bxmem.toml: validated once at start of every job.
+"""bxmem.toml: validated at the start of every job (the schema is in
+config_schema.py), then plain objects for the rest of bxmem.
 
 No `[honcho]` section means local-only. Keys come only from the files named in
 `[secrets.*]`: never from the environment, never from another file.
@@ -7,107 +8,41 @@ No `[honcho]` section means local-only. Keys come only from the files named in
 from __future__ import annotations
 
 import os
-import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigInvalid
 from .paths import Paths, config_path, load_toml, resolve_paths
 
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
-ID_RULE = "must be 1 to 512 characters of A-Z a-z 0-9 _ -"
+CACHE_FILE = "config.marshal"
+CACHE_VERSION = 2
 
 
-def check_id(value: str) -> str:
-    if not isinstance(value, str) or not ID_RE.fullmatch(value):
-        raise ValueError(ID_RULE)
-    return value
+class ReadSource:
+    """Another agent's workspace this agent may read (`[[honcho.read]]`)."""
+
+    __slots__ = ("agent", "workspace", "trust", "class_")
+
+    def __init__(self, agent: str, workspace: str, trust: str, class_: str) -> None:
+        self.agent, self.workspace, self.trust, self.class_ = agent, workspace, trust, class_
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class HonchoSettings:
+    """The validated [honcho] section."""
+
+    __slots__ = ("url", "agent", "owner", "trusted", "untrusted", "fleet", "read")
+
+    def __init__(self, url: str, agent: str, owner: str, trusted: str, untrusted: str, fleet: str, read: list) -> None:
+        self.url, self.agent, self.owner = url, agent, owner
+        self.trusted, self.untrusted, self.fleet = trusted, untrusted, fleet
+        self.read = [ReadSource(**r) for r in read]
 
 
-class ReadSource(_Strict):
-    """Another agent's trusted workspace this agent may read (`[[honcho.read]]`)."""
+class SendSettings:
+    __slots__ = ("batch",)
 
-    agent: str
-    workspace: str
-    trust: Literal["trusted", "untrusted"] = "untrusted"
-    class_: Literal["public", "private"] = Field("private", alias="class")
-
-    _ids = field_validator("agent", "workspace")(check_id)
-
-
-class HonchoSection(_Strict):
-    url: str
-    agent: str
-    owner: str
-    trusted: str
-    untrusted: str
-    fleet: str
-    read: list[ReadSource] = []
-
-    _ids = field_validator("agent", "owner", "trusted", "untrusted", "fleet")(check_id)
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not re.fullmatch(r"https?://[^\s/?#@]+(/[^\s?#]*)?", value):
-            raise ValueError("must be an http:// or https:// URL with no user, query or fragment")
-        return value.rstrip("/")
-
-    @model_validator(mode="after")
-    def _distinct(self) -> "HonchoSection":
-        own = [self.trusted, self.untrusted, self.fleet]
-        if len(set(own)) != 3:
-            raise ValueError("trusted, untrusted and fleet must be three different workspaces")
-        if self.agent == self.owner:
-            raise ValueError("agent and owner must be different peers")
-        seen: set[str] = set()
-        for source in self.read:
-            if source.agent in seen:
-                raise ValueError(f"read: agent {source.agent!r} is listed twice")
-            seen.add(source.agent)
-            if source.workspace in own:
-                raise ValueError(f"read: {source.workspace!r} is one of this agent's own workspaces")
-            if source.agent == self.agent:
-                raise ValueError("read: an agent cannot read itself")
-        return self
-
-
-class SecretFile(_Strict):
-    file: str
-
-
-class SendSection(_Strict):
-    batch: int = Field(100, ge=1, le=10_000)
-
-
-class RawConfig(_Strict):
-    paths: dict[str, str] = {}
-    honcho: HonchoSection | None = None
-    secrets: dict[str, SecretFile] = {}
-    send: SendSection = SendSection()
-
-    @model_validator(mode="after")
-    def _secret_names(self) -> "RawConfig":
-        allowed = {"honcho_trusted", "honcho_untrusted", "honcho_fleet"}
-        if self.honcho:
-            allowed |= {f"honcho_read_{s.agent}" for s in self.honcho.read}
-        for name in self.secrets:
-            if name not in allowed:
-                raise ValueError(
-                    f"secrets: unknown key name {name!r} (expected one of {', '.join(sorted(allowed))})"
-                )
-        unknown_paths = set(self.paths) - {"home", "run"}
-        if unknown_paths:
-            raise ValueError(f"paths: unknown key {sorted(unknown_paths)[0]!r}")
-        return self
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
 
 
 class Key:
@@ -130,23 +65,30 @@ class Key:
     __str__ = __repr__
 
 
-@dataclass(frozen=True)
 class Workspace:
     """One Honcho workspace this agent writes or reads, with its key file."""
 
-    role: str  # trusted | untrusted | fleet | read:<agent>
-    name: str
-    secret: str  # the [secrets.*] name
-    key_file: Path | None
+    __slots__ = ("role", "name", "secret", "key_file")
+
+    def __init__(self, role: str, name: str, secret: str, key_file: Path | None) -> None:
+        self.role = role  # trusted | untrusted | fleet | read:<agent>
+        self.name = name
+        self.secret = secret  # the [secrets.*] name
+        self.key_file = key_file
 
 
-@dataclass(frozen=True)
 class Config:
-    path: Path
-    paths: Paths
-    honcho: HonchoSection | None
-    secrets: dict[str, SecretFile]
-    send: SendSection
+    """The validated configuration. Plain classes here and above: the lean
+    paths cannot afford `dataclasses` (7 ms to import)."""
+
+    __slots__ = ("path", "paths", "honcho", "secrets", "send")
+
+    def __init__(self, path: Path, paths: Paths, honcho: HonchoSettings | None, secrets: dict[str, str], send: SendSettings) -> None:
+        self.path = path
+        self.paths = paths
+        self.honcho = honcho
+        self.secrets = secrets  # [secrets.<name>] -> its key file, as written
+        self.send = send
 
     @property
     def local_only(self) -> bool:
@@ -178,36 +120,79 @@ class Config:
 
     def _workspace(self, role: str, name: str, secret: str) -> Workspace:
         ref = self.secrets.get(secret)
-        key_file = Path(ref.file).expanduser() if ref else None
+        key_file = Path(ref).expanduser() if ref else None
         if key_file is not None and not key_file.is_absolute():
             key_file = self.path.parent / key_file
         return Workspace(role=role, name=name, secret=secret, key_file=key_file)
-
-
-def _describe(error: ValidationError, path: Path) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first["loc"] if p != "__root__")
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown key"
-    elif first["type"] == "missing":
-        message = "is required"
-    return f"{path}: {where + ': ' if where else ''}{message}"
 
 
 def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> Config:
     """Read and validate the configuration, or raise ConfigInvalid with one line.
 
     `home` overrides BOXMAKER_HOME and [paths] home (the demo uses its own).
+    The validated result is cached beside bxmem's state, keyed by the config
+    file's version and the environment that shapes the paths, so one-shot
+    commands (recall, ask) skip pydantic when nothing changed.
     """
     path = config_path(explicit)
+    cache_key = _cache_key(path, home)
+    known_home = home or os.environ.get("BOXMAKER_HOME")
+    if known_home:  # the cache can be found without reading the TOML at all
+        guess = Paths(Path(known_home).expanduser(), Path(known_home))
+        cached = _read_cache(guess, cache_key)
+        if cached is not None:
+            return _build(path, Paths(guess.home, Path(cached["run"])), cached)
     raw = load_toml(path)
     paths = resolve_paths(raw, home)
+    cached = _read_cache(paths, cache_key)
+    if cached is None:
+        from .config_schema import validate
+
+        cached = {**validate(raw, path), "run": str(paths.run)}
+        _write_cache(paths, cache_key, cached)
+    return _build(path, paths, cached)
+
+
+def _cache_key(path: Path, home: object) -> list:
+    from .fastpath import stat_fingerprint
+
+    env = [os.environ.get(name) for name in ("BOXMAKER_HOME", "XDG_DATA_HOME", "HOME")]
+    return [CACHE_VERSION, str(path), stat_fingerprint(path), str(home) if home else None, env]
+
+
+def _read_cache(paths: Paths, key: list) -> dict | None:
+    import marshal
+
     try:
-        parsed = RawConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise ConfigInvalid(_describe(exc, path)) from None
-    return Config(path=path, paths=paths, honcho=parsed.honcho, secrets=parsed.secrets, send=parsed.send)
+        with open(paths.state / CACHE_FILE, "rb") as f:
+            cached = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(cached, dict) or cached.get("key") != key:
+        return None
+    data = cached.get("data")
+    # Anything not of the shape this version writes is a miss, never an error.
+    if not isinstance(data, dict) or not {"honcho", "secrets", "batch", "run"} <= set(data):
+        return None
+    return data
+
+
+def _write_cache(paths: Paths, key: list, data: dict) -> None:
+    import marshal
+
+    from .store import write_bytes
+
+    if not paths.state.is_dir():
+        return  # created by the first job that needs it; a cache is no reason to
+    try:
+        write_bytes(paths.state / CACHE_FILE, marshal.dumps({"key": key, "data": data}))
+    except Exception:  # a cache that cannot be written is only a slower next start
+        pass
+
+
+def _build(path: Path, paths: Paths, data: dict) -> Config:
+    honcho = HonchoSettings(**data["honcho"]) if data["honcho"] else None
+    return Config(path=path, paths=paths, honcho=honcho, secrets=dict(data["secrets"]), send=SendSettings(data["batch"]))
 
 
 def key_fingerprint(key_file: Path | None) -> list[int] | None:

@@ -23,7 +23,8 @@ from typing import Iterator
 from .config import Config
 from .ledger import Ledger, event, now_iso, turn_item
 from .log import log, runbook
-from .rules import TurnFacts, higher_class, route_turn
+from .labels import higher_class
+from .rules import TurnFacts, route_turn
 from .sources import brokerd
 from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
 from .store import JobLock, read_json, write_json

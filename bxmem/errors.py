@@ -7,11 +7,11 @@ Stdlib only: the idle fast path imports this module.
 
 from __future__ import annotations
 
-import enum
+class ExitCode:
+    """Exit statuses of every bxmem command (documented in docs/cli.md).
 
-
-class ExitCode(enum.IntEnum):
-    """Exit statuses of every bxmem command (documented in docs/cli.md)."""
+    Plain ints rather than an IntEnum: `enum` costs the lean paths 4 ms.
+    """
 
     OK = 0
     #: An unexpected failure: a bug, or the machine refused (disk full, read-only home).
@@ -33,6 +33,10 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 7
     #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
     CONFIG = 78
+
+    @classmethod
+    def members(cls) -> list[tuple[str, int]]:
+        return [(name, value) for name, value in vars(cls).items() if name.isupper()]
 
 
 class BxmemError(Exception):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 
 INDEX_FILE = "index.sqlite3"
@@ -55,15 +54,12 @@ class IndexUnavailable(Exception):
     """The index is missing, corrupt or locked; the message says which."""
 
 
-@dataclass
 class LocalHit:
-    key: str
-    kind: str
-    tag: str
-    klass: str
-    session: str | None
-    ts: str | None
-    text: str
+    __slots__ = ("key", "kind", "tag", "klass", "session", "ts", "text")
+
+    def __init__(self, key: str, kind: str, tag: str, klass: str, session: str | None, ts: str | None, text: str) -> None:
+        self.key, self.kind, self.tag, self.klass = key, kind, tag, klass
+        self.session, self.ts, self.text = session, ts, text
 
 
 CANDIDATES = 2_000

@@ -11,18 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from .labels import higher_class
+
 Role = Literal["trusted", "untrusted", "fleet"]
 Class = Literal["public", "private", "secret"]
 
-CLASS_RANK = {"public": 0, "private": 1, "secret": 2}
 PEER_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
-
-
-def higher_class(a: str, b: str) -> str:
-    """The more restrictive of two classes; an unknown class counts as secret."""
-    if a not in CLASS_RANK or b not in CLASS_RANK:
-        return "secret"
-    return a if CLASS_RANK[a] >= CLASS_RANK[b] else b
 
 
 def peer_name(speaker: str | None) -> str | None:

@@ -71,3 +71,30 @@ def test_config_flag_overrides_the_environment(tmp_path):
     other.write_text(GOOD)
     data = json.loads(run_bxmem("--config", str(other), "config", "check", "--json").stdout)
     assert data["config"] == str(other) and data["mode"] == "honcho"
+
+
+def test_a_stale_or_garbage_config_cache_is_a_miss_never_an_error(config_file, home):
+    import marshal
+
+    from bxmem import config
+
+    config_file.write_text(GOOD)
+    state = home / "memory" / "bxmem"
+    state.mkdir(parents=True)
+    key = config._cache_key(config_file, None)
+    for junk in (b"garbage", marshal.dumps({"key": key, "data": {"honcho": None}}), marshal.dumps([1, 2])):
+        (state / config.CACHE_FILE).write_bytes(junk)
+        assert config.load().honcho.agent == "boxmaker0"
+
+
+def test_the_config_cache_follows_edits(config_file, home):
+    from bxmem import config
+
+    (home / "memory" / "bxmem").mkdir(parents=True)
+    config_file.write_text(GOOD)
+    assert config.load().honcho.agent == "boxmaker0"
+    config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "boxmaker7"'))
+    assert config.load().honcho.agent == "boxmaker7"
+    config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "bad.name"'))
+    with pytest.raises(Exception, match="honcho.agent"):
+        config.load()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..rules import higher_class
+from ..labels import higher_class
 from ..sanitize import find_secret
 
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")  # leaves room for the -2, -3 suffixes
