@@ -90,9 +90,9 @@ def targets(config: Config, names: list[str]) -> list[Target]:
 
 
 def _already_set_up(config: Config) -> set[str]:
-    from .store import read_json
+    from .outbox import Outbox
 
-    box = read_json(config.paths.state / "outbox.json") or {}
+    box = Outbox.read_checkpoint(config.paths.state) or {}
     return {ws for ws, state in (box.get("setup") or {}).items() if state.get("configured")}
 
 

@@ -87,89 +87,32 @@ def _emit_json(value: object) -> None:
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 
 
+def _job(name: str, ctx: typer.Context, as_json: bool) -> int:
+    from .jobs import JOBS
+
+    options: Options = ctx.obj
+    return JOBS[name](options.config, as_json=as_json, verbose=options.verbose, quiet=options.quiet)
+
+
 @app.command()
 @exits
 def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
-    from . import decide as decide_job
-    from .log import log
-
-    config = _setup(ctx, "decide")
-    report = decide_job.run(config)
-    if report.busy:
-        log.info("another decide is running; this one has nothing to do")
-        return ExitCode.OK
-    if as_json:
-        _emit_json(
-            {
-                "decided": dict(sorted(report.decided.items())),
-                "undecided": report.undecided,
-                "broker_problem": report.broker_problem,
-                "skipped_lines": report.skipped_lines,
-                "local_only": config.local_only,
-            }
-        )
-    elif report.decided:
-        by_role: dict[str, int] = {}
-        for key, count in report.decided.items():
-            by_role[key.split("/")[0]] = by_role.get(key.split("/")[0], 0) + count
-        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
-        log.info(f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""))
-    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+    return _job("decide", ctx, as_json)
 
 
 @app.command()
 @exits
 def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
-    from . import send as send_job
-    from .log import log
-
-    config = _setup(ctx, "send")
-    report = send_job.run(config)
-    if report.local_only:
-        log.info("local-only: no [honcho] section in the configuration, nothing is sent")
-        return ExitCode.OK
-    if report.busy:
-        log.info("another send is running; this one exits")
-        return ExitCode.OK
-    if as_json:
-        _emit_json(
-            {
-                "sent": report.sent,
-                "messages": report.messages,
-                "requests": report.requests,
-                "failed": report.failed,
-                "pending": report.pending,
-                "outage": report.outage,
-                "waiting_until": report.waiting_until,
-                "stopped": report.stopped,
-            }
-        )
-    elif report.sent or report.failed:
-        log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {report.pending} pending")
-    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+    return _job("send", ctx, as_json)
 
 
 @app.command()
 @exits
 def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide what each new memory edit in memoryd's journal does in Honcho, and record it."""
-    from . import mirror as mirror_job
-    from .log import log
-
-    config = _setup(ctx, "mirror")
-    report = mirror_job.run(config)
-    if report.busy:
-        log.info("another mirror is running; this one has nothing to do")
-        return ExitCode.OK
-    if as_json:
-        _emit_json({"decided": dict(sorted(report.decided.items())), "skipped_lines": report.skipped_lines, "local_only": config.local_only})
-    elif report.decided:
-        total = sum(report.decided.values())
-        nowhere = sum(n for key, n in report.decided.items() if key.startswith("none/"))
-        log.info(f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + ("; local-only, nothing will be sent" if config.local_only else ""))
-    return ExitCode.OK
+    return _job("mirror", ctx, as_json)
 
 
 @app.command()

@@ -165,7 +165,7 @@ def _read_cache(paths: Paths, key: list) -> dict | None:
 
     try:
         with open(paths.state / CACHE_FILE, "rb") as f:
-            cached = marshal.load(f)
+            cached = marshal.loads(f.read())
     except (OSError, EOFError, ValueError, TypeError):
         return None
     if not isinstance(cached, dict) or cached.get("key") != key:

@@ -94,15 +94,17 @@ def _parse_args(args: list[str]):
 
 def is_idle(argv: list[str]) -> bool:
     """True when argv is a timer job with nothing to do since its last run."""
+    from .lean import command_at
+
     words = argv[1:]
-    job = next((w for w in words if w in JOBS), None)
-    if job is None:
+    at = command_at(words)
+    if at is None or words[at] not in JOBS:
         return False
-    explicit = _parse_args([w for w in words if w != job])
+    explicit = _parse_args(words[:at] + words[at + 1 :])
     if explicit is False:
         return False
     try:
-        return _idle(job, explicit)
+        return _idle(words[at], explicit)
     except Exception:  # any doubt: let the real job run and report properly
         return False
 
@@ -125,7 +127,7 @@ def _idle(job: str, explicit: str | None) -> bool:
     home = home_env or _home_from_config(config)
     try:
         with open(summary_path(os.path.join(home, "memory", "bxmem"), job), "rb") as f:
-            summary = marshal.load(f)
+            summary = marshal.loads(f.read())
     except (OSError, EOFError, ValueError, TypeError):
         return False
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:

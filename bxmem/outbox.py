@@ -17,10 +17,23 @@ from pathlib import Path
 
 from .ledger import Ledger
 from .log import log
-from .store import read_json, write_json
+from .store import write_bytes
 
-CHECKPOINT = "outbox.json"
-CHECKPOINT_VERSION = 1
+
+def _read_marshal(path: Path) -> dict | None:
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            value = marshal.loads(f.read())  # marshal.load(f) reads in small pieces: 20x slower
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+CHECKPOINT = "outbox.marshal"
+# marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
+# as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
+CHECKPOINT_VERSION = 2
 
 
 @dataclass
@@ -110,10 +123,16 @@ class Outbox:
 
     # --- persistence ----------------------------------------------------------------
 
+    @staticmethod
+    def read_checkpoint(state_dir: Path) -> dict | None:
+        """The checkpoint as last saved, without catching up (for read-only callers)."""
+        raw = _read_marshal(state_dir / CHECKPOINT)
+        return raw if raw and raw.get("version") == CHECKPOINT_VERSION else None
+
     @classmethod
     def load(cls, state_dir: Path, ledger: Ledger) -> "Outbox":
         """The checkpoint caught up with the ledger (rebuilt if missing or stale)."""
-        raw = read_json(state_dir / CHECKPOINT)
+        raw = _read_marshal(state_dir / CHECKPOINT)
         box = cls._from_dict(raw) if raw and raw.get("version") == CHECKPOINT_VERSION else None
         try:
             st = ledger.path.stat()
@@ -142,7 +161,9 @@ class Outbox:
         self.offset = result.end
 
     def save(self, state_dir: Path) -> None:
-        write_json(state_dir / CHECKPOINT, {"version": CHECKPOINT_VERSION, **self.__dict__})
+        import marshal
+
+        write_bytes(state_dir / CHECKPOINT, marshal.dumps({"version": CHECKPOINT_VERSION, **self.__dict__}))
 
     @classmethod
     def _from_dict(cls, raw: dict) -> "Outbox":

@@ -233,10 +233,21 @@ class Sender(EditSender):
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
-        batch = self._select()
+        sendable = self._sendable()
+        # A group pulls the later turns of its own Honcho session from the whole
+        # outbox: decide interleaves sessions, so a window of `batch` items
+        # would hold one turn of each and cost a request per turn.
+        by_session: dict[tuple[str, str], list[dict]] = {}
+        for item in sendable:
+            if item.get("kind") != "edit":
+                by_session.setdefault((item["ws"], item["session"]), []).append(item)
         done: set[str] = set()
+        handled = 0
         started = time.monotonic()
-        for index, item in enumerate(batch):
+        for item in sendable:
+            room = self.config.send.batch - handled
+            if room <= 0:
+                break
             if item["item"] in done or item["ws"] in self.box.stopped:
                 continue
             if time.monotonic() - started > RUN_BUDGET_S:
@@ -244,18 +255,18 @@ class Sender(EditSender):
                 break
             try:
                 self._ensure_workspace(item["ws"])
-                if item.get("kind") == "edit":
+                if item.get("kind") == "edit" or item["item"] in self.box.attempts:
                     done.add(item["item"])
-                    self._send_edit(item)
+                    handled += 1
+                    self._send_edit(item) if item.get("kind") == "edit" else self._settle(item)
                     continue
-                if item["item"] in self.box.attempts:
-                    self._settle(item)
-                    done.add(item["item"])
-                    continue
-                group = self._plan(item, batch[index + 1 :], done)
+                group = self._plan(item, by_session[(item["ws"], item["session"])], done, room)
                 if group is not None:
                     done.update(i["item"] for i in group.items)
+                    handled += len(group.items)
                     self._send_group(group)
+                else:
+                    handled += 1
             except KeyRefused as exc:
                 self._stop_workspace(item["ws"], exc)
             except Unavailable as exc:
@@ -267,17 +278,11 @@ class Sender(EditSender):
         self.report.pending = len(self.box.pending)
         return self.report
 
-    def _select(self) -> list[dict]:
-        chosen = []
-        for item in self.box.pending.values():
-            if item["ws"] in self.box.stopped:
-                continue
-            if self.config.workspace_by_name(item["ws"]) is None:
-                continue  # a workspace no longer configured: its items wait (bxmem sync shows them)
-            chosen.append(item)
-            if len(chosen) >= self.config.send.batch:
-                break
-        return chosen
+    def _sendable(self) -> list[dict]:
+        """Pending items in outbox order, but those of a stopped workspace or of
+        one no longer configured (they wait; bxmem sync shows them)."""
+        usable = {ws.name for ws in self.config.workspaces()} - set(self.box.stopped)
+        return [item for item in self.box.pending.values() if item["ws"] in usable]
 
     def _succeeded(self) -> None:
         if self.box.backoff:
@@ -412,7 +417,7 @@ class Sender(EditSender):
         peers = sorted(set(known["peers"] if known else [self.honcho.agent]) | {item["peer"]})
         return name, n, peers, True
 
-    def _plan(self, first: dict, rest: list[dict], done: set[str]) -> Group | None:
+    def _plan(self, first: dict, session_items: list[dict], done: set[str], room: int) -> Group | None:
         try:
             messages = {first["item"]: self._messages_for(first)}
         except LocalFailure as exc:
@@ -421,11 +426,11 @@ class Sender(EditSender):
         name, n, peers, new = self._target(first)
         group = Group(first["ws"], first["session"], name, n, peers, new, [first], messages)
         count = len(messages[first["item"]])
-        for other in rest:
-            if other["ws"] != first["ws"] or other["session"] != first["session"] or other["item"] in done:
+        for other in session_items:
+            if len(group.items) >= room:
+                break
+            if other is first or other["item"] in done:
                 continue
-            if other.get("kind") == "edit":
-                continue  # edits go one by one; conclusions and messages do not order against each other
             # Keep the session's order: stop at the first item that cannot join.
             if other["item"] in self.box.attempts or other["peer"] not in peers:
                 break

@@ -124,3 +124,14 @@ def test_mirror_idle_until_the_journal_grows(home, configure):
     assert not is_idle(["bxmem", "mirror"])
     run_bxmem("mirror")
     assert is_idle(["bxmem", "mirror"])
+
+
+def test_the_command_is_the_first_word_not_an_option(home, brokerd, configure, tmp_path):
+    from bxmem.lean import command_at
+
+    assert command_at(["--config", "send", "decide"]) == 2  # "send" is the config file's name here
+    assert command_at(["-q", "recall", "send"]) == 1
+    assert command_at(["--json"]) is None
+    configure("http://127.0.0.1:9")
+    result = run_bxmem("recall", "send", "--json")  # a query that is a job's name
+    assert result.returncode == 7 and '"hits": []' in result.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import random
 import signal
@@ -102,7 +103,7 @@ def test_a_restart_sends_nothing_twice(sample_home, honcho):
     run_bxmem("decide")
     run_bxmem("send")
     before = len(honcho.messages)
-    (sample_home / "memory" / "bxmem" / "outbox.json").unlink()  # lose the checkpoint
+    (sample_home / "memory" / "bxmem" / "outbox.marshal").unlink()  # lose the checkpoint
     (sample_home / "memory" / "bxmem" / "idle-send.marshal").unlink()
     again = run_bxmem("send", "--json")
     assert json.loads(again.stdout)["sent"] == 0
@@ -169,7 +170,7 @@ def test_outage_waits_doubles_logs_once_and_drains_in_order(home, brokerd, honch
     assert report.outage and report.sent == 0
     delays = []
     for _ in range(9):
-        box = json.loads((home / "memory" / "bxmem" / "outbox.json").read_text())
+        box = marshal.loads((home / "memory" / "bxmem" / "outbox.marshal").read_bytes())
         delays.append(box["backoff"]["delay"])
         assert send.run(load(), clock=clock).waiting_until  # before the retry time: no request
         clock.now = box["backoff"]["until"]

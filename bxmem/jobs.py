@@ -1,0 +1,98 @@
+"""The three timer jobs as one function each: logging, configuration, the run,
+and what it prints. Shared by the CLI and the lean path, so both behave alike.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .errors import ExitCode
+
+
+def _emit_json(value: object) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def _setup(job: str, config_path, verbose: bool, quiet: bool):
+    from . import config as config_module
+    from .log import setup
+
+    setup(job, verbose=verbose, quiet=quiet)
+    return config_module.load(config_path)
+
+
+def decide(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
+    from . import decide as job
+    from .log import log
+
+    config = _setup("decide", config_path, verbose, quiet)
+    report = job.run(config)
+    if report.busy:
+        log.info("another decide is running; this one has nothing to do")
+        return ExitCode.OK
+    if as_json:
+        _emit_json({
+            "decided": dict(sorted(report.decided.items())),
+            "undecided": report.undecided,
+            "broker_problem": report.broker_problem,
+            "skipped_lines": report.skipped_lines,
+            "local_only": config.local_only,
+        })
+    elif report.decided:
+        by_role: dict[str, int] = {}
+        for key, count in report.decided.items():
+            role = key.split("/")[0]
+            by_role[role] = by_role.get(role, 0) + count
+        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
+        log.info(f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""))
+    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+
+
+def mirror(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
+    from . import mirror as job
+    from .log import log
+
+    config = _setup("mirror", config_path, verbose, quiet)
+    report = job.run(config)
+    if report.busy:
+        log.info("another mirror is running; this one has nothing to do")
+        return ExitCode.OK
+    if as_json:
+        _emit_json({"decided": dict(sorted(report.decided.items())), "skipped_lines": report.skipped_lines, "local_only": config.local_only})
+    elif report.decided:
+        total = sum(report.decided.values())
+        nowhere = sum(n for key, n in report.decided.items() if key.startswith("none/"))
+        log.info(f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + ("; local-only, nothing will be sent" if config.local_only else ""))
+    return ExitCode.OK
+
+
+def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
+    from . import send as job
+    from .log import log
+
+    config = _setup("send", config_path, verbose, quiet)
+    report = job.run(config)
+    if report.local_only:
+        log.info("local-only: no [honcho] section in the configuration, nothing is sent")
+        return ExitCode.OK
+    if report.busy:
+        log.info("another send is running; this one exits")
+        return ExitCode.OK
+    if as_json:
+        _emit_json({
+            "sent": report.sent,
+            "messages": report.messages,
+            "requests": report.requests,
+            "failed": report.failed,
+            "pending": report.pending,
+            "outage": report.outage,
+            "waiting_until": report.waiting_until,
+            "stopped": report.stopped,
+        })
+    elif report.sent or report.failed:
+        log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {report.pending} pending")
+    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+
+
+JOBS = {"decide": decide, "mirror": mirror, "send": send}
