@@ -208,6 +208,105 @@ def index_rebuild(ctx: typer.Context) -> int:
     return ExitCode.OK
 
 
+def _age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+@app.command()
+@exits
+def sync(
+    ctx: typer.Context,
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Put failed items back in the outbox (after fixing the cause)."),
+    as_json: bool = JSON_OPTION,
+) -> int:
+    """Show where everything stands: outbox per workspace, failures, refused keys, outages, brokerd."""
+    from . import sync as sync_module
+
+    config = _setup(ctx, "sync")
+    if retry_failed:
+        items = sync_module.retry_failed(config)
+        typer.echo(f"re-queued {len(items)} failed item(s); the next bxmem send sends them" if items else "no failed items")
+    report = sync_module.status(config)
+    if as_json:
+        _emit_json(report)
+    else:
+        _render_sync(report)
+    return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
+
+
+def _render_sync(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if report["mode"] == "local-only":
+        console.print("local-only: no [honcho] section, nothing is sent")
+    else:
+        console.print(f"Honcho: {report['honcho_url']}")
+    table = Table(title="Outbox by workspace")
+    for column in ("workspace", "role", "pending turns", "pending edits", "oldest pending", "age", "failed", "key"):
+        table.add_column(column)
+    for name, ws in report["workspaces"].items():
+        key = f"refused since {ws['key_refused_since']}" if ws["key_refused_since"] else "ok"
+        table.add_row(name, ws["role"], str(ws["pending_turns"]), str(ws["pending_edits"]), ws["oldest_pending"] or "-",
+                      _age_text(ws["oldest_pending_age_s"]), str(ws["failed"]), key)
+    if report["workspaces"]:
+        console.print(table)
+    if report["failed"]:
+        failed = Table(title="Failed items (bxmem sync --retry-failed re-queues them)")
+        for column in ("item", "workspace", "status", "reason", "when"):
+            failed.add_column(column)
+        for f in report["failed"]:
+            failed.add_row(f["item"], str(f["workspace"]), str(f["status"] or "-"), f["reason"] or "", f["when"] or "")
+        console.print(failed)
+    outage = report["outage"]
+    console.print(
+        f"Honcho unreachable since {outage['since']} ({_age_text(outage['for_s'])}); next try in {_age_text(outage['next_try_in_s'])}"
+        if outage else "Honcho: no outage"
+    )
+    broker = report["broker"]
+    console.print(
+        f"brokerd: unavailable since {broker['unavailable_since']}; {broker['undecided_turns']} turn(s) undecided"
+        if broker["unavailable_since"] else f"brokerd: answering; {broker['undecided_turns']} turn(s) undecided"
+    )
+    console.print(f"sent: {report['sent_items']} item(s); last at {report['last_sent'] or 'never'}")
+    if report["decided_nowhere"]:
+        console.print("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
+    for line in report["attention"]:
+        console.print(f"[bold red]attention:[/bold red] {line}")
+
+
+@app.command()
+@exits
+def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Read the agent's own workspaces back from Honcho and hold them against the ledger."""
+    from . import audit as audit_module
+    from .honcho import HonchoError
+
+    config = _setup(ctx, "audit")
+    if config.local_only:
+        raise BxmemError("bxmem is local-only (no [honcho] section): there is nothing to audit")
+    try:
+        report = audit_module.audit(config)
+    except HonchoError as exc:
+        typer.echo(f"audit incomplete: {exc}", err=True)
+        return ExitCode.UNAVAILABLE
+    if as_json:
+        _emit_json({"workspaces": report.workspaces, "messages": report.messages, "conclusions": report.conclusions,
+                    "discrepancies": report.discrepancies})
+    else:
+        typer.echo(f"audited {', '.join(report.workspaces)}: {report.messages} messages, {report.conclusions} conclusions")
+        for d in report.discrepancies:
+            typer.echo("  " + " ".join(f"{k}={v}" for k, v in d.items()))
+        typer.echo("no discrepancies" if not report.discrepancies else f"{len(report.discrepancies)} discrepancies")
+    return ExitCode.ATTENTION if report.discrepancies else ExitCode.OK
+
+
 @app.command()
 @exits
 def demo(
@@ -238,8 +337,14 @@ def demo(
     for row in result.rows:
         table.add_row(*row)
     console.print(table)
+    console.print("\n[bold]bxmem sync[/bold] (the owner's view):")
+    _render_sync(result.sync)
+    from .recall import render_plain
+
+    console.print("\n[bold]bxmem recall 'backups nightly' -k 3[/bold] (what the agent sees):")
+    console.print(render_plain(result.recall), markup=False, highlight=False)
     console.print(
-        "The ledger (memory/honcho.jsonl) holds every decision and no text. "
+        "\nThe ledger (memory/honcho.jsonl) holds every decision and no text. "
         "A turn that read outside content never goes to the trusted workspace; a secret one goes nowhere."
     )
     return ExitCode.OK

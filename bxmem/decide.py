@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .config import Config
 from .ledger import Ledger, event, now_iso, turn_item
@@ -113,7 +113,7 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
     )
 
 
-def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideReport:
+def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None) -> DecideReport:
     report = DecideReport()
     paths = config.paths
     state_dir = paths.ensure_state_dir()
@@ -151,7 +151,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S) -> DecideRepo
             if len(buffer) >= FLUSH_EVERY:
                 flush()  # a long backlog is decided in chunks: memory stays flat
 
-        for session, turns in _read_logs(config, state, report):
+        for session, turns in _read_logs(config, state, report, progress):
             waited = [{**t, "late": True} for t in parked.pop(session, [])]
             decide_session(session, waited + [{**vars(t), "late": False} for t in turns])
         for session, waited in parked.items():
@@ -177,7 +177,7 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     write_summary(state_dir, "decide", config, watch, 0.0 if state["undecided"] else None)
 
 
-def _read_logs(config: Config, state: dict, report: DecideReport) -> Iterator[tuple[str, list[FinishedTurn]]]:
+def _read_logs(config: Config, state: dict, report: DecideReport, progress=None) -> Iterator[tuple[str, list[FinishedTurn]]]:
     """(session, its newly finished turns) for each log with new complete lines."""
     logs_dir = config.paths.logs
     try:
@@ -196,6 +196,7 @@ def _read_logs(config: Config, state: dict, report: DecideReport) -> Iterator[tu
         report.skipped_lines += 1
         log.warning(message)
 
+    todo = []
     for entry in entries:
         if not entry.name.endswith(".jsonl") or not entry.is_file():
             continue
@@ -212,6 +213,13 @@ def _read_logs(config: Config, state: dict, report: DecideReport) -> Iterator[tu
         st = entry.stat()
         if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"]:
             continue
+        todo.append((entry, stem, cursor, max(0, st.st_size - cursor["offset"])))
+    total = sum(size for *_rest, size in todo)
+    done = 0
+    for entry, stem, cursor, size in todo:
+        if progress:
+            progress(done, total)
+        done += size
         report.logs_read += 1
         try:
             turns = read_finished_turns(Path(entry.path), cursor, warn)

@@ -325,6 +325,13 @@ class ReadClient(WorkspaceClient):
         return _expect_dict(body, self.workspace, "peer chat")
 
 
+class AuditClient(ReadClient):
+    """Pages through a workspace for `bxmem audit`; creates nothing."""
+
+    def sessions(self) -> Iterator[dict]:
+        yield from self._pages(self._ws_path("/sessions/list"), "list sessions", None)
+
+
 def _expect_list(value: Any, workspace: str, operation: str) -> list[dict]:
     if not isinstance(value, list):
         raise Unavailable(workspace, operation, "the answer was not a JSON array")

@@ -22,12 +22,44 @@ def _setup(job: str, config_path, verbose: bool, quiet: bool):
     return config_module.load(config_path)
 
 
+class _backlog_progress:
+    """A progress bar over a long backlog when a person is watching (stderr is a
+    terminal); nothing at all when a timer runs the job."""
+
+    THRESHOLD_BYTES = 4 << 20
+
+    def __init__(self, quiet: bool) -> None:
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.bar = None
+        self.task = None
+
+    def __enter__(self):
+        return self.update if self.enabled else None
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if total < self.THRESHOLD_BYTES:
+                return
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("deciding the backlog"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                                transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("decide", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 def decide(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
     from . import decide as job
     from .log import log
 
     config = _setup("decide", config_path, verbose, quiet)
-    report = job.run(config)
+    with _backlog_progress(quiet) as progress:
+        report = job.run(config, progress=progress)
     if report.busy:
         log.info("another decide is running; this one has nothing to do")
         return ExitCode.OK

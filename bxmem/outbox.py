@@ -53,6 +53,7 @@ class Outbox:
     conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
     fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
     cancelled: int = 0
+    decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
 
     # --- the fold -----------------------------------------------------------------
 
@@ -60,6 +61,8 @@ class Outbox:
         kind = ev.get("ev")
         item = ev.get("item")
         if kind == "decided":
+            key = f"{ev.get('kind', 'turn')}/{ev.get('role') or 'none'}/{ev.get('reason')}"
+            self.decided[key] = self.decided.get(key, 0) + 1
             if ev.get("ws") and item not in self.failed:
                 self.pending[item] = ev
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
@@ -87,6 +90,10 @@ class Outbox:
             failed = self.failed.pop(item, None)
             if failed and failed.get("decided"):
                 self.pending[item] = failed["decided"]
+                if failed.get("results"):
+                    # An edit refused half-way did part of its work: it goes through
+                    # the in-doubt path, which looks before it creates again.
+                    self.attempts[item] = {"ev": "attempt", "items": [item], "ws": failed.get("ws")}
         elif kind == "created":
             self._learn_created(ev)
         elif kind == "key_refused":

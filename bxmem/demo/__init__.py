@@ -21,6 +21,8 @@ class DemoResult:
     notes: list[str] = field(default_factory=list)
     sent: int = 0
     messages: int = 0
+    sync: dict = field(default_factory=dict)
+    recall: object = None
 
 
 def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
@@ -68,6 +70,10 @@ def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
             "the table names the workspace each item would go to"
         )
 
+    from .. import recall, sync
+
+    result.sync = sync.status(config)
+    result.recall = recall.recall(config, "backups nightly", k=3)
     for ev in Ledger(config.paths.ledger).read_from(0).events:
         if ev["ev"] == "decided":
             where = ev["ws"] or (f"{ev['role']} workspace" if ev["role"] else "nowhere")

@@ -1,0 +1,114 @@
+"""`bxmem audit`: Honcho read back and held against the ledger.
+
+For each of the agent's own workspaces it pages through every active session's
+messages and the conclusions of the agent's and the owner's peers, keeping
+only ids and counters, and reports each discrepancy by item and kind (never
+text):
+
+* `missing`: an item recorded sent is not there (or a part of it);
+* `duplicate`: a part of an item is there more than once;
+* `misrouted`: an item is in a workspace its decision did not name, for
+  instance a turn decided untrusted, or nowhere, found in the trusted one;
+* `not-recorded`: a message carries a bxmem item the ledger never sent;
+* `foreign-agent-message`: a message under the agent's peer bxmem did not write;
+* `missing-conclusion`, `unexpected-conclusion`: conclusions that differ from
+  the live memory entries the ledger says were written.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .config import Config, read_key
+from .ledger import Ledger, ReadResult
+from .outbox import Outbox
+
+
+@dataclass
+class AuditReport:
+    discrepancies: list[dict] = field(default_factory=list)
+    messages: int = 0
+    conclusions: int = 0
+    workspaces: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, workspace: str, **what: object) -> None:
+        self.discrepancies.append({"kind": kind, "workspace": workspace, **what})
+
+
+def _expected(config: Config) -> tuple[dict[str, str | None], dict[str, tuple[str, int]], Outbox]:
+    """Where each item was decided to go, and what was sent: item -> (workspace, parts)."""
+    ledger = Ledger(config.paths.ledger)
+    decided: dict[str, str | None] = {}
+    sent: dict[str, tuple[str, int]] = {}
+    for ev in ledger.iter_from(0, ReadResult()):
+        if ev.get("ev") == "decided":
+            decided[ev["item"]] = ev.get("ws")
+        elif ev.get("ev") == "sent":
+            if ev["item"].startswith("turn:"):
+                sent[ev["item"]] = (ev.get("ws"), len(ev.get("ids") or []))
+            for result in ev.get("results") or []:
+                if result.get("do") in ("fleet-message", "retract") and result.get("ids"):
+                    sent[ev["item"]] = (ev.get("ws"), len(result["ids"]))
+    box = Outbox.load(config.paths.ensure_state_dir(), ledger)
+    return decided, sent, box
+
+
+def audit(config: Config) -> AuditReport:
+    from .honcho import AuditClient, Missing
+
+    report = AuditReport()
+    decided, sent, box = _expected(config)
+    agent, owner = config.honcho.agent, config.honcho.owner
+    for role in ("trusted", "untrusted", "fleet"):
+        workspace = config.workspace(role)
+        ws = workspace.name
+        report.workspaces.append(ws)
+        seen: Counter = Counter()
+        with AuditClient(config.honcho.url, ws, read_key(workspace)) as client:
+            try:
+                sessions = list(s["id"] for s in client.sessions() if isinstance(s.get("id"), str))
+            except Missing:
+                sessions = []
+            for session in sessions:
+                for message in client.list_messages(session):
+                    report.messages += 1
+                    meta = message.get("metadata") or {}
+                    item = meta.get("bxmem_item")
+                    if not isinstance(item, str):
+                        if message.get("peer_id") == agent:
+                            report.add("foreign-agent-message", ws, message=message.get("id"), session=session)
+                        continue
+                    seen[(item, meta.get("part"))] += 1
+                    if decided.get(item, ws) != ws:
+                        report.add("misrouted", ws, item=item, decided=decided.get(item))
+                    elif item not in sent and item not in box.attempts and item in decided:
+                        report.add("not-recorded", ws, item=item)
+                    elif item not in decided:
+                        report.add("not-recorded", ws, item=item)
+            for (item, part), count in seen.items():
+                if count > 1:
+                    report.add("duplicate", ws, item=item, part=part, copies=count)
+            for item, (where, parts) in sent.items():
+                if where != ws:
+                    continue
+                for part in range(parts):
+                    if seen[(item, part)] == 0:
+                        report.add("missing", ws, item=item, part=part)
+            if role == "trusted":
+                _conclusions(client, box, ws, (agent, owner), report)
+    return report
+
+
+def _conclusions(client, box: Outbox, ws: str, peers: tuple[str, str], report: AuditReport) -> None:
+    live = {c["id"]: ref for ref, c in box.conclusions.items() if c.get("ws") == ws and not c.get("deleted_by")}
+    found: set[str] = set()
+    for peer in peers:
+        for conclusion in client.list_conclusions({"observer_id": peer, "observed_id": peer}):
+            report.conclusions += 1
+            found.add(conclusion.get("id"))
+            if conclusion.get("id") not in live:
+                report.add("unexpected-conclusion", ws, conclusion=conclusion.get("id"), peer=peer)
+    for conclusion_id, ref in live.items():
+        if conclusion_id not in found:
+            report.add("missing-conclusion", ws, conclusion=conclusion_id, written_by=ref)
