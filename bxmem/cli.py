@@ -401,6 +401,9 @@ def run_cli(args: list[str]) -> int:
     except BxmemError as exc:
         sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
         return exc.exit_code
+    except OSError as exc:  # the machine refused (disk, permissions): one line, not a traceback
+        sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}\n")
+        return ExitCode.ERROR
     except KeyboardInterrupt:
         sys.stderr.write("bxmem: interrupted\n")
         return 130

@@ -114,13 +114,14 @@ class WorkspaceClient:
         workspace: str,
         key: Key | None,
         *,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        read_timeout: float = READ_TIMEOUT,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
     ) -> None:
         self.base_url = base_url
         self.workspace = workspace
         self._key = key
-        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        # Module constants read here, not bound as defaults, so tests can shorten them.
+        self._timeout = httpx.Timeout(read_timeout or READ_TIMEOUT, connect=connect_timeout or CONNECT_TIMEOUT)
         self._client: httpx.Client | None = None
 
     def _http(self) -> httpx.Client:

@@ -120,6 +120,9 @@ class Index:
 
     def add(self, key: str, kind: str, tag: str, klass: str, text: str, *, file: str | None = None,
             session: str | None = None, ts: str | None = None) -> None:
+        from .sanitize import neutralise
+
+        text = neutralise(text)  # what recall shows anyway; and SQLite cannot store a lone surrogate
         self.db().execute(
             "INSERT OR REPLACE INTO docs(key, kind, tag, class, file, session, ts, text) VALUES (?,?,?,?,?,?,?,?)",
             (key, kind, tag, klass, file, session, ts, text),
@@ -130,6 +133,9 @@ class Index:
 
     def remove_entry(self, kind: str, file: str | None, text: str) -> bool:
         """Remove one doc holding this entry (the latest), as an identity remove does."""
+        from .sanitize import neutralise
+
+        text = neutralise(text)
         row = self.db().execute(
             "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1", (kind, file, text)
         ).fetchone()
@@ -332,9 +338,12 @@ def refresh(paths) -> None:
     """Catch up after a job's run; a problem is one warning line, never fatal."""
     from .log import log
 
-    _applied, warning = update(paths)
+    try:
+        _applied, warning = update(paths)
+    except Exception as exc:  # the index is a cache: its failure must never stop a job
+        warning = f"local index not updated ({type(exc).__name__}: {exc}); recall may miss the newest entries"
     if warning:
-        log.warning(warning)
+        log.warning(" ".join(warning.split()))
 
 
 def update(paths, rebuild: bool = False) -> tuple[int, str | None]:

@@ -80,6 +80,9 @@ def _run_job(name: str, args: list[str]) -> int | None:
     except BxmemError as exc:
         sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
         return exc.exit_code
+    except OSError as exc:  # the machine refused (disk, permissions): one line, not a traceback
+        sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}\n")
+        return 1
     except KeyboardInterrupt:
         sys.stderr.write("bxmem: interrupted\n")
         return 130

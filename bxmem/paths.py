@@ -78,9 +78,15 @@ class Paths:
         return self.run / "memory-broker" / "state.sock"
 
     def ensure_state_dir(self) -> Path:
-        self.memory.mkdir(parents=True, exist_ok=True)
-        self.state.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(self.state, 0o700)
+        from .errors import StorageError
+
+        try:
+            self.memory.mkdir(parents=True, exist_ok=True)
+            self.state.mkdir(mode=0o700, exist_ok=True)
+            if self.state.stat().st_mode & 0o777 != 0o700:
+                os.chmod(self.state, 0o700)
+        except OSError as exc:
+            raise StorageError(f"cannot prepare {self.state}: {exc.strerror}") from None
         return self.state
 
 

@@ -195,13 +195,13 @@ class EditSender:
 
 
 class Sender(EditSender):
-    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=time.time) -> None:
+    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=None) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
         self.box = box
         self.ledger = ledger
-        self.clock = clock
+        self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
         self.clients: dict[str, WorkspaceClient] = {}
         self.report = SendReport()
         self._messages: dict[str, list[dict]] = {}
@@ -545,7 +545,7 @@ def _valid_time(value: object) -> bool:
     return True
 
 
-def run(config: Config, clock=time.time) -> SendReport:
+def run(config: Config, clock=None) -> SendReport:
     if config.local_only:
         return SendReport(local_only=True)
     for workspace in config.workspaces():

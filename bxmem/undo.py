@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import mirror
 from .config import Config
 from .errors import NotFound, Refused
-from .ledger import Ledger, append_lines, edit_item, now_iso
+from .ledger import Ledger, edit_item, now_iso
 from .outbox import Outbox
 from .rules import plan_undo
 from .store import read_json
@@ -29,26 +29,62 @@ class UndoResult:
     effects: list[str] = field(default_factory=list)
 
 
-def _scan(config: Config, edit_id: str) -> tuple[dict | None, str | None]:
+def _scan_file(f, edit_id: str) -> tuple[dict | None, str | None]:
     """The edit's journal record, and the id of an undo already naming it."""
     target, undone_by = None, None
-    try:
-        f = open(config.paths.journal, "rb")
-    except FileNotFoundError:
-        return None, None
-    with f:
-        for raw in f:
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except ValueError:
-                continue
-            if not isinstance(record, dict):
-                continue
-            if record.get("id") == edit_id and target is None:
-                target = record
-            elif record.get("op") == "undo" and record.get("target") == edit_id:
-                undone_by = record.get("id")
+    f.seek(0)
+    for raw in f:
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if record.get("id") == edit_id and target is None:
+            target = record
+        elif record.get("op") == "undo" and record.get("target") == edit_id:
+            undone_by = record.get("id")
     return target, undone_by
+
+
+def _check(config: Config, edit_id: str, target: dict | None, undone_by: str | None) -> None:
+    if target is None:
+        raise NotFound(f"no edit {edit_id!r} in {config.paths.journal}")
+    if target.get("op") == "undo":
+        raise Refused(f"{edit_id} is itself an undo; an undo cannot be undone")
+    if undone_by:
+        raise Refused(f"{edit_id} was already undone by {undone_by}")
+
+
+def _append_if_still_undoable(config: Config, edit_id: str, record: dict) -> None:
+    """Check and append under one hold of the journal's lock: two undos of the
+    same edit at once cannot both pass the check."""
+    import os
+
+    import portalocker
+
+    try:
+        f = open(config.paths.journal, "r+b")
+    except FileNotFoundError:
+        raise NotFound(f"no edit {edit_id!r}: {config.paths.journal} does not exist") from None
+    with f:
+        portalocker.lock(f, portalocker.LOCK_EX)
+        try:
+            target, undone_by = _scan_file(f, edit_id)
+            _check(config, edit_id, target, undone_by)
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+            if size:
+                f.seek(size - 1)
+                if f.read(1) != b"\n":
+                    data = b"\n" + data  # close off a torn line left by a crash
+                f.seek(0, os.SEEK_END)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        finally:
+            portalocker.unlock(f)
 
 
 def _effects(config: Config, edit_id: str) -> list[str]:
@@ -78,19 +114,18 @@ def _effects(config: Config, edit_id: str) -> list[str]:
 
 def run(config: Config, edit_id: str, dry_run: bool = False) -> UndoResult:
     mirror.run(config)  # the target's own decision first, so the preview is true
-    target, undone_by = _scan(config, edit_id)
-    if target is None:
-        raise NotFound(f"no edit {edit_id!r} in {config.paths.journal}")
-    if target.get("op") == "undo":
-        raise Refused(f"{edit_id} is itself an undo; an undo cannot be undone")
-    if undone_by:
-        raise Refused(f"{edit_id} was already undone by {undone_by}")
+    try:
+        with open(config.paths.journal, "rb") as f:
+            target, undone_by = _scan_file(f, edit_id)
+    except FileNotFoundError:
+        target, undone_by = None, None
+    _check(config, edit_id, target, undone_by)
     result = UndoResult(target=edit_id, undo_id=None, written=False, effects=_effects(config, edit_id))
     if dry_run:
         return result
     result.undo_id = f"undo-{uuid.uuid4().hex[:16]}"
     record = {"id": result.undo_id, "ts": now_iso(), "session": "owner", "op": "undo", "target": edit_id}
-    append_lines(config.paths.journal, [record], "journal")
+    _append_if_still_undoable(config, edit_id, record)
     result.written = True
     mirror.run(config)
     return result

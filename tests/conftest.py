@@ -22,10 +22,19 @@ from bxmem.demo.brokerd import StubBrokerd  # noqa: E402
 
 PLANTED_ENV_KEY = "env-key-that-must-never-be-sent-0f3a"
 ROOT = Path(__file__).resolve().parents[1]
+# Every key a test configures is registered here; no output and no file of
+# the home may ever contain one (checked after every test).
+SECRETS_IN_PLAY: set[str] = {PLANTED_ENV_KEY}
+CAPTURED: list[str] = []
+
+
+def register_secret(value: str) -> str:
+    SECRETS_IN_PLAY.add(value)
+    return value
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("BOXMAKER_HOME", str(home))
@@ -33,7 +42,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HONCHO_API_KEY", PLANTED_ENV_KEY)
     monkeypatch.setenv("HONCHO_URL", "http://127.0.0.1:9")
     monkeypatch.delenv("JOURNAL_STREAM", raising=False)
-    return home
+    CAPTURED.clear()
+    yield home
+    leaks = [output[:80] for output in CAPTURED for secret in SECRETS_IN_PLAY if secret in output]
+    for path in home.rglob("*"):
+        if path.is_file() and not path.is_socket():
+            data = path.read_bytes()
+            leaks += [str(path) for secret in SECRETS_IN_PLAY if secret.encode() in data]
+    assert not leaks, f"a key reached an output or a file: {leaks[:3]}"
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +113,7 @@ def write_log(home: Path, session: str, lines: list[dict], mode: str = "a") -> P
 
 def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """The real CLI, as a subprocess, in the test's environment."""
-    return subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-m", "bxmem", *args],
         capture_output=True,
         text=True,
@@ -105,6 +121,8 @@ def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subpr
         timeout=timeout,
         cwd=ROOT,
     )
+    CAPTURED.extend((result.stdout, result.stderr))
+    return result
 
 
 def ledger_events(home: Path) -> list[dict]:

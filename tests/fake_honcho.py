@@ -492,13 +492,16 @@ def _make_handler(fake: FakeHoncho):
             self._raw(status, b"" if payload is None else json.dumps(payload).encode())
 
         def _raw(self, status: int, data: bytes) -> None:
-            self.send_response(status)
-            if data:
-                self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if data:
-                self.wfile.write(data)
+            try:
+                self.send_response(status)
+                if data:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if data:
+                    self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client was killed mid-answer
+                self.close_connection = True
 
         def do_GET(self) -> None:
             self._serve("GET")

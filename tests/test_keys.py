@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_ENV_KEY, ledger_events, run_bxmem, write_log
+from conftest import PLANTED_ENV_KEY, ledger_events, register_secret, run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines
 
-TRUSTED_KEY = "trusted-key-5d1c7e0f9a"
-UNTRUSTED_KEY = "untrusted-key-88b2e4a1c3"
+TRUSTED_KEY = register_secret("trusted-key-5d1c7e0f9a")
+UNTRUSTED_KEY = register_secret("untrusted-key-88b2e4a1c3")
 
 
 def key_file(tmp_path: Path, name: str, value: str, mode: int = 0o600) -> Path:
@@ -60,7 +60,7 @@ def test_key_is_sent_to_its_own_workspace_only(home, tmp_path, honcho, configure
 
 def test_a_refused_key_stops_that_workspace_only_logged_once_and_resumes(home, tmp_path, honcho, configure, two_sessions):
     honcho.keys["bm0-untrusted"] = UNTRUSTED_KEY
-    wrong = key_file(tmp_path, "u.key", "not-the-right-key-00")
+    wrong = key_file(tmp_path, "u.key", register_secret("not-the-right-key-00"))
     configure(honcho.url, extra=secrets_section(honcho_untrusted=wrong))
     run_bxmem("decide")
     first = run_bxmem("send", "--json")
