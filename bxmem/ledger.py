@@ -47,6 +47,7 @@ def edit_item(edit_id: str) -> str:
 class ReadResult:
     events: list[dict] = field(default_factory=list)
     end: int = 0  # the offset just past the last complete line read
+    at: int = 0  # while iterating: the offset of the line just yielded
     malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
 
@@ -99,6 +100,16 @@ class Ledger:
             return self.size()
         return append_lines(self.path, events, "ledger")
 
+    def event_at(self, offset: int) -> dict:
+        """The event on the line that starts at `offset` (the ledger never changes
+        what it has written, so an offset names a line for good)."""
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            value = json.loads(f.readline())
+        if not isinstance(value, dict):
+            raise ValueError(f"no ledger event at byte {offset}")
+        return value
+
     def read_from(self, offset: int) -> ReadResult:
         """Every complete line from `offset` on, as a list (for short tails)."""
         result = ReadResult(end=offset)
@@ -150,6 +161,7 @@ class Ledger:
                         pos += len(line)
                         result.end = pos
                         continue
+                    result.at = pos
                     pos += len(line)
                     result.end = pos
                     yield value

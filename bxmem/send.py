@@ -205,6 +205,7 @@ class Sender(EditSender):
         self.clients: dict[str, WorkspaceClient] = {}
         self.report = SendReport()
         self._messages: dict[str, list[dict]] = {}
+        self._events: dict[str, dict] = {}
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -258,7 +259,8 @@ class Sender(EditSender):
                 if item.get("kind") == "edit" or item["item"] in self.box.attempts:
                     done.add(item["item"])
                     handled += 1
-                    self._send_edit(item) if item.get("kind") == "edit" else self._settle(item)
+                    full = self._full(item)
+                    self._send_edit(full) if item.get("kind") == "edit" else self._settle(full)
                     continue
                 group = self._plan(item, by_session[(item["ws"], item["session"])], done, room)
                 if group is not None:
@@ -282,7 +284,15 @@ class Sender(EditSender):
         """Pending items in outbox order, but those of a stopped workspace or of
         one no longer configured (they wait; bxmem sync shows them)."""
         usable = {ws.name for ws in self.config.workspaces()} - set(self.box.stopped)
-        return [item for item in self.box.pending.values() if item["ws"] in usable]
+        return [item for item in self.box.pending_items() if item["ws"] in usable]
+
+    def _full(self, item: dict) -> dict:
+        """The item's whole decision, read back from the ledger by its offset."""
+        if "log" in item or "actions" in item:
+            return item
+        if item["item"] not in self._events:
+            self._events[item["item"]] = self.ledger.event_at(item["offset"])
+        return self._events[item["item"]]
 
     def _succeeded(self) -> None:
         if self.box.backoff:
@@ -367,6 +377,7 @@ class Sender(EditSender):
         key = item["item"]
         if key in self._messages:
             return self._messages[key]
+        item = self._full(item)
         log_path = self.config.paths.logs / item["log"]
         try:
             texts = [read_span_text(log_path, span) for span in item["user"]]
@@ -573,7 +584,7 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
 
     sendable = any(
         item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None
-        for item in box.pending.values()
+        for item in box.pending_items()
     )
     wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else None)
     ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet

@@ -133,7 +133,7 @@ class FakeHoncho:
 
     def start(self) -> "FakeHoncho":
         handler = _make_handler(self)
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        server = _QuietServer(("127.0.0.1", self.port), handler)
         server.daemon_threads = True
         self.port = server.server_address[1]
         self._server = server
@@ -380,6 +380,14 @@ class FakeHoncho:
             self.conclusions[conclusion["id"]] = conclusion
             out.append({k: v for k, v in conclusion.items() if k != "workspace_id"})
         return 201, out
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)  # a killed client is not news; anything else is
 
 
 def _public_session(s: dict) -> dict:

@@ -12,4 +12,4 @@ def test_short_crash_suite_loses_doubles_and_misroutes_nothing():
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "crash-suite"), "--trials", "8", "--seed", "7"],
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "lost 0  duplicated 0  misrouted 0" in result.stdout
+    assert "lost 0  duplicated 0  misrouted 0  waiting 0" in result.stdout
