@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .config import Config, read_key
 from .errors import UsageError
 from .recall import snippet
-from .labels import higher_class
+from .labels import label_of
 
 ASK_TIMEOUT_S = 150.0
 READ_TIMEOUT_S = 180.0
@@ -59,14 +59,11 @@ class AskResult:
 
     @property
     def untrusted(self) -> bool:
-        return any(a.tag == "memory-tainted" for a in self.answers)
+        return label_of(self.answers)[0]
 
     @property
     def klass(self) -> str:
-        klass = "public"
-        for answer in self.answers:
-            klass = higher_class(klass, answer.klass)
-        return klass
+        return label_of(self.answers)[1]
 
 
 def targets(config: Config, names: list[str]) -> list[Target]:

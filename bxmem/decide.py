@@ -167,7 +167,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
-    from .fastpath import size_fingerprint, stat_fingerprint, write_summary
+    from .fastpath import stat_fingerprint, write_summary
 
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}

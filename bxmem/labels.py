@@ -12,3 +12,13 @@ def higher_class(a: str, b: str) -> str:
     if a not in CLASS_RANK or b not in CLASS_RANK:
         return "secret"
     return a if CLASS_RANK[a] >= CLASS_RANK[b] else b
+
+
+def label_of(items) -> tuple[bool, str]:
+    """The label a caller applies to its session for what it read: untrusted
+    if any item is tagged memory-tainted, and the highest class among them."""
+    untrusted, klass = False, "public"
+    for item in items:
+        untrusted = untrusted or item.tag == "memory-tainted"
+        klass = higher_class(klass, item.klass)
+    return untrusted, klass

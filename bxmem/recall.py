@@ -19,7 +19,7 @@ import time
 
 from .config import Config, read_key
 from .errors import UsageError
-from .labels import higher_class
+from .labels import label_of
 from .sanitize import neutralise
 
 LOCAL_TIMEOUT_S = 2.0
@@ -56,14 +56,11 @@ class RecallResult:
 
     @property
     def untrusted(self) -> bool:
-        return any(hit.tag == "memory-tainted" for hit in self.hits)
+        return label_of(self.hits)[0]
 
     @property
     def klass(self) -> str:
-        klass = "public"
-        for hit in self.hits:
-            klass = higher_class(klass, hit.klass)
-        return klass
+        return label_of(self.hits)[1]
 
 
 def snippet(text: str) -> str:

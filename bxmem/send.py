@@ -23,7 +23,6 @@ from .config import Config, key_fingerprint, read_key
 from .honcho import (
     MAX_BATCH,
     MAX_MESSAGE_CHARS,
-    HonchoError,
     KeyRefused,
     Missing,
     Refused,
@@ -38,7 +37,7 @@ from .outbox import Outbox
 from .sanitize import chunks, find_secret, neutralise
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import read_span_text, session_id_problem
-from .store import JobLock, write_json
+from .store import JobLock
 
 FIRST_DELAY_S = 5.0
 MAX_DELAY_S = 600.0

@@ -7,7 +7,7 @@ takes no job lock, and never shows message text or a key.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 
 from .config import Config
 from .ledger import Ledger, event

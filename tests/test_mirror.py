@@ -9,7 +9,7 @@ from conftest import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem import config as config_module
 from bxmem import decide, mirror, send, undo
-from bxmem.demo.sample import JOURNAL, turn_lines, write_journal
+from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import NotFound, Refused
 
 

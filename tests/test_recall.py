@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import honcho_config, run_bxmem, write_log
 
-from bxmem import ask, decide, index, mirror, recall, send
+from bxmem import ask, decide, mirror, recall, send
 from bxmem import config as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import UsageError

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from conftest import ROOT, decisions, ledger_events, run_bxmem, write_log
