@@ -217,3 +217,20 @@ def test_lost_state_file_decides_nothing_twice(home, honcho_url_config, brokerd)
     run_decide()
     items = [e["item"] for e in ledger_events(home) if e["ev"] == "decided"]
     assert items == ["turn:s:1", "turn:s:2", "turn:s:3"]
+
+
+def test_progress_reports_the_backlog_in_bytes(home, honcho_url_config, brokerd):
+    for s in range(5):
+        write_log(home, f"p{s}", turn_lines(1, "x" * 1000, "y"))
+    seen = []
+    run_decide(progress=lambda done, total: seen.append((done, total)))
+    total = sum((home / "logs" / f"p{s}.jsonl").stat().st_size for s in range(5))
+    assert len(seen) == 5 and {t for _d, t in seen} == {total}
+    assert [d for d, _t in seen] == sorted(d for d, _t in seen) and seen[0][0] == 0
+
+
+def test_no_progress_bar_without_a_terminal(home, honcho_url_config, brokerd):
+    write_log(home, "big", [line for n in range(1, 400) for line in turn_lines(n, "z" * 12_000, "ok")])
+    result = run_bxmem("decide")
+    assert result.returncode == 0 and result.stdout == ""
+    assert "deciding the backlog" not in result.stderr and "\r" not in result.stderr
