@@ -62,16 +62,18 @@ def decide(config_path=None, as_json: bool = False, verbose: bool = False, quiet
         report = job.run(config, progress=progress)
     if report.busy:
         log.info("another decide is running; this one has nothing to do")
-        return ExitCode.OK
-    if as_json:
+    if as_json:  # scripts get an object in every case
         _emit_json({
+            "busy": report.busy,
             "decided": dict(sorted(report.decided.items())),
             "undecided": report.undecided,
             "broker_problem": report.broker_problem,
             "skipped_lines": report.skipped_lines,
             "local_only": config.local_only,
         })
-    elif report.decided:
+    if report.busy:
+        return ExitCode.OK
+    if not as_json and report.decided:
         by_role: dict[str, int] = {}
         for key, count in report.decided.items():
             role = key.split("/")[0]
@@ -89,10 +91,12 @@ def mirror(config_path=None, as_json: bool = False, verbose: bool = False, quiet
     report = job.run(config)
     if report.busy:
         log.info("another mirror is running; this one has nothing to do")
+    if as_json:  # scripts get an object in every case
+        _emit_json({"busy": report.busy, "decided": dict(sorted(report.decided.items())),
+                    "skipped_lines": report.skipped_lines, "local_only": config.local_only})
+    if report.busy:
         return ExitCode.OK
-    if as_json:
-        _emit_json({"decided": dict(sorted(report.decided.items())), "skipped_lines": report.skipped_lines, "local_only": config.local_only})
-    elif report.decided:
+    if not as_json and report.decided:
         total = sum(report.decided.values())
         nowhere = sum(n for key, n in report.decided.items() if key.startswith("none/"))
         log.info(f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + ("; local-only, nothing will be sent" if config.local_only else ""))
@@ -107,22 +111,24 @@ def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: 
     report = job.run(config)
     if report.local_only:
         log.info("local-only: no [honcho] section in the configuration, nothing is sent")
-        return ExitCode.OK
-    if report.busy:
+    elif report.busy:
         log.info("another send is running; this one exits")
-        return ExitCode.OK
-    if as_json:
+    if as_json:  # scripts get an object in every case
         _emit_json({
+            "local_only": report.local_only,
+            "busy": report.busy,
             "sent": report.sent,
             "messages": report.messages,
             "requests": report.requests,
             "failed": report.failed,
-            "pending": report.pending,
+            "pending": None if report.local_only or report.busy else report.pending,  # not looked at
             "outage": report.outage,
             "waiting_until": report.waiting_until,
             "stopped": report.stopped,
         })
-    elif report.sent or report.failed:
+    if report.local_only or report.busy:
+        return ExitCode.OK
+    if not as_json and (report.sent or report.failed):
         log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {report.pending} pending")
     return ExitCode.DEGRADED if report.degraded else ExitCode.OK
 

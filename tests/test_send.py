@@ -287,3 +287,8 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
         got[(m["metadata"]["bxmem_item"], m["metadata"]["part"], m["workspace_id"])] += 1
     assert all(n == 1 for n in got.values()), [k for k, n in got.items() if n > 1]
     assert {(item, ws) for item, _part, ws in got} == set(expected.items())
+
+
+def test_send_json_is_an_object_even_when_local_only(home):
+    result = run_bxmem("send", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["local_only"] is True
