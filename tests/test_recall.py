@@ -186,7 +186,7 @@ def test_a_slow_source_is_one_unavailable_line_and_the_rest_answer(agent_home, h
     honcho.inject("hang", match=r"/fleet/search$", seconds=5)
     started = time.monotonic()
     result = recall.recall(load(), "restic")
-    assert time.monotonic() - started < 1.5  # per source, not added up; the hung thread is abandoned
+    assert time.monotonic() - started < 3.5  # well under the 5 s hang: per source, not added up; the hung thread is abandoned
     assert "local" in result.answered and result.unavailable["fleet"].startswith("no answer within")
 
 
@@ -247,7 +247,7 @@ def test_ask_limit_is_per_workspace(agent_home, honcho, monkeypatch):
     honcho.inject("hang", match=r"/bm0-untrusted/peers/kyle/chat$", seconds=5)
     started = time.monotonic()
     result = ask.ask(load(), "hello?", ["untrusted", "own"])
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 3.5  # well under the 5 s hang
     assert [a.name for a in result.answers] == ["own"] and "untrusted" in result.unavailable
 
 
