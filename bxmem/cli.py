@@ -6,7 +6,6 @@ Everything it calls can be used and tested without it.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,8 @@ import functools
 import typer
 
 from . import __version__
-from .errors import BxmemError, ExitCode
+from .errors import BxmemError, ExitCode, report
+from .jobs import emit_json as _emit_json
 
 app = typer.Typer(
     name="bxmem",
@@ -72,16 +72,10 @@ def main(
 
 def _setup(ctx: typer.Context, job: str):
     """Logging for the job, then the validated configuration (or ConfigInvalid)."""
-    from . import config as config_module
-    from .log import setup
+    from .jobs import setup
 
     options: Options = ctx.obj
-    setup(job, verbose=options.verbose, quiet=options.quiet)
-    return config_module.load(options.config)
-
-
-def _emit_json(value: object) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    return setup(job, options.config, options.verbose, options.quiet)
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
@@ -398,13 +392,9 @@ def run_cli(args: list[str]) -> int:
         command.main(args=args, prog_name="bxmem", standalone_mode=True)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
-    except BxmemError as exc:
-        sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
-        return exc.exit_code
-    except OSError as exc:  # the machine refused (disk, permissions): one line, not a traceback
-        sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}\n")
-        return ExitCode.ERROR
     except KeyboardInterrupt:
         sys.stderr.write("bxmem: interrupted\n")
         return 130
+    except (BxmemError, OSError) as exc:
+        return report(exc)
     return ExitCode.OK

@@ -73,3 +73,22 @@ class StorageError(BxmemError):
     """The home folder refused a write (full disk, read-only, permissions)."""
 
     exit_code = ExitCode.ERROR
+
+
+def report(exc: BaseException) -> int:
+    """The one error boundary's output: one line on stderr, and the exit code.
+
+    A BxmemError says what the owner can do; an OSError is the machine
+    refusing (disk, permissions) and is not a bug, so it gets a line too, not
+    a traceback. Anything else is re-raised: a bug should show where it is.
+    """
+    import sys
+
+    if isinstance(exc, BxmemError):
+        sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
+        return exc.exit_code
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{where}\n")
+        return ExitCode.ERROR
+    raise exc

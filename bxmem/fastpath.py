@@ -74,35 +74,18 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
     write_bytes(summary_path(state_dir, job), marshal.dumps(data))
 
 
-def _parse_args(args: list[str]):
-    """The --config value, None without one, or False for any other argument."""
-    explicit = None
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--config" and i + 1 < len(args):
-            explicit = args[i + 1]
-            i += 2
-            continue
-        if arg.startswith("--config="):
-            explicit = arg.split("=", 1)[1]
-        elif arg not in ("-q", "--quiet"):
-            return False
-        i += 1
-    return explicit
-
-
 def is_idle(argv: list[str]) -> bool:
     """True when argv is a timer job with nothing to do since its last run."""
-    from .lean import command_at
+    from .lean import command_at, parse
 
     words = argv[1:]
     at = command_at(words)
     if at is None or words[at] not in JOBS:
         return False
-    explicit = _parse_args(words[:at] + words[at + 1 :])
-    if explicit is False:
-        return False
+    options = parse(words[:at] + words[at + 1 :], flags=("-q", "--quiet"))
+    if options is None:
+        return False  # --json, -v, --help...: the job runs and reports
+    explicit = options.get("--config")
     try:
         return _idle(words[at], explicit)
     except Exception:  # any doubt: let the real job run and report properly

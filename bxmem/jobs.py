@@ -10,11 +10,11 @@ import sys
 from .errors import ExitCode
 
 
-def _emit_json(value: object) -> None:
+def emit_json(value: object) -> None:
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
-def _setup(job: str, config_path, verbose: bool, quiet: bool):
+def setup(job: str, config_path, verbose: bool, quiet: bool):
     from . import config as config_module
     from .log import setup
 
@@ -57,13 +57,13 @@ def decide(config_path=None, as_json: bool = False, verbose: bool = False, quiet
     from . import decide as job
     from .log import log
 
-    config = _setup("decide", config_path, verbose, quiet)
+    config = setup("decide", config_path, verbose, quiet)
     with _backlog_progress(quiet) as progress:
         report = job.run(config, progress=progress)
     if report.busy:
         log.info("another decide is running; this one has nothing to do")
     if as_json:  # scripts get an object in every case
-        _emit_json({
+        emit_json({
             "busy": report.busy,
             "decided": dict(sorted(report.decided.items())),
             "undecided": report.undecided,
@@ -87,12 +87,12 @@ def mirror(config_path=None, as_json: bool = False, verbose: bool = False, quiet
     from . import mirror as job
     from .log import log
 
-    config = _setup("mirror", config_path, verbose, quiet)
+    config = setup("mirror", config_path, verbose, quiet)
     report = job.run(config)
     if report.busy:
         log.info("another mirror is running; this one has nothing to do")
     if as_json:  # scripts get an object in every case
-        _emit_json({"busy": report.busy, "decided": dict(sorted(report.decided.items())),
+        emit_json({"busy": report.busy, "decided": dict(sorted(report.decided.items())),
                     "skipped_lines": report.skipped_lines, "local_only": config.local_only})
     if report.busy:
         return ExitCode.OK
@@ -107,14 +107,14 @@ def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: 
     from . import send as job
     from .log import log
 
-    config = _setup("send", config_path, verbose, quiet)
+    config = setup("send", config_path, verbose, quiet)
     report = job.run(config)
     if report.local_only:
         log.info("local-only: no [honcho] section in the configuration, nothing is sent")
     elif report.busy:
         log.info("another send is running; this one exits")
     if as_json:  # scripts get an object in every case
-        _emit_json({
+        emit_json({
             "local_only": report.local_only,
             "busy": report.busy,
             "sent": report.sent,

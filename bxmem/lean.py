@@ -5,87 +5,41 @@ Parses the few arguments they take by hand and runs the core directly,
 without typer (70 ms to import, pydantic included) or pydantic (the
 configuration comes from its validated cache when the file has not changed).
 Anything it does not recognise, `--help` included, returns None: the full CLI
-takes over and says the same things the same way.
+takes over and says the same things the same way. Imports nothing but `sys`:
+the idle fast path uses `parse` and `command_at` too.
 """
 
 from __future__ import annotations
 
 import sys
 
+FLAGS = {"--json": "json", "-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"}
 
-def _parse(args: list[str]) -> dict | None:
-    options: dict = {"k": 8, "json": False, "config": None, "query": None}
+
+def parse(args: list[str], valued: tuple[str, ...] = ("--config",), flags: tuple[str, ...] = (),
+          positional: bool = False) -> dict | None:
+    """{"--config": "x", "json": True, "query": "..."} for the options given, or
+    None when anything else is there (the full CLI then handles it)."""
+    options: dict = {}
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg in ("-k", "--config") and i + 1 < len(args):
-            value = args[i + 1]
-            if arg == "-k":
-                if not value.isdigit():
-                    return None
-                options["k"] = int(value)
-            else:
-                options["config"] = value
-            i += 2
+        name, _, inline = arg.partition("=")
+        if name in valued and (inline or i + 1 < len(args)):
+            options[name] = inline if inline else args[i + 1]
+            i += 1 if inline else 2
             continue
-        if arg.startswith("--config="):
-            options["config"] = arg.split("=", 1)[1]
-        elif arg == "--json":
-            options["json"] = True
-        elif arg in ("-q", "--quiet"):
-            pass
-        elif arg == "--" and i + 2 == len(args) and options["query"] is None:
+        if arg in flags:
+            options[FLAGS[arg]] = True
+        elif positional and arg == "--" and i + 2 == len(args) and "query" not in options:
             options["query"] = args[i + 1]
             break
-        elif arg.startswith("-") or options["query"] is not None:
-            return None  # --help, -v, anything else: the full CLI
-        else:
+        elif positional and not arg.startswith("-") and "query" not in options:
             options["query"] = arg
-        i += 1
-    return options if options["query"] is not None else None
-
-
-def _parse_job(args: list[str]) -> dict | None:
-    options: dict = {"config_path": None, "as_json": False, "verbose": False, "quiet": False}
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--config" and i + 1 < len(args):
-            options["config_path"] = args[i + 1]
-            i += 2
-            continue
-        if arg.startswith("--config="):
-            options["config_path"] = arg.split("=", 1)[1]
-        elif arg == "--json":
-            options["as_json"] = True
-        elif arg in ("-q", "--quiet"):
-            options["quiet"] = True
-        elif arg in ("-v", "--verbose"):
-            options["verbose"] = True
         else:
             return None
         i += 1
     return options
-
-
-def _run_job(name: str, args: list[str]) -> int | None:
-    options = _parse_job(args)
-    if options is None:
-        return None
-    from .errors import BxmemError
-    from .jobs import JOBS
-
-    try:
-        return JOBS[name](**options)
-    except BxmemError as exc:
-        sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
-        return exc.exit_code
-    except OSError as exc:  # the machine refused (disk, permissions): one line, not a traceback
-        sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}\n")
-        return 1
-    except KeyboardInterrupt:
-        sys.stderr.write("bxmem: interrupted\n")
-        return 130
 
 
 def command_at(words: list[str]) -> int | None:
@@ -109,23 +63,43 @@ def run(argv: list[str]) -> int | None:
         return None
     name, rest = words[at], words[:at] + words[at + 1 :]
     if name in ("decide", "mirror", "send"):
-        return _run_job(name, rest)
-    if name != "recall":
-        return None
-    options = _parse(rest)
-    if options is None:
-        return None
-    from . import config as config_module
-    from . import recall as recall_module
-    from .errors import BxmemError, ExitCode
+        options = parse(rest, flags=("--json", "-q", "--quiet", "-v", "--verbose"))
+        return None if options is None else _guarded(_run_job, name, options)
+    if name == "recall":
+        options = parse(rest, valued=("--config", "-k"), flags=("--json", "-q", "--quiet"), positional=True)
+        if options is None or "query" not in options or not options.get("-k", "8").isdigit():
+            return None
+        return _guarded(_run_recall, options)
+    return None
+
+
+def _guarded(fn, *args) -> int:
+    from .errors import report
 
     try:
-        config = config_module.load(options["config"])
-        result = recall_module.recall(config, options["query"], options["k"])
-    except BxmemError as exc:
-        sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
-        return exc.exit_code
-    if options["json"]:
+        return fn(*args)
+    except KeyboardInterrupt:
+        sys.stderr.write("bxmem: interrupted\n")
+        return 130
+    except Exception as exc:
+        return report(exc)
+
+
+def _run_job(name: str, options: dict) -> int:
+    from .jobs import JOBS
+
+    return JOBS[name](options.get("--config"), as_json=bool(options.get("json")),
+                      verbose=bool(options.get("verbose")), quiet=bool(options.get("quiet")))
+
+
+def _run_recall(options: dict) -> int:
+    from . import config as config_module
+    from . import recall as recall_module
+    from .errors import ExitCode
+
+    config = config_module.load(options.get("--config"))
+    result = recall_module.recall(config, options["query"], int(options.get("-k", "8")))
+    if options.get("json"):
         import json
 
         sys.stdout.write(json.dumps(recall_module.render_json(result), indent=2, sort_keys=True) + "\n")

@@ -93,7 +93,6 @@ def route_turn(facts: TurnFacts, agent_peer: str) -> Route:
 # --- memory writes (seed section 4, "Memory writes") ---------------------------------
 
 IDENTITY_FILES = ("memory.md", "user.md")
-NOTE_TRUST = ("trusted", "untrusted", "flagged")
 
 
 def about_for(file: str | None) -> str:

@@ -135,3 +135,39 @@ def test_the_command_is_the_first_word_not_an_option(home, brokerd, configure, t
     configure("http://127.0.0.1:9")
     result = run_bxmem("recall", "send", "--json")  # a query that is a job's name
     assert result.returncode == 7 and '"hits": []' in result.stdout
+
+
+def test_one_parser_for_the_lean_and_idle_paths():
+    from bxmem.lean import parse
+
+    job = {"flags": ("--json", "-q", "-v")}
+    assert parse(["--config", "a.toml", "--json"], **job) == {"--config": "a.toml", "json": True}
+    assert parse(["--config=a.toml", "-q"], **job) == {"--config": "a.toml", "quiet": True}
+    assert parse(["--help"], **job) is None and parse(["stray"], **job) is None
+    recall = {"valued": ("--config", "-k"), "flags": ("--json",), "positional": True}
+    assert parse(["backups", "-k", "3"], **recall) == {"query": "backups", "-k": "3"}
+    assert parse(["--", "-k"], **recall) == {"query": "-k"}
+    assert parse(["a", "b"], **recall) is None  # two queries: the full CLI says what is wrong
+
+
+def test_a_non_numeric_k_goes_to_the_full_cli(home, configure):
+    configure("http://127.0.0.1:9")
+    result = run_bxmem("recall", "x", "-k", "many")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_the_error_boundary_is_one_line_for_the_owner_and_loud_for_bugs(capsys):
+    import errno
+
+    import pytest
+
+    from bxmem.errors import ConfigInvalid, ExitCode, report
+
+    assert report(ConfigInvalid("bxmem.toml: honcho.url: bad")) == ExitCode.CONFIG
+    assert report(OSError(errno.EROFS, "Read-only file system", "/h/memory")) == ExitCode.ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        "bxmem: error: bxmem.toml: honcho.url: bad (runbook honcho-config-invalid)",
+        "bxmem: error: Read-only file system: /h/memory",
+    ]
+    with pytest.raises(KeyError):
+        report(KeyError("a bug"))
