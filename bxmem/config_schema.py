@@ -81,7 +81,7 @@ class SecretFile(_Strict):
 
 
 class SendSection(_Strict):
-    batch: int = Field(100, ge=1, le=10_000)
+    batch: int = Field(1000, ge=1, le=10_000)
 
 
 class RawConfig(_Strict):

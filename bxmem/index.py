@@ -270,14 +270,14 @@ def catch_up(index: Index, paths) -> int:
     import json
 
     from .ledger import Ledger
-    from .sources.loopd import read_span_text
+    from .sources.loopd import SpanReader
 
     ledger = Ledger(paths.ledger)
     journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
         return 0
     applied = 0
-    with index.transaction():
+    with index.transaction(), SpanReader() as spans:
         # Offsets are read again under the write lock: decide and mirror may catch up at once.
         ledger_at = _meta(index, "ledger_offset")
         journal_at = _meta(index, "journal_offset")
@@ -289,8 +289,8 @@ def catch_up(index: Index, paths) -> int:
                 continue
             log_path = paths.logs / ev["log"]
             try:
-                user = "\n".join(read_span_text(log_path, span) for span in ev.get("user") or [])
-                reply = read_span_text(log_path, ev["reply"]) if ev.get("reply") else None
+                user = "\n".join(spans.text(log_path, span) for span in ev.get("user") or [])
+                reply = spans.text(log_path, ev["reply"]) if ev.get("reply") else None
             except (OSError, ValueError):
                 continue  # the log is gone or shorter: nothing to index
             index_turn(index, ev, user, reply)

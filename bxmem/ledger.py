@@ -87,6 +87,12 @@ def append_lines(path: Path, records: list[dict], what: str) -> int:
 class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._reader = None  # kept open by event_at: a run reads back many decisions
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def size(self) -> int:
         try:
@@ -103,9 +109,10 @@ class Ledger:
     def event_at(self, offset: int) -> dict:
         """The event on the line that starts at `offset` (the ledger never changes
         what it has written, so an offset names a line for good)."""
-        with open(self.path, "rb") as f:
-            f.seek(offset)
-            value = json.loads(f.readline())
+        if self._reader is None:
+            self._reader = open(self.path, "rb")
+        self._reader.seek(offset)
+        value = json.loads(self._reader.readline())
         if not isinstance(value, dict):
             raise ValueError(f"no ledger event at byte {offset}")
         return value

@@ -14,6 +14,8 @@ checkpoint and the ledger cannot disagree.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +38,7 @@ from .log import log, runbook
 from .outbox import Outbox
 from .sanitize import chunks, find_secret, neutralise
 from .sources.journal import read_field as read_journal_field
-from .sources.loopd import read_span_text, session_id_problem
+from .sources.loopd import SpanReader, session_id_problem
 from .store import JobLock
 
 FIRST_DELAY_S = 5.0
@@ -78,6 +80,73 @@ class Group:
     new_session: bool
     items: list[dict]
     messages: dict[str, list[dict]]
+    # Its peers and session being created on the workspace's second connection
+    # while the group before it is posted. Those creates are idempotent and
+    # recorded only once done, so one abandoned leaves a session Honcho holds
+    # and the ledger does not, which the next run creates again, harmlessly.
+    ahead: "Call | None" = None
+
+
+@dataclass
+class Unit:
+    """One piece of a run's work: an edit or an in-doubt item (group None), or a group."""
+
+    ws: str
+    item: dict
+    group: Group | None
+
+
+class Lane:
+    """A daemon thread that makes calls one after another, so the main thread can
+    prepare the next request while this one waits for Honcho. A run has two:
+    one posts messages, one opens the next group's session. Being a daemon, it
+    is abandoned, not waited for, when a run stops with a call in flight."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, client: WorkspaceClient, call, *args) -> "Call":
+        pending = Call(client)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, daemon=True)
+            self._thread.start()
+        self._calls.put((pending, call, args))
+        return pending
+
+    def _serve(self) -> None:
+        while True:
+            pending, call, args = self._calls.get()
+            try:
+                pending.result = call(*args)
+            except BaseException as exc:  # handed to the main thread by `wait`
+                pending.error = exc
+            pending.done.set()
+
+
+class Call:
+    def __init__(self, client: WorkspaceClient) -> None:
+        self.client = client  # not closed under the call while it is in flight
+        self.done = threading.Event()
+        self.result = None
+        self.error: BaseException | None = None
+
+    @property
+    def busy(self) -> bool:
+        return not self.done.is_set()
+
+    def wait(self):
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
+    for call, *args in calls:
+        getattr(client, call)(*args)
 
 
 class EditSender:
@@ -202,27 +271,60 @@ class Sender(EditSender):
         self.ledger = ledger
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
         self.clients: dict[str, WorkspaceClient] = {}
+        self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
+        self._poster, self._opener = Lane(), Lane()
+        self._background: list[Call] = []
+        self._held: list[dict] = []  # ledger lines that may wait for the next append
+        self._spans = SpanReader()
         self.report = SendReport()
         self._messages: dict[str, list[dict]] = {}
         self._events: dict[str, dict] = {}
 
     # --- plumbing -------------------------------------------------------------------
 
-    def record(self, events: list[dict]) -> None:
-        """Append to the ledger, then fold the ledger's new lines into the outbox."""
-        self.ledger.append(events)
+    def record(self, events: list[dict], *, durable: bool = True) -> None:
+        """Append to the ledger, then fold the ledger's new lines into the outbox.
+
+        `durable=False` holds the lines back until the next append (at the latest
+        the end of the run), so a group costs one fsync, not three. Only lines
+        whose loss is harmless are held: `sent` (its attempt line is on disk, so
+        a crash costs a lookup in Honcho, never a duplicate) and `created` (the
+        attempt that follows at once writes it; lost, the next run creates the
+        same thing again, which Honcho answers with the existing one)."""
+        if not durable:
+            self._held.extend(events)
+            return
+        self.ledger.append(self._held + events)
+        self._held = []
         self.box.catch_up(self.ledger)
+
+    def flush(self) -> None:
+        if self._held:
+            self.record([])
 
     def client(self, ws: str) -> WorkspaceClient:
         if ws not in self.clients:
-            workspace = self.config.workspace_by_name(ws)
-            key = read_key(workspace) if workspace else None
-            self.clients[ws] = WorkspaceClient(self.honcho.url, ws, key)
+            self.clients[ws] = self._new_client(ws)
         return self.clients[ws]
 
+    def _second_client(self, ws: str) -> WorkspaceClient:
+        if ws not in self.second_clients:
+            self.second_clients[ws] = self._new_client(ws)
+        return self.second_clients[ws]
+
+    def _new_client(self, ws: str) -> WorkspaceClient:
+        workspace = self.config.workspace_by_name(ws)
+        key = read_key(workspace) if workspace else None
+        return WorkspaceClient(self.honcho.url, ws, key)
+
     def close(self) -> None:
-        for client in self.clients.values():
-            client.close()
+        self._spans.close()
+        self.ledger.close()
+        for client in [*self.clients.values(), *self.second_clients.values()]:
+            # A call still in flight when a run stops is abandoned, not waited
+            # for (its thread is a daemon): its client is left to it.
+            if not any(call.busy and call.client is client for call in self._background):
+                client.close()
 
     # --- the run --------------------------------------------------------------------
 
@@ -233,51 +335,117 @@ class Sender(EditSender):
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
-        sendable = self._sendable()
+        # The thread waiting on Honcho needs the GIL back after each socket call;
+        # at the default 5 ms switch interval it would queue behind the main
+        # thread's planning and the overlap would be lost.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.0005)
+        try:
+            self._drain(self._sendable())
+        finally:
+            sys.setswitchinterval(interval)
+            self.flush()
+        self.report.pending = len(self.box.pending)
+        return self.report
+
+    def _drain(self, sendable: list[dict]) -> None:
         # A group pulls the later turns of its own Honcho session from the whole
         # outbox: decide interleaves sessions, so a window of `batch` items
         # would hold one turn of each and cost a request per turn.
-        by_session: dict[tuple[str, str], list[dict]] = {}
+        self._queue, self._next = sendable, 0
+        self._by_session: dict[tuple[str, str], list[dict]] = {}
         for item in sendable:
             if item.get("kind") != "edit":
-                by_session.setdefault((item["ws"], item["session"]), []).append(item)
-        done: set[str] = set()
-        handled = 0
+                self._by_session.setdefault((item["ws"], item["session"]), []).append(item)
+        self._done: set[str] = set()
+        self._handled = 0
         started = time.monotonic()
-        for item in sendable:
-            room = self.config.send.batch - handled
-            if room <= 0:
-                break
-            if item["item"] in done or item["ws"] in self.box.stopped:
-                continue
+        upcoming: Unit | None = None
+        while True:
             if time.monotonic() - started > RUN_BUDGET_S:
                 log.info(f"run budget of {RUN_BUDGET_S:g} s spent; the rest waits for the next run")
-                break
+                return
+            unit, upcoming = upcoming or self._next_unit(), None
+            if unit is None:
+                return
+            if unit.ws in self.box.stopped:
+                continue
             try:
-                self._ensure_workspace(item["ws"])
-                if item.get("kind") == "edit" or item["item"] in self.box.attempts:
-                    done.add(item["item"])
-                    handled += 1
-                    full = self._full(item)
-                    self._send_edit(full) if item.get("kind") == "edit" else self._settle(full)
+                self._ensure_workspace(unit.ws)
+                if unit.group is None:
+                    self._send_edit(unit.item) if unit.item.get("kind") == "edit" else self._settle(unit.item)
                     continue
-                group = self._plan(item, by_session[(item["ws"], item["session"])], done, room)
-                if group is not None:
-                    done.update(i["item"] for i in group.items)
-                    handled += len(group.items)
-                    self._send_group(group)
-                else:
-                    handled += 1
+                self._open(unit.group)
+                # While this group's messages are posted, plan the next group and
+                # open its session on the second connection.
+                planned: list[Unit | None] = []
+                try:
+                    self._send_group(unit.group, meanwhile=lambda: planned.append(self._plan_ahead(unit.group)))
+                finally:
+                    upcoming = planned[0] if planned else None
             except KeyRefused as exc:
-                self._stop_workspace(item["ws"], exc)
+                self._stop_workspace(unit.ws, exc)
             except Unavailable as exc:
                 self._outage(exc)
-                break
+                return
             except Refused as exc:
-                self._fail([item], exc.status, f"{exc.operation} refused")
-                done.add(item["item"])
-        self.report.pending = len(self.box.pending)
-        return self.report
+                # A group's refusals that reach here (its peers, its session) hold for
+                # every item in it; posting refusals were sorted out item by item.
+                self._fail(unit.group.items if unit.group else [unit.item], exc.status, f"{exc.operation} refused")
+
+    def _next_unit(self) -> Unit | None:
+        """The next piece of work in outbox order: an edit, an in-doubt turn to settle,
+        or a group of turns for one Honcho session; None when the batch is full or done."""
+        while self._next < len(self._queue):
+            room = self.config.send.batch - self._handled
+            if room <= 0:
+                return None
+            item = self._queue[self._next]
+            self._next += 1
+            if item["item"] in self._done or item["ws"] in self.box.stopped:
+                continue
+            if item.get("kind") == "edit" or item["item"] in self.box.attempts:
+                self._done.add(item["item"])
+                self._handled += 1
+                return Unit(item["ws"], self._full(item), None)
+            group = self._plan(item, self._by_session[(item["ws"], item["session"])], self._done, room)
+            if group is None:
+                self._handled += 1
+                continue
+            self._done.update(i["item"] for i in group.items)
+            self._handled += len(group.items)
+            return Unit(item["ws"], item, group)
+        return None
+
+    def _peek(self) -> dict | None:
+        for item in self._queue[self._next :]:
+            if item["item"] not in self._done and item["ws"] not in self.box.stopped:
+                return item
+        return None
+
+    def _plan_ahead(self, current: Group) -> Unit | None:
+        """The next unit, planned before `current` is posted when that cannot change
+        it, with its new session being opened on the workspace's second connection.
+        Only a group of another Boxmaker session, in a workspace already set up, is
+        planned early: an edit may create sessions, and the next group of the same
+        session depends on what `current` leaves behind."""
+        following = self._peek()
+        if (
+            following is None
+            or following.get("kind") == "edit"
+            or following["item"] in self.box.attempts
+            or (following["ws"], following["session"]) == (current.ws, current.session)
+            or not self.box.workspace(following["ws"])["configured"]
+        ):
+            return None
+        unit = self._next_unit()
+        if unit is not None and unit.group is not None and unit.group.new_session:
+            group = unit.group
+            missing = self._missing_peers(group)
+            client = self._second_client(group.ws)
+            group.ahead = self._opener.submit(client, _open_session, client, self._opening(group, missing))
+            self._background.append(group.ahead)
+        return unit
 
     def _sendable(self) -> list[dict]:
         """Pending items in outbox order, but those of a stopped workspace or of
@@ -363,12 +531,6 @@ class Sender(EditSender):
         self.record(events)
         self._succeeded()
 
-    def _ensure_peer(self, ws: str, peer: str) -> None:
-        if peer in self.box.workspace(ws)["peers"]:
-            return
-        self.client(ws).create_peer(peer, peer != self.honcho.agent)
-        self.record([event("created", ws=ws, what="peer", id=peer, observe_me=peer != self.honcho.agent)])
-
     # --- turns --------------------------------------------------------------------
 
     def _messages_for(self, item: dict) -> list[dict]:
@@ -379,8 +541,8 @@ class Sender(EditSender):
         item = self._full(item)
         log_path = self.config.paths.logs / item["log"]
         try:
-            texts = [read_span_text(log_path, span) for span in item["user"]]
-            reply = read_span_text(log_path, item["reply"])
+            texts = [self._spans.text(log_path, span) for span in item["user"]]
+            reply = self._spans.text(log_path, item["reply"])
         except (OSError, ValueError) as exc:
             raise LocalFailure(f"cannot read the turn back from {log_path}: {exc}") from None
         speaker_text = "\n".join(texts)
@@ -457,19 +619,37 @@ class Sender(EditSender):
             count += len(more)
         return group
 
-    def _send_group(self, group: Group) -> None:
-        client = self.client(group.ws)
-        if group.new_session:
-            for peer in group.peers:
-                self._ensure_peer(group.ws, peer)
-            client.create_session(
-                group.hsession,
-                {peer: peer != self.honcho.agent for peer in group.peers},
-                metadata={"bx_session": group.session, "source": "bxmem"},
-            )
-            self.record([event("created", ws=group.ws, what="session", id=group.hsession, session=group.session, n=group.n, peers=group.peers)])
+    def _missing_peers(self, group: Group) -> list[str]:
+        known = self.box.workspace(group.ws)["peers"]
+        return [peer for peer in group.peers if peer not in known]
+
+    def _opening(self, group: Group, missing: list[str]) -> list[tuple]:
+        """The requests that set up a group's new session: its unknown peers, then the session."""
+        calls: list[tuple] = [("create_peer", peer, peer != self.honcho.agent) for peer in missing]
+        calls.append((
+            "create_session",
+            group.hsession,
+            {peer: peer != self.honcho.agent for peer in group.peers},
+            {"bx_session": group.session, "source": "bxmem"},
+        ))
+        return calls
+
+    def _open(self, group: Group) -> None:
+        """Set up the group's new Honcho session (done ahead, or now) and record it."""
+        if not group.new_session:
+            return
+        missing = self._missing_peers(group)
+        if group.ahead is not None:
+            group.ahead.wait()  # raises what the second connection met
+        else:
+            _open_session(self.client(group.ws), self._opening(group, missing))
+        events = [event("created", ws=group.ws, what="peer", id=peer, observe_me=peer != self.honcho.agent) for peer in missing]
+        events.append(event("created", ws=group.ws, what="session", id=group.hsession, session=group.session, n=group.n, peers=group.peers))
+        self.record(events, durable=False)  # written with the attempt that follows
+
+    def _send_group(self, group: Group, meanwhile=None) -> None:
         try:
-            self._post(group.ws, group.hsession, group.items, group.messages)
+            self._post(group.ws, group.hsession, group.items, group.messages, meanwhile=meanwhile)
         except Refused as exc:
             if len(group.items) == 1 or isinstance(exc, KeyRefused):
                 raise
@@ -481,16 +661,31 @@ class Sender(EditSender):
                     raise
                 except Refused as one:
                     self._fail([item], one.status, f"{one.operation} refused")
+        finally:
+            for item in group.items:  # built for this group only: let them go
+                self._messages.pop(item["item"], None)
+                self._events.pop(item["item"], None)
 
-    def _post(self, ws: str, hsession: str, items: list[dict], messages: dict[str, list[dict]], known_ids: dict | None = None) -> None:
-        """Record the attempt, POST the messages, record `sent` with Honcho's ids."""
+    def _post(self, ws: str, hsession: str, items: list[dict], messages: dict[str, list[dict]],
+              known_ids: dict | None = None, meanwhile=None) -> None:
+        """Record the attempt, POST the messages, record `sent` with Honcho's ids.
+        `meanwhile` runs on this thread while the POST is in flight."""
         flat = [m for i in items for m in messages[i["item"]]]
         self.record(
             [event("attempt", items=[i["item"] for i in items], ws=ws, session=items[0]["session"], hsession=hsession,
                    parts={i["item"]: len(messages[i["item"]]) for i in items})]
         )
         self.report.requests += 1
-        ids = self.client(ws).add_messages(hsession, flat)
+        client = self.client(ws)
+        if meanwhile is None:
+            ids = client.add_messages(hsession, flat)
+        else:
+            call = self._poster.submit(client, client.add_messages, hsession, flat)
+            self._background.append(call)
+            try:
+                meanwhile()
+            finally:
+                ids = call.wait()
         self._succeeded()
         sent, cursor = [], 0
         for item in items:
@@ -499,7 +694,7 @@ class Sender(EditSender):
             if known_ids and item["item"] in known_ids:
                 mine = _merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
             sent.append(event("sent", item=item["item"], ws=ws, hsession=hsession, ids=mine))
-        self.record(sent)
+        self.record(sent, durable=False)
         self.report.sent += len(items)
         self.report.messages += len(flat)
 

@@ -100,6 +100,7 @@ class Fault:
     times: int = 1
     status: int = 500
     seconds: float = 0.0
+    after: int = 0  # matching requests let through before the fault applies
 
 
 class FakeHoncho:
@@ -121,6 +122,8 @@ class FakeHoncho:
         self.chats_in_flight = 0
         self.max_chats_in_flight = 0
         self.latency_per_message = 0.0
+        self.in_flight = 0  # requests being answered right now, and the most at once
+        self.max_in_flight = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -154,14 +157,18 @@ class FakeHoncho:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def inject(self, action: str, match: str = ".", times: int = 1, status: int = 500, seconds: float = 0.0) -> None:
+    def inject(self, action: str, match: str = ".", times: int = 1, status: int = 500, seconds: float = 0.0,
+               after: int = 0) -> None:
         with self.lock:
-            self.faults.append(Fault(action, match, times, status, seconds))
+            self.faults.append(Fault(action, match, times, status, seconds, after))
 
     def _take_fault(self, line: str) -> Fault | None:
         with self.lock:
             for fault in self.faults:
                 if fault.times > 0 and re.search(fault.match, line):
+                    if fault.after > 0:
+                        fault.after -= 1
+                        continue
                     fault.times -= 1
                     return fault
         return None
@@ -456,6 +463,15 @@ def _make_handler(fake: FakeHoncho):
             record = Recorded(method, split.path, query, headers, body)
             with fake.lock:
                 fake.requests.append(record)
+                fake.in_flight += 1
+                fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            try:
+                self._answer(method, split, query, headers, body, record)
+            finally:
+                with fake.lock:
+                    fake.in_flight -= 1
+
+        def _answer(self, method: str, split, query: dict, headers: dict, body: object, record: Recorded) -> None:
             line = f"{method} {split.path}"
             fault = fake._take_fault(line)
             if fault and fault.action == "drop":

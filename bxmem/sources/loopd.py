@@ -159,13 +159,41 @@ def _apply(record: dict, span: list[int], cursor: dict, session: str) -> Finishe
 
 def read_span_text(path: Path, span: list[int]) -> str:
     """The `text` field of the log line at `span`; raises ValueError if it is not there any more."""
-    with open(path, "rb") as f:
-        f.seek(span[0])
-        raw = f.read(span[1])
-    if len(raw) != span[1]:
-        raise ValueError("the log is shorter than when the turn was decided")
-    record = json.loads(raw)
-    text = record.get("text") if isinstance(record, dict) else None
-    if not isinstance(text, str):
-        raise ValueError("the log line has no text")
-    return text
+    with SpanReader() as reader:
+        return reader.text(path, span)
+
+
+class SpanReader:
+    """Reads the text of log lines by span, keeping the last log open: the turns
+    a job reads back come in runs from one log, and opening the file for each
+    span cost more than parsing the line."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._file = None
+
+    def text(self, path: Path, span: list[int]) -> str:
+        if path != self._path:
+            self.close()
+            self._file = open(path, "rb")
+            self._path = path
+        self._file.seek(span[0])
+        raw = self._file.read(span[1])
+        if len(raw) != span[1]:
+            raise ValueError("the log is shorter than when the turn was decided")
+        record = json.loads(raw)
+        text = record.get("text") if isinstance(record, dict) else None
+        if not isinstance(text, str):
+            raise ValueError("the log line has no text")
+        return text
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file = self._path = None
+
+    def __enter__(self) -> "SpanReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
