@@ -15,6 +15,7 @@ towards untrusted or nowhere.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,11 @@ from .store import JobLock, read_json, write_json
 
 STATE_FILE = "decide.json"
 FLUSH_EVERY = 1000
+# A log untouched this long is dormant: idle runs look at it once a sweep
+# interval, so a session that wakes after an hour is decided within a minute
+# (or within a second with systemd/bxmem-decide.path) instead of five seconds.
+DORMANT_AFTER_S = 3600.0
+SWEEP_EVERY_S = 60.0
 
 
 @dataclass
@@ -151,7 +157,8 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             if len(buffer) >= FLUSH_EVERY:
                 flush()  # a long backlog is decided in chunks: memory stays flat
 
-        for session, turns in _read_logs(config, state, report, progress):
+        modified: dict[str, float] = {}
+        for session, turns in _read_logs(config, state, report, progress, modified):
             waited = [{**t, "late": True} for t in parked.pop(session, [])]
             decide_session(session, waited + [{**vars(t), "late": False} for t in turns])
         for session, waited in parked.items():
@@ -159,26 +166,34 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
         flush()
         _note_broker(state, report)
         write_json(state_dir / STATE_FILE, state)
-        _write_idle_summary(config, state, state_dir)
+        _write_idle_summary(config, state, state_dir, modified)
     from .index import refresh
 
     refresh(config.paths)
     return report
 
 
-def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
+def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float]) -> None:
+    """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
+    the others, which on a long-lived host are nearly all of them, once a
+    minute. A new log changes the folder, which is always compared."""
     from .fastpath import stat_fingerprint, write_summary
 
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
+    dormant: dict[str, tuple[str, object]] = {}
+    quiet_since = time.time() - DORMANT_AFTER_S
     for stem, cursor in state["logs"].items():
         if not cursor.get("ignored") and not cursor.get("gone") and cursor["ino"] is not None:
-            watch[str(logs / f"{stem}.jsonl")] = ("size", [cursor["ino"], cursor["offset"]])
-    write_summary(state_dir, "decide", config, watch, 0.0 if state["undecided"] else None)
+            active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
+            (watch if active else dormant)[str(logs / f"{stem}.jsonl")] = ("size", [cursor["ino"], cursor["offset"]])
+    write_summary(state_dir, "decide", config, watch, 0.0 if state["undecided"] else None, dormant, SWEEP_EVERY_S)
 
 
-def _read_logs(config: Config, state: dict, report: DecideReport, progress=None) -> Iterator[tuple[str, list[FinishedTurn]]]:
-    """(session, its newly finished turns) for each log with new complete lines."""
+def _read_logs(config: Config, state: dict, report: DecideReport, progress=None,
+               modified: dict[str, float] | None = None) -> Iterator[tuple[str, list[FinishedTurn]]]:
+    """(session, its newly finished turns) for each log with new complete lines;
+    `modified` gets each log's mtime."""
     logs_dir = config.paths.logs
     try:
         entries = list(os.scandir(logs_dir))
@@ -211,6 +226,8 @@ def _read_logs(config: Config, state: dict, report: DecideReport, progress=None)
         if cursor.get("ignored"):
             continue
         st = entry.stat()
+        if modified is not None:
+            modified[stem] = st.st_mtime
         if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"]:
             continue
         todo.append((entry, stem, cursor, max(0, st.st_size - cursor["offset"])))

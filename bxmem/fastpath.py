@@ -6,7 +6,14 @@ file's version, and when it next has to wake (a backoff, waiting turns).
 The next run compares a few `stat` calls against it. Only if something
 differs does the real job (typer, httpx, pydantic) get imported.
 
-The comparison errs towards running the job: any doubt means "not idle".
+Files that have not changed for a long while (loopd's logs of sessions that
+ended, on a host that has kept thousands) are not compared on every run: the
+slow path lists them apart, and the fast path compares them once a sweep
+interval has passed since the last sweep (the list file's mtime), so a run's
+cost follows the number of active sessions, not of all sessions ever.
+
+The comparison errs towards running the job: any doubt means "not idle". A
+person at a terminal always gets the real job (and its report).
 Only builtin modules are imported here (os, marshal, time): even `json`,
 `pathlib`, `dataclasses` and `enum` cost more than the whole check. The
 summary is marshal data for the same reason. The default paths are worked
@@ -20,7 +27,7 @@ import os
 import time
 
 JOBS = ("decide", "send", "mirror")
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
@@ -60,16 +67,36 @@ def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
     return os.path.join(state_dir, f"idle-{job}.marshal")
 
 
-def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None) -> None:
-    """Written by the slow path at the end of a run (atomically, like all state)."""
+def dormant_path(state_dir: str | os.PathLike[str], job: str) -> str:
+    return os.path.join(state_dir, f"idle-{job}-dormant.marshal")
+
+
+def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None,
+                  dormant: dict[str, tuple[str, object]] | None = None, sweep_every: float = 60.0) -> None:
+    """Written by the slow path at the end of a run (atomically, like all state).
+    `dormant` files are compared only once every `sweep_every` seconds."""
     from .store import write_bytes
 
+    sweep = None
+    if dormant:
+        # The pair is matched by a token: a summary never sweeps another run's list,
+        # so a file cannot fall between the two lists if one of the writes fails.
+        token = time.time_ns()
+        path = dormant_path(state_dir, job)
+        by_dir: dict[str, list] = {}
+        for name, (kind, (ino, size)) in dormant.items():
+            assert kind == "size", "dormant files are compared by inode and size"
+            folder, base = os.path.split(name)
+            by_dir.setdefault(folder, []).append([base, ino, size])
+        write_bytes(path, marshal.dumps({"token": token, "dirs": by_dir}))
+        sweep = [path, sweep_every, token]
     data = {
         "version": SUMMARY_VERSION,
         "config": [str(config.path), stat_fingerprint(config.path)],
         "home_env": os.environ.get("BOXMAKER_HOME"),
         "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
         "wake_at": wake_at,
+        "sweep": sweep,
     }
     write_bytes(summary_path(state_dir, job), marshal.dumps(data))
 
@@ -87,6 +114,8 @@ def is_idle(argv: list[str]) -> bool:
         return False  # --json, -v, --help...: the job runs and reports
     explicit = options.get("--config")
     try:
+        if os.isatty(2):
+            return False  # a person is watching: run the job and report
         return _idle(words[at], explicit)
     except Exception:  # any doubt: let the real job run and report properly
         return False
@@ -117,8 +146,57 @@ def _idle(job: str, explicit: str | None) -> bool:
         return False
     if summary.get("config") != [config, stat_fingerprint(config)]:
         return False
-    for path, kind, value in summary.get("watch", []):
+    if not _unchanged(summary.get("watch", [])):
+        return False
+    wake_at = summary.get("wake_at")
+    if wake_at is not None and time.time() >= wake_at:
+        return False
+    return _swept(summary.get("sweep"))
+
+
+def _unchanged(watch: list) -> bool:
+    for path, kind, value in watch:
         if _KINDS[kind](path) != value:
             return False
-    wake_at = summary.get("wake_at")
-    return wake_at is None or time.time() < wake_at
+    return True
+
+
+def _same_sizes(folder: str, entries: list) -> bool:
+    """Each [name, inode, size] in folder unchanged. Thousands of files: stat
+    relative to the folder's descriptor (a one-component lookup) in a tight loop."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        stat = os.stat
+        for name, ino, size in entries:
+            st = stat(name, dir_fd=fd)  # a file gone raises: not idle
+            if st.st_size != size or st.st_ino != ino:
+                return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _swept(sweep: list | None) -> bool:
+    """True when the dormant files need no look yet, or were looked at and are unchanged."""
+    if sweep is None:
+        return True
+    path, every, token = sweep
+    # systemd (250 and later) names the unit that started us. A .path unit fires
+    # on a write to any log, so a dormant one may have woken: sweep now. The
+    # hint is best effort (systemd coalesces triggers); without it the sweep
+    # comes within the interval anyway.
+    woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
+    if not woken and time.time() - os.stat(path).st_mtime < every:
+        return True
+    with open(path, "rb") as f:
+        dormant = marshal.loads(f.read())
+    if dormant.get("token") != token:
+        return False
+    for folder, entries in dormant["dirs"].items():
+        if not _same_sizes(folder, entries):
+            return False
+    try:
+        os.utime(path)  # swept: the next sweep is due a full interval from now
+    except OSError:
+        pass  # a read-only home sweeps on every run: slower, never wrong
+    return True

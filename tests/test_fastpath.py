@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import marshal
 import os
+import time
 
-from conftest import run_bxmem, write_log
+from conftest import ledger_events, run_bxmem, write_log
 
+from bxmem import config as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.fastpath import is_idle
 
@@ -171,3 +175,111 @@ def test_the_error_boundary_is_one_line_for_the_owner_and_loud_for_bugs(capsys):
     ]
     with pytest.raises(KeyError):
         report(KeyError("a bug"))
+
+
+def _age(path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configure):
+    """Logs untouched for an hour are compared once a minute, not on every run;
+    a write to one is seen at the next sweep, and nothing is missed."""
+    from bxmem import decide as decide_module
+    from bxmem.fastpath import dormant_path
+
+    configure("http://127.0.0.1:9")
+    write_log(home, "old", turn_lines(1, "hi", "hello"))
+    write_log(home, "new", turn_lines(1, "hi", "hello"))
+    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
+    decide_module.run(config_module.load())
+    state_dir = home / "memory" / "bxmem"
+    dormant = dormant_path(state_dir, "decide")
+    listed = marshal.loads(open(dormant, "rb").read())["dirs"]
+    assert {folder: [name for name, _ino, _size in entries] for folder, entries in listed.items()} == {
+        str(home / "logs"): ["old.jsonl"]
+    }
+    assert is_idle(["bxmem", "decide"])
+
+    with open(home / "logs" / "old.jsonl", "a") as f:  # the dormant session wakes
+        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+    assert is_idle(["bxmem", "decide"])  # not swept yet: the write waits
+    _age(dormant, decide_module.SWEEP_EVERY_S + 1)
+    assert not is_idle(["bxmem", "decide"])  # the sweep sees it
+    decide_module.run(config_module.load())
+    assert len([e for e in ledger_events(home) if e["ev"] == "decided"]) == 3
+
+
+def test_an_unchanged_sweep_is_idle_and_resets_the_interval(home, brokerd, configure):
+    from bxmem import decide as decide_module
+    from bxmem.fastpath import dormant_path
+
+    configure("http://127.0.0.1:9")
+    write_log(home, "old", turn_lines(1, "hi", "hello"))
+    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
+    decide_module.run(config_module.load())
+    dormant = dormant_path(home / "memory" / "bxmem", "decide")
+    _age(dormant, decide_module.SWEEP_EVERY_S + 1)
+    assert is_idle(["bxmem", "decide"])
+    assert time.time() - os.stat(dormant).st_mtime < decide_module.SWEEP_EVERY_S
+
+
+def test_a_run_started_by_the_path_unit_sweeps_at_once(home, brokerd, configure, monkeypatch):
+    from bxmem import decide as decide_module
+
+    configure("http://127.0.0.1:9")
+    write_log(home, "old", turn_lines(1, "hi", "hello"))
+    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
+    decide_module.run(config_module.load())
+    with open(home / "logs" / "old.jsonl", "a") as f:
+        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+    monkeypatch.setenv("TRIGGER_UNIT", "bxmem-decide.timer")
+    assert is_idle(["bxmem", "decide"])
+    monkeypatch.setenv("TRIGGER_UNIT", "bxmem-decide.path")
+    assert not is_idle(["bxmem", "decide"])
+
+
+def test_a_sweep_list_from_another_run_is_never_trusted(home, brokerd, configure):
+    """If the summary and the dormant list come from different runs (one of the two
+    writes failed), a log could be in neither list: the token makes that not idle."""
+    from bxmem import decide as decide_module
+    from bxmem.fastpath import dormant_path
+
+    configure("http://127.0.0.1:9")
+    write_log(home, "old", turn_lines(1, "hi", "hello"))
+    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
+    decide_module.run(config_module.load())
+    dormant = dormant_path(home / "memory" / "bxmem", "decide")
+    listed = marshal.loads(open(dormant, "rb").read())
+    with open(dormant, "wb") as f:
+        f.write(marshal.dumps({**listed, "token": listed["token"] + 1}))
+    _age(dormant, decide_module.SWEEP_EVERY_S + 1)
+    assert not is_idle(["bxmem", "decide"])
+
+
+def test_a_person_at_a_terminal_gets_the_real_job(home, brokerd, configure):
+    """The shortcut is for timers: run by hand (stderr a terminal), decide looks at
+    every log at once, dormant ones included."""
+    import pty
+    import subprocess
+    import sys
+
+    from bxmem import decide as decide_module
+    from conftest import ROOT
+
+    configure("http://127.0.0.1:9")
+    write_log(home, "old", turn_lines(1, "hi", "hello"))
+    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
+    decide_module.run(config_module.load())
+    with open(home / "logs" / "old.jsonl", "a") as f:
+        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+    assert is_idle(["bxmem", "decide"])  # a timer run would wait for the sweep
+    controller, terminal = pty.openpty()
+    try:
+        result = subprocess.run([sys.executable, "-m", "bxmem", "decide"], stderr=terminal, stdout=subprocess.DEVNULL,
+                                env=os.environ, cwd=ROOT, timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert result.returncode == 0
+    assert len([e for e in ledger_events(home) if e["ev"] == "decided"]) == 2
