@@ -36,14 +36,14 @@ CHECKPOINT = "outbox.marshal"
 # as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
 CHECKPOINT_VERSION = 3
 
-# A pending item is kept as [ledger offset, workspace, session, kind, peer]:
+# A pending item is kept as (ledger offset, workspace, session, kind, peer):
 # what a run needs to choose and group its batch. The full decision is read
 # back from the ledger, by offset, for the items a run sends. (Keeping whole
 # decisions cost 328 MiB for 100,000 pending items.)
 OFFSET, WS, SESSION, KIND, PEER = range(5)
 
 
-def light(item: str, record: list) -> dict:
+def light(item: str, record: tuple) -> dict:
     return {"item": item, "offset": record[OFFSET], "ws": record[WS], "session": record[SESSION],
             "kind": record[KIND], "peer": record[PEER]}
 
@@ -56,7 +56,7 @@ def _intern(value: str | None) -> str | None:
 class Outbox:
     offset: int = 0
     ino: int | None = None
-    pending: dict[str, list] = field(default_factory=dict)  # item -> compact record (above), ledger order
+    pending: dict[str, tuple] = field(default_factory=dict)  # item -> compact record (above), ledger order
     attempts: dict[str, dict] = field(default_factory=dict)  # item -> its last attempt event
     failed: dict[str, dict] = field(default_factory=dict)  # item -> failed event
     setup: dict[str, dict] = field(default_factory=dict)  # workspace -> what exists there
@@ -80,8 +80,8 @@ class Outbox:
             key = f"{ev.get('kind', 'turn')}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
             if ev.get("ws") and item not in self.failed:
-                self.pending[item] = [offset, _intern(ev["ws"]), _intern(ev.get("session")),
-                                      _intern(ev.get("kind", "turn")), _intern(ev.get("peer"))]
+                self.pending[item] = (offset, _intern(ev["ws"]), _intern(ev.get("session")),
+                                      _intern(ev.get("kind", "turn")), _intern(ev.get("peer")))
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
                 self.undone[ev["target"]] = item
         elif kind == "attempt":

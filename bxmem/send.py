@@ -35,7 +35,7 @@ from .honcho import (
 )
 from .ledger import Ledger, event, now_iso
 from .log import log, runbook
-from .outbox import Outbox
+from .outbox import KIND, SESSION, WS, Outbox, light
 from .sanitize import chunks, find_secret, neutralise
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import SpanReader, session_id_problem
@@ -348,15 +348,18 @@ class Sender(EditSender):
         self.report.pending = len(self.box.pending)
         return self.report
 
-    def _drain(self, sendable: list[dict]) -> None:
+    def _drain(self, sendable: list[str]) -> None:
         # A group pulls the later turns of its own Honcho session from the whole
         # outbox: decide interleaves sessions, so a window of `batch` items
-        # would hold one turn of each and cost a request per turn.
+        # would hold one turn of each and cost a request per turn. Items are
+        # kept as their keys and made into dicts only when planned: a large
+        # outbox would otherwise cost a dict per pending item.
         self._queue, self._next = sendable, 0
-        self._by_session: dict[tuple[str, str], list[dict]] = {}
-        for item in sendable:
-            if item.get("kind") != "edit":
-                self._by_session.setdefault((item["ws"], item["session"]), []).append(item)
+        self._by_session: dict[tuple[str, str], list[str]] = {}
+        for key in sendable:
+            record = self.box.pending[key]
+            if record[KIND] != "edit":
+                self._by_session.setdefault((record[WS], record[SESSION]), []).append(key)
         self._done: set[str] = set()
         self._handled = 0
         started = time.monotonic()
@@ -400,9 +403,10 @@ class Sender(EditSender):
             room = self.config.send.batch - self._handled
             if room <= 0:
                 return None
-            item = self._queue[self._next]
+            key = self._queue[self._next]
             self._next += 1
-            if item["item"] in self._done or item["ws"] in self.box.stopped:
+            item = None if key in self._done else self._pending(key)
+            if item is None or item["ws"] in self.box.stopped:
                 continue
             if item.get("kind") == "edit" or item["item"] in self.box.attempts:
                 self._done.add(item["item"])
@@ -418,10 +422,17 @@ class Sender(EditSender):
         return None
 
     def _peek(self) -> dict | None:
-        for item in self._queue[self._next :]:
-            if item["item"] not in self._done and item["ws"] not in self.box.stopped:
+        for at in range(self._next, len(self._queue)):
+            key = self._queue[at]
+            item = None if key in self._done else self._pending(key)
+            if item is not None and item["ws"] not in self.box.stopped:
                 return item
         return None
+
+    def _pending(self, key: str) -> dict | None:
+        """The item as a small dict, or None once it has left the outbox."""
+        record = self.box.pending.get(key)
+        return None if record is None else light(key, record)
 
     def _plan_ahead(self, current: Group) -> Unit | None:
         """The next unit, planned before `current` is posted when that cannot change
@@ -447,11 +458,11 @@ class Sender(EditSender):
             self._background.append(group.ahead)
         return unit
 
-    def _sendable(self) -> list[dict]:
+    def _sendable(self) -> list[str]:
         """Pending items in outbox order, but those of a stopped workspace or of
         one no longer configured (they wait; bxmem sync shows them)."""
         usable = {ws.name for ws in self.config.workspaces()} - set(self.box.stopped)
-        return [item for item in self.box.pending_items() if item["ws"] in usable]
+        return [key for key, record in self.box.pending.items() if record[WS] in usable]
 
     def _full(self, item: dict) -> dict:
         """The item's whole decision, read back from the ledger by its offset."""
@@ -589,7 +600,7 @@ class Sender(EditSender):
         peers = sorted(set(known["peers"] if known else [self.honcho.agent]) | {item["peer"]})
         return name, n, peers, True
 
-    def _plan(self, first: dict, session_items: list[dict], done: set[str], room: int) -> Group | None:
+    def _plan(self, first: dict, session_keys: list[str], done: set[str], room: int) -> Group | None:
         try:
             messages = {first["item"]: self._messages_for(first)}
         except LocalFailure as exc:
@@ -598,10 +609,11 @@ class Sender(EditSender):
         name, n, peers, new = self._target(first)
         group = Group(first["ws"], first["session"], name, n, peers, new, [first], messages)
         count = len(messages[first["item"]])
-        for other in session_items:
+        for key in session_keys:
             if len(group.items) >= room:
                 break
-            if other is first or other["item"] in done:
+            other = None if key == first["item"] or key in done else self._pending(key)
+            if other is None:
                 continue
             # Keep the session's order: stop at the first item that cannot join.
             if other["item"] in self.box.attempts or other["peer"] not in peers:
