@@ -62,7 +62,11 @@ class LocalHit:
         self.session, self.ts, self.text = session, ts, text
 
 
-CANDIDATES = 2_000
+# bm25 is computed over the newest CANDIDATES matches only. Its fixed cost
+# (FTS5 counts each word's documents over the whole table) cannot be avoided,
+# but the part that grows with the window can: 2,000 cost 7.7 ms for three
+# words found in all of 100,000 turns, 1,000 cost 5.6 ms.
+CANDIDATES = 1_000
 
 
 def fts_query(text: str, max_terms: int = 32, joiner: str = " OR ") -> str | None:

@@ -35,35 +35,48 @@ def neutralise(text: str) -> str:
 
 
 # Each rule: a name for the ledger and logs (never the match), and a pattern.
-SECRET_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (name, re.compile(pattern))
-    for name, pattern in (
-        ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|AGPA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b"),
-        ("aws-secret-access-key", r"(?i:aws.{0,20}?(?:secret|private).{0,20}?['\"=: ]\s*)[A-Za-z0-9/+]{40}\b"),
-        ("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"),
-        ("github-fine-grained-pat", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
-        ("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
-        ("anthropic-api-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-        ("openai-api-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-        ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-        ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}"),
-        ("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-        ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
-        ("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
-        ("pem-private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-        ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-        ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-        ("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-        ("huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b"),
-        ("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
-        ("twilio-key", r"\bSK[0-9a-f]{32}\b"),
-        ("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
-        ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
-        ("telegram-bot-token", r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}\b"),
-        ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
-        ("url-with-password", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:[^\s:/@]{3,}@[^\s/]+"),
-    )
+# Compiled on first use (`SECRET_RULES`): `bxmem recall` only neutralises, and
+# compiling them cost it 2.5 ms on every call.
+_SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|AGPA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b"),
+    ("aws-secret-access-key", r"(?i:aws.{0,20}?(?:secret|private).{0,20}?['\"=: ]\s*)[A-Za-z0-9/+]{40}\b"),
+    ("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b"),
+    ("github-fine-grained-pat", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+    ("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
+    ("anthropic-api-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai-api-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]{20,}"),
+    ("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("google-oauth-secret", r"\bGOCSPX-[A-Za-z0-9_-]{20,}"),
+    ("pem-private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b"),
+    ("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"),
+    ("twilio-key", r"\bSK[0-9a-f]{32}\b"),
+    ("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
+    ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+    ("telegram-bot-token", r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}\b"),
+    ("age-secret-key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
+    ("url-with-password", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:[^\s:/@]{3,}@[^\s/]+"),
 )
+_compiled: tuple[tuple[str, re.Pattern[str]], ...] | None = None
+
+
+def secret_rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    global _compiled
+    if _compiled is None:
+        _compiled = tuple((name, re.compile(pattern)) for name, pattern in _SECRET_PATTERNS)
+    return _compiled
+
+
+def __getattr__(name: str):
+    if name == "SECRET_RULES":
+        return secret_rules()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def find_secret(text: str) -> str | None:
@@ -75,7 +88,7 @@ def find_secret(text: str) -> str | None:
     """
     cleaned = neutralise(text)
     for candidate in (text, cleaned) if cleaned != text else (text,):
-        for name, pattern in SECRET_RULES:
+        for name, pattern in secret_rules():
             if pattern.search(candidate):
                 return name
     return None

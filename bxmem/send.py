@@ -435,11 +435,12 @@ class Sender(EditSender):
         return None if record is None else light(key, record)
 
     def _plan_ahead(self, current: Group) -> Unit | None:
-        """The next unit, planned before `current` is posted when that cannot change
-        it, with its new session being opened on the workspace's second connection.
-        Only a group of another Boxmaker session, in a workspace already set up, is
-        planned early: an edit may create sessions, and the next group of the same
-        session depends on what `current` leaves behind."""
+        """The next unit, planned while `current` is being posted (its attempt and
+        created lines are written by then), with its new session being opened on
+        the workspace's second connection. Only a group of another Boxmaker
+        session, in a workspace already set up, is planned early: an edit may
+        create sessions, and the next group of the same session depends on what
+        `current` leaves behind."""
         following = self._peek()
         if (
             following is None
@@ -449,9 +450,14 @@ class Sender(EditSender):
             or not self.box.workspace(following["ws"])["configured"]
         ):
             return None
-        unit = self._next_unit()
-        if unit is not None and unit.group is not None and unit.group.new_session:
-            group = unit.group
+        unit = self._next_unit()  # `following` itself, unless it fails locally: then whatever comes next
+        group = unit.group if unit is not None else None
+        if (
+            group is not None
+            and group.new_session
+            and self.box.workspace(group.ws)["configured"]  # nothing is created before its configuration
+            and (group.ws, group.session) != (current.ws, current.session)
+        ):
             missing = self._missing_peers(group)
             client = self._second_client(group.ws)
             group.ahead = self._opener.submit(client, _open_session, client, self._opening(group, missing))

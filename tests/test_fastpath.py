@@ -7,6 +7,8 @@ import marshal
 import os
 import time
 
+import pytest
+
 from conftest import ledger_events, run_bxmem, write_log
 
 from bxmem import config as config_module
@@ -182,6 +184,23 @@ def _age(path, seconds: float) -> None:
     os.utime(path, (then, then))
 
 
+@pytest.fixture
+def dormant_home(home, brokerd, configure):
+    """A home whose one log, decided, has been untouched for two hours."""
+    from bxmem import decide as decide_module
+
+    configure("http://127.0.0.1:9")
+    write_log(home, "old", turn_lines(1, "hi", "hello"))
+    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
+    decide_module.run(config_module.load())
+    return home
+
+
+def _wake(home) -> None:
+    with open(home / "logs" / "old.jsonl", "a") as f:
+        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+
+
 def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configure):
     """Logs untouched for an hour are compared once a minute, not on every run;
     a write to one is seen at the next sweep, and nothing is missed."""
@@ -201,8 +220,7 @@ def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configu
     }
     assert is_idle(["bxmem", "decide"])
 
-    with open(home / "logs" / "old.jsonl", "a") as f:  # the dormant session wakes
-        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+    _wake(home)  # the dormant session wakes
     assert is_idle(["bxmem", "decide"])  # not swept yet: the write waits
     _age(dormant, decide_module.SWEEP_EVERY_S + 1)
     assert not is_idle(["bxmem", "decide"])  # the sweep sees it
@@ -210,45 +228,32 @@ def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configu
     assert len([e for e in ledger_events(home) if e["ev"] == "decided"]) == 3
 
 
-def test_an_unchanged_sweep_is_idle_and_resets_the_interval(home, brokerd, configure):
+def test_an_unchanged_sweep_is_idle_and_resets_the_interval(home, dormant_home):
     from bxmem import decide as decide_module
     from bxmem.fastpath import dormant_path
 
-    configure("http://127.0.0.1:9")
-    write_log(home, "old", turn_lines(1, "hi", "hello"))
-    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
-    decide_module.run(config_module.load())
     dormant = dormant_path(home / "memory" / "bxmem", "decide")
     _age(dormant, decide_module.SWEEP_EVERY_S + 1)
     assert is_idle(["bxmem", "decide"])
     assert time.time() - os.stat(dormant).st_mtime < decide_module.SWEEP_EVERY_S
 
 
-def test_a_run_started_by_the_path_unit_sweeps_at_once(home, brokerd, configure, monkeypatch):
+def test_a_run_started_by_the_path_unit_sweeps_at_once(home, dormant_home, monkeypatch):
     from bxmem import decide as decide_module
 
-    configure("http://127.0.0.1:9")
-    write_log(home, "old", turn_lines(1, "hi", "hello"))
-    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
-    decide_module.run(config_module.load())
-    with open(home / "logs" / "old.jsonl", "a") as f:
-        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+    _wake(home)
     monkeypatch.setenv("TRIGGER_UNIT", "bxmem-decide.timer")
     assert is_idle(["bxmem", "decide"])
     monkeypatch.setenv("TRIGGER_UNIT", "bxmem-decide.path")
     assert not is_idle(["bxmem", "decide"])
 
 
-def test_a_sweep_list_from_another_run_is_never_trusted(home, brokerd, configure):
+def test_a_sweep_list_from_another_run_is_never_trusted(home, dormant_home):
     """If the summary and the dormant list come from different runs (one of the two
     writes failed), a log could be in neither list: the token makes that not idle."""
     from bxmem import decide as decide_module
     from bxmem.fastpath import dormant_path
 
-    configure("http://127.0.0.1:9")
-    write_log(home, "old", turn_lines(1, "hi", "hello"))
-    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
-    decide_module.run(config_module.load())
     dormant = dormant_path(home / "memory" / "bxmem", "decide")
     listed = marshal.loads(open(dormant, "rb").read())
     with open(dormant, "wb") as f:
@@ -257,7 +262,7 @@ def test_a_sweep_list_from_another_run_is_never_trusted(home, brokerd, configure
     assert not is_idle(["bxmem", "decide"])
 
 
-def test_a_person_at_a_terminal_gets_the_real_job(home, brokerd, configure):
+def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
     """The shortcut is for timers: run by hand (stderr a terminal), decide looks at
     every log at once, dormant ones included."""
     import pty
@@ -267,12 +272,7 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, brokerd, configure):
     from bxmem import decide as decide_module
     from conftest import ROOT
 
-    configure("http://127.0.0.1:9")
-    write_log(home, "old", turn_lines(1, "hi", "hello"))
-    _age(home / "logs" / "old.jsonl", 2 * decide_module.DORMANT_AFTER_S)
-    decide_module.run(config_module.load())
-    with open(home / "logs" / "old.jsonl", "a") as f:
-        f.write("\n".join(json.dumps(line) for line in turn_lines(2, "back", "welcome")) + "\n")
+    _wake(home)
     assert is_idle(["bxmem", "decide"])  # a timer run would wait for the sweep
     controller, terminal = pty.openpty()
     try:

@@ -257,3 +257,20 @@ def test_ask_never_creates_a_workspace(home, honcho, configure):
     assert result.returncode == 7
     assert json.loads(result.stdout)["unavailable"] == [{"workspace": "fleet", "reason": "the workspace does not exist yet"}]
     assert honcho.workspaces == {}
+
+
+def test_the_probe_connects_by_name_and_reports_a_refusal():
+    import socket
+
+    from bxmem.recall import SourceUnavailable, _probe
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        _probe(f"http://localhost:{port}", 2.0)  # a name, resolved: connects
+        _probe(f"http://127.0.0.1:{port}/v3", 2.0)
+    with pytest.raises(SourceUnavailable, match="connection failed"):
+        _probe(f"http://localhost:{port}", 2.0)  # closed now: refused
+    with pytest.raises(SourceUnavailable, match="connection failed"):
+        _probe("http://no-such-host.invalid:80", 2.0)

@@ -125,3 +125,19 @@ def test_a_group_costs_one_ledger_append(home, brokerd, honcho, configure, monke
         ["sent", "created", "attempt"],
         ["sent"],
     ]
+
+
+def test_nothing_is_opened_ahead_in_a_workspace_not_yet_configured(home, brokerd, honcho, configure):
+    """s2's turns fail here (their log was cut short after deciding), so the group
+    planned during s1's post is s3's, in the untrusted workspace, which has not
+    been configured yet: its session waits for the configuration."""
+    configure(honcho.url)
+    brokerd.states["s3"] = ("private", True)
+    three_sessions(home)
+    (home / "logs" / "s2.jsonl").write_text("")
+    send.run(load())
+    untrusted = [(r.method, r.path) for r in honcho.requests if "/workspaces/bm0-untrusted" in r.path]
+    assert untrusted[0] == ("PUT", "/v3/workspaces/bm0-untrusted")
+    assert {e["item"] for e in ledger_events(home) if e["ev"] == "failed"} == {"turn:s2:1", "turn:s2:2"}
+    assert {m["session_id"] for m in honcho.messages_in("bm0-untrusted")} == {"s3"}
+    assert sent_once(honcho) and sent_once(honcho, "bm0-untrusted")
