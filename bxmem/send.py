@@ -14,7 +14,6 @@ checkpoint and the ledger cannot disagree.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -335,15 +334,9 @@ class Sender(EditSender):
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
-        # The thread waiting on Honcho needs the GIL back after each socket call;
-        # at the default 5 ms switch interval it would queue behind the main
-        # thread's planning and the overlap would be lost.
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(0.0005)
         try:
             self._drain(self._sendable())
         finally:
-            sys.setswitchinterval(interval)
             self.flush()
         self.report.pending = len(self.box.pending)
         return self.report
