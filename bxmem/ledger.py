@@ -56,7 +56,7 @@ def append_lines(path: Path, records: list[dict], what: str) -> int:
     """Append JSON lines to an append-only file under an exclusive flock on the
     file itself, close off a torn last line first, fsync, return the new size.
     The journal's writers (memoryd, `bxmem undo`) and the ledger's share this."""
-    import portalocker
+    from .store import Flock
 
     payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
     data = payload.encode("utf-8", "surrogatepass")
@@ -65,8 +65,7 @@ def append_lines(path: Path, records: list[dict], what: str) -> int:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError as exc:
         raise StorageError(f"cannot open {what} {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "r+b", buffering=0) as f:
-        portalocker.lock(f, portalocker.LOCK_EX)
+    with os.fdopen(fd, "r+b", buffering=0) as f, Flock(fd, exclusive=True):
         try:
             size = os.fstat(fd).st_size
             if size:
@@ -80,8 +79,6 @@ def append_lines(path: Path, records: list[dict], what: str) -> int:
             return os.fstat(fd).st_size
         except OSError as exc:
             raise StorageError(f"cannot append to {what} {path}: {exc.strerror}") from None
-        finally:
-            portalocker.unlock(f)
 
 
 class Ledger:
@@ -128,7 +125,7 @@ class Ledger:
         held in memory; `result` gets the end offset and the malformed lines.
         A shared lock keeps a writer's half-written line from being mistaken for
         a torn one; it is taken per chunk, so writers are never held up long."""
-        import portalocker
+        from .store import Flock
 
         result.end = offset
         try:
@@ -138,12 +135,9 @@ class Ledger:
         with f:
             pos = offset
             while True:
-                portalocker.lock(f, portalocker.LOCK_SH)
-                try:
+                with Flock(f.fileno(), exclusive=False):
                     f.seek(pos)
                     chunk = f.read(CHUNK_BYTES)
-                finally:
-                    portalocker.unlock(f)
                 if not chunk:
                     return
                 last_newline = chunk.rfind(b"\n")

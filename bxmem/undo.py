@@ -61,30 +61,26 @@ def _append_if_still_undoable(config: Config, edit_id: str, record: dict) -> Non
     same edit at once cannot both pass the check."""
     import os
 
-    import portalocker
+    from .store import Flock
 
     try:
         f = open(config.paths.journal, "r+b")
     except FileNotFoundError:
         raise NotFound(f"no edit {edit_id!r}: {config.paths.journal} does not exist") from None
-    with f:
-        portalocker.lock(f, portalocker.LOCK_EX)
-        try:
-            target, undone_by = _scan_file(f, edit_id)
-            _check(config, edit_id, target, undone_by)
+    with f, Flock(f.fileno(), exclusive=True):
+        target, undone_by = _scan_file(f, edit_id)
+        _check(config, edit_id, target, undone_by)
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        if size:
+            f.seek(size - 1)
+            if f.read(1) != b"\n":
+                data = b"\n" + data  # close off a torn line left by a crash
             f.seek(0, os.SEEK_END)
-            size = f.tell()
-            data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-            if size:
-                f.seek(size - 1)
-                if f.read(1) != b"\n":
-                    data = b"\n" + data  # close off a torn line left by a crash
-                f.seek(0, os.SEEK_END)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        finally:
-            portalocker.unlock(f)
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _effects(config: Config, edit_id: str) -> list[str]:

@@ -57,3 +57,33 @@ def test_overlapping_jobs_keep_everything_once(home, brokerd, honcho, configure)
     contents = sorted(c["content"] for c in honcho.conclusions.values())
     assert contents == sorted(f"fact {r} {k}" for r in range(3) for k in range(1, 4))
     assert max(recall_times) < 30  # recall never waits for the jobs' locks
+
+
+def test_undo_waits_for_a_writer_holding_the_journals_flock(home, configure):
+    """memoryd appends to the journal under flock (as portalocker takes it); bxmem's
+    own lock is the same flock, so an undo waits for memoryd's line and comes after it."""
+    configure("http://127.0.0.1:9")
+    write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "memory.md", "entry": "a fact"}])
+    journal = home / "memory" / "journal.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, sys\n"
+         "f = open(sys.argv[1], 'ab')\n"
+         "fcntl.flock(f.fileno(), fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\n"
+         "sys.stdin.readline()\n"
+         "f.write(b'{\"id\":\"e2\",\"ts\":\"t\",\"session\":\"s\",\"op\":\"note\",\"trust\":\"trusted\",\"entry\":\"memoryd\"}\\n')\n"
+         "f.flush()\n",
+         str(journal)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    undo = spawn("undo", "e1")
+    time.sleep(0.5)
+    assert undo.poll() is None  # waiting for the lock
+    holder.stdin.write("go\n")
+    holder.stdin.flush()
+    holder.wait(timeout=10)
+    undo.wait(timeout=60)
+    assert undo.returncode == 0, undo.stderr.read()
+    ids = [json.loads(line)["id"] for line in journal.read_text().splitlines()]
+    assert ids[:2] == ["e1", "e2"] and len(ids) == 3  # the undo after memoryd's line
