@@ -337,6 +337,10 @@ class Sender(EditSender):
         try:
             self._drain(self._sendable())
         finally:
+            # Let the run's view of the outbox go before the checkpoint is saved:
+            # marshal tracks every object referenced twice, and the queue would
+            # make each pending item's key one (10 MiB at 100,000 items).
+            self._queue, self._by_session, self._done = [], {}, set()
             self.flush()
         self.report.pending = len(self.box.pending)
         return self.report
