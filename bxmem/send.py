@@ -115,9 +115,18 @@ class Lane:
         self._calls.put((pending, call, args))
         return pending
 
+    def close(self) -> None:
+        """The thread ends once the calls queued before this are made."""
+        if self._thread is not None:
+            self._calls.put(None)
+            self._thread = None
+
     def _serve(self) -> None:
         while True:
-            pending, call, args = self._calls.get()
+            job = self._calls.get()
+            if job is None:
+                return
+            pending, call, args = job
             try:
                 pending.result = call(*args)
             except BaseException as exc:  # handed to the main thread by `wait`
@@ -317,6 +326,8 @@ class Sender(EditSender):
         return WorkspaceClient(self.honcho.url, ws, key)
 
     def close(self) -> None:
+        self._poster.close()
+        self._opener.close()
         self._spans.close()
         self.ledger.close()
         for client in [*self.clients.values(), *self.second_clients.values()]:

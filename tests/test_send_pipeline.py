@@ -141,3 +141,16 @@ def test_nothing_is_opened_ahead_in_a_workspace_not_yet_configured(home, brokerd
     assert {e["item"] for e in ledger_events(home) if e["ev"] == "failed"} == {"turn:s2:1", "turn:s2:2"}
     assert {m["session_id"] for m in honcho.messages_in("bm0-untrusted")} == {"s3"}
     assert sent_once(honcho) and sent_once(honcho, "bm0-untrusted")
+
+
+def test_a_run_leaves_no_thread_behind(home, brokerd, honcho, configure):
+    import threading
+
+    configure(honcho.url)
+    three_sessions(home)
+    before = threading.active_count()
+    send.run(load())
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before
