@@ -14,7 +14,6 @@ checkpoint and the ledger cannot disagree.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +31,7 @@ from .honcho import (
     configuration_applied,
     configuration_for,
 )
+from .lanes import Call, Lane
 from .ledger import Ledger, event, now_iso
 from .log import log, runbook
 from .outbox import KIND, SESSION, WS, Outbox, light
@@ -93,63 +93,6 @@ class Unit:
     ws: str
     item: dict
     group: Group | None
-
-
-class Lane:
-    """A daemon thread that makes calls one after another, so the main thread can
-    prepare the next request while this one waits for Honcho. A run has two:
-    one posts messages, one opens the next group's session. Being a daemon, it
-    is abandoned, not waited for, when a run stops with a call in flight."""
-
-    def __init__(self) -> None:
-        import queue
-
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def submit(self, client: WorkspaceClient, call, *args) -> "Call":
-        pending = Call(client)
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._serve, daemon=True)
-            self._thread.start()
-        self._calls.put((pending, call, args))
-        return pending
-
-    def close(self) -> None:
-        """The thread ends once the calls queued before this are made."""
-        if self._thread is not None:
-            self._calls.put(None)
-            self._thread = None
-
-    def _serve(self) -> None:
-        while True:
-            job = self._calls.get()
-            if job is None:
-                return
-            pending, call, args = job
-            try:
-                pending.result = call(*args)
-            except BaseException as exc:  # handed to the main thread by `wait`
-                pending.error = exc
-            pending.done.set()
-
-
-class Call:
-    def __init__(self, client: WorkspaceClient) -> None:
-        self.client = client  # not closed under the call while it is in flight
-        self.done = threading.Event()
-        self.result = None
-        self.error: BaseException | None = None
-
-    @property
-    def busy(self) -> bool:
-        return not self.done.is_set()
-
-    def wait(self):
-        self.done.wait()
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
