@@ -26,18 +26,20 @@ class Lane:
         self._calls.put((pending, call, args))
         return pending
 
-    def close(self) -> None:
-        """The thread ends once the calls queued before this are made."""
+    def close(self, then_close: list | None = None) -> None:
+        """The thread ends once the calls queued before this are made, closing
+        `then_close` (clients still in use by those calls) on its way out."""
         if self._thread is not None:
-            self._calls.put(None)
+            self._calls.put((None, then_close or [], ()))
             self._thread = None
 
     def _serve(self) -> None:
         while True:
-            job = self._calls.get()
-            if job is None:
+            pending, call, args = self._calls.get()
+            if pending is None:
+                for client in call:
+                    client.close()
                 return
-            pending, call, args = job
             try:
                 pending.result = call(*args)
             except BaseException as exc:  # handed to the main thread by `wait`

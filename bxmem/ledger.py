@@ -91,6 +91,12 @@ class Ledger:
             self._reader.close()
             self._reader = None
 
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def size(self) -> int:
         try:
             return self.path.stat().st_size

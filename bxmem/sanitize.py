@@ -35,8 +35,8 @@ def neutralise(text: str) -> str:
 
 
 # Each rule: a name for the ledger and logs (never the match), and a pattern.
-# Compiled on first use (`SECRET_RULES`): `bxmem recall` only neutralises, and
-# compiling them cost it 2.5 ms on every call.
+# Compiled on first use (`secret_rules()`): `bxmem recall` only neutralises,
+# and compiling them cost it 2.5 ms on every call.
 _SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
     ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|AGPA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b"),
     ("aws-secret-access-key", r"(?i:aws.{0,20}?(?:secret|private).{0,20}?['\"=: ]\s*)[A-Za-z0-9/+]{40}\b"),
@@ -71,12 +71,6 @@ def secret_rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     if _compiled is None:
         _compiled = tuple((name, re.compile(pattern)) for name, pattern in _SECRET_PATTERNS)
     return _compiled
-
-
-def __getattr__(name: str):
-    if name == "SECRET_RULES":
-        return secret_rules()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def find_secret(text: str) -> str | None:

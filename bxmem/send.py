@@ -269,15 +269,16 @@ class Sender(EditSender):
         return WorkspaceClient(self.honcho.url, ws, key)
 
     def close(self) -> None:
-        self._poster.close()
-        self._opener.close()
+        # A call still in flight when a run stops is abandoned, not waited for
+        # (its thread is a daemon): its lane closes its client once it is done.
+        busy = {id(call.client) for call in self._background if call.busy}
+        for lane, clients in ((self._poster, self.clients), (self._opener, self.second_clients)):
+            lane.close(then_close=[c for c in clients.values() if id(c) in busy])
+            for client in clients.values():
+                if id(client) not in busy:
+                    client.close()
         self._spans.close()
         self.ledger.close()
-        for client in [*self.clients.values(), *self.second_clients.values()]:
-            # A call still in flight when a run stops is abandoned, not waited
-            # for (its thread is a daemon): its client is left to it.
-            if not any(call.busy and call.client is client for call in self._background):
-                client.close()
 
     # --- the run --------------------------------------------------------------------
 

@@ -37,14 +37,15 @@ def status(config: Config, now: float | None = None) -> dict:
             continue
         workspaces[ws.name] = {"role": ws.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
                                "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
-    for item in box.pending_items():
-        ws = workspaces.setdefault(item["ws"], {"role": "not configured any more", "pending_turns": 0, "pending_edits": 0,
-                                                "oldest_pending": None, "oldest_pending_age_s": None, "failed": 0,
-                                                "key_refused_since": None})
-        ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
-        if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
-            ws["oldest_pending"] = item["item"]
-            ws["oldest_pending_age_s"] = _age(ledger.event_at(item["offset"]).get("ts"), now)
+    with ledger:  # event_at keeps the ledger open
+        for item in box.pending_items():
+            ws = workspaces.setdefault(item["ws"], {"role": "not configured any more", "pending_turns": 0,
+                                                    "pending_edits": 0, "oldest_pending": None,
+                                                    "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None})
+            ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
+            if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
+                ws["oldest_pending"] = item["item"]
+                ws["oldest_pending_age_s"] = _age(ledger.event_at(item["offset"]).get("ts"), now)
     failed = []
     for item, ev in box.failed.items():
         failed.append({"item": item, "workspace": ev.get("ws"), "status": ev.get("status"), "reason": ev.get("reason"), "when": ev.get("ts")})

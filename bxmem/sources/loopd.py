@@ -157,12 +157,6 @@ def _apply(record: dict, span: list[int], cursor: dict, session: str) -> Finishe
     )
 
 
-def read_span_text(path: Path, span: list[int]) -> str:
-    """The `text` field of the log line at `span`; raises ValueError if it is not there any more."""
-    with SpanReader() as reader:
-        return reader.text(path, span)
-
-
 class SpanReader:
     """Reads the text of log lines by span, keeping the last log open: the turns
     a job reads back come in runs from one log, and opening the file for each
@@ -173,6 +167,7 @@ class SpanReader:
         self._file = None
 
     def text(self, path: Path, span: list[int]) -> str:
+        """The `text` field of the log line at `span`; ValueError if it is not there any more."""
         if path != self._path:
             self.close()
             self._file = open(path, "rb")
