@@ -27,8 +27,9 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-# The real server's document lives in shared/, beside the clone (as in CI).
-OPENAPI = Path(os.environ.get("BXMEM_OPENAPI") or Path(__file__).resolve().parents[2] / "shared" / "honcho" / "openapi.json")
+# The real 3.0.12 server's document, kept in the repository so a bare clone
+# tests itself (provenance: tests/fixtures/README.md); BXMEM_OPENAPI tries another.
+OPENAPI = Path(os.environ.get("BXMEM_OPENAPI") or Path(__file__).resolve().parent / "fixtures" / "honcho-3.0.12-openapi.json")
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 # Routes of later Honcho versions that bxmem probes on purpose: 3.0.12's document
 # lacks them and its server answers 404 (the fake does too, unless told it is 3.2).
