@@ -305,10 +305,18 @@ def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @exits
 def demo(
     honcho: Optional[str] = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
-    keep: Optional[Path] = typer.Option(None, "--keep", metavar="DIR", help="Build the sample home here and keep it."),
+    keep: Optional[Path] = typer.Option(
+        None, "--keep", metavar="DIR", help="Build the sample home in this new or empty directory and keep it."
+    ),
 ) -> int:
-    """Run decide, mirror and send on built-in sample data in a temporary home, and explain what happened."""
+    """Run decide, mirror and send on built-in sample data in a temporary home, and explain what happened.
+
+    The temporary home is removed at the end unless --keep is given. With --honcho, each
+    run sends to three new workspaces named for it, and prints their names; it never
+    writes to a workspace an earlier run or a real agent uses.
+    """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from .demo import run_demo
@@ -319,7 +327,10 @@ def demo(
     log.setLevel("ERROR")  # the demo explains its warnings (a late brokerd) itself
     console = Console()
     result = run_demo(honcho, keep)
-    console.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {result.home}")
+    where = "kept" if result.kept else "temporary, removed at the end; --keep DIR keeps it"
+    console.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {escape(str(result.home))} ({where})")
+    if result.workspaces:  # named for this run, so the owner can find (and delete) exactly them
+        console.print(f"this run's workspaces on {escape(honcho or '')}: {', '.join(result.workspaces.values())}")
     for session, (_state, _lines, why) in SESSIONS.items():
         console.print(f"  [cyan]{session}[/cyan]: {why}")
     console.print()
@@ -341,6 +352,10 @@ def demo(
         "\nThe ledger (memory/honcho.jsonl) holds every decision and no text. "
         "A turn that read outside content never goes to the trusted workspace; a secret one goes nowhere."
     )
+    if not result.kept:
+        base = result.home.parent
+        console.print(f"The temporary folder {escape(str(base))} " + (
+            "could not be removed: remove it by hand." if base.exists() else "has been removed."))
     return ExitCode.OK
 
 

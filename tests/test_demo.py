@@ -2,7 +2,36 @@
 
 from __future__ import annotations
 
-from conftest import run_bxmem
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ledger_events, run_bxmem
+
+WORKSPACES_LINE = re.compile(r"this run's workspaces on \S+: (\S+), (\S+), (\S+)$", re.M)
+
+
+@pytest.fixture
+def tmpdir_for_demo():
+    """An empty TMPDIR of its own, so what the demo leaves behind can be seen; short,
+    because brokerd's socket path under it must fit in 108 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="bxd-"))
+    yield path
+    shutil.rmtree(path)
+
+
+def demo(*args: str, tmpdir: Path):
+    """The demo with its own TMPDIR and lines wide enough to hold every name whole."""
+    return run_bxmem("demo", *args, env={"TMPDIR": str(tmpdir), "COLUMNS": "250"})
+
+
+def printed_workspaces(stdout: str) -> set[str]:
+    match = WORKSPACES_LINE.search(stdout)
+    assert match, f"the demo did not print its workspaces:\n{stdout[:400]}"
+    return set(match.groups())
 
 
 def test_demo_local_only_explains_every_decision(tmp_path):
@@ -15,9 +44,64 @@ def test_demo_local_only_explains_every_decision(tmp_path):
     assert "secret-in-text" in out and "secret-session" in out and "no-speaker" in out
 
 
-def test_demo_sends_to_the_given_honcho(tmp_path, honcho):
-    result = run_bxmem("demo", "--honcho", honcho.url, "--keep", str(tmp_path / "d"))
+def test_demo_sends_to_workspaces_of_its_own_and_prints_them(honcho, tmpdir_for_demo):
+    result = demo("--honcho", honcho.url, tmpdir=tmpdir_for_demo)
     assert result.returncode == 0, result.stderr
     assert "send: 15 items (12 turn messages, plus conclusions)" in " ".join(result.stdout.split())
-    assert {m["workspace_id"] for m in honcho.messages} == {"boxmaker0-trusted", "boxmaker0-untrusted", "fleet"}
+    names = printed_workspaces(result.stdout)
+    assert {m["workspace_id"] for m in honcho.messages} == names
+    assert set(honcho.workspaces) == names
+    # Never the README's example names, which a real agent may be using.
+    assert not names & {"boxmaker0-trusted", "boxmaker0-untrusted", "fleet"}
+    assert all(name.startswith("bxmem-demo-") for name in names)
     assert {c["content"] for c in honcho.conclusions.values()} == {"Kyle prefers metric units", "backups run nightly", "the NAS is at 10.0.0.5"}
+
+
+def test_two_demo_runs_never_share_a_workspace(honcho, tmpdir_for_demo):
+    # Reruns used to add another copy to the same three workspaces (audit then found 15 discrepancies).
+    first = demo("--honcho", honcho.url, tmpdir=tmpdir_for_demo)
+    sent_first = len(honcho.messages)
+    second = demo("--honcho", honcho.url, tmpdir=tmpdir_for_demo)
+    assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
+    one, two = printed_workspaces(first.stdout), printed_workspaces(second.stdout)
+    assert len(one) == len(two) == 3 and not one & two
+    per_workspace: dict[str, int] = {}
+    for m in honcho.messages:
+        per_workspace[m["workspace_id"]] = per_workspace.get(m["workspace_id"], 0) + 1
+    assert len(honcho.messages) == 2 * sent_first
+    # Each run's workspaces hold exactly one copy of the sample: the same counts, nothing added to the first.
+    assert sorted(per_workspace[w] for w in one) == sorted(per_workspace[w] for w in two)
+    assert sum(per_workspace[w] for w in one) == sent_first
+
+
+def test_demo_removes_its_temporary_home(honcho, tmpdir_for_demo):
+    tmpdir = tmpdir_for_demo
+    for args in ((), ("--honcho", honcho.url)):
+        result = demo(*args, tmpdir=tmpdir)
+        assert result.returncode == 0, result.stderr
+        assert "has been removed" in result.stdout
+        assert list(tmpdir.iterdir()) == [], "the demo left its temporary home behind"
+
+
+def test_demo_keeps_its_home_only_when_asked(tmp_path, honcho, tmpdir_for_demo):
+    kept = tmp_path / "kept"
+    result = demo("--honcho", honcho.url, "--keep", str(kept), tmpdir=tmpdir_for_demo)
+    assert result.returncode == 0, result.stderr
+    assert list(tmpdir_for_demo.iterdir()) == []
+    names = printed_workspaces(result.stdout)
+    events = ledger_events(kept / "home")
+    assert {e["ws"] for e in events if e["ev"] == "sent"} <= names and any(e["ev"] == "sent" for e in events)
+    assert names <= set((kept / "bxmem.toml").read_text().replace('"', " ").split())
+    assert "has been removed" not in result.stdout
+
+
+def test_demo_never_writes_into_a_directory_that_holds_something(tmp_path, tmpdir_for_demo):
+    kept = tmp_path / "kept"
+    (kept / "home" / "logs").mkdir(parents=True)
+    mine = kept / "home" / "logs" / "s-clean.jsonl"
+    mine.write_text("the owner's own log\n")
+    result = demo("--keep", str(kept), tmpdir=tmpdir_for_demo)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and str(kept) in result.stderr
+    assert mine.read_text() == "the owner's own log\n"
+    assert sorted(p.name for p in kept.rglob("*")) == ["home", "logs", "s-clean.jsonl"]

@@ -1,15 +1,21 @@
 """`bxmem demo`: a sample Boxmaker home, a stand-in brokerd, and the jobs run on it.
 
-Everything happens in a temporary folder. Nothing leaves the machine unless a
-Honcho URL is given.
+Everything happens in a temporary folder, removed at the end unless the owner
+names one to keep. Nothing leaves the machine unless a Honcho URL is given, and
+then it goes to three workspaces named for this run (`bxmem-demo-<run>-...`),
+so a rerun never adds to an earlier run's data or to a real agent's.
 """
 
 from __future__ import annotations
 
+import secrets
+import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UsageError
 from . import sample
 from .brokerd import StubBrokerd
 
@@ -17,6 +23,9 @@ from .brokerd import StubBrokerd
 @dataclass
 class DemoResult:
     home: Path
+    run_id: str = ""
+    workspaces: dict[str, str] = field(default_factory=dict)  # role -> name; empty when local-only
+    kept: bool = False  # False: `home` was removed when the demo ended
     rows: list[tuple[str, str, str, str]] = field(default_factory=list)  # session, item, destination, why
     notes: list[str] = field(default_factory=list)
     sent: int = 0
@@ -25,19 +34,38 @@ class DemoResult:
     recall: object = None
 
 
+def new_run_id() -> str:
+    """Sortable by time, unique by its random tail (two runs in one second differ)."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
 def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
+    if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+        # The demo writes a whole sample home: never over an owner's files.
+        raise UsageError(f"--keep {keep}: not a new or empty directory; name one the demo may fill")
+    base = keep if keep is not None else Path(tempfile.mkdtemp(prefix="bxmem-demo-"))
+    try:
+        result = _run(base, honcho_url, kept=keep is not None)
+    finally:
+        if keep is None:  # a failed run leaves nothing behind either
+            shutil.rmtree(base, ignore_errors=True)
+    return result
+
+
+def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
     from .. import config as config_module
     from .. import decide, mirror, send
     from ..ledger import Ledger
 
-    base = keep or Path(tempfile.mkdtemp(prefix="bxmem-demo-"))
     home = base / "home"
     sample.write_home(home)
     sample.write_journal(home)
     config_path = base / "bxmem.toml"
-    sample.write_config(config_path, home, honcho_url)
+    run_id = new_run_id()
+    names = sample.workspaces(run_id) if honcho_url else {}
+    sample.write_config(config_path, home, honcho_url, names)
     config = config_module.load(config_path, home=home)  # never the caller's BOXMAKER_HOME
-    result = DemoResult(home=home)
+    result = DemoResult(home=home, run_id=run_id, workspaces=names, kept=kept)
 
     with StubBrokerd(config.paths.broker_socket, sample.broker_states()) as broker:
         broker.late_once.add("s-late")

@@ -89,12 +89,21 @@ def broker_states() -> dict[str, tuple[str, bool]]:
     return {session: state for session, (state, _lines, _why) in SESSIONS.items()}
 
 
-def write_config(path: Path, home: Path, honcho_url: str | None) -> None:
-    text = f'[paths]\nhome = "{home}"\n'
+def workspaces(run_id: str) -> dict[str, str]:
+    """The demo's workspaces, named for its run: a rerun never adds to an earlier
+    run's data, and never to the workspaces a real agent uses."""
+    return {role: f"bxmem-demo-{run_id}-{role}" for role in ("trusted", "untrusted", "fleet")}
+
+
+def write_config(path: Path, home: Path, honcho_url: str | None, names: dict[str, str]) -> None:
+    def quote(value: str) -> str:  # a JSON string is a TOML basic string: a --keep path may hold quotes
+        return json.dumps(value, ensure_ascii=False)
+
+    text = f"[paths]\nhome = {quote(str(home))}\n"
     if honcho_url:
         text += (
-            f'\n[honcho]\nurl = "{honcho_url}"\nagent = "{AGENT}"\nowner = "{OWNER}"\n'
-            f'trusted = "{AGENT}-trusted"\nuntrusted = "{AGENT}-untrusted"\nfleet = "fleet"\n'
+            f"\n[honcho]\nurl = {quote(honcho_url)}\nagent = {quote(AGENT)}\nowner = {quote(OWNER)}\n"
+            + "".join(f"{role} = {quote(name)}\n" for role, name in names.items())
         )
     path.write_text(text)
 
