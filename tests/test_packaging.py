@@ -4,6 +4,7 @@ promises is missing."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -87,3 +88,15 @@ def test_the_wheel_carries_the_licence_its_metadata_names(wheel):
     body = whl.read(licence[0]).decode()
     assert body.startswith("MIT License") and "Copyright (c) 2026 bxmem contributors" in body
     assert body == (ROOT / "LICENSE").read_text()
+
+
+def test_the_changelog_has_a_release_section_for_the_packaged_version():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    version = PYPROJECT["project"]["version"]
+    release = re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", text, flags=re.M)
+    assert release, f"CHANGELOG.md has no '## [{version}] - YYYY-MM-DD' section"
+    unreleased = text.find("\n## Unreleased\n")
+    assert 0 <= unreleased < release.start(), "'## Unreleased' belongs above the latest release"
+    # A first release is described as what it does, not against a version that never shipped.
+    section = text[release.end():].split("\n## ", 1)[0]
+    assert not re.search(r"\(was |\bwas \d", section), "the release section compares against an unshipped version"
