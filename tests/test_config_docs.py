@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from bxmem.config_schema import (
+    HonchoSection,
+    RawConfig,
+    ReadSource,
+    SendSection,
+    validate,
+)
 from bxmem.errors import ConfigInvalid
-from bxmem.config_schema import HonchoSection, RawConfig, ReadSource, SendSection, validate
 from bxmem.paths import resolve_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,7 +23,7 @@ DOCS = {"README.md": ROOT / "README.md", "docs/config.md": ROOT / "docs" / "conf
 
 
 def toml_blocks(path: Path) -> list[str]:
-    return re.findall(r"```toml\n(.*?)```", path.read_text(), flags=re.S)
+    return re.findall(r"```toml\n(.*?)```", path.read_text(), flags=re.DOTALL)
 
 
 @pytest.mark.parametrize("name", DOCS)
@@ -34,7 +40,7 @@ def test_every_documented_example_is_a_valid_config(name, tmp_path):
 
 
 def _section(text: str, heading: str) -> str:
-    match = re.search(rf"^## `{re.escape(heading)}`\n(.*?)(?=^## |\Z)", text, flags=re.S | re.M)
+    match = re.search(rf"^## `{re.escape(heading)}`\n(.*?)(?=^## |\Z)", text, flags=re.DOTALL | re.MULTILINE)
     assert match, f"docs/config.md has no section {heading}"
     return match.group(1)
 

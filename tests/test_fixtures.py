@@ -42,7 +42,7 @@ def test_the_openapi_fixture_matches_its_provenance():
 
 def test_nothing_in_the_repository_reads_outside_it():
     # The suite once read ../shared/honcho/openapi.json, so a bare clone failed 114 tests.
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False)
     if tracked.returncode != 0:  # not a git checkout (an unpacked sdist): look at the usual places
         files = [p for d in ("tests", "bench", "scripts", ".ci") for p in (ROOT / d).rglob("*") if p.is_file()]
         files += [ROOT / "dev"]

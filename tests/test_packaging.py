@@ -21,7 +21,7 @@ PROBE = "bxmem/schemas/probe-for-the-package-data-test.json"
 
 
 def tracked_files() -> list[str]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False)
     if listed.returncode == 0:
         return [name for name in listed.stdout.splitlines() if (ROOT / name).is_file()]
     skip = {".venv", ".git", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis"}
@@ -44,7 +44,7 @@ def wheel(tmp_path_factory) -> tuple[zipfile.ZipFile, list[str]]:
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", "-w", str(out), str(source)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, check=False,
     )
     assert built.returncode == 0, built.stderr[-2000:]
     (path,) = out.glob("bxmem-*.whl")
@@ -93,7 +93,7 @@ def test_the_wheel_carries_the_licence_its_metadata_names(wheel):
 def test_the_changelog_has_a_release_section_for_the_packaged_version():
     text = (ROOT / "CHANGELOG.md").read_text()
     version = PYPROJECT["project"]["version"]
-    release = re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", text, flags=re.M)
+    release = re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", text, flags=re.MULTILINE)
     assert release, f"CHANGELOG.md has no '## [{version}] - YYYY-MM-DD' section"
     unreleased = text.find("\n## Unreleased\n")
     assert 0 <= unreleased < release.start(), "'## Unreleased' belongs above the latest release"
