@@ -82,8 +82,8 @@ def c04_undo(ctx: Ctx) -> None:
     ctx.check("-", "the undone note is absent locally", not has(ctx.recall(a, "capybara mirror"), "capybara"))
     rb = ctx.recall_until(b, "capybara mirror", lambda r: len(has(r, "capybara mirror")) >= 2)
     note = [n for n, h in enumerate(rb.hits) if "capybara mirror" in h.text and not h.text.startswith("retracted")]
-    pair = bool(note) and note[0] + 1 < len(rb.hits) and rb.hits[note[0] + 1].text.startswith("retracted:") \
-        and rb.hits[note[0]].retracted
+    beside = [rb.hits[n] for n in (note[0] - 1, note[0] + 1) if 0 <= n < len(rb.hits)] if note else []
+    pair = bool(note) and rb.hits[note[0]].retracted and any(h.text.startswith("retracted:") for h in beside)
     ctx.check("+", "eb sees the undone fleet note beside its retraction, marked retracted", pair,
               why=f"{len(has(rb, 'capybara'))} hits")
     ctx.check("-", "the undone entry is absent from Honcho (eb reads ea)",
