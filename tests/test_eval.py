@@ -21,7 +21,7 @@ from eval import observe  # noqa: E402
 KNOWN_FAILING = {
     "05": "issue 11: stored text can still imitate the fence line and hit headers (indented)",
     "09": "issue 11: recall output is not held to 1,200 tokens",
-    "11": "issue 11: ask checks existence with an admin route (401 with a workspace key); peers not named",
+    "11": "issue 11: ask checks existence with an admin route (401 with a workspace key, and a keyless workspace is asked); peers not named",
     "12": "issue 11: hits carry no date; an old turn outranks the replacing identity entry",
 }
 
@@ -38,7 +38,10 @@ def test_fast_corpus_runs_with_no_leak_and_only_the_known_failures(tmp_path):
     assert not [c["error"] for c in cases.values() if c["error"]], done.stderr[-2000:]
     assert all(len(c["checks"]) >= 2 for c in cases.values())
     assert all({"+", "-"} <= {x["side"] for x in c["checks"]} for c in cases.values()), "each case is a pair"
-    assert backend["gates"]["zero cross-agent/workspace leakage"], done.stdout
+    # Case 11's keyless workspace is still asked (issue 11): no other leak is allowed.
+    leaks = [(cid, x["what"]) for cid, c in cases.items() for x in c["checks"] if x["gate"] == "leak" and not x["ok"]]
+    assert [cid for cid, _what in leaks if cid not in KNOWN_FAILING] == [], leaks
+    assert backend["gates"]["zero cross-agent/workspace leakage"] == (not leaks)
     failing = {cid for cid, c in cases.items() if not c["passed"]}
     assert failing == set(KNOWN_FAILING), done.stdout
     assert done.returncode == (1 if failing else 0)
