@@ -219,16 +219,22 @@ def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | No
 NOTE_TAGS = {"trusted": "memory", "untrusted": "memory-tainted", "flagged": "memory-tainted"}
 
 
+def entry_class(text: str) -> str:
+    """A memory entry is private, unless it holds a known-prefix secret: then it
+    is recalled as secret, as a turn holding one is (turn_labels)."""
+    from .sanitize import find_secret
+
+    return "secret" if find_secret(text) else "private"
+
+
 def index_edit(index: Index, record: dict, target: dict | None) -> None:
     """Apply one journal edit to the index; `target` is the record an undo names."""
     op, file, edit_id = record.get("op"), record.get("file"), record.get("id")
     entry = record.get("entry")
-    if op == "identity_add" and isinstance(entry, str):
-        index.add(f"edit:{edit_id}#0", "identity", "identity", "private", entry, file=file, session=record.get("session"), ts=record.get("ts"))
-    elif op == "identity_replace" and isinstance(entry, str):
-        if isinstance(record.get("old"), str):
+    if op in ("identity_add", "identity_replace") and isinstance(entry, str):
+        if op == "identity_replace" and isinstance(record.get("old"), str):
             index.remove_entry("identity", file, record["old"])
-        index.add(f"edit:{edit_id}#0", "identity", "identity", "private", entry, file=file, session=record.get("session"), ts=record.get("ts"))
+        index.add(f"edit:{edit_id}#0", "identity", "identity", entry_class(entry), entry, file=file, session=record.get("session"), ts=record.get("ts"))
     elif op == "identity_remove" and isinstance(entry, str):
         index.remove_entry("identity", file, entry)
     elif op == "consolidate":
@@ -237,7 +243,7 @@ def index_edit(index: Index, record: dict, target: dict | None) -> None:
                 index.remove_entry("identity", file, dropped)
     elif op == "note" and isinstance(entry, str):
         tag = NOTE_TAGS.get(record.get("trust"), "memory-tainted")
-        index.add(f"edit:{edit_id}#0", "note", tag, "private", entry, session=record.get("session"), ts=record.get("ts"))
+        index.add(f"edit:{edit_id}#0", "note", tag, entry_class(entry), entry, session=record.get("session"), ts=record.get("ts"))
     elif op == "undo" and target is not None:
         _undo(index, record, target)
 
@@ -253,7 +259,7 @@ def _undo(index: Index, undo: dict, target: dict) -> None:
     elif op == "consolidate":
         restore = [d for d in target.get("dropped") or [] if isinstance(d, str)]
     for n, text in enumerate(restore):
-        index.add(f"undo:{undo.get('id')}#{n}", "identity", "identity", "private", text, file=file, session=target.get("session"), ts=undo.get("ts"))
+        index.add(f"undo:{undo.get('id')}#{n}", "identity", "identity", entry_class(text), text, file=file, session=target.get("session"), ts=undo.get("ts"))
 
 
 # --- the fold: catch up with the ledger (turns) and the journal (edits) ------------------

@@ -1,0 +1,29 @@
+"""Labels the local index gives memory entries (found by the eval corpus, case 06)."""
+
+from __future__ import annotations
+
+from conftest import write_log
+
+from bxmem import config as config_module
+from bxmem import decide, mirror, recall
+from bxmem.demo.sample import FAKE_AWS_KEY, turn_lines, write_journal
+
+
+def test_a_note_or_entry_holding_a_known_prefix_secret_is_recalled_as_secret(home, configure):
+    configure(None)
+    write_log(home, "s1", turn_lines(1, "hello", "hi"))
+    write_journal(home, [
+        {"id": "n1", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "note", "trust": "untrusted",
+         "entry": f"a page showed the key {FAKE_AWS_KEY}"},
+        {"id": "i1", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "identity_add", "file": "user.md",
+         "entry": f"Kyle's deploy key is {FAKE_AWS_KEY}"},
+        {"id": "n2", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "note", "trust": "trusted", "entry": "the key rotation is monthly"},
+    ])
+    decide.run(config_module.load())
+    mirror.run(config_module.load())
+    result = recall.recall(config_module.load(), "key", k=10)
+    classes = {hit.text: hit.klass for hit in result.hits}
+    assert classes[f"a page showed the key {FAKE_AWS_KEY}"] == "secret"
+    assert classes[f"Kyle's deploy key is {FAKE_AWS_KEY}"] == "secret"
+    assert classes["the key rotation is monthly"] == "private"
+    assert result.klass == "secret"
