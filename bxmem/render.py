@@ -61,10 +61,10 @@ def nonce() -> str:
     return secrets.token_hex(8)
 
 
-def field(value: object) -> str:
-    """A header field: a safe alphabet only, at most FIELD_CHARS characters."""
+def field(value: object, chars: int = FIELD_CHARS) -> str:
+    """A header field: a safe alphabet only (no line break, no fence), at most `chars` characters."""
     text = _UNSAFE_FIELD.sub("_", neutralise(str(value)))
-    return text if len(text) <= FIELD_CHARS else text[: FIELD_CHARS - 1] + "~"
+    return text if len(text) <= chars else text[: chars - 1] + "~"
 
 
 def content(text: str) -> list[str]:
