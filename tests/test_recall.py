@@ -237,7 +237,7 @@ def test_ask_two_at_a_time_with_labels_and_the_peer_chat_fallback(agent_home, ho
     assert labels == {"own": ("memory", "private"), "untrusted": ("memory-tainted", "private"), "fleet": ("memory-tainted", "private")}
     # 3.0.12 has no workspace chat: the peers whose memory is there are asked instead
     assert {a.name: a.peers for a in result.answers} == {"own": ["kyle", "boxmaker0"], "untrusted": ["kyle", "boxmaker0"],
-                                                         "fleet": ["boxmaker0"]}
+                                                         "fleet": ["boxmaker0", "kyle"]}  # every peer there
     assert all("asked by peer chat on " + ", ".join(a.peers) in a.note for a in result.answers)
     assert result.untrusted
     honcho.workspace_chat = True
