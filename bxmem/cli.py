@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 import functools
+import json
 
 import typer
 
 from . import __version__
-from .errors import BxmemError, ExitCode, report
+from .errors import BxmemError, ExitCode, UsageError, report
 from .jobs import emit_json as _emit_json
 
 app = typer.Typer(
@@ -174,6 +175,21 @@ def ask(
     else:
         typer.echo(ask_module.render_plain(result))
     return ExitCode.OK if result.answers else ExitCode.UNAVAILABLE
+
+
+@app.command()
+@exits
+def tools(
+    fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
+                            help="anthropic (default: name, description, input_schema) or openai (function calling)."),
+) -> int:
+    """Print the recall and ask_memory tool definitions for the host's tools array, as JSON."""
+    from . import tools as tools_module
+
+    if fmt not in ("anthropic", "openai"):
+        raise UsageError(f"--format must be anthropic or openai, not {fmt!r}")
+    typer.echo(json.dumps(tools_module.definitions(fmt), indent=2, ensure_ascii=False))
+    return ExitCode.OK
 
 
 @index_app.command("rebuild")
