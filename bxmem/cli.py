@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Optional
 
 import functools
-import json
 
 import typer
 
@@ -188,7 +187,7 @@ def tools(
 
     if fmt not in ("anthropic", "openai"):
         raise UsageError(f"--format must be anthropic or openai, not {fmt!r}")
-    typer.echo(json.dumps(tools_module.definitions(fmt), indent=2, ensure_ascii=False))
+    typer.echo(tools_module.render(fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
     return ExitCode.OK
 
 
