@@ -95,7 +95,7 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
         index.close()
     hits = []
     for doc in found:
-        where = f"{doc.session}, turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind
+        where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         hits.append(Hit("local", doc.tag, doc.klass, snippet(doc.text), where=where, session=doc.session,
                         date=doc.ts or None))
     return hits
