@@ -61,7 +61,9 @@ def definitions(fmt: str = "anthropic") -> list[dict]:
     if fmt == "openai":
         return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
                                                   "parameters": t["input_schema"]}} for t in TOOLS]
-    raise ValueError(fmt)
+    from .errors import UsageError
+
+    raise UsageError(f"--format must be anthropic or openai, not {fmt!r}")
 
 
 def render(fmt: str = "anthropic") -> str:
