@@ -2,32 +2,42 @@
 
 Names: `own` (the agent's trusted workspace, the default), `untrusted`,
 `fleet`, or an agent from `[[honcho.read]]`; an unknown name is refused before
-any call. One workspace chat per name, at most two at a time, each with its
-own 150 s limit. A server without workspace chat (before 3.2) is asked by
-peer chat on the owner's peer instead, and the answer says so.
+any call.
 
-Reading never creates: a workspace bxmem has not set up itself is asked only
-after `workspaces/list` shows it exists (Honcho 3.0 creates a missing
-workspace, with reasoning on, even for a peer chat).
+Each workspace is first listed (its peers, with that workspace's own key:
+read-only, creates nothing; an empty list means there is nothing to ask, and
+Honcho 3.0 would create a missing workspace on a chat). Then one workspace
+chat. A server without workspace chat (3.0.12 answers 404) is asked the way
+workspace chat would search: by peer chat on the peers whose memory is there
+(`peers_to_ask`), and the answer names them.
+
+Limits: at most AT_ONCE chats in flight at any instant (a chat past its
+deadline keeps its slot until its connection is closed, which its read
+timeout does at that deadline); each chat ASK_TIMEOUT_S; the whole command
+DEADLINE_S, under brokerd's 170 s wait for the tool; each workspace's answer
+ANSWER_CHARS.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from .config import Config, read_key
 from .errors import UsageError
-from .recall import snippet
 from .labels import label_of
 
 ASK_TIMEOUT_S = 150.0
-READ_TIMEOUT_S = 180.0
+DEADLINE_S = 160.0
+LIST_TIMEOUT_S = 10.0
 MAX_QUESTION_CHARS = 2_000
 AT_ONCE = 2
 REASONING = ("minimal", "low")
 ANSWER_CHARS = 4_000
+PEERS_AT_MOST = 6
+SCHEMA = "bxmem.ask/1"
 
 
 @dataclass
@@ -45,11 +55,12 @@ class Answer:
     tag: str
     klass: str
     text: str
+    peers: list[str] | None = None  # the peers asked by peer chat; None: workspace chat
     note: str | None = None
 
     def as_json(self) -> dict:
         return {"name": self.name, "workspace": self.workspace, "tag": self.tag, "class": self.klass,
-                "text": self.text, "note": self.note}
+                "text": self.text, "peers": self.peers, "note": self.note}
 
 
 @dataclass
@@ -86,75 +97,219 @@ def targets(config: Config, names: list[str]) -> list[Target]:
     return chosen
 
 
-def _already_set_up(config: Config) -> set[str]:
-    from .outbox import Outbox
+def peers_to_ask(config: Config, target: Target, listed: list[str]) -> tuple[list[str], int]:
+    """Whose memory is in the workspace, as workspace chat would search it. The
+    agent's own workspaces: the owner's peer (user.md, the owner's turns) and the
+    agent's (memory.md, trusted notes, its replies). Another agent's workspace and
+    the fleet: every peer there (the fleet holds each agent's notes under its own
+    peer), that agent's and the owner's first. Only listed peers: a chat on a
+    missing peer would create it. Returns the peers and how many were left out."""
+    assert config.honcho is not None
+    if target.role in ("trusted", "untrusted"):
+        return [p for p in (config.honcho.owner, config.honcho.agent) if p in listed], 0
+    first = [target.role.removeprefix("read:"), config.honcho.owner] if target.role.startswith("read:") else []
+    ordered = [p for p in first if p in listed] + [p for p in listed if p not in first]
+    return ordered[:PEERS_AT_MOST], max(0, len(ordered) - PEERS_AT_MOST)
 
-    box = Outbox.read_checkpoint(config.paths.state) or {}
-    return {ws for ws, state in (box.get("setup") or {}).items() if state.get("configured")}
+
+def _reason(exc: BaseException) -> str:
+    """A reason that carries no text from the server and no key."""
+    from .honcho import HonchoError
+
+    if isinstance(exc, HonchoError):
+        return exc.kind
+    if isinstance(exc, LookupError):
+        return str(exc)
+    return type(exc).__name__
 
 
-def _ask_one(config: Config, target: Target, question: str, reasoning: str, set_up: set[str]) -> Answer:
-    from .honcho import Missing, ReadClient
+@dataclass
+class _Job:
+    target: Target
+    peer: str | None  # None: list the workspace, then workspace chat
+    ends: float = 0.0
+    thread: threading.Thread | None = None
+    outcome: tuple[str, object] | None = None
 
-    workspace = config.workspace(target.role)
-    with ReadClient(config.honcho.url, workspace.name, read_key(workspace), read_timeout=READ_TIMEOUT_S) as client:
-        if workspace.name not in set_up and not client.workspace_exists():
-            raise LookupError("the workspace does not exist yet")
-        note = None
+
+@dataclass
+class _State:
+    target: Target
+    workspace: str = ""
+    peers: list[str] = field(default_factory=list)
+    left_out: int = 0
+    parts: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    answer: str | None = None
+    failure: str | None = None
+
+
+class _Run:
+    def __init__(self, config: Config, question: str, reasoning: str, deadline: float) -> None:
+        self.config = config
+        self.question = question
+        self.reasoning = reasoning
+        self.end = time.monotonic() + deadline
+        self.workspace_chat: bool | None = None  # learnt from the first workspace chat
+
+    def _client(self, target: Target, ends: float):
+        from .honcho import ReadClient
+
+        workspace = self.config.workspace(target.role)
+        remaining = max(0.1, ends - time.monotonic())
+        return ReadClient(self.config.honcho.url, workspace.name, read_key(workspace),
+                          connect_timeout=min(5.0, remaining), read_timeout=min(LIST_TIMEOUT_S, remaining))
+
+    def work(self, job: _Job) -> None:
+        from .honcho import Missing
+
         try:
-            body = client.chat(question, reasoning, READ_TIMEOUT_S)
-        except Missing:
-            body = client.peer_chat(config.honcho.owner, question, reasoning, READ_TIMEOUT_S)
-            note = f"this server has no workspace chat: answered by peer chat on {config.honcho.owner}"
+            with self._client(job.target, job.ends) as client:
+                if job.peer is not None:
+                    body = client.peer_chat(job.peer, self.question, self.reasoning, self._left(job))
+                    job.outcome = ("peer", _content(body))
+                    return
+                listed = client.peer_ids()
+                if not listed:
+                    raise LookupError("the workspace does not exist yet")
+                if self.workspace_chat is not False:
+                    try:
+                        body = client.chat(self.question, self.reasoning, self._left(job))
+                        self.workspace_chat = True
+                        job.outcome = ("answer", _content(body))
+                        return
+                    except Missing:
+                        self.workspace_chat = False
+                job.outcome = ("peers", listed)
+        except Exception as exc:  # one workspace's failure is its own: one unavailable line
+            job.outcome = ("error", _reason(exc))
+
+    @staticmethod
+    def _left(job: _Job) -> float:
+        # The read timeout ends the wait, and closes the connection, at the job's deadline.
+        return max(0.1, job.ends - time.monotonic())
+
+
+def _content(body: dict) -> str:
+    from .sanitize import neutralise
+
     content = body.get("content")
-    text = snippet(content)[:ANSWER_CHARS] if isinstance(content, str) and content.strip() else "(no answer)"
-    return Answer(target.name, workspace.name, target.tag, target.klass, text, note)
+    return neutralise(content).strip() if isinstance(content, str) and content.strip() else ""
 
 
-def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal") -> AskResult:
+def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",
+        deadline: float = DEADLINE_S) -> AskResult:
     if not question.strip():
         raise UsageError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
         raise UsageError(f"the question is {len(question)} characters long; at most {MAX_QUESTION_CHARS}")
     if reasoning not in REASONING:
         raise UsageError(f"--reasoning must be one of {', '.join(REASONING)}")
+    if not 0 < deadline <= DEADLINE_S:
+        raise UsageError(f"--deadline must be more than 0 and at most {DEADLINE_S:g} seconds")
     chosen = targets(config, names)
-    set_up = _already_set_up(config)
-    outcomes: dict[str, tuple[str, object]] = {}
-
-    def work(target: Target) -> None:
-        from .honcho import HonchoError
-
-        try:
-            outcomes[target.name] = ("ok", _ask_one(config, target, question, reasoning, set_up))
-        except Exception as exc:
-            outcomes[target.name] = ("error", exc.kind if isinstance(exc, HonchoError) else str(exc) or type(exc).__name__)
-
-    # Scheduled from here, not by a semaphore in the threads: a chat abandoned at
-    # its deadline frees its place at once, whatever its thread still does.
-    waiting = list(chosen)
-    running: dict[str, tuple[threading.Thread, float]] = {}
-    finished: dict[str, tuple[str, object]] = {}
-    while waiting or running:
+    run = _Run(config, question, reasoning, deadline)
+    states = {t.name: _State(t, workspace=config.workspace(t.role).name) for t in chosen}
+    waiting: deque[_Job] = deque(_Job(t, None) for t in chosen)
+    running: list[_Job] = []
+    # Scheduled from here, not by a semaphore in the threads. A job keeps its slot
+    # until its thread ends, which its read timeout makes happen at its deadline
+    # with the connection closed: so at most AT_ONCE chats are ever open at once.
+    while (waiting or running) and time.monotonic() < run.end:
         while waiting and len(running) < AT_ONCE:
-            target = waiting.pop(0)
-            thread = threading.Thread(target=work, args=(target,), daemon=True, name=f"ask-{target.name}")
-            thread.start()
-            running[target.name] = (thread, time.monotonic() + ASK_TIMEOUT_S)
-        for name, (thread, deadline) in list(running.items()):
-            if not thread.is_alive():
-                finished[name] = outcomes.get(name, ("error", "the request ended without an answer"))
-                del running[name]
-            elif time.monotonic() >= deadline:
-                finished[name] = ("timeout", f"no answer within {ASK_TIMEOUT_S:g} s")
-                del running[name]
-        if running:
-            next(iter(running.values()))[0].join(0.02)
-    result = AskResult()
-    for target in chosen:
-        status, value = finished[target.name]
-        if status == "ok":
-            result.answers.append(value)
+            job = waiting.popleft()
+            job.ends = min(time.monotonic() + ASK_TIMEOUT_S, run.end)
+            job.thread = threading.Thread(target=run.work, args=(job,), daemon=True, name=f"ask-{job.target.name}")
+            job.thread.start()
+            running.append(job)
+        for job in list(running):
+            if job.thread is not None and not job.thread.is_alive():
+                running.remove(job)
+                waiting.extendleft(reversed(_settle(config, states[job.target.name], job)))
+        if running and running[0].thread is not None:
+            running[0].thread.join(min(0.02, max(0.0, run.end - time.monotonic())))
+    for job in [*running, *waiting]:  # the whole command's deadline came first
+        state = states[job.target.name]
+        reason = f"no answer within {deadline:g} s"
+        if job.peer is None:
+            state.failure = reason
         else:
-            result.unavailable[target.name] = value
+            state.failures[job.peer] = reason
+    return _result(states)
+
+
+def _settle(config: Config, state: _State, job: _Job) -> list[_Job]:
+    """Record a finished job; the peer chats to run next, if the workspace needs them."""
+    kind, value = job.outcome or ("error", "the request ended without an answer")
+    if kind == "error":
+        if job.peer is None:
+            state.failure = str(value)
+        else:
+            state.failures[job.peer] = str(value)
+    elif kind == "answer":
+        state.answer = str(value)
+    elif kind == "peer":
+        state.parts[job.peer or ""] = str(value)
+    elif kind == "peers":
+        state.peers, state.left_out = peers_to_ask(config, state.target, list(value))  # type: ignore[arg-type]
+        if not state.peers:
+            state.failure = "no peer with memory to ask in the workspace"
+        return [_Job(state.target, peer) for peer in state.peers]
+    return []
+
+
+def _result(states: dict[str, _State]) -> AskResult:
+    from .render import cut
+
+    result = AskResult()
+    for name, state in states.items():
+        t = state.target
+        if state.failure is not None:
+            result.unavailable[name] = state.failure
+        elif state.answer is not None:
+            result.answers.append(Answer(name, state.workspace, t.tag, t.klass, cut(state.answer or "(no answer)", ANSWER_CHARS)))
+        elif state.parts:
+            text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
+            note = "this server has no workspace chat: asked by peer chat on " + ", ".join(state.peers)
+            if state.left_out:
+                note += f" ({state.left_out} more peers not asked)"
+            if state.failures:
+                note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
+            result.answers.append(Answer(name, state.workspace, t.tag, t.klass, cut(text, ANSWER_CHARS),
+                                         list(state.peers), note))
+        else:
+            result.unavailable[name] = next(iter(state.failures.values()), "no answer")
     return result
+
+
+# --- output ----------------------------------------------------------------------------
+
+
+def render_plain(result: AskResult) -> str:
+    """Framed as recall's text is (render.py says why nothing stored can forge a line)."""
+    from .render import closing, content, field, nonce, opening
+
+    tag = nonce()
+    count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
+    lines = [opening("ask", tag, (result.untrusted, result.klass), count)]
+    for n, answer in enumerate(result.answers, 1):
+        head = f"[{n}] {field(answer.name)} | {field(answer.tag)} | {field(answer.klass)} | workspace {field(answer.workspace)}"
+        if answer.peers is not None:
+            head += " | peers " + field(",".join(answer.peers))
+        if answer.note:
+            head += " | " + field(answer.note, 300)
+        lines.append(head)
+        lines.extend(content(answer.text))
+    lines += [f"{field(name)}: unavailable ({field(reason)})" for name, reason in result.unavailable.items()]
+    return "\n".join([*lines, closing("ask", tag)])
+
+
+def render_json(result: AskResult) -> dict:
+    """The contract in bxmem/schemas/ask.schema.json."""
+    return {
+        "schema": SCHEMA,
+        "label": {"untrusted": result.untrusted, "class": result.klass},
+        "text": render_plain(result),
+        "answers": [a.as_json() for a in result.answers],
+        "unavailable": [{"workspace": w, "reason": r} for w, r in result.unavailable.items()],
+    }

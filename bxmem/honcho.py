@@ -205,14 +205,6 @@ class WorkspaceClient:
         body = self.request("POST", "/v3/workspaces", "read workspace", json={"id": self.workspace})
         return _expect_dict(body, self.workspace, "read workspace").get("configuration")
 
-    def workspace_exists(self) -> bool:
-        """Whether the workspace exists, without creating it (needs an admin key, or auth off)."""
-        body = self.request(
-            "POST", "/v3/workspaces/list", "list workspaces", json={"filters": {"id": self.workspace}}
-        )
-        items = _expect_dict(body, self.workspace, "list workspaces").get("items") or []
-        return any(isinstance(w, dict) and w.get("id") == self.workspace for w in items)
-
     def create_peer(self, peer: str, observe_me: bool) -> None:
         self.request(
             "POST",
@@ -297,6 +289,19 @@ class ReadClient(WorkspaceClient):
     def search(self, query: str, limit: int) -> list[dict]:
         body = self.request("POST", self._ws_path("/search"), "search", json={"query": query, "limit": limit})
         return _expect_list(body, self.workspace, "search")
+
+    def peer_ids(self, limit: int = PAGE_SIZE) -> list[str]:
+        """The workspace's peers, oldest first, at most `limit`. Read-only and answered
+        with the workspace's own key (POST workspaces/list needs an admin key): an
+        empty list means the workspace does not exist, or holds nothing to ask
+        about (every message and conclusion belongs to a peer). 3.0.12 checked:
+        a missing workspace answers 200 with no items and is not created."""
+        body = self.request("POST", self._ws_path("/peers/list"), "list peers", json={},
+                            params={"page": 1, "size": min(limit, PAGE_SIZE)})
+        items = _expect_dict(body, self.workspace, "list peers").get("items")
+        if not isinstance(items, list):
+            raise Unavailable(self.workspace, "list peers", "the answer was not a page")
+        return [p["id"] for p in items if isinstance(p, dict) and isinstance(p.get("id"), str)][:limit]
 
     def query_conclusions(self, query: str, peer: str, top_k: int) -> list[dict]:
         """Conclusions a peer holds about itself (observer and observed the same peer)."""

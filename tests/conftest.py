@@ -111,6 +111,40 @@ def write_log(home: Path, session: str, lines: list[dict], mode: str = "a") -> P
     return path
 
 
+# --- the output contract: every recall and ask --json output the suite produces is validated ---
+
+SCHEMAS = ROOT / "bxmem" / "schemas"
+VALIDATED: list[str] = []  # which kinds were checked, for the test that checks the checking
+
+
+def validate_output(kind: str, data: dict) -> dict:
+    import jsonschema
+
+    schema = json.loads((SCHEMAS / f"{kind}.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    VALIDATED.append(kind)
+    return data
+
+
+@pytest.fixture(autouse=True)
+def output_contract(monkeypatch: pytest.MonkeyPatch):
+    """In-process: every RecallResult and AskResult made is rendered and validated.
+    Subprocesses: run_bxmem validates their --json stdout."""
+    from bxmem import ask as ask_module
+    from bxmem import recall as recall_module
+
+    for module, kind, entry in ((recall_module, "recall", "recall"), (ask_module, "ask", "ask")):
+        original = getattr(module, entry)
+
+        def checked(*args, _original=original, _module=module, _kind=kind, **kwargs):
+            result = _original(*args, **kwargs)
+            validate_output(_kind, _module.render_json(result))
+            return result
+
+        monkeypatch.setattr(module, entry, checked)
+    yield
+
+
 def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """The real CLI, as a subprocess, in the test's environment."""
     result = subprocess.run(
@@ -122,6 +156,9 @@ def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subpr
         cwd=ROOT,
     )
     CAPTURED.extend((result.stdout, result.stderr))
+    words = [a for a in args if not a.startswith("-")]
+    if "--json" in args and words and words[0] in ("recall", "ask") and result.stdout.strip():
+        validate_output(words[0], json.loads(result.stdout))
     return result
 
 

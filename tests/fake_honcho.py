@@ -123,6 +123,11 @@ class FakeHoncho:
         self.chats_in_flight = 0
         self.max_chats_in_flight = 0
         self.latency_per_message = 0.0
+        # ask's faults: a chat that never answers holds its connection until the
+        # client closes it; it counts as in flight until then (max_chats_in_flight).
+        self.chat_never_answers = False
+        self.chats_closed = 0  # never-answered chats whose client closed the connection
+        self.chat_reply: str | None = None  # what every chat answers, instead of naming who was asked
         self.in_flight = 0  # requests being answered right now, and the most at once
         self.max_in_flight = 0
         self._server: ThreadingHTTPServer | None = None
@@ -308,7 +313,29 @@ class FakeHoncho:
         if len(rest) == 3 and rest[0] == "peers" and rest[2] == "chat" and method == "POST":
             self._ensure_ws(ws)  # 3.0.12 creates a missing workspace even here
             return self._chat(f"peer {rest[1]} in {ws}", body)
+        if rest == ["peers", "list"] and method == "POST":
+            return 200, _page([p for (w, _), p in self.peers.items() if w == ws], query)  # creates nothing
         return 404, {"detail": "Not Found"}
+
+    def _hold_chat(self, connection: socket.socket) -> None:
+        """A chat that never answers: hold the request until the client closes it."""
+        import select
+
+        with self.lock:
+            self.chats_in_flight += 1
+            self.max_chats_in_flight = max(self.max_chats_in_flight, self.chats_in_flight)
+        try:
+            while self._server is not None:
+                readable, _, _ = select.select([connection], [], [], 0.05)
+                if readable and not connection.recv(1, socket.MSG_PEEK):
+                    with self.lock:
+                        self.chats_closed += 1
+                    return
+        except OSError:
+            return
+        finally:
+            with self.lock:
+                self.chats_in_flight -= 1
 
     def _chat(self, who: str, body: dict) -> tuple[int, object]:
         self.chats_in_flight += 1
@@ -319,6 +346,8 @@ class FakeHoncho:
         finally:
             self.lock.acquire()
             self.chats_in_flight -= 1
+        if self.chat_reply is not None:
+            return 200, {"content": self.chat_reply}
         return 200, {"content": f"({who} answers: {body['query'][:40]})"}
 
     def _create_session(self, ws: str, body: dict) -> tuple[int, object]:
@@ -487,6 +516,10 @@ def _make_handler(fake: FakeHoncho):
                 self._reply(fault.status, {"detail": "injected"})
                 if fault.status >= 500:
                     self.close_connection = True  # the real server drops keep-alive after a 5xx
+                return
+            if fake.chat_never_answers and method == "POST" and split.path.endswith("/chat"):
+                fake._hold_chat(self.connection)
+                self.close_connection = True
                 return
             later = any(m == method and p.match(split.path) for m, p in LATER_ROUTES)
             problems = [] if later else fake.checker.check(method, split.path, query, body)
