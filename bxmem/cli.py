@@ -372,7 +372,7 @@ def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     if as_json:
         _emit_json(result)
         return ExitCode.OK
-    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults)")]
+    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults, local-only)")]
     lines += [f"{name}: {result[name]}" for name in ("home", "run", "ledger", "broker_socket", "mode")]
     if config.honcho:
         lines += [f"honcho: {config.honcho.url} as agent {config.honcho.agent}, owner {config.honcho.owner}"]

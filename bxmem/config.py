@@ -12,10 +12,10 @@ import stat
 from pathlib import Path
 
 from .errors import ConfigInvalid
-from .paths import Paths, config_path, load_toml, resolve_paths
+from .paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: a URL's port is checked (a cached 2 may hold port 99999)
 
 
 class ReadSource:
@@ -134,7 +134,8 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     file's version and the environment that shapes the paths, so one-shot
     commands (recall, ask) skip pydantic when nothing changed.
     """
-    path = config_path(explicit)
+    path, named_by = config_source(explicit)
+    check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
     known_home = home or os.environ.get("BOXMAKER_HOME")
     if known_home:  # the cache can be found without reading the TOML at all
@@ -142,7 +143,7 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
         cached = _read_cache(guess, cache_key)
         if cached is not None:
             return _build(path, Paths(guess.home, Path(cached["run"])), cached)
-    raw = load_toml(path)
+    raw = load_toml(path, named_by)
     paths = resolve_paths(raw, home)
     cached = _read_cache(paths, cache_key)
     if cached is None:
