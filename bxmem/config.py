@@ -7,6 +7,7 @@ No `[honcho]` section means local-only. Keys come only from the files named in
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -207,13 +208,22 @@ def read_key(ws: Workspace) -> Key | None:
     """The workspace's key from its file, or None when no key is configured.
 
     A key file readable by group or others is refused: a key that other users
-    can read is no longer a secret.
+    can read is no longer a secret. So is a symbolic link (see below).
     """
     if ws.key_file is None:
         return None
     try:
+        # O_NOFOLLOW: a symbolic link is refused, not followed. Whoever can write
+        # the key's folder could point a link at another of the owner's files
+        # (another token, mode 600, one line) and have bxmem send it to Honcho
+        # as a bearer key; a regular file they cannot read they cannot copy.
         fd = os.open(ws.key_file, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(ws.key_file):
+            raise ConfigInvalid(
+                f"secrets.{ws.secret}: key file {ws.key_file} is a symbolic link; bxmem reads only a regular "
+                f"file as a key, never through a link: name the file itself ({os.path.realpath(ws.key_file)})"
+            ) from None
         raise ConfigInvalid(f"secrets.{ws.secret}: cannot read key file {ws.key_file}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
