@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from .config import Config, read_key
-from .errors import UsageError
+from .errors import Refused, UsageError
 from .recall import snippet
 from .labels import label_of
 
@@ -68,7 +68,7 @@ class AskResult:
 
 def targets(config: Config, names: list[str]) -> list[Target]:
     if config.honcho is None:
-        raise UsageError("bxmem is local-only (no [honcho] section): there is no workspace to ask")
+        raise Refused("bxmem is local-only (no [honcho] section): there is no workspace to ask")
     known = {
         "own": Target("own", "trusted", "memory", "private"),
         "untrusted": Target("untrusted", "untrusted", "memory-tainted", "private"),

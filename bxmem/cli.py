@@ -16,7 +16,7 @@ import functools
 import typer
 
 from . import __version__
-from .errors import BxmemError, ExitCode, report
+from .errors import BxmemError, ExitCode, Refused, report
 from .jobs import emit_json as _emit_json
 
 app = typer.Typer(
@@ -254,7 +254,7 @@ def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
     config = _setup(ctx, "audit")
     if config.local_only:
-        raise BxmemError("bxmem is local-only (no [honcho] section): there is nothing to audit")
+        raise Refused("bxmem is local-only (no [honcho] section): there is nothing to audit")
     try:
         report = audit_module.audit(config)
     except HonchoError as exc:
@@ -364,7 +364,7 @@ def run_cli(args: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
     except KeyboardInterrupt:
         sys.stderr.write("bxmem: interrupted\n")
-        return 130
+        return ExitCode.INTERRUPTED
     except (BxmemError, OSError) as exc:
         return report(exc)
     return ExitCode.OK
