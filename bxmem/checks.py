@@ -65,8 +65,9 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
     """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
     jobs = {"brokerd": (brokerd.TIMEOUT_S, lambda: _ask_brokerd(config, session or PROBE_SESSION))}
     if config.honcho:
-        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(config.honcho.url))
-    outcome: dict[str, BaseException | None] = {}
+        url = config.honcho.url
+        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
+    outcome: dict[str, Exception | None] = {}
 
     def run(name: str, fn) -> None:
         try:
@@ -84,12 +85,13 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
         # Daemon threads with a deadline from the same start: a check that
         # overruns (a DNS lookup has no timeout of its own) is reported, not waited for.
         threads[name].join(max(0.0, started + deadline + 0.5 - time.monotonic()))
+        failure = outcome.get(name)
         if name not in outcome:
             results[name] = _result(checked_at, False, f"no answer within {deadline:g} s", deadline)
-        elif outcome[name] is None:
+        elif failure is None:
             results[name] = _result(checked_at, True, None, deadline)
         else:
-            results[name] = _result(checked_at, False, _describe(outcome[name]), deadline)
+            results[name] = _result(checked_at, False, _describe(failure), deadline)
     return results
 
 

@@ -37,11 +37,11 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
     workspaces: dict[str, dict] = {}
-    for ws in config.workspaces():
-        if ws.role.startswith("read:"):
+    for own in config.workspaces():
+        if own.role.startswith("read:"):
             continue
-        workspaces[ws.name] = {"role": ws.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
-                               "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
+        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
+                                "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
     with ledger:  # event_at keeps the ledger open
         for item in box.pending_items():
             ws = workspaces.setdefault(item["ws"], {"role": "not configured any more", "pending_turns": 0,
@@ -93,9 +93,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         attention.append("Honcho unreachable for over 10 minutes (runbook honcho-unreachable)")
     if broker["unavailable_since"]:
         attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer (runbook broker-state-unavailable)")
-    for key in key_checks:
-        if key["ok"] is False:  # every send stops at start (exit 78) until it is fixed
-            attention.append(f"{key['problem']}: every bxmem send stops until it is fixed (runbook honcho-config-invalid)")
+    for checked in key_checks:
+        if checked["ok"] is False:  # every send stops at start (exit 78) until it is fixed
+            attention.append(f"{checked['problem']}: every bxmem send stops until it is fixed (runbook honcho-config-invalid)")
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from conftest import run_bxmem, write_log
 
@@ -19,14 +19,14 @@ def sync_json(**kwargs):
 
 
 def recent(ts: str) -> bool:
-    then = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return abs((datetime.now(timezone.utc) - then).total_seconds()) < 60
+    then = datetime.fromisoformat(ts)
+    return abs((datetime.now(UTC) - then).total_seconds()) < 60
 
 
 def test_nothing_answering_and_nothing_tried_is_never_called_fine(home, configure):
     configure("http://127.0.0.1:9")  # nothing listens there; no brokerd socket either
     (home / "run" / "memory-broker").mkdir(parents=True, mode=0o700)
-    code, report = sync_json()
+    _code, report = sync_json()
     brokerd, honcho = report["checks"]["brokerd"], report["checks"]["honcho"]
     assert brokerd["ok"] is False and "no socket" in brokerd["problem"] and recent(brokerd["checked_at"])
     assert brokerd["deadline_s"] == 2
@@ -146,7 +146,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     assert not any(line.startswith(" ") or "…" in line for line in out), out
     from bxmem import sync
 
-    code, report = sync_json(env={"COLUMNS": "80"})
+    _code, report = sync_json(env={"COLUMNS": "80"})
     assert len(out) == len(sync.lines(report))  # one printed line per fact, no more
 
 
@@ -157,7 +157,7 @@ def test_decisions_made_while_local_only_are_counted_and_never_sent(home, broker
     configure(honcho.url)
     assert run_bxmem("send").returncode == 0
     assert honcho.messages_in("bm0-trusted") == []  # seed 000: Honcho is not rebuilt from the logs
-    code, report = sync_json()
+    _code, report = sync_json()
     assert report["decided_local_only"] == {"turns": 2, "edits": 1}
     out = run_bxmem("sync").stdout.splitlines()
     assert "decided while local-only: 2 turn(s), 1 edit(s); never sent (Honcho is not rebuilt from the logs)" in out
