@@ -103,7 +103,7 @@ def keys(config: Config) -> list[dict]:
         entry = {"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
                  "file": str(ws.key_file) if ws.key_file else None}
         if ws.key_file is None:
-            out.append({**entry, **not_checked("no key file configured; requests go without a key")})
+            out.append({**entry, **_result(None, None, "no key file configured; requests go without a key", None)})
             continue
         checked_at = now_iso()
         try:
