@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .config import Config, read_key
-from .errors import UsageError
+from .errors import Refused, UsageError
 from .labels import label_of
 
 ASK_TIMEOUT_S = 150.0
@@ -79,7 +79,7 @@ class AskResult:
 
 def targets(config: Config, names: list[str]) -> list[Target]:
     if config.honcho is None:
-        raise UsageError("bxmem is local-only (no [honcho] section): there is no workspace to ask")
+        raise Refused("bxmem is local-only (no [honcho] section): there is no workspace to ask")
     known = {
         "own": Target("own", "trusted", "memory", "private"),
         "untrusted": Target("untrusted", "untrusted", "memory-tainted", "private"),

@@ -16,7 +16,7 @@ import functools
 import typer
 
 from . import __version__
-from .errors import BxmemError, ExitCode, report
+from .errors import BxmemError, ExitCode, Refused, report
 from .jobs import emit_json as _emit_json
 
 app = typer.Typer(
@@ -202,15 +202,6 @@ def index_rebuild(ctx: typer.Context) -> int:
     return ExitCode.OK
 
 
-def _age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
 @app.command()
 @exits
 def sync(
@@ -233,46 +224,25 @@ def sync(
     return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
 
 
-def _render_sync(report: dict) -> None:
+def _console():
+    """rich for a person at a terminal. Off one (journald, a pipe, mail) nothing
+    is wrapped or cut: a line is as long as what it says."""
     from rich.console import Console
-    from rich.table import Table
 
-    console = Console()
-    if report["mode"] == "local-only":
-        console.print("local-only: no [honcho] section, nothing is sent")
-    else:
-        console.print(f"Honcho: {report['honcho_url']}")
-    table = Table(title="Outbox by workspace")
-    for column in ("workspace", "role", "pending turns", "pending edits", "oldest pending", "age", "failed", "key"):
-        table.add_column(column)
-    for name, ws in report["workspaces"].items():
-        key = f"refused since {ws['key_refused_since']}" if ws["key_refused_since"] else "ok"
-        table.add_row(name, ws["role"], str(ws["pending_turns"]), str(ws["pending_edits"]), ws["oldest_pending"] or "-",
-                      _age_text(ws["oldest_pending_age_s"]), str(ws["failed"]), key)
-    if report["workspaces"]:
-        console.print(table)
-    if report["failed"]:
-        failed = Table(title="Failed items (bxmem sync --retry-failed re-queues them)")
-        for column in ("item", "workspace", "status", "reason", "when"):
-            failed.add_column(column)
-        for f in report["failed"]:
-            failed.add_row(f["item"], str(f["workspace"]), str(f["status"] or "-"), f["reason"] or "", f["when"] or "")
-        console.print(failed)
-    outage = report["outage"]
-    console.print(
-        f"Honcho unreachable since {outage['since']} ({_age_text(outage['for_s'])}); next try in {_age_text(outage['next_try_in_s'])}"
-        if outage else "Honcho: no outage"
-    )
-    broker = report["broker"]
-    console.print(
-        f"brokerd: unavailable since {broker['unavailable_since']}; {broker['undecided_turns']} turn(s) undecided"
-        if broker["unavailable_since"] else f"brokerd: answering; {broker['undecided_turns']} turn(s) undecided"
-    )
-    console.print(f"sent: {report['sent_items']} item(s); last at {report['last_sent'] or 'never'}")
-    if report["decided_nowhere"]:
-        console.print("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
-    for line in report["attention"]:
-        console.print(f"[bold red]attention:[/bold red] {line}")
+    tty = sys.stdout.isatty()
+    return Console(highlight=False, soft_wrap=not tty, width=None if tty else 100_000)
+
+
+def _render_sync(report: dict, console=None) -> None:
+    """sync's lines (sync.lines), escaped: a name like `[honcho]` is text, never markup."""
+    from rich.markup import escape
+
+    from .sync import lines
+
+    console = console or _console()
+    for line in lines(report):
+        head, attention, rest = line.partition("attention: ")
+        console.print(f"[bold red]attention:[/bold red] {escape(rest)}" if attention and not head else escape(line))
 
 
 @app.command()
@@ -284,7 +254,7 @@ def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
     config = _setup(ctx, "audit")
     if config.local_only:
-        raise BxmemError("bxmem is local-only (no [honcho] section): there is nothing to audit")
+        raise Refused("bxmem is local-only (no [honcho] section): there is nothing to audit")
     try:
         report = audit_module.audit(config)
     except HonchoError as exc:
@@ -315,7 +285,6 @@ def demo(
     run sends to three new workspaces named for it, and prints their names; it never
     writes to a workspace an earlier run or a real agent uses.
     """
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -325,25 +294,25 @@ def demo(
 
     setup("demo", quiet=True)
     log.setLevel("ERROR")  # the demo explains its warnings (a late brokerd) itself
-    console = Console()
+    console = _console()
     result = run_demo(honcho, keep)
     where = "kept" if result.kept else "temporary, removed at the end; --keep DIR keeps it"
     console.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {escape(str(result.home))} ({where})")
     if result.workspaces:  # named for this run, so the owner can find (and delete) exactly them
-        console.print(f"this run's workspaces on {escape(honcho or '')}: {', '.join(result.workspaces.values())}")
+        console.print(f"this run's workspaces on {escape(honcho or '')}: {escape(', '.join(result.workspaces.values()))}")
     for session, (_state, _lines, why) in SESSIONS.items():
-        console.print(f"  [cyan]{session}[/cyan]: {why}")
+        console.print(f"  [cyan]{escape(session)}[/cyan]: {escape(why)}")
     console.print()
     for note in result.notes:
-        console.print(f"- {note}")
+        console.print(f"- {escape(note)}")
     table = Table(title="Where each turn and memory edit went (from the ledger)")
     for column in ("session", "item", "destination", "why"):
         table.add_column(column)
     for row in result.rows:
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     console.print("\n[bold]bxmem sync[/bold] (the owner's view):")
-    _render_sync(result.sync)
+    _render_sync(result.sync, console)
     from .recall import render_plain
 
     console.print("\n[bold]bxmem recall 'backups nightly' -k 3[/bold] (what the agent sees):")
@@ -387,7 +356,7 @@ def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     if as_json:
         _emit_json(result)
         return ExitCode.OK
-    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults)")]
+    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults, local-only)")]
     lines += [f"{name}: {result[name]}" for name in ("home", "run", "ledger", "broker_socket", "mode")]
     if config.honcho:
         lines += [f"honcho: {config.honcho.url} as agent {config.honcho.agent}, owner {config.honcho.owner}"]
@@ -409,7 +378,7 @@ def run_cli(args: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
     except KeyboardInterrupt:
         sys.stderr.write("bxmem: interrupted\n")
-        return 130
+        return ExitCode.INTERRUPTED
     except (BxmemError, OSError) as exc:
         return report(exc)
     return ExitCode.OK

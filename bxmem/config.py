@@ -7,15 +7,16 @@ No `[honcho]` section means local-only. Keys come only from the files named in
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 from .errors import ConfigInvalid
-from .paths import Paths, config_path, load_toml, resolve_paths
+from .paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: a URL's port is checked (a cached 2 may hold port 99999)
 
 
 class ReadSource:
@@ -134,7 +135,8 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     file's version and the environment that shapes the paths, so one-shot
     commands (recall, ask) skip pydantic when nothing changed.
     """
-    path = config_path(explicit)
+    path, named_by = config_source(explicit)
+    check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
     known_home = home or os.environ.get("BOXMAKER_HOME")
     if known_home:  # the cache can be found without reading the TOML at all
@@ -142,7 +144,7 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
         cached = _read_cache(guess, cache_key)
         if cached is not None:
             return _build(path, Paths(guess.home, Path(cached["run"])), cached)
-    raw = load_toml(path)
+    raw = load_toml(path, named_by)
     paths = resolve_paths(raw, home)
     cached = _read_cache(paths, cache_key)
     if cached is None:
@@ -206,13 +208,22 @@ def read_key(ws: Workspace) -> Key | None:
     """The workspace's key from its file, or None when no key is configured.
 
     A key file readable by group or others is refused: a key that other users
-    can read is no longer a secret.
+    can read is no longer a secret. So is a symbolic link (see below).
     """
     if ws.key_file is None:
         return None
     try:
+        # O_NOFOLLOW: a symbolic link is refused, not followed. Whoever can write
+        # the key's folder could point a link at another of the owner's files
+        # (another token, mode 600, one line) and have bxmem send it to Honcho
+        # as a bearer key; a regular file they cannot read they cannot copy.
         fd = os.open(ws.key_file, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(ws.key_file):
+            raise ConfigInvalid(
+                f"secrets.{ws.secret}: key file {ws.key_file} is a symbolic link; bxmem reads only a regular "
+                f"file as a key, never through a link: name the file itself ({os.path.realpath(ws.key_file)})"
+            ) from None
         raise ConfigInvalid(f"secrets.{ws.secret}: cannot read key file {ws.key_file}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)

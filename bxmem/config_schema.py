@@ -24,6 +24,20 @@ def check_id(value: str) -> str:
     return value
 
 
+def _check_port(url: str) -> None:
+    """A port the socket layer would refuse is caught here, not at the first
+    request (where it was a bare "ValueError" from recall)."""
+    from urllib.parse import urlsplit
+
+    netloc = urlsplit(url).netloc
+    host_port = netloc.rsplit("]", 1)[-1]  # an IPv6 address holds colons of its own
+    if ":" not in host_port:
+        return
+    raw = host_port.rpartition(":")[2]
+    if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 65535):
+        raise ValueError(f"port {raw!r} is out of range: a port is a number from 1 to 65535")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -55,6 +69,7 @@ class HonchoSection(_Strict):
     def _url(cls, value: str) -> str:
         if not re.fullmatch(r"https?://[^\s/?#@]+(/[^\s?#]*)?", value):
             raise ValueError("must be an http:// or https:// URL with no user, query or fragment")
+        _check_port(value)
         return value.rstrip("/")
 
     @model_validator(mode="after")

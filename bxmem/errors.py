@@ -8,7 +8,8 @@ Stdlib only: the idle fast path imports this module.
 from __future__ import annotations
 
 class ExitCode:
-    """Exit statuses of every bxmem command (documented in docs/cli.md).
+    """Exit statuses of every bxmem command (documented in docs/cli.md, which is
+    generated from MEANINGS and COMMAND_EXITS below; tests hold every command to it).
 
     Plain ints rather than an IntEnum: `enum` costs the lean paths 4 ms.
     """
@@ -21,22 +22,57 @@ class ExitCode:
     #: The job did what it could, but something it needs did not answer
     #: (brokerd, Honcho): work is left for a later run. Nothing was lost.
     DEGRADED = 3
-    #: `bxmem sync`: the owner's attention is needed (failed items, refused key,
-    #: a long outage, brokerd unavailable).
+    #: `bxmem sync` and `bxmem audit`: the owner's attention is needed.
     ATTENTION = 4
     #: Something named on the command line does not exist (an unknown edit id, say).
     NOT_FOUND = 5
     #: The request is understood but cannot be done (an undo of an undo, an edit
-    #: already undone). Nothing was written.
+    #: already undone, ask or audit while local-only). Nothing was written.
     REFUSED = 6
-    #: `bxmem recall` / `bxmem ask`: no source answered (not even the local index).
+    #: recall, ask: no source answered; audit: Honcho did not answer.
     UNAVAILABLE = 7
     #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
     CONFIG = 78
+    #: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
+    INTERRUPTED = 130
 
     @classmethod
     def members(cls) -> list[tuple[str, int]]:
         return [(name, value) for name, value in vars(cls).items() if name.isupper()]
+
+
+MEANINGS = {
+    ExitCode.OK: "done",
+    ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
+    ExitCode.USAGE: "the command line was wrong",
+    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer; work waits for a later run, nothing lost",
+    ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, a refused key or a key file send "
+                        "would refuse, a long outage, brokerd unavailable), `audit` (a discrepancy between Honcho and the ledger)",
+    ExitCode.NOT_FOUND: "something named on the command line does not exist",
+    ExitCode.REFUSED: "understood but cannot be done (an undo of an undo, an edit already undone, `ask` or `audit` "
+                      "while local-only); nothing written",
+    ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
+                          "answer; the audit is incomplete)",
+    ExitCode.CONFIG: "the configuration is invalid or missing (runbook honcho-config-invalid)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+# What each command may exit with. Every command reads a configuration, takes
+# a command line, can be refused by the machine or interrupted.
+_EVERY = (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.INTERRUPTED)
+COMMAND_EXITS = {
+    "decide": _EVERY + (ExitCode.DEGRADED,),
+    "send": _EVERY + (ExitCode.DEGRADED,),
+    "mirror": _EVERY,
+    "undo": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
+    "recall": _EVERY + (ExitCode.UNAVAILABLE,),
+    "ask": _EVERY + (ExitCode.REFUSED, ExitCode.UNAVAILABLE),
+    "sync": _EVERY + (ExitCode.ATTENTION,),
+    "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
+    "demo": _EVERY,  # CONFIG: a --honcho URL that is not one
+    "config check": _EVERY,
+    "index rebuild": _EVERY,
+}
 
 
 class BxmemError(Exception):

@@ -134,7 +134,11 @@ def _home_from_config(path: str) -> str:
 
 
 def _idle(job: str, explicit: str | None) -> bool:
-    config = explicit or os.environ.get("BXMEM_CONFIG") or default_config_path()
+    named = explicit or os.environ.get("BXMEM_CONFIG")
+    config = named or default_config_path()
+    config_version = stat_fingerprint(config)
+    if named and config_version is None:
+        return False  # a named config file is missing: the job stops and says so (exit 78)
     home_env = os.environ.get("BOXMAKER_HOME")
     home = home_env or _home_from_config(config)
     try:
@@ -144,7 +148,7 @@ def _idle(job: str, explicit: str | None) -> bool:
         return False
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
         return False
-    if summary.get("config") != [config, stat_fingerprint(config)]:
+    if summary.get("config") != [config, config_version]:
         return False
     if not _unchanged(summary.get("watch", [])):
         return False

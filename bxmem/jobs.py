@@ -103,12 +103,34 @@ def mirror(config_path=None, as_json: bool = False, verbose: bool = False, quiet
     return ExitCode.OK
 
 
+def pending_count(config, report) -> tuple[int | None, str | None]:
+    """The items still in the outbox after a send run, or None and why they were not counted.
+
+    A run that waits out a backoff returns before it counts (it sends nothing);
+    its count comes from the outbox checkpoint it saved on the way out, which
+    is the ledger folded up to now.
+    """
+    if report.local_only:
+        return None, "local-only: no [honcho] section, so there is no outbox"
+    if report.busy:
+        return None, "another send is running and holds the outbox"
+    if report.waiting_until is None:
+        return report.pending, None
+    from .outbox import Outbox
+
+    saved = Outbox.read_checkpoint(config.paths.state)
+    if saved is None or not isinstance(saved.get("pending"), dict):
+        return None, "the outbox checkpoint could not be read"
+    return len(saved["pending"]), None
+
+
 def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
     from . import send as job
     from .log import log
 
     config = setup("send", config_path, verbose, quiet)
     report = job.run(config)
+    pending, not_counted = pending_count(config, report)
     if report.local_only:
         log.info("local-only: no [honcho] section in the configuration, nothing is sent")
     elif report.busy:
@@ -121,7 +143,8 @@ def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: 
             "messages": report.messages,
             "requests": report.requests,
             "failed": report.failed,
-            "pending": None if report.local_only or report.busy else report.pending,  # not looked at
+            "pending": pending,
+            "pending_not_counted": not_counted,
             "outage": report.outage,
             "waiting_until": report.waiting_until,
             "stopped": report.stopped,
@@ -129,7 +152,7 @@ def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: 
     if report.local_only or report.busy:
         return ExitCode.OK
     if not as_json and (report.sent or report.failed):
-        log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {report.pending} pending")
+        log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {pending} pending")
     return ExitCode.DEGRADED if report.degraded else ExitCode.OK
 
 

@@ -74,13 +74,13 @@ def run(argv: list[str]) -> int | None:
 
 
 def _guarded(fn, *args) -> int:
-    from .errors import report
+    from .errors import ExitCode, report
 
     try:
         return fn(*args)
     except KeyboardInterrupt:
         sys.stderr.write("bxmem: interrupted\n")
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:
         return report(exc)
 

@@ -8,6 +8,7 @@ and held to platformdirs by a test: importing platformdirs itself costs
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from .errors import ConfigInvalid
@@ -16,32 +17,65 @@ CONFIG_ENV = "BXMEM_CONFIG"
 HOME_ENV = "BOXMAKER_HOME"
 
 
-def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """`--config PATH`, else `BXMEM_CONFIG`, else the platform's config dir."""
+def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
+    """`--config PATH`, else `BXMEM_CONFIG`, else the platform's config dir; and
+    who named it: "--config", "$BXMEM_CONFIG", or None for the default path
+    (the only one that may be absent)."""
     if explicit:
-        return Path(explicit)
+        return Path(explicit), "--config"
     env = os.environ.get(CONFIG_ENV)
     if env:
-        return Path(env)
+        return Path(env), f"${CONFIG_ENV}"
     from .fastpath import default_config_path
 
-    return Path(default_config_path())
+    return Path(default_config_path()), None
 
 
+def check_named(path: Path, named_by: str | None) -> None:
+    """A config file someone named must be there and readable: running
+    local-only instead would decide every turn nowhere-to-send, for good
+    (Honcho is not rebuilt from the logs). Only the default path may be absent."""
+    if named_by is None:
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigInvalid(
+            f"{path} (named by {named_by}) does not exist; nothing was decided or sent "
+            "(only the default config file may be absent)"
+        ) from None
+    except OSError as exc:
+        raise ConfigInvalid(f"{path} (named by {named_by}): cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigInvalid(f"{path} (named by {named_by}) is a directory, not a config file")
+    if not os.access(path, os.R_OK):
+        raise ConfigInvalid(f"{path} (named by {named_by}): cannot read: Permission denied")
 
-def load_toml(path: Path) -> dict:
-    """The raw configuration; a missing file is an empty one (local-only)."""
+
+def load_toml(path: Path, named_by: str | None = None) -> dict:
+    """The raw configuration; a missing default file is an empty one (local-only)."""
     import tomllib
 
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            data = f.read()
     except FileNotFoundError:
+        check_named(path, named_by)  # gone since it was checked: the same line
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigInvalid(f"{path}: not valid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigInvalid(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigInvalid(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start} (line {line}); "
+            "save the file as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigInvalid(f"{path}: not valid TOML: {exc}") from None
 
 
 class Paths:

@@ -15,6 +15,7 @@ from .outbox import Outbox
 from .store import read_json
 
 LONG_OUTAGE_S = 600
+LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
 def _age(ts: str | None, now: float) -> float | None:
@@ -26,17 +27,21 @@ def _age(ts: str | None, now: float) -> float | None:
         return None
 
 
-def status(config: Config, now: float | None = None) -> dict:
+def status(config: Config, now: float | None = None, check: bool = True) -> dict:
+    """Where everything stands. With `check`, brokerd, Honcho and the key files
+    are asked now (checks.py); without, each says "not checked"."""
+    from . import checks
+
     now = time.time() if now is None else now
     state_dir = config.paths.ensure_state_dir()
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
     workspaces: dict[str, dict] = {}
-    for ws in config.workspaces():
-        if ws.role.startswith("read:"):
+    for own in config.workspaces():
+        if own.role.startswith("read:"):
             continue
-        workspaces[ws.name] = {"role": ws.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
-                               "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
+        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
+                                "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
     with ledger:  # event_at keeps the ledger open
         for item in box.pending_items():
             ws = workspaces.setdefault(item["ws"], {"role": "not configured any more", "pending_turns": 0,
@@ -63,10 +68,22 @@ def status(config: Config, now: float | None = None) -> dict:
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
     broker = {"undecided_turns": waiting, "unavailable_since": decide_state.get("broker_down_since")}
     nowhere: dict[str, int] = {}
+    local_only = {"turns": 0, "edits": 0}
     for key, count in box.decided.items():
         kind, role, reason = key.split("/", 2)
         if role == "none" and kind == "turn":
             nowhere[reason] = nowhere.get(reason, 0) + count
+        if reason.endswith(LOCAL_ONLY_SUFFIX):  # decide and mirror mark what had a workspace but no [honcho]
+            local_only["edits" if kind == "edit" else "turns"] += count
+    if check:
+        first_waiting = next(iter(decide_state.get("undecided") or {}), None)
+        live = checks.services(config, first_waiting)
+        key_checks = checks.keys(config)
+    else:
+        live = {name: checks.not_checked("sync ran without checks") for name in ("brokerd", "honcho")}
+        key_checks = [{"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
+                       "file": str(ws.key_file) if ws.key_file else None, **checks.not_checked("sync ran without checks")}
+                      for ws in config.workspaces()]
     attention = []
     if failed:
         attention.append(f"{len(failed)} failed item(s) (runbook honcho-send-refused)")
@@ -76,6 +93,9 @@ def status(config: Config, now: float | None = None) -> dict:
         attention.append("Honcho unreachable for over 10 minutes (runbook honcho-unreachable)")
     if broker["unavailable_since"]:
         attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer (runbook broker-state-unavailable)")
+    for checked in key_checks:
+        if checked["ok"] is False:  # every send stops at start (exit 78) until it is fixed
+            attention.append(f"{checked['problem']}: every bxmem send stops until it is fixed (runbook honcho-config-invalid)")
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
@@ -85,6 +105,9 @@ def status(config: Config, now: float | None = None) -> dict:
         "outage": outage,
         "broker": broker,
         "decided_nowhere": dict(sorted(nowhere.items())),
+        "decided_local_only": local_only,
+        "checks": live,
+        "keys": key_checks,
         "sent_items": box.sent_count,
         "last_sent": box.last_sent,
         "ledger_malformed_lines": box.malformed,
@@ -101,3 +124,68 @@ def retry_failed(config: Config) -> list[str]:
     if items:
         ledger.append([event("requeued", item=item) for item in items])
     return items
+
+
+def age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
+    if result["checked_at"] is None:
+        return f"{what}: {result['problem']}"
+    when = f"checked {result['checked_at']}" + (f", {result['deadline_s']:g} s deadline" if result["deadline_s"] else "")
+    return f"{what}: {ok_text if result['ok'] else failed_text + ': ' + result['problem']} ({when})"
+
+
+def lines(report: dict) -> list[str]:
+    """The owner's view as plain text, one fact per line: greppable, and whole
+    in journald, a pipe or a mail (nothing is wrapped or cut)."""
+    out = []
+    honcho = report["checks"]["honcho"]
+    if report["mode"] == "local-only":
+        out.append("local-only: no [honcho] section, nothing is sent")
+    else:
+        out.append(f"Honcho: {report['honcho_url']}")
+        out.append(_check_text("Honcho now", honcho, "answering (/health ok)", "not answering"))
+    outage = report["outage"]
+    if outage:
+        out.append(f"Honcho as send recorded: unreachable since {outage['since']} ({age_text(outage['for_s'])}); "
+                   f"next try in {age_text(outage['next_try_in_s'])}")
+    elif report["mode"] != "local-only":  # what the ledger knows, never more
+        out.append("Honcho as send recorded: no outage" + (f"; last sent {report['last_sent']}" if report["last_sent"]
+                                                            else "; nothing sent yet"))
+    broker = report["broker"]
+    out.append(_check_text("brokerd now", report["checks"]["brokerd"], "answering", "cannot answer"))
+    if broker["unavailable_since"]:
+        out.append(f"brokerd as decide recorded: unavailable since {broker['unavailable_since']}; "
+                   f"{broker['undecided_turns']} turn(s) undecided")
+    else:
+        out.append(f"brokerd as decide recorded: no outage; {broker['undecided_turns']} turn(s) undecided")
+    for name, ws in report["workspaces"].items():
+        oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
+        out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
+                   f"pending, {ws['failed']} failed{oldest}")
+    for key in report["keys"]:
+        ok = f"{key['secret']} file {key['file']} ok (regular, mode 600, one key)"
+        out.append(_check_text(f"key for {key['workspace']}", key, ok, "send would refuse it"))
+    for entry in report["keys_refused"]:
+        out.append(f"key for {entry['workspace']} refused by Honcho (HTTP {entry['status']}) since {entry['since']}")
+    for f in report["failed"]:
+        status = f"HTTP {f['status']}" if f["status"] else "refused by bxmem"
+        out.append(f"failed: {f['item']} in {f['workspace']}: {status}: {f['reason'] or '-'} (at {f['when'] or '-'})")
+    out.append(f"sent: {report['sent_items']} item(s); last at {report['last_sent'] or 'never'}")
+    if report["decided_nowhere"]:
+        out.append("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
+    local = report["decided_local_only"]
+    if local["turns"] or local["edits"]:
+        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s); never sent "
+                   "(Honcho is not rebuilt from the logs)")
+    if report["ledger_malformed_lines"]:
+        out.append(f"ledger: {report['ledger_malformed_lines']} malformed line(s) skipped")
+    out += [f"attention: {line}" for line in report["attention"]]
+    return out

@@ -38,6 +38,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("BOXMAKER_HOME", str(home))
+    # A named config file must exist (a missing one stops every command): an
+    # empty one is local-only. Tests that configure Honcho overwrite it.
+    (tmp_path / "bxmem.toml").touch()
     monkeypatch.setenv("BXMEM_CONFIG", str(tmp_path / "bxmem.toml"))
     monkeypatch.setenv("HONCHO_API_KEY", PLANTED_ENV_KEY)
     monkeypatch.setenv("HONCHO_URL", "http://127.0.0.1:9")

@@ -25,13 +25,16 @@ GOOD = honcho_config("http://127.0.0.1:8000")
         (GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\nclass = "secret"\n', "honcho.read.0.class"),
         (GOOD + '[secrets.honcho_other]\nfile = "/x"\n', "unknown key name 'honcho_other'"),
         (GOOD + "[send]\nbatch = 0\n", "send.batch"),
+        (GOOD.replace("127.0.0.1:8000", "127.0.0.1:99999"), "honcho.url: port '99999' is out of range"),
+        (GOOD.replace("127.0.0.1:8000", "127.0.0.1:0"), "honcho.url: port '0' is out of range"),
+        (GOOD.replace("127.0.0.1:8000", "[::1]:70000"), "honcho.url: port '70000' is out of range"),
         (GOOD + "[surprise]\n", "surprise: unknown key"),
         ("[honcho\n", "not valid TOML"),
     ],
 )
 def test_each_mistake_is_one_line_and_exit_78(config_file, text, expected):
     config_file.write_text(text)
-    for command in (["config", "check"], ["decide"], ["send"]):
+    for command in (["config", "check"], ["decide"], ["send"], ["recall", "x"]):
         result = run_bxmem(*command)
         assert result.returncode == 78, (command, result.stderr)
         lines = result.stderr.strip().splitlines()
@@ -98,3 +101,26 @@ def test_the_config_cache_follows_edits(config_file, home):
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "bad.name"'))
     with pytest.raises(Exception, match="honcho.agent"):
         config.load()
+
+
+def test_an_ipv6_url_with_a_port_is_accepted(config_file):
+    config_file.write_text(GOOD.replace("127.0.0.1:8000", "[::1]:8000"))
+    assert run_bxmem("config", "check").returncode == 0
+
+
+def test_a_symlinked_key_file_is_refused_with_one_clear_line(config_file, tmp_path):
+    import os
+
+    real = tmp_path / "real.key"
+    real.write_text("k-1\n")
+    os.chmod(real, 0o600)
+    link = tmp_path / "link.key"
+    link.symlink_to(real)
+    config_file.write_text(GOOD + f'[secrets.honcho_trusted]\nfile = "{link}"\n')
+    for command in (["config", "check"], ["send"]):
+        result = run_bxmem(*command)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 78 and len(lines) == 1, (command, result.stderr)
+        assert f"secrets.honcho_trusted: key file {link} is a symbolic link" in lines[0]
+        assert f"name the file itself ({real})" in lines[0]
+        assert "Too many levels" not in lines[0]

@@ -31,7 +31,7 @@ def test_all_sent_needs_no_attention(home, brokerd, honcho, configure):
     assert report["sent_items"] == 1 and report["decided_nowhere"] == {"no-speaker": 1}
     assert report["workspaces"]["bm0-trusted"]["pending_turns"] == 0
     plain = run_bxmem("sync")
-    assert plain.returncode == 0 and "Outbox by workspace" in plain.stdout and "hello" not in plain.stdout
+    assert plain.returncode == 0 and "outbox bm0-trusted (trusted): 0 turn(s)" in plain.stdout and "hello" not in plain.stdout
 
 
 def test_pending_and_outage_then_a_long_outage_needs_attention(home, brokerd, honcho, configure):

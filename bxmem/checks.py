@@ -1,0 +1,114 @@
+"""The live checks behind `bxmem sync`: what it says about brokerd, Honcho and
+the key files is what it found when it asked, not what a job last recorded.
+
+brokerd is asked one SessionState question under decide's 2 s deadline (the
+request changes nothing, interfaces section 3). Honcho's `/health` is asked
+under recall's 5 s deadline. Key files are read with send's own rules
+(config.read_key), so a key send would refuse is a problem here too. Each
+result carries the time it was made; a check not made says "not checked".
+Both network checks run at once, so sync waits at most the longer deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from .config import Config, read_key
+from .errors import ConfigInvalid
+from .ledger import now_iso
+from .recall import HONCHO_TIMEOUT_S
+from .sources import brokerd
+
+# Asked when no turn is waiting: brokerd answers a session it has not seen as
+# private and clean, and the question changes nothing.
+PROBE_SESSION = "bxmem-sync-check"
+
+
+def _result(checked_at: str | None, ok: bool | None, problem: str | None, deadline: float | None) -> dict:
+    return {"checked_at": checked_at, "ok": ok, "problem": problem, "deadline_s": deadline}
+
+
+def not_checked(why: str) -> dict:
+    return _result(None, None, f"not checked: {why}", None)
+
+
+def _ask_brokerd(config: Config, session: str) -> None:
+    brokerd.session_state(config.paths.broker_socket, session, timeout=brokerd.TIMEOUT_S)
+
+
+def _ask_honcho(url: str) -> None:
+    import httpx
+
+    from .honcho import _tls_context
+
+    with httpx.Client(timeout=HONCHO_TIMEOUT_S, trust_env=False, follow_redirects=False,
+                      verify=_tls_context() if url.startswith("https:") else False) as client:
+        response = client.get(f"{url}/health")
+    if response.status_code != 200:
+        raise RuntimeError(f"/health answered HTTP {response.status_code}")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, brokerd.BrokerUnavailable):
+        return str(exc)
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {HONCHO_TIMEOUT_S:g} s"
+    if isinstance(exc, httpx.HTTPError):
+        return f"connection failed ({type(exc).__name__})"
+    return str(exc) or type(exc).__name__
+
+
+def services(config: Config, session: str | None) -> dict[str, dict]:
+    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
+    jobs = {"brokerd": (brokerd.TIMEOUT_S, lambda: _ask_brokerd(config, session or PROBE_SESSION))}
+    if config.honcho:
+        url = config.honcho.url
+        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
+    outcome: dict[str, Exception | None] = {}
+
+    def run(name: str, fn) -> None:
+        try:
+            fn()
+            outcome[name] = None
+        except Exception as exc:  # reported as the check's problem, never raised
+            outcome[name] = exc
+
+    started, checked_at = time.monotonic(), now_iso()
+    threads = {name: threading.Thread(target=run, args=(name, fn), daemon=True) for name, (_d, fn) in jobs.items()}
+    for thread in threads.values():
+        thread.start()
+    results = {"honcho": not_checked("local-only, no [honcho] section")}
+    for name, (deadline, _fn) in jobs.items():
+        # Daemon threads with a deadline from the same start: a check that
+        # overruns (a DNS lookup has no timeout of its own) is reported, not waited for.
+        threads[name].join(max(0.0, started + deadline + 0.5 - time.monotonic()))
+        failure = outcome.get(name)
+        if name not in outcome:
+            results[name] = _result(checked_at, False, f"no answer within {deadline:g} s", deadline)
+        elif failure is None:
+            results[name] = _result(checked_at, True, None, deadline)
+        else:
+            results[name] = _result(checked_at, False, _describe(failure), deadline)
+    return results
+
+
+def keys(config: Config) -> list[dict]:
+    """Every configured key file, read as send reads it (mode 600, a regular
+    file, not a link, one ASCII key on one line). The key itself is dropped at once."""
+    out = []
+    for ws in config.workspaces():
+        entry = {"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
+                 "file": str(ws.key_file) if ws.key_file else None}
+        if ws.key_file is None:
+            out.append({**entry, **_result(None, None, "no key file configured; requests go without a key", None)})
+            continue
+        checked_at = now_iso()
+        try:
+            read_key(ws)
+            out.append({**entry, **_result(checked_at, True, None, None)})
+        except ConfigInvalid as exc:
+            out.append({**entry, **_result(checked_at, False, str(exc), None)})
+    return out

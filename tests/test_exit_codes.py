@@ -1,0 +1,149 @@
+"""One exit-code table (bxmem/errors.py, rendered into docs/cli.md), and every
+command held to it: by what its code names and raises, and by running it
+(issue 12, item 11)."""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+import typer
+from conftest import run_bxmem, write_log
+
+from bxmem import errors
+from bxmem.cli import app
+from bxmem.demo.sample import turn_lines
+from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The arguments each command needs to get past its own command line.
+ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"]}
+
+
+def leaf_commands() -> list[str]:
+    found = []
+
+    def walk(command, path):
+        subs = getattr(command, "commands", None)
+        if subs is None:
+            found.append(" ".join(path))
+            return
+        for name, sub in subs.items():
+            walk(sub, path + [name])
+
+    walk(typer.main.get_command(app), [])
+    return sorted(found)
+
+
+def argv(command: str, *extra: str) -> list[str]:
+    return [*command.split(), *ARGS.get(command, []), *extra]
+
+
+def test_every_command_has_a_row_and_every_code_a_meaning():
+    assert sorted(COMMAND_EXITS) == leaf_commands()
+    assert set(MEANINGS) == {value for _name, value in ExitCode.members()}
+    for codes in COMMAND_EXITS.values():
+        assert set(codes) <= set(MEANINGS)
+    docs = (ROOT / "docs" / "cli.md").read_text()
+    for command, codes in COMMAND_EXITS.items():
+        assert f"| `bxmem {command}` | {', '.join(str(c) for c in sorted(codes))} |" in docs
+
+
+def _functions() -> dict[str, list[ast.FunctionDef]]:
+    """Each command's own code: its function in cli.py, and for the timer jobs
+    and recall the functions the lean path runs instead."""
+    trees = {name: ast.parse((ROOT / "bxmem" / f"{name}.py").read_text()) for name in ("cli", "jobs", "lean")}
+    defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    out: dict[str, list[ast.FunctionDef]] = {}
+    for (mod, name), node in defs.items():
+        if mod != "cli":
+            continue
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
+                group = {"app": "", "config_app": "config ", "index_app": "index "}[decorator.func.value.id]
+                command = group + (decorator.args[0].value if decorator.args else name)
+                out[command] = [node]
+    for job in ("decide", "mirror", "send"):
+        out[job].append(defs[("jobs", job)])
+    out["recall"].append(defs[("lean", "_run_recall")])
+    return out
+
+
+def test_each_command_names_and_raises_only_codes_in_its_row():
+    functions = _functions()
+    assert sorted(functions) == leaf_commands()
+    for command, nodes in functions.items():
+        used = set()
+        for node in nodes:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "ExitCode":
+                    used.add(getattr(ExitCode, sub.attr))
+                if isinstance(sub, ast.Raise) and isinstance(sub.exc, ast.Call) and isinstance(sub.exc.func, ast.Name):
+                    cls = getattr(errors, sub.exc.func.id, None)
+                    if isinstance(cls, type) and issubclass(cls, errors.BxmemError):
+                        used.add(cls.exit_code)
+        assert used <= set(COMMAND_EXITS[command]), (command, used - set(COMMAND_EXITS[command]))
+
+
+@pytest.fixture
+def turns(home):
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    return home
+
+
+def check(command: str, result, expected: int | None = None) -> None:
+    assert result.returncode in COMMAND_EXITS[command], (command, result.returncode, result.stderr)
+    if expected is not None:
+        assert result.returncode == expected, (command, result.returncode, result.stderr)
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_EXITS))
+def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_path, command):
+    if command == "demo":
+        check(command, run_bxmem("demo", "--honcho", "ftp://not-a-url", timeout=120), ExitCode.CONFIG)
+    else:
+        check(command, run_bxmem(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
+        check(command, run_bxmem(*argv(command)))  # local-only
+    check(command, run_bxmem(*argv(command, "--no-such-option")), ExitCode.USAGE)
+
+
+def test_local_only_ask_and_audit_are_refused_not_bugs_or_usage(home):
+    for command in ("ask", "audit"):
+        result = run_bxmem(*argv(command))
+        check(command, result, ExitCode.REFUSED)
+        assert "local-only" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_each_code_a_command_can_reach_is_in_its_row(turns, configure, tmp_path):
+    """The codes beyond the common ones, each reached for real."""
+    configure("http://127.0.0.1:9")  # nothing listens there; no brokerd either
+    check("decide", run_bxmem("decide"), ExitCode.DEGRADED)  # brokerd cannot answer
+    check("sync", run_bxmem("sync"), ExitCode.ATTENTION)  # turns wait on brokerd
+    check("audit", run_bxmem("audit"), ExitCode.UNAVAILABLE)
+    check("recall", run_bxmem("recall", ""), ExitCode.USAGE)
+    check("undo", run_bxmem("undo", "no-such-edit"), ExitCode.NOT_FOUND)
+    check("mirror", run_bxmem("mirror"), ExitCode.OK)
+    key = tmp_path / "k"
+    key.write_text("k\n")
+    os.chmod(key, 0o644)
+    configure("http://127.0.0.1:9", extra=f'[secrets.honcho_fleet]\nfile = "{key}"\n')
+    check("send", run_bxmem("send"), ExitCode.CONFIG)
+    check("sync", run_bxmem("sync"), ExitCode.ATTENTION)
+    check("config check", run_bxmem("config", "check"), ExitCode.CONFIG)
+
+
+def test_send_and_audit_against_a_server_that_went_away(turns, brokerd, honcho, configure):
+    configure(honcho.url)
+    run_bxmem("decide")
+    check("send", run_bxmem("send"), ExitCode.OK)
+    check("audit", run_bxmem("audit"), ExitCode.OK)
+    honcho.messages.pop()  # one message the ledger records as sent is gone
+    check("audit", run_bxmem("audit"), ExitCode.ATTENTION)
+    write_log(turns, "s", turn_lines(2, "more", "yes"))
+    run_bxmem("decide")
+    honcho.stop()
+    check("send", run_bxmem("send"), ExitCode.DEGRADED)
+    check("ask", run_bxmem("ask", "what?"), ExitCode.UNAVAILABLE)
