@@ -178,10 +178,13 @@ def ask(
 
 @app.command()
 @exits
-def tools(fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
+def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
                                   help="anthropic (default: name, description, input_schema) or openai (function calling).")) -> int:
     """Print the recall and ask_memory tool definitions for the host's tools array, as JSON."""
     from . import tools as tools_module
+    from .paths import check_named, config_source
+
+    check_named(*config_source(ctx.obj.config))  # the definitions need no config, but a named one that is missing is a mistake to report
 
     typer.echo(tools_module.render(fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
     return ExitCode.OK

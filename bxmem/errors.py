@@ -69,6 +69,7 @@ COMMAND_EXITS = {
     "ask": _EVERY + (ExitCode.REFUSED, ExitCode.UNAVAILABLE),
     "sync": _EVERY + (ExitCode.ATTENTION,),
     "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
+    "tools": _EVERY,
     "demo": _EVERY,  # CONFIG: a --honcho URL that is not one
     "config check": _EVERY,
     "index rebuild": _EVERY,
