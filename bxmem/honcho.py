@@ -195,14 +195,29 @@ class WorkspaceClient:
 
     # --- workspace, peers, sessions -----------------------------------------------
 
-    def set_configuration(self, configuration: dict) -> None:
-        """PUT is an upsert: it creates the workspace if needed and sets its configuration."""
-        self.request("PUT", self._ws_path(), "set workspace configuration", json={"configuration": configuration})
+    def _create(self, path: str, operation: str, body: dict) -> Any:
+        """A get-or-create. A 409 means "it exists" (seed section 5.7), which is what
+        was asked for: no answer body then (None). Honcho 3.0.12 itself answers 200."""
+        try:
+            return self.request("POST", path, operation, json=body)
+        except Refused as exc:
+            if exc.status == 409:
+                return None
+            raise
 
-    def read_configuration(self) -> dict | None:
+    def set_configuration(self, configuration: dict) -> dict | None:
+        """PUT is an upsert: it creates the workspace if needed and sets its configuration.
+        Returns the configuration the answer holds."""
+        body = self.request("PUT", self._ws_path(), "set workspace configuration", json={"configuration": configuration})
+        return body.get("configuration") if isinstance(body, dict) else None
+
+    def read_configuration(self, if_exists: dict | None = None) -> dict | None:
         """The stored configuration, read back with get-or-create (which a workspace key may call,
-        unlike workspaces/list, which needs an admin key)."""
-        body = self.request("POST", "/v3/workspaces", "read workspace", json={"id": self.workspace})
+        unlike workspaces/list, which needs an admin key); `if_exists` when the answer is a
+        409, "exists", which carries no workspace."""
+        body = self._create("/v3/workspaces", "read workspace", {"id": self.workspace})
+        if body is None:
+            return if_exists
         return _expect_dict(body, self.workspace, "read workspace").get("configuration")
 
     def workspace_exists(self) -> bool:
@@ -214,12 +229,7 @@ class WorkspaceClient:
         return any(isinstance(w, dict) and w.get("id") == self.workspace for w in items)
 
     def create_peer(self, peer: str, observe_me: bool) -> None:
-        self.request(
-            "POST",
-            self._ws_path("/peers"),
-            "create peer",
-            json={"id": peer, "configuration": {"observe_me": observe_me}},
-        )
+        self._create(self._ws_path("/peers"), "create peer", {"id": peer, "configuration": {"observe_me": observe_me}})
 
     def create_session(self, session: str, peers: dict[str, bool], metadata: dict | None = None) -> None:
         body: dict[str, Any] = {
@@ -228,7 +238,7 @@ class WorkspaceClient:
         }
         if metadata:
             body["metadata"] = metadata
-        self.request("POST", self._ws_path("/sessions"), "create session", json=body)
+        self._create(self._ws_path("/sessions"), "create session", body)
 
     # --- messages -----------------------------------------------------------------
 

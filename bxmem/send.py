@@ -489,8 +489,7 @@ class Sender(EditSender):
         workspace = self.config.workspace_by_name(ws)
         wanted = configuration_for(workspace.role)
         client = self.client(ws)
-        client.set_configuration(wanted)
-        stored = client.read_configuration()
+        stored = client.read_configuration(if_exists=client.set_configuration(wanted))
         if not configuration_applied(wanted, stored):
             raise Refused(ws, "set workspace configuration", "the configuration read back differs")
         events = [event("created", ws=ws, what="workspace", configuration=wanted)]

@@ -48,13 +48,33 @@ def test_4xx_fails_the_item_with_its_status(one_turn, honcho, status):
     assert not honcho.messages
 
 
-def test_a_409_on_create_means_it_exists(one_turn, honcho):
-    """A 409 on a get-or-create is not what the real server sends (it answers 200),
-    but if a proxy or a newer server did, bxmem must not lose the item: it fails
-    visibly, with its status, and can be re-queued."""
-    honcho.inject("status", match=r"/sessions$", status=409)
-    send.run(load())
-    assert [f["status"] for f in evs(one_turn, "failed")] == [409]
+@pytest.mark.parametrize("route", [r"POST /v3/workspaces$", r"/peers$", r"/sessions$"])
+def test_a_409_on_create_means_it_exists(one_turn, honcho, route):
+    """Seed 000 section 5.7: a 409 on a create means "exists", which is what was asked
+    for. Honcho 3.0.12 answers 200 for an existing workspace, peer or session; a proxy
+    or another server may answer 409 instead. The turn goes; nothing is failed."""
+    honcho.inject("store-then-status", match=route, status=409)
+    report = send.run(load())
+    assert report.sent == 1 and not report.failed and not report.outage
+    assert not evs(one_turn, "failed")
+    assert [m["metadata"]["part"] for m in honcho.messages] == [0, 1]
+    assert any(r.status == 409 for r in honcho.requests)  # the fault did apply
+    created = {e["what"] for e in evs(one_turn, "created")}
+    assert created == {"workspace", "peer", "session"}
+
+
+def test_a_409_on_create_of_the_session_for_a_conclusion_means_it_exists(home, honcho, configure):
+    from bxmem import mirror
+    from bxmem.demo.sample import write_journal
+
+    configure(honcho.url)
+    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "identity_add",
+                          "file": "user.md", "entry": "likes tea"}])
+    mirror.run(load())
+    honcho.inject("store-then-status", match=r"/sessions$", status=409)
+    assert send.run(load()).sent == 1
+    assert [c["content"] for c in honcho.conclusions_in("bm0-trusted")] == ["likes tea"]
+    assert not evs(home, "failed")
 
 
 def test_malformed_json_after_storing_is_settled_by_lookup(one_turn, honcho):
