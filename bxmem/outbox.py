@@ -167,7 +167,8 @@ class Outbox:
             st = ledger.path.stat()
         except FileNotFoundError:
             st = None
-        if box is not None and st is not None and (st.st_ino != box.ino or st.st_size < box.offset):
+        # A checkpoint saved before the ledger existed has no inode to compare (ino None).
+        if box is not None and st is not None and ((box.ino is not None and st.st_ino != box.ino) or st.st_size < box.offset):
             log.warning(f"{ledger.path} was replaced or truncated; rebuilding the outbox from it")
             box = None
         if box is None:

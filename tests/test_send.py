@@ -292,3 +292,20 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
 def test_send_json_is_an_object_even_when_local_only(home):
     result = run_bxmem("send", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["local_only"] is True
+
+
+def test_a_send_before_the_ledger_exists_is_not_taken_for_a_replaced_ledger(home, brokerd, honcho, configure, caplog):
+    """The checkpoint of a send that ran before any decision holds no ledger inode;
+    the next run used to warn that the ledger was replaced and rebuild."""
+    import logging
+
+    from bxmem.log import log
+
+    log.propagate = True
+    caplog.set_level(logging.INFO, logger="bxmem")
+    configure(honcho.url)
+    send.run(load())
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    assert send.run(load()).sent == 1
+    assert not [r for r in caplog.records if "replaced or truncated" in r.getMessage()]
