@@ -41,7 +41,10 @@ class HonchoError(Exception):
 
 class Unavailable(HonchoError):
     """Connection refused or reset, a timeout, a 5xx or an unreadable answer.
-    For a POST, the server may or may not have acted on it."""
+    For a POST, the server may or may not have acted on it, unless `unsent`:
+    no connection was made, so nothing reached the server."""
+
+    unsent = False
 
 
 class Refused(HonchoError):
@@ -167,12 +170,13 @@ class WorkspaceClient:
             response = self._http().request(
                 method, path, json=json, params=params, timeout=timeout or self._timeout
             )
-        except httpx.TimeoutException:
-            self.close()
-            raise Unavailable(self.workspace, operation, "timed out") from None
         except httpx.HTTPError as exc:
             self.close()
-            raise Unavailable(self.workspace, operation, f"connection failed ({type(exc).__name__})") from None
+            kind = "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed ({type(exc).__name__})"
+            error = Unavailable(self.workspace, operation, kind)
+            # Raised while connecting, before a byte of the request was written.
+            error.unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+            raise error from None
         status = response.status_code
         if status >= 500:
             self.close()  # the server drops the keep-alive connection after a 5xx

@@ -99,6 +99,9 @@ class Outbox:
             self.attempts.pop(item, None)
             self.failed[item] = {**ev, "decided": decided}
             self._learn_results(ev)  # what an edit did before it was refused still happened
+        elif kind == "unsent":  # the attempt never reached Honcho: nothing to look up
+            for one in ev.get("items", []):
+                self.attempts.pop(one, None)
         elif kind == "cancelled":
             self.pending.pop(item, None)
             self.attempts.pop(item, None)

@@ -1,12 +1,17 @@
 """`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
 
-Exactly once, by construction:
+At-least-once delivery with duplicate defence (seed 002 section 12.2):
 
 * an item leaves the outbox only through a `sent` or `failed` line;
 * before any POST that creates messages, an `attempt` line names the items
   and the Honcho session, so a crash or a lost answer leaves a trace;
-* an item with an attempt and no `sent` is settled first: its messages are
-  looked up by their `bxmem_item` metadata and only the missing parts sent.
+* an item with an attempt and no `sent` is in doubt: once Honcho can no
+  longer be working on that request (retry.py), its messages are looked up
+  by their `bxmem_item` metadata and only the missing parts sent, while the
+  later items of its session wait behind it.
+
+A request Honcho stores later than that, after the lookup, is sent twice:
+the window is narrow, not closed, and `bxmem audit` reports such a duplicate.
 
 Every change of state is a ledger line folded back into the outbox, so the
 checkpoint and the ledger cannot disagree.
@@ -14,6 +19,7 @@ checkpoint and the ledger cannot disagree.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,13 +41,12 @@ from .lanes import Call, Lane
 from .ledger import Ledger, event, now_iso
 from .log import log, runbook
 from .outbox import KIND, SESSION, WS, Outbox, light
+from .retry import Hold, iso, next_backoff
 from .sanitize import chunks, find_secret, neutralise
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import SpanReader, session_id_problem
 from .store import JobLock
 
-FIRST_DELAY_S = 5.0
-MAX_DELAY_S = 600.0
 # No new request starts after this long, so one run ends within
 # RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
 RUN_BUDGET_S = 120.0
@@ -59,6 +64,8 @@ class SendReport:
     outage: str | None = None
     stopped: list[str] = field(default_factory=list)
     pending: int = 0
+    held: int = 0  # items waiting behind an in-doubt attempt (retry.Hold)
+    settle_at: float | None = None  # when the first of those may be looked up
 
     @property
     def degraded(self) -> bool:
@@ -111,12 +118,16 @@ class EditSender:
             log.info(f"{key} was undone before it was sent: it is not sent at all")
             return
         if not in_doubt:
-            self.record([event("attempt", items=[key], ws=item["ws"], session=item["session"])])
+            self.record([self._attempt(items=[key], ws=item["ws"], session=item["session"])])
         self.report.requests += 1
         results: list[dict] = []
         try:
             for index, action in enumerate(item["actions"]):
                 results.append(self._do(item, index, action, in_doubt))
+        except Unavailable as exc:
+            if exc.unsent and not results and not in_doubt:
+                self.record([event("unsent", items=[key], ws=item["ws"], reason=exc.kind)])
+            raise
         except LocalFailure as exc:
             self._fail([item], None, str(exc), results)
             return
@@ -214,13 +225,15 @@ class EditSender:
 
 
 class Sender(EditSender):
-    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=None) -> None:
+    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=None, rng: random.Random | None = None) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
         self.box = box
         self.ledger = ledger
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
+        self.rng = rng or random.Random()  # the backoff's jitter
+        self._hold = Hold(box.attempts, 0.0)
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
@@ -248,6 +261,10 @@ class Sender(EditSender):
         self.ledger.append(self._held + events)
         self._held = []
         self.box.catch_up(self.ledger)
+
+    def _attempt(self, **fields: object) -> dict:
+        """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
+        return event("attempt", ts=iso(self.clock()), **fields)
 
     def flush(self) -> None:
         if self._held:
@@ -289,6 +306,7 @@ class Sender(EditSender):
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
+        self._hold = Hold(self.box.attempts, now)
         try:
             self._drain(self._sendable())
         finally:
@@ -298,6 +316,7 @@ class Sender(EditSender):
             self._queue, self._by_session, self._done = [], {}, set()
             self.flush()
         self.report.pending = len(self.box.pending)
+        self.report.held, self.report.settle_at = len(self._hold.items), self._hold.until
         return self.report
 
     def _drain(self, sendable: list[str]) -> None:
@@ -358,7 +377,7 @@ class Sender(EditSender):
             key = self._queue[self._next]
             self._next += 1
             item = None if key in self._done else self._pending(key)
-            if item is None or item["ws"] in self.box.stopped:
+            if item is None or item["ws"] in self.box.stopped or self._hold.waits(item):
                 continue
             if item.get("kind") == "edit" or item["item"] in self.box.attempts:
                 self._done.add(item["item"])
@@ -377,7 +396,7 @@ class Sender(EditSender):
         for at in range(self._next, len(self._queue)):
             key = self._queue[at]
             item = None if key in self._done else self._pending(key)
-            if item is not None and item["ws"] not in self.box.stopped:
+            if item is not None and item["ws"] not in self.box.stopped and not self._hold.waits(item):
                 return item
         return None
 
@@ -438,16 +457,16 @@ class Sender(EditSender):
     def _outage(self, exc: Unavailable) -> None:
         now = self.clock()
         self.report.outage = str(exc)
-        if self.box.backoff is None:
-            self.box.backoff = {"since": now_iso(), "delay": FIRST_DELAY_S, "until": now + FIRST_DELAY_S}
+        first = self.box.backoff is None
+        self.box.backoff = next_backoff(self.box.backoff, now, now_iso(), self.rng)
+        wait = self.box.backoff["until"] - now
+        if first:
             log.warning(
                 f"Honcho unreachable at {self.honcho.url}: {exc}; {len(self.box.pending)} item(s) wait, "
-                f"retrying in {FIRST_DELAY_S:g} s, then less and less often" + runbook("honcho-unreachable")
+                f"retrying in {wait:.0f} s, then less and less often" + runbook("honcho-unreachable")
             )
         else:
-            delay = min(self.box.backoff["delay"] * 2, MAX_DELAY_S)
-            self.box.backoff.update(delay=delay, until=now + delay)
-            log.debug(f"Honcho still unreachable: {exc}; next try in {delay:g} s")
+            log.debug(f"Honcho still unreachable: {exc}; next try in {wait:.0f} s")
         for client in self.clients.values():
             client.close()
 
@@ -640,21 +659,27 @@ class Sender(EditSender):
         """Record the attempt, POST the messages, record `sent` with Honcho's ids.
         `meanwhile` runs on this thread while the POST is in flight."""
         flat = [m for i in items for m in messages[i["item"]]]
-        self.record(
-            [event("attempt", items=[i["item"] for i in items], ws=ws, session=items[0]["session"], hsession=hsession,
-                   parts={i["item"]: len(messages[i["item"]]) for i in items})]
-        )
+        keys = [i["item"] for i in items]
+        self.record([self._attempt(items=keys, ws=ws, session=items[0]["session"], hsession=hsession,
+                                   parts={i["item"]: len(messages[i["item"]]) for i in items})])
         self.report.requests += 1
         client = self.client(ws)
-        if meanwhile is None:
-            ids = client.add_messages(hsession, flat)
-        else:
-            call = self._poster.submit(client, client.add_messages, hsession, flat)
-            self._background.append(call)
-            try:
-                meanwhile()
-            finally:
-                ids = call.wait()
+        try:
+            if meanwhile is None:
+                ids = client.add_messages(hsession, flat)
+            else:
+                call = self._poster.submit(client, client.add_messages, hsession, flat)
+                self._background.append(call)
+                try:
+                    meanwhile()
+                finally:
+                    ids = call.wait()
+        except Unavailable as exc:
+            # Never connected: nothing reached Honcho, so no lookup is owed. Not for
+            # a settling post: what the lookup found is not written down anywhere.
+            if exc.unsent and known_ids is None:
+                self.record([event("unsent", items=keys, ws=ws, reason=exc.kind)])
+            raise
         self._succeeded()
         sent, cursor = [], 0
         for item in items:
@@ -719,7 +744,7 @@ def _valid_time(value: object) -> bool:
     return True
 
 
-def run(config: Config, clock=None) -> SendReport:
+def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
     if config.local_only:
         return SendReport(local_only=True)
     for workspace in config.workspaces():
@@ -731,25 +756,27 @@ def run(config: Config, clock=None) -> SendReport:
     with lock:
         ledger = Ledger(config.paths.ledger)
         box = Outbox.load(state_dir, ledger)
-        sender = Sender(config, box, ledger, clock)
+        sender = Sender(config, box, ledger, clock, rng)
         try:
             report = sender.run()
         finally:
             sender.close()
             box.save(state_dir)
-            write_idle_summary(config, box, state_dir)
+            write_idle_summary(config, box, state_dir, sender._hold)
     return report
 
 
-def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
+def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None) -> None:
     """What the next run's fast path compares to decide there is nothing to do."""
     from .fastpath import stat_fingerprint, write_summary
 
+    held = hold.items if hold else set()
     sendable = any(
-        item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None
+        item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None and item["item"] not in held
         for item in box.pending_items()
     )
-    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else None)
+    # Items that only wait behind an in-doubt one wake the job when it may be looked up.
+    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else (hold.until if hold else None))
     ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet
     watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", ledger_version)}
     for workspace in config.workspaces():
