@@ -154,6 +154,48 @@ def test_a_duplicate_that_still_gets_through_is_reported_by_audit(late_store, ho
     assert found == [("duplicate", "turn:s:1", 0), ("duplicate", "turn:s:1", 1)]
 
 
+@pytest.fixture
+def late_conclusion(home, honcho, configure, monkeypatch):
+    """Edit e1's conclusion is stored only when the test releases it; e2 removes it."""
+    from bxmem import mirror
+    from bxmem.demo.sample import write_journal
+
+    monkeypatch.setattr(honcho_module, "READ_TIMEOUT", 0.3)
+    monkeypatch.setattr(honcho_module, "CONNECT_TIMEOUT", 30.0)
+    configure(honcho.url)
+    entry = {"ts": "2026-09-27T10:00:00Z", "session": "s1", "file": "user.md", "entry": "likes tea"}
+    write_journal(home, [{"id": "e1", "op": "identity_add", **entry}])
+    mirror.run(load())
+    honcho.inject("late", match=r"/conclusions$")
+    assert send.run(load(), clock=lambda: 1e6).outage == "honcho create conclusions in bm0-trusted: timed out"
+    return lambda: (write_journal(home, [{"id": "e2", "op": "identity_remove", **entry}]), mirror.run(load()))
+
+
+def test_a_conclusion_stored_late_is_found_and_its_remove_waits_for_it(late_conclusion, honcho, home):
+    late_conclusion()  # e2, the remove, is decided while e1 is in doubt
+    asked = len(honcho.requests)
+    assert send.run(load(), clock=lambda: 1e6 + 10).held == 2
+    assert not [r for r in honcho.requests[asked:] if "/conclusions" in r.path]
+    assert honcho.release_late() == 1
+    send.run(load(), clock=lambda: 1e6 + settle_wait_s())
+    # e1 found by its text and recorded; e2 deleted that one. Before, e2 deleted a
+    # second copy and the late one stayed in Honcho after the owner removed it.
+    assert honcho.conclusions_in("bm0-trusted") == []
+    assert [r["settled"] for e in evs(home, "sent") if e["item"] == "edit:e1" for r in e["results"]] == [True]
+
+
+def test_a_duplicate_conclusion_that_still_gets_through_is_reported_by_audit(late_conclusion, honcho):
+    from bxmem import audit
+
+    send.run(load(), clock=lambda: 1e6 + settle_wait_s())
+    assert honcho.release_late() == 1
+    copies = honcho.conclusions_in("bm0-trusted")
+    assert [c["content"] for c in copies] == ["likes tea", "likes tea"]
+    found = [(d["kind"], d["conclusion"], d["of"]) for d in audit.audit(load()).discrepancies]
+    # The one recorded is the one created after the lookup; the late one is the copy.
+    assert found == [("duplicate-conclusion", copies[1]["id"], copies[0]["id"])]
+
+
 def test_a_connection_never_made_owes_no_lookup(one_turn, honcho):
     """Refused at connect: nothing reached Honcho, so the turn is not in doubt and
     goes at the next try, without waiting or looking up."""
