@@ -12,7 +12,12 @@ text):
 * `not-recorded`: a message carries a bxmem item the ledger never sent;
 * `foreign-agent-message`: a message under the agent's peer bxmem did not write;
 * `missing-conclusion`, `unexpected-conclusion`: conclusions that differ from
-  the live memory entries the ledger says were written.
+  the live memory entries the ledger says were written;
+* `duplicate-conclusion`: an unexpected conclusion of the same peer and text
+  as a live one (a create Honcho stored after bxmem had looked for it).
+
+Delivery is at-least-once (send.py): `duplicate` and `duplicate-conclusion`
+are how a copy that got past the duplicate defence shows.
 """
 
 from __future__ import annotations
@@ -104,10 +109,18 @@ def _conclusions(client, box: Outbox, ws: str, peers: tuple[str, str], report: A
     live = {c["id"]: ref for ref, c in box.conclusions.items() if c.get("ws") == ws and not c.get("deleted_by")}
     found: set[str] = set()
     for peer in peers:
-        for conclusion in client.list_conclusions({"observer_id": peer, "observed_id": peer}):
+        listed = list(client.list_conclusions({"observer_id": peer, "observed_id": peer}))
+        # Texts are compared here and never reported; a live one is named by its id.
+        live_texts = {c.get("content"): c.get("id") for c in listed if c.get("id") in live}
+        for conclusion in listed:
             report.conclusions += 1
             found.add(conclusion.get("id"))
-            if conclusion.get("id") not in live:
+            if conclusion.get("id") in live:
+                continue
+            twin = live_texts.get(conclusion.get("content"))
+            if twin is not None:
+                report.add("duplicate-conclusion", ws, conclusion=conclusion.get("id"), peer=peer, of=twin)
+            else:
                 report.add("unexpected-conclusion", ws, conclusion=conclusion.get("id"), peer=peer)
     for conclusion_id, ref in live.items():
         if conclusion_id not in found:

@@ -41,7 +41,10 @@ class HonchoError(Exception):
 
 class Unavailable(HonchoError):
     """Connection refused or reset, a timeout, a 5xx or an unreadable answer.
-    For a POST, the server may or may not have acted on it."""
+    For a POST, the server may or may not have acted on it, unless `unsent`:
+    no connection was made, so nothing reached the server."""
+
+    unsent = False
 
 
 class Refused(HonchoError):
@@ -167,12 +170,13 @@ class WorkspaceClient:
             response = self._http().request(
                 method, path, json=json, params=params, timeout=timeout or self._timeout
             )
-        except httpx.TimeoutException:
-            self.close()
-            raise Unavailable(self.workspace, operation, "timed out") from None
         except httpx.HTTPError as exc:
             self.close()
-            raise Unavailable(self.workspace, operation, f"connection failed ({type(exc).__name__})") from None
+            kind = "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed ({type(exc).__name__})"
+            error = Unavailable(self.workspace, operation, kind)
+            # Raised while connecting, before a byte of the request was written.
+            error.unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+            raise error from None
         status = response.status_code
         if status >= 500:
             self.close()  # the server drops the keep-alive connection after a 5xx
@@ -195,23 +199,33 @@ class WorkspaceClient:
 
     # --- workspace, peers, sessions -----------------------------------------------
 
-    def set_configuration(self, configuration: dict) -> None:
-        """PUT is an upsert: it creates the workspace if needed and sets its configuration."""
-        self.request("PUT", self._ws_path(), "set workspace configuration", json={"configuration": configuration})
+    def _create(self, path: str, operation: str, body: dict) -> Any:
+        """A get-or-create. A 409 means "it exists" (seed section 5.7), which is what
+        was asked for: no answer body then (None). Honcho 3.0.12 itself answers 200."""
+        try:
+            return self.request("POST", path, operation, json=body)
+        except Refused as exc:
+            if exc.status == 409:
+                return None
+            raise
 
-    def read_configuration(self) -> dict | None:
+    def set_configuration(self, configuration: dict) -> dict | None:
+        """PUT is an upsert: it creates the workspace if needed and sets its configuration.
+        Returns the configuration the answer holds."""
+        body = self.request("PUT", self._ws_path(), "set workspace configuration", json={"configuration": configuration})
+        return body.get("configuration") if isinstance(body, dict) else None
+
+    def read_configuration(self, if_exists: dict | None = None) -> dict | None:
         """The stored configuration, read back with get-or-create (which a workspace key may call,
-        unlike workspaces/list, which needs an admin key)."""
-        body = self.request("POST", "/v3/workspaces", "read workspace", json={"id": self.workspace})
+        unlike workspaces/list, which needs an admin key); `if_exists` when the answer is a
+        409, "exists", which carries no workspace."""
+        body = self._create("/v3/workspaces", "read workspace", {"id": self.workspace})
+        if body is None:
+            return if_exists
         return _expect_dict(body, self.workspace, "read workspace").get("configuration")
 
     def create_peer(self, peer: str, observe_me: bool) -> None:
-        self.request(
-            "POST",
-            self._ws_path("/peers"),
-            "create peer",
-            json={"id": peer, "configuration": {"observe_me": observe_me}},
-        )
+        self._create(self._ws_path("/peers"), "create peer", {"id": peer, "configuration": {"observe_me": observe_me}})
 
     def create_session(self, session: str, peers: dict[str, bool], metadata: dict | None = None) -> None:
         body: dict[str, Any] = {
@@ -220,7 +234,7 @@ class WorkspaceClient:
         }
         if metadata:
             body["metadata"] = metadata
-        self.request("POST", self._ws_path("/sessions"), "create session", json=body)
+        self._create(self._ws_path("/sessions"), "create session", body)
 
     # --- messages -----------------------------------------------------------------
 

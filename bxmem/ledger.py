@@ -3,8 +3,8 @@
 One JSON object a line, one event each: `decided` (an item and where it goes,
 or nowhere and why), `attempt` (a send started: its outcome is unknown until a
 `sent` line follows), `sent` (Honcho's ids), `failed` (Honcho's refusal status),
-`created` (a workspace, peer or session bxmem set up), `key_refused`,
-`requeued`. No line ever holds message text or a key.
+`unsent` (an attempt that never connected), `created` (a workspace, peer or
+session bxmem set up), `key_refused`, `requeued`. No line ever holds message text or a key.
 
 Writers hold an exclusive flock on the file for one append of whole lines and
 fsync before letting go. Readers read complete lines only; a crash mid-write

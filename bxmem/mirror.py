@@ -9,6 +9,11 @@ note (`edit:<id>#<action>` refs), so a later replace, remove, drop or undo
 names exactly the conclusion to delete, even when the same text was added
 twice. Entries are keyed by an HMAC with a local secret, so the state file
 does not reveal short entries to someone who guesses them.
+
+The state and the secret are a cache of the journal and the ledger: the state
+names the secret it was built with, and a state built with another secret
+(entry.key deleted or replaced) is rebuilt from the journal and the ledger,
+so a later remove still names the conclusion the add wrote.
 """
 
 from __future__ import annotations
@@ -47,6 +52,24 @@ def _fresh_state() -> dict:
 
 def _entry_key(secret: bytes, about: str, text: str) -> str:
     return hmac.new(secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+
+
+def _key_id(secret: bytes) -> str:
+    """Names the secret in the state file without revealing it."""
+    return hmac.new(secret, b"bxmem mirror state", hashlib.sha256).hexdigest()[:16]
+
+
+def _load_state(state_dir: Path, secret: bytes) -> dict:
+    state = read_json(state_dir / STATE_FILE)
+    if state is not None and state.get("key_id") != _key_id(secret):
+        # Its live map is keyed with another secret: every lookup would miss, and a
+        # remove would be decided "never mirrored". Rebuilt from the journal and ledger.
+        log.info(f"{state_dir / KEY_FILE} is not the one {state_dir / STATE_FILE} was built with; rebuilding it")
+        state = None
+    if state is None:
+        state = _fresh_state()
+        state["key_id"] = _key_id(secret)
+    return state
 
 
 def _secret(state_dir: Path) -> bytes:
@@ -207,10 +230,11 @@ def run(config: Config) -> MirrorReport:
         report.busy = True
         return report
     with lock:
-        state = read_json(state_dir / STATE_FILE) or _fresh_state()
+        secret = _secret(state_dir)
+        state = _load_state(state_dir, secret)
         ledger = Ledger(config.paths.ledger)
         already = _recover(state, ledger)
-        model = Model(state, _secret(state_dir))
+        model = Model(state, secret)
 
         def warn(message: str) -> None:
             report.skipped_lines += 1

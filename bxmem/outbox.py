@@ -99,6 +99,9 @@ class Outbox:
             self.attempts.pop(item, None)
             self.failed[item] = {**ev, "decided": decided}
             self._learn_results(ev)  # what an edit did before it was refused still happened
+        elif kind == "unsent":  # the attempt never reached Honcho: nothing to look up
+            for one in ev.get("items", []):
+                self.attempts.pop(one, None)
         elif kind == "cancelled":
             self.pending.pop(item, None)
             self.attempts.pop(item, None)
@@ -167,7 +170,8 @@ class Outbox:
             st = ledger.path.stat()
         except FileNotFoundError:
             st = None
-        if box is not None and st is not None and (st.st_ino != box.ino or st.st_size < box.offset):
+        # A checkpoint saved before the ledger existed has no inode to compare (ino None).
+        if box is not None and st is not None and ((box.ino is not None and st.st_ino != box.ino) or st.st_size < box.offset):
             log.warning(f"{ledger.path} was replaced or truncated; rebuilding the outbox from it")
             box = None
         if box is None:

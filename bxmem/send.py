@@ -1,12 +1,17 @@
 """`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
 
-Exactly once, by construction:
+At-least-once delivery with duplicate defence (seed 002 section 12.2):
 
 * an item leaves the outbox only through a `sent` or `failed` line;
 * before any POST that creates messages, an `attempt` line names the items
   and the Honcho session, so a crash or a lost answer leaves a trace;
-* an item with an attempt and no `sent` is settled first: its messages are
-  looked up by their `bxmem_item` metadata and only the missing parts sent.
+* an item with an attempt and no `sent` is in doubt: once Honcho can no
+  longer be working on that request (retry.py), its messages are looked up
+  by their `bxmem_item` metadata and only the missing parts sent, while the
+  later items of its session wait behind it.
+
+A request Honcho stores later than that, after the lookup, is sent twice:
+the window is narrow, not closed, and `bxmem audit` reports such a duplicate.
 
 Every change of state is a ledger line folded back into the outbox, so the
 checkpoint and the ledger cannot disagree.
@@ -14,6 +19,7 @@ checkpoint and the ledger cannot disagree.
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,13 +41,12 @@ from .lanes import Call, Lane
 from .ledger import Ledger, event, now_iso
 from .log import log, runbook
 from .outbox import KIND, SESSION, WS, Outbox, light
+from .retry import Hold, iso, next_backoff
 from .sanitize import chunks, find_secret, neutralise
-from .sources.journal import read_field as read_journal_field
-from .sources.loopd import SpanReader, session_id_problem
+from .send_edits import EditSender, LocalFailure, merge_ids
+from .sources.loopd import SpanReader
 from .store import JobLock
 
-FIRST_DELAY_S = 5.0
-MAX_DELAY_S = 600.0
 # No new request starts after this long, so one run ends within
 # RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
 RUN_BUDGET_S = 120.0
@@ -59,14 +64,12 @@ class SendReport:
     outage: str | None = None
     stopped: list[str] = field(default_factory=list)
     pending: int = 0
+    held: int = 0  # items waiting behind an in-doubt attempt (retry.Hold)
+    settle_at: float | None = None  # when the first of those may be looked up
 
     @property
     def degraded(self) -> bool:
         return bool(self.outage or self.waiting_until or self.stopped)
-
-
-class LocalFailure(Exception):
-    """An item that cannot be sent for a reason found here, not by Honcho."""
 
 
 @dataclass
@@ -100,127 +103,16 @@ def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
         getattr(client, call)(*args)
 
 
-class EditSender:
-    """Carries out one edit's actions in order (a mixin of Sender)."""
-
-    def _send_edit(self, item: dict) -> None:
-        key = item["item"]
-        in_doubt = key in self.box.attempts
-        if key in self.box.undone and not in_doubt:
-            self.record([event("cancelled", item=key, ws=item["ws"], by=self.box.undone[key])])
-            log.info(f"{key} was undone before it was sent: it is not sent at all")
-            return
-        if not in_doubt:
-            self.record([event("attempt", items=[key], ws=item["ws"], session=item["session"])])
-        self.report.requests += 1
-        results: list[dict] = []
-        try:
-            for index, action in enumerate(item["actions"]):
-                results.append(self._do(item, index, action, in_doubt))
-        except LocalFailure as exc:
-            self._fail([item], None, str(exc), results)
-            return
-        except Refused as exc:
-            if isinstance(exc, KeyRefused):
-                raise
-            self._fail([item], exc.status, f"{exc.operation} refused", results)
-            return
-        self.record([event("sent", item=key, ws=item["ws"], results=results)])
-        self._succeeded()
-        self.report.sent += 1
-
-    def _journal_text(self, spec: dict | None) -> str:
-        if not spec:
-            raise LocalFailure("the edit names no text")
-        try:
-            return neutralise(read_journal_field(self.config.paths.journal, spec))
-        except (OSError, ValueError, KeyError, IndexError) as exc:
-            raise LocalFailure(f"cannot read the entry back from the journal: {exc}") from None
-
-    def _session_for_writes(self, ws: str, bx_session: str | None) -> str:
-        """The latest Honcho session of the Boxmaker session in `ws`, created (holding only
-        the agent's peer) if there is none yet: conclusions create nothing by themselves."""
-        if not bx_session or not session_id_ok(bx_session):
-            raise LocalFailure("the edit's session is not a valid Honcho session id")
-        known = self.box.workspace(ws)["sessions"].get(bx_session)
-        if known:
-            return known["name"]
-        self.client(ws).create_session(bx_session, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
-        self.record([event("created", ws=ws, what="session", id=bx_session, session=bx_session, n=1, peers=[self.honcho.agent])])
-        return bx_session
-
-    def _do(self, item: dict, index: int, action: dict, in_doubt: bool) -> dict:
-        do, ws = action["do"], item["ws"]
-        client = self.client(ws)
-        result: dict = {"i": index, "do": do}
-        if do in ("conclude", "reconclude"):
-            if do == "reconclude":
-                original = self.box.conclusions.get(action["of"])
-                if not original or original.get("deleted_by") != action.get("undoes"):
-                    return {**result, "skipped": "the edit being undone deleted nothing"}
-                hsession = original["hsession"]  # written again with the session of the one it replaces
-            else:
-                hsession = self._session_for_writes(ws, item["session"])
-            text = self._journal_text(action.get("text"))
-            peer = self.honcho.owner if action.get("about") == "owner" else self.honcho.agent
-            if in_doubt:
-                known = {c["id"] for c in self.box.conclusions.values()}
-                filters = {"observer_id": peer, "observed_id": peer, "session_id": hsession}
-                for found in client.list_conclusions(filters):
-                    if found.get("content") == text and found.get("id") not in known:
-                        return {**result, "id": found["id"], "hsession": hsession, "settled": True}
-            conclusion = {"content": text, "observer_id": peer, "observed_id": peer, "session_id": hsession}
-            return {**result, "id": client.create_conclusions([conclusion])[0], "hsession": hsession}
-        if do == "unconclude":
-            target = self.box.conclusions.get(action["of"])
-            if not target or target.get("deleted_by"):
-                return {**result, "of": action["of"], "skipped": "no live conclusion was written for it"}
-            there = self.client(target["ws"]).delete_conclusion(target["id"])
-            return {**result, "of": action["of"], "deleted": target["id"], "was_there": there}
-        if do in ("fleet-message", "retract"):
-            if do == "retract":
-                original = self.box.fleet.get(action["of"])
-                if not original:
-                    return {**result, "skipped": "the note never reached the fleet"}
-                hsession, text = original["hsession"], "retracted: " + self._journal_text(action.get("text"))
-            else:
-                hsession, text = self._session_for_writes(ws, item["session"]), self._journal_text(action.get("text"))
-            pieces = chunks(text, MAX_MESSAGE_CHARS)
-            messages = [
-                {
-                    "peer_id": self.honcho.agent,
-                    "content": piece,
-                    "metadata": {"bxmem_item": item["item"], "part": n, "parts": len(pieces), "role": do, "bx_session": item["session"]},
-                }
-                for n, piece in enumerate(pieces)
-            ]
-            return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
-        raise LocalFailure(f"unknown action {do!r}")
-
-    def _ensure_messages(self, ws: str, hsession: str, key: str, messages: list[dict], in_doubt: bool) -> list[str]:
-        present: dict[int, str] = {}
-        if in_doubt:
-            try:
-                for found in self.client(ws).list_messages(hsession, {"metadata": {"bxmem_item": key}}):
-                    part = (found.get("metadata") or {}).get("part")
-                    if isinstance(part, int):
-                        present.setdefault(part, found.get("id", ""))
-            except Missing:
-                pass
-        missing = [m for m in messages if m["metadata"]["part"] not in present]
-        if missing:
-            return _merge_ids(present, missing, self.client(ws).add_messages(hsession, missing))
-        return [present[m["metadata"]["part"]] for m in messages]
-
-
 class Sender(EditSender):
-    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=None) -> None:
+    def __init__(self, config: Config, box: Outbox, ledger: Ledger, clock=None, rng: random.Random | None = None) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
         self.box = box
         self.ledger = ledger
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
+        self.rng = rng or random.Random()  # the backoff's jitter
+        self._hold = Hold(box.attempts, 0.0)
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
@@ -248,6 +140,10 @@ class Sender(EditSender):
         self.ledger.append(self._held + events)
         self._held = []
         self.box.catch_up(self.ledger)
+
+    def _attempt(self, **fields: object) -> dict:
+        """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
+        return event("attempt", ts=iso(self.clock()), **fields)
 
     def flush(self) -> None:
         if self._held:
@@ -289,6 +185,7 @@ class Sender(EditSender):
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
+        self._hold = Hold(self.box.attempts, now)
         try:
             self._drain(self._sendable())
         finally:
@@ -298,6 +195,7 @@ class Sender(EditSender):
             self._queue, self._by_session, self._done = [], {}, set()
             self.flush()
         self.report.pending = len(self.box.pending)
+        self.report.held, self.report.settle_at = len(self._hold.items), self._hold.until
         return self.report
 
     def _drain(self, sendable: list[str]) -> None:
@@ -358,7 +256,7 @@ class Sender(EditSender):
             key = self._queue[self._next]
             self._next += 1
             item = None if key in self._done else self._pending(key)
-            if item is None or item["ws"] in self.box.stopped:
+            if item is None or item["ws"] in self.box.stopped or self._hold.waits(item):
                 continue
             if item.get("kind") == "edit" or item["item"] in self.box.attempts:
                 self._done.add(item["item"])
@@ -377,7 +275,7 @@ class Sender(EditSender):
         for at in range(self._next, len(self._queue)):
             key = self._queue[at]
             item = None if key in self._done else self._pending(key)
-            if item is not None and item["ws"] not in self.box.stopped:
+            if item is not None and item["ws"] not in self.box.stopped and not self._hold.waits(item):
                 return item
         return None
 
@@ -438,16 +336,16 @@ class Sender(EditSender):
     def _outage(self, exc: Unavailable) -> None:
         now = self.clock()
         self.report.outage = str(exc)
-        if self.box.backoff is None:
-            self.box.backoff = {"since": now_iso(), "delay": FIRST_DELAY_S, "until": now + FIRST_DELAY_S}
+        first = self.box.backoff is None
+        self.box.backoff = next_backoff(self.box.backoff, now, now_iso(), self.rng)
+        wait = self.box.backoff["until"] - now
+        if first:
             log.warning(
                 f"Honcho unreachable at {self.honcho.url}: {exc}; {len(self.box.pending)} item(s) wait, "
-                f"retrying in {FIRST_DELAY_S:g} s, then less and less often" + runbook("honcho-unreachable")
+                f"retrying in {wait:.0f} s, then less and less often" + runbook("honcho-unreachable")
             )
         else:
-            delay = min(self.box.backoff["delay"] * 2, MAX_DELAY_S)
-            self.box.backoff.update(delay=delay, until=now + delay)
-            log.debug(f"Honcho still unreachable: {exc}; next try in {delay:g} s")
+            log.debug(f"Honcho still unreachable: {exc}; next try in {wait:.0f} s")
         for client in self.clients.values():
             client.close()
 
@@ -489,8 +387,7 @@ class Sender(EditSender):
         workspace = self.config.workspace_by_name(ws)
         wanted = configuration_for(workspace.role)
         client = self.client(ws)
-        client.set_configuration(wanted)
-        stored = client.read_configuration()
+        stored = client.read_configuration(if_exists=client.set_configuration(wanted))
         if not configuration_applied(wanted, stored):
             raise Refused(ws, "set workspace configuration", "the configuration read back differs")
         events = [event("created", ws=ws, what="workspace", configuration=wanted)]
@@ -641,28 +538,34 @@ class Sender(EditSender):
         """Record the attempt, POST the messages, record `sent` with Honcho's ids.
         `meanwhile` runs on this thread while the POST is in flight."""
         flat = [m for i in items for m in messages[i["item"]]]
-        self.record(
-            [event("attempt", items=[i["item"] for i in items], ws=ws, session=items[0]["session"], hsession=hsession,
-                   parts={i["item"]: len(messages[i["item"]]) for i in items})]
-        )
+        keys = [i["item"] for i in items]
+        self.record([self._attempt(items=keys, ws=ws, session=items[0]["session"], hsession=hsession,
+                                   parts={i["item"]: len(messages[i["item"]]) for i in items})])
         self.report.requests += 1
         client = self.client(ws)
-        if meanwhile is None:
-            ids = client.add_messages(hsession, flat)
-        else:
-            call = self._poster.submit(client, client.add_messages, hsession, flat)
-            self._background.append(call)
-            try:
-                meanwhile()
-            finally:
-                ids = call.wait()
+        try:
+            if meanwhile is None:
+                ids = client.add_messages(hsession, flat)
+            else:
+                call = self._poster.submit(client, client.add_messages, hsession, flat)
+                self._background.append(call)
+                try:
+                    meanwhile()
+                finally:
+                    ids = call.wait()
+        except Unavailable as exc:
+            # Never connected: nothing reached Honcho, so no lookup is owed. Not for
+            # a settling post: what the lookup found is not written down anywhere.
+            if exc.unsent and known_ids is None:
+                self.record([event("unsent", items=keys, ws=ws, reason=exc.kind)])
+            raise
         self._succeeded()
         sent, cursor = [], 0
         for item in items:
             mine = ids[cursor : cursor + len(messages[item["item"]])]
             cursor += len(mine)
             if known_ids and item["item"] in known_ids:
-                mine = _merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
+                mine = merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
             sent.append(event("sent", item=item["item"], ws=ws, hsession=hsession, ids=mine))
         self.record(sent, durable=False)
         self.report.sent += len(items)
@@ -699,17 +602,6 @@ class Sender(EditSender):
         self._post(item["ws"], hsession, [item], {item["item"]: missing}, known_ids={item["item"]: present})
 
 
-def _merge_ids(present: dict[int, str], sent_now: list[dict], new_ids: list[str]) -> list[str]:
-    merged = dict(present)
-    for message, message_id in zip(sent_now, new_ids):
-        merged[message["metadata"]["part"]] = message_id
-    return [merged[k] for k in sorted(merged)]
-
-
-def session_id_ok(value: str) -> bool:
-    return session_id_problem(value) is None
-
-
 def _valid_time(value: object) -> bool:
     if not isinstance(value, str):
         return False
@@ -720,7 +612,7 @@ def _valid_time(value: object) -> bool:
     return True
 
 
-def run(config: Config, clock=None) -> SendReport:
+def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
     if config.local_only:
         return SendReport(local_only=True)
     for workspace in config.workspaces():
@@ -732,25 +624,27 @@ def run(config: Config, clock=None) -> SendReport:
     with lock:
         ledger = Ledger(config.paths.ledger)
         box = Outbox.load(state_dir, ledger)
-        sender = Sender(config, box, ledger, clock)
+        sender = Sender(config, box, ledger, clock, rng)
         try:
             report = sender.run()
         finally:
             sender.close()
             box.save(state_dir)
-            write_idle_summary(config, box, state_dir)
+            write_idle_summary(config, box, state_dir, sender._hold)
     return report
 
 
-def write_idle_summary(config: Config, box: Outbox, state_dir: Path) -> None:
+def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None) -> None:
     """What the next run's fast path compares to decide there is nothing to do."""
     from .fastpath import stat_fingerprint, write_summary
 
+    held = hold.items if hold else set()
     sendable = any(
-        item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None
+        item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None and item["item"] not in held
         for item in box.pending_items()
     )
-    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else None)
+    # Items that only wait behind an in-doubt one wake the job when it may be looked up.
+    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else (hold.until if hold else None))
     ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet
     watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", ledger_version)}
     for workspace in config.workspaces():

@@ -117,7 +117,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
 
 def retry_failed(config: Config) -> list[str]:
     """Put every failed item back in the outbox. An item refused half-way goes
-    through the in-doubt path, so nothing is ever sent twice."""
+    through the in-doubt path, which looks before it creates again."""
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(config.paths.ensure_state_dir(), ledger)
     items = list(box.failed)

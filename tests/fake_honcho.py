@@ -17,7 +17,7 @@ import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -96,12 +96,20 @@ class Recorded:
 
 @dataclass
 class Fault:
-    action: str  # "status" | "hang" | "drop" | "store-then-drop" | "malformed"
+    # "status": answer `status`, store nothing; "hang": say nothing for `seconds`, store
+    # nothing; "drop": close at once; "store-then-drop": store, close without answering;
+    # "store-then-status": store, answer `status` (a 409 "exists"); "malformed": store,
+    # answer unreadable JSON; "late": accept, say nothing, and store only when
+    # `release` is set (by `release_late`) or `seconds` pass, then close: the server
+    # acts on a request after its client gave up.
+    action: str
     match: str  # a regex over "METHOD /path"
     times: int = 1
     status: int = 500
     seconds: float = 0.0
     after: int = 0  # matching requests let through before the fault applies
+    release: threading.Event = field(default_factory=threading.Event)
+    stored: threading.Event = field(default_factory=threading.Event)  # set once a late request is stored
 
 
 class FakeHoncho:
@@ -167,6 +175,14 @@ class FakeHoncho:
                after: int = 0) -> None:
         with self.lock:
             self.faults.append(Fault(action, match, times, status, seconds, after))
+
+    def release_late(self, timeout: float = 10.0) -> int:
+        """Let every parked "late" request be stored now; returns how many were stored."""
+        with self.lock:
+            late = [f for f in self.faults if f.action == "late" and not f.release.is_set()]
+        for fault in late:
+            fault.release.set()
+        return sum(1 for fault in late if fault.stored.wait(timeout))
 
     def _take_fault(self, line: str) -> Fault | None:
         with self.lock:
@@ -511,6 +527,10 @@ def _make_handler(fake: FakeHoncho):
                 time.sleep(fault.seconds)
                 self.close_connection = True
                 return
+            if fault and fault.action == "late":
+                # The client's read timeout passes while this waits; what it asked is
+                # stored afterwards, then the (long gone) connection is closed.
+                fault.release.wait(fault.seconds or 30.0)
             if fault and fault.action == "status":
                 record.status = fault.status
                 self._reply(fault.status, {"detail": "injected"})
@@ -536,8 +556,13 @@ def _make_handler(fake: FakeHoncho):
             except ValueError as exc:
                 status, payload = 422, {"detail": str(exc)}
             record.status = status
-            if fault and fault.action == "store-then-drop":
+            if fault and fault.action in ("store-then-drop", "late"):
+                fault.stored.set()
                 self.close_connection = True
+                return
+            if fault and fault.action == "store-then-status":
+                record.status = fault.status
+                self._reply(fault.status, {"detail": "injected: already exists"})
                 return
             if fault and fault.action == "malformed":
                 self._raw(200, b"{this is not json")

@@ -11,6 +11,7 @@ from bxmem import config as config_module
 from bxmem import decide, mirror, send, undo
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import NotFound, Refused
+from bxmem.retry import settle_wait_s
 
 
 def load():
@@ -183,7 +184,7 @@ def test_a_lost_answer_after_a_conclusion_was_stored_leaves_one_conclusion(setup
     clock_now = [1_000_000.0]
     assert send.run(load(), clock=lambda: clock_now[0]).outage
     assert len(honcho.conclusions_in("bm0-trusted")) == 1
-    clock_now[0] += 10
+    clock_now[0] += settle_wait_s()
     send.run(load(), clock=lambda: clock_now[0])
     assert len(honcho.conclusions_in("bm0-trusted")) == 1
     sent = [e for e in ledger_events(setup) if e["ev"] == "sent" and e["item"] == "edit:z1"]

@@ -1,0 +1,61 @@
+"""retry.py's rules, as pure functions: when an in-doubt item may be looked up, and what waits behind it."""
+
+from __future__ import annotations
+
+from bxmem.retry import Hold, iso, settle_at, settle_wait_s
+
+T = 1_000_000.0
+
+
+def attempt(at: float | None = T) -> dict:
+    return {"ev": "attempt", "items": ["x"], **({"ts": iso(at)} if at is not None else {})}
+
+
+def turn(item: str, session: str, ws: str = "w") -> dict:
+    return {"item": item, "ws": ws, "session": session, "kind": "turn"}
+
+
+def edit(item: str, session: str = "owner", ws: str = "w") -> dict:
+    return {"item": item, "ws": ws, "session": session, "kind": "edit"}
+
+
+def test_the_wait_is_more_than_twice_the_read_timeout():
+    from bxmem import honcho
+
+    assert settle_wait_s() >= 2 * honcho.READ_TIMEOUT
+    assert settle_wait_s() == 95.0  # connect 5 + write 30 + read 30, and 30 more for the server
+
+
+def test_an_attempt_may_be_looked_up_once_the_wait_is_over():
+    wait = settle_wait_s()
+    assert settle_at(attempt(), T + 1) == T + wait
+    assert settle_at(attempt(), T + wait - 0.01) == T + wait
+    assert settle_at(attempt(), T + wait) is None
+    assert settle_at(attempt(None), T) is None  # no request behind it (a requeued edit)
+    assert settle_at(attempt(), T - 10) == T + wait  # the clock went back a little: still wait
+    assert settle_at(attempt(), T - wait - 1) is None  # went back further: its age is unknown
+
+
+def test_later_turns_of_its_session_wait_behind_an_in_doubt_turn_others_go():
+    hold = Hold({"turn:a:1": attempt()}, T + 10)
+    assert hold.waits(turn("turn:a:1", "a"))
+    assert hold.waits(turn("turn:a:2", "a"))  # must not overtake it
+    assert not hold.waits(turn("turn:b:3", "b"))
+    assert not hold.waits(turn("turn:a:4", "a", ws="other"))  # another workspace's session
+    assert not hold.waits(edit("edit:e1", "a"))  # edits go on, even of its session
+    assert hold.items == {"turn:a:1", "turn:a:2"} and hold.until == T + settle_wait_s()
+    assert hold.waits(turn("turn:a:1", "a"))  # asked again: the same answer
+
+
+def test_an_in_doubt_edit_holds_every_later_edit_and_no_turn():
+    hold = Hold({"edit:e1": attempt()}, T + 10)
+    assert hold.waits(edit("edit:e1", "s1"))
+    assert hold.waits(edit("edit:e2", "s9"))  # a remove or an undo may name e1
+    assert not hold.waits(turn("turn:s1:5", "s1"))  # conclusions are not in a session's message order
+    assert not hold.waits(turn("turn:s9:6", "s9"))
+
+
+def test_ripe_attempts_hold_nothing():
+    hold = Hold({"turn:a:1": attempt(), "edit:e1": attempt()}, T + settle_wait_s())
+    assert not hold.waits(turn("turn:a:1", "a")) and not hold.waits(edit("edit:e1"))
+    assert hold.items == set() and hold.until is None
