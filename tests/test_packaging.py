@@ -16,8 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-# Another change adds bxmem/schemas/*.json; until it lands, the wheel is built with one here.
-PROBE = "bxmem/schemas/probe-for-the-package-data-test.json"
+# The --json output contract: data files that ship only through package-data.
+SCHEMAS = {"bxmem/schemas/recall.schema.json", "bxmem/schemas/ask.schema.json"}
 
 
 def tracked_files() -> list[str]:
@@ -37,10 +37,6 @@ def wheel(tmp_path_factory) -> tuple[zipfile.ZipFile, list[str]]:
     for name in files:
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, source / name)
-    if not (source / PROBE).parent.is_dir() or not any((source / PROBE).parent.glob("*.json")):
-        (source / PROBE).parent.mkdir(parents=True, exist_ok=True)
-        (source / PROBE).write_text("{}\n")
-        files.append(PROBE)
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", "-w", str(out), str(source)],
@@ -71,7 +67,7 @@ def test_the_wheel_holds_every_file_of_the_package(wheel):
     package = [name for name in files if name.startswith("bxmem/")]
     missing = sorted(set(package) - names)
     assert not missing, f"tracked under bxmem/ but not in the wheel: {missing}"
-    assert {"bxmem/demo/sample.py", "bxmem/demo/brokerd.py", PROBE} <= names
+    assert {"bxmem/demo/sample.py", "bxmem/demo/brokerd.py", *SCHEMAS} <= names
     # Nothing from the repository beyond the package: the tests (and the AGPL fixture) stay out.
     assert not [n for n in names if not n.startswith(("bxmem/", "bxmem-"))]
 
