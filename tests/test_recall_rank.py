@@ -46,3 +46,27 @@ def test_turns_at_the_same_score_rank_newest_first(tmp_path):
     for n in range(3):
         index.add(f"t{n}", "turn", "memory", "private", "the wallaby report", session=f"s{n}")
     assert [h.key for h in index.search("wallaby report", 8)] == ["t2", "t1", "t0"]
+
+
+def _hit(source: str, text: str, **kw) -> recall.Hit:
+    return recall.Hit(source, "memory-tainted", "private", text, **kw)
+
+
+def test_interleaving_keeps_a_retracted_note_and_its_retraction_together():
+    fleet = recall._pair_retractions([_hit("fleet", "the capybara mirror is flaky", peer="ea"),
+                                      _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
+                                      _hit("fleet", "the capybara cache", peer="ea")])
+    near = [_hit("ea", f"near miss {n}") for n in range(3)]
+    sources = [("local", 1.0, lambda: []), ("ea", 1.0, lambda: near), ("fleet", 1.0, lambda: fleet)]
+    texts = [h.text for h in recall.run_sources(sources, 8).hits]
+    note = texts.index("the capybara mirror is flaky")
+    assert texts[note + 1] == "retracted: the capybara mirror is flaky"
+    assert len(texts) == 6
+
+
+def test_a_honcho_hit_must_share_a_word_with_the_query():
+    keep = recall.shares_a_word
+    assert keep("gecko migration", "The Gecko migration is in June")
+    assert keep("when do we deploy", "deployment moved to friday")  # words are compared by their first 5 letters
+    assert not keep("marmoset budget", "the gecko migration is scheduled for june")
+    assert not keep("what is the budget", "what is the plan")  # stop words do not count
