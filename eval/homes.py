@@ -18,9 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-os.environ.setdefault("BXMEM_OPENAPI", str(ROOT.parent.parent / "shared" / "honcho" / "openapi.json"))
-if not Path(os.environ["BXMEM_OPENAPI"]).exists():
-    os.environ["BXMEM_OPENAPI"] = "/work/shared/honcho/openapi.json"
 
 from bxmem.demo.brokerd import StubBrokerd  # noqa: E402
 
