@@ -94,6 +94,14 @@ def targets(config: Config, names: list[str]) -> list[Target]:
             raise UsageError(f"unknown workspace name {name!r} (known: {', '.join(known)})")
         if known[name] not in chosen:
             chosen.append(known[name])
+    # Keys on some workspaces mean the server wants them: a keyless request would
+    # only be refused (401), so it is never sent. With no key anywhere, none is needed.
+    if any(config.workspace(t.role).key_file for t in known.values()):
+        for target in chosen:
+            workspace = config.workspace(target.role)
+            if workspace.key_file is None:
+                raise UsageError(f"no key for workspace {target.name!r} ([secrets.{workspace.secret}] is not "
+                                 "configured, while other workspaces have keys): nothing was asked")
     return chosen
 
 

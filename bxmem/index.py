@@ -154,9 +154,13 @@ class Index:
 
     def search(self, query: str, limit: int) -> list[LocalHit]:
         """Documents holding every word first, then any word; each ranked by bm25
-        within the newest CANDIDATES matches, so a word that is everywhere costs
-        a bounded amount (ranking all matches of a common word took 90 ms at
-        100,000 turns)."""
+        within the newest CANDIDATES matches (so a word that is everywhere costs
+        a bounded amount: ranking all matches of a common word took 90 ms at
+        100,000 turns), plus every matching identity entry, however old (there
+        are few). Among documents holding every word, identity entries come
+        first: they are what the agent keeps as current (a replaced or undone
+        entry leaves the index), while an old turn may still hold the old text.
+        Equal scores: the newest first (docs/decisions.md)."""
         hits: list[LocalHit] = []
         seen: set[str] = set()
         joiners = (" ", " OR ") if len(_WORD.findall(query)) > 1 else (" ",)  # one word: AND is OR
@@ -164,13 +168,16 @@ class Index:
             match = fts_query(query, joiner=joiner)
             if match is None:
                 return []
+            first = "(d.kind = 'identity') DESC, " if joiner == " " else ""
             try:
                 rows = self.db().execute(
-                    "SELECT d.key, d.kind, d.tag, d.class, d.session, d.ts, d.text FROM ("
-                    "  SELECT rowid AS id, bm25(docs_fts) AS score FROM docs_fts WHERE docs_fts MATCH ?"
-                    "  ORDER BY rowid DESC LIMIT ?"
-                    ") AS c JOIN docs d ON d.id = c.id ORDER BY c.score LIMIT ?",
-                    (match, CANDIDATES, limit),
+                    # identity entries outside the window: found without bm25 (0.5 ms, not 70), scored 0 (the worst)
+                    "SELECT d.key, d.kind, d.tag, d.class, d.session, d.ts, d.text FROM (SELECT id, min(score) AS score FROM ("
+                    "  SELECT * FROM (SELECT rowid AS id, bm25(docs_fts) AS score FROM docs_fts WHERE docs_fts MATCH ?"
+                    "    ORDER BY rowid DESC LIMIT ?) UNION ALL SELECT rowid, 0.0 FROM docs_fts WHERE docs_fts MATCH ?"
+                    "    AND rowid IN (SELECT id FROM docs WHERE kind = 'identity')) GROUP BY id"
+                    f") AS c JOIN docs d ON d.id = c.id ORDER BY {first}c.score, c.id DESC LIMIT ?",
+                    (match, CANDIDATES, match, limit),
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise IndexUnavailable(f"{self.path}: {exc}") from None

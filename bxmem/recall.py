@@ -170,13 +170,14 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
         merged.extend(pair)
     longer = made if len(made) > len(concluded) else concluded
     merged.extend(longer[min(len(made), len(concluded)):])
-    return [hit for hit in merged if hit.text][:k]
+    return [hit for hit in merged if hit.text and shares_a_word(query, hit.text)][:k]
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     with _client(config, "fleet") as client:
         found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found if m.get("peer_id") != config.honcho.agent]
+    others = [m for m in found if m.get("peer_id") != config.honcho.agent
+              and shares_a_word(query, str(m.get("content") or ""))]
     ws = config.workspace("fleet").name
     hits = [Hit("fleet", "memory-tainted", "private", snippet(str(m.get("content") or "")), peer=_id(m.get("peer_id")),
                 where="note", workspace=ws, session=_id(m.get("session_id")), date=_id(m.get("created_at")))
@@ -257,12 +258,43 @@ def run_sources(sources: list[tuple[str, float, object]], k: int) -> RecallResul
             per_source[name] = value
         else:
             result.unavailable[name] = value
-    ranked = [per_source.get(name, []) for name, _limit, _fn in sources]
+    ranked = [_units(per_source.get(name, [])) for name, _limit, _fn in sources]
     for position in range(max((len(r) for r in ranked), default=0)):
-        for hits in ranked:
-            if position < len(hits) and len(result.hits) < k:
-                result.hits.append(hits[position])
+        for units in ranked:
+            if position < len(units):  # a retracted note and its retraction are one unit: never split
+                result.hits.extend(units[position][: max(0, k - len(result.hits))])
     return bound(result)
+
+
+def _units(hits: list[Hit]) -> list[list[Hit]]:
+    """A source's hits as the units the round robin takes in turn: a retracted
+    note with the retraction _pair_retractions placed right after it, or one hit."""
+    units: list[list[Hit]] = []
+    for hit in hits:
+        if units and units[-1][0].retracted and len(units[-1]) == 1 and hit.text.startswith("retracted: "):
+            units[-1].append(hit)
+        else:
+            units.append([hit])
+    return units
+
+
+# Honcho's search is semantic with no relevance cut-off: it always returns its
+# nearest messages, however far. A Honcho hit is kept only when it shares a
+# word with the query (casefolded, words cut to their first 5 letters, the
+# commonest English words ignored), as every local hit does (docs/decisions.md).
+_STOP = frozenset("a an and are as at be but by can did do does for from had has have how i if in is it its me my "
+                  "no not of on or our so that the their then there these they this to was we were what when where "
+                  "which who why will with you your".split())
+
+
+def _stems(text: str) -> set[str]:
+    import re
+
+    return {w[:5] for w in re.findall(r"\w+", neutralise(text).casefold()) if w not in _STOP}
+
+
+def shares_a_word(query: str, text: str) -> bool:
+    return not _stems(query).isdisjoint(_stems(text))
 
 
 

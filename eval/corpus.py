@@ -78,7 +78,8 @@ class Ctx:
             time.sleep(2)
 
     def plain(self, agent: Agent, query: str) -> str:
-        return agent.cli("recall", "--", query).stdout
+        out = agent.cli("recall", "--", query).stdout
+        return out[:-1] if out.endswith("\n") else out  # print's line end: not part of the text
 
     def ask(self, agent: Agent, question: str, *workspaces: str) -> tuple[observe.Ask, float, int]:
         args = ["ask", "--json"] + [a for w in workspaces for a in ("-w", w)] + ["--", question]

@@ -1,9 +1,12 @@
 """The one place that reads recall's and ask's output.
 
 Every case asserts on what this module extracts, never on the JSON directly,
-so when the output contract changes (issue 11: a versioned schema, a date and
-a workspace on every hit, peers named by ask) only this file is re-pointed.
-It reads today's shape and the issue 11 names where they differ.
+so when the output contract changes only this file is re-pointed. It reads
+the contract of issue 11: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
+and ask.schema.json (`bxmem.ask/1`), whose `text` is the model-facing text
+framed as bxmem/render.py describes (a nonce fence, `[n] ` headers, every
+stored line behind CONTENT). Any other shape does not parse: a case that
+reads it fails rather than guessing.
 """
 
 from __future__ import annotations
@@ -21,14 +24,23 @@ ANSWER_CHARS = 4_000
 
 # Characters neutralise() must have removed from anything shown to the agent.
 INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# A hit header in the plain output, at the start of a line (today: "[3] local | memory | private ...").
-HIT_HEADER = re.compile(r"^\[\d+\] ")
+# The frame (bxmem/render.py): a header starts a line with "[n] "; a stored text's
+# every line starts with CONTENT; the fences carry a 16-hex-digit nonce.
+HIT_HEADER = re.compile(r"^\[(\d+)\] ")
+CONTENT = "  | "
+OPENING = re.compile(r"^<<<bxmem (recall|ask) ([0-9a-f]{16}): .*>>>$")
+# bxmem's own lines after the hits: a source that did not answer, no hits, hits left out.
+TAIL = re.compile(r"^(?:[A-Za-z0-9_.:,@+=/ -]+: unavailable \([^\n]*\)|\(no hits\)|\(\d+ more hits? left out[^\n]*\))$")
 
 
 def estimate_tokens(text: str) -> int:
-    """Cheap, as recall itself must be: about four characters a token for
-    English (o200k_base averages a little more; the bench checks it)."""
-    return math.ceil(len(text) / 4)
+    """The contract's bound is in o200k_base tokens as bxmem estimates them at run
+    time (render.estimate_tokens; bench/ checks that estimate against the real
+    tokenizer). 4.5 characters a token (English in o200k_base) is the floor:
+    the corpus never trusts an estimate below it."""
+    from bxmem.render import estimate_tokens as estimate
+
+    return max(estimate(text), math.ceil(len(text) / 4.5))
 
 
 @dataclass
@@ -55,6 +67,8 @@ class Recall:
     unavailable: dict[str, str] = field(default_factory=dict)
     raw_chars: int = 0
     version: object = None
+    text: str = ""  # the model-facing text
+    omitted: int = 0
 
 
 @dataclass
@@ -75,6 +89,7 @@ class Ask:
     klass: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     raw_chars: int = 0
+    text: str = ""
 
 
 def _label(data: dict) -> tuple[bool | None, str | None]:
@@ -82,20 +97,12 @@ def _label(data: dict) -> tuple[bool | None, str | None]:
     return label.get("untrusted"), label.get("class")
 
 
-def _session_of(item: dict) -> str | None:
-    if item.get("session"):
-        return item["session"]
-    where = item.get("where") or ""  # today: "s-1, turn 3" or "message in s-1" or "note in s-1"
-    m = re.match(r"^(?:message in |note in )?([A-Za-z0-9_-]+)(?:, turn \d+)?$", where)
-    return m.group(1) if m and where not in ("identity", "note", "conclusion") else None
-
-
 def recall(stdout: str) -> Recall:
     try:
         data = json.loads(stdout)
     except ValueError:
         return Recall(ok=False, raw_chars=len(stdout))
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or data.get("schema") != "bxmem.recall/1":
         return Recall(ok=False, raw_chars=len(stdout))
     untrusted, klass = _label(data)
     hits = []
@@ -108,24 +115,18 @@ def recall(stdout: str) -> Recall:
             workspace=item.get("workspace"),
             agent=item.get("agent"),
             peer=item.get("peer"),
-            session=_session_of(item),
-            date=item.get("date") or item.get("ts"),
+            session=item.get("session"),
+            date=item.get("date"),
             retracted=bool(item.get("retracted")),
         ))
-    unavailable = {}
-    for entry in data.get("unavailable") or []:
-        name = entry.get("source") or entry.get("workspace") or entry.get("name") or "?"
-        unavailable[str(name)] = str(entry.get("reason") or "")
+    unavailable = {str(e.get("source")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
     return Recall(True, hits, untrusted, klass, list(data.get("answered") or []), unavailable, len(stdout),
-                  data.get("version") or data.get("schema"))
+                  data["schema"], str(data.get("text") or ""), int(data.get("omitted") or 0))
 
 
 def _peers_of(item: dict) -> list[str]:
-    if isinstance(item.get("peers"), list):
-        return [str(p) for p in item["peers"]]
-    note = item.get("note") or ""  # today: "... answered by peer chat on kyle"
-    m = re.search(r"peer chat on (.+)$", note)
-    return [p.strip() for p in re.split(r",| and ", m.group(1)) if p.strip()] if m else []
+    """The peers asked by peer chat; none when workspace chat answered (`peers` null)."""
+    return [str(p) for p in item.get("peers") or []]
 
 
 def ask(stdout: str) -> Ask:
@@ -133,41 +134,68 @@ def ask(stdout: str) -> Ask:
         data = json.loads(stdout)
     except ValueError:
         return Ask(ok=False, raw_chars=len(stdout))
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or data.get("schema") != "bxmem.ask/1":
         return Ask(ok=False, raw_chars=len(stdout))
     untrusted, klass = _label(data)
     answers = [Answer(str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""),
                       _peers_of(a)) for a in data.get("answers") or []]
-    unavailable = {}
-    for entry in data.get("unavailable") or []:
-        unavailable[str(entry.get("workspace") or entry.get("name") or entry.get("source"))] = str(entry.get("reason") or "")
-    return Ask(True, answers, untrusted, klass, unavailable, len(stdout))
+    unavailable = {str(e.get("workspace")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
+    return Ask(True, answers, untrusted, klass, unavailable, len(stdout), str(data.get("text") or ""))
 
 
-# --- the plain output: the fence -------------------------------------------------------
+# --- the model-facing text: the fence ---------------------------------------------------
 
 
-def fence_of(plain: str) -> str:
-    """The fence is the output's first line (issue 11: "the text starts with one
-    fence line saying what it is")."""
-    return plain.split("\n", 1)[0]
+def fence_of(text: str) -> str:
+    """The opening fence: the text's first line."""
+    return text.split("\n", 1)[0]
 
 
-def fence_problems(plain: str, hits: int) -> list[str]:
-    """What lets stored text pass for the frame: another line that reads as the
-    fence (whatever its indent), or more hit headers than there are hits."""
-    lines = plain.split("\n")
-    fence = lines[0].strip()
+def count_of(text: str) -> int:
+    """The number of hits (or answers) the opening fence announces; -1 if none."""
+    m = re.match(r"^<<<bxmem (?:recall|ask) [0-9a-f]{16}: (\d+) (?:hit|answer)s? ", text)
+    return int(m.group(1)) if m else -1
+
+
+def stored_lines(text: str) -> list[str]:
+    """The stored text as shown: every CONTENT line, its prefix removed. A case
+    checks that what it planted is here, so the frame checks are not vacuous."""
+    return [line[len(CONTENT):] for line in text.split("\n") if line.startswith(CONTENT)]
+
+
+def fence_problems(text: str, hits: int) -> list[str]:
+    """What would let stored text pass for bxmem's own frame (issue 11: nothing
+    stored can imitate or close the fence, or start a line):
+    - the text opens with `<<<bxmem KIND NONCE: ...>>>` and closes with
+      `<<<end bxmem KIND NONCE>>>`, and the nonce is on no other line;
+    - no character other than LF breaks a line (a model may read CR, VT, FF,
+      NEL, LS, PS ... as one: str.splitlines knows them all);
+    - every other line is a stored line behind CONTENT, a header `[n] ` at the
+      very start of the line (numbered 1..hits, one each), or one of bxmem's
+      tail lines. A header indented, or any stored text that got out from behind
+      CONTENT, is a line that starts outside the frame: a forgery."""
+    lines = text.split("\n")
+    opened = OPENING.match(lines[0])
+    if not opened:
+        return ["the text does not open with a fence line"]
+    kind, tag = opened.groups()
     problems = []
-    if not fence:
-        return ["the output does not start with a fence line"]
-    head = fence[:24]
-    imitations = [n for n, line in enumerate(lines[1:], 2) if line.strip().startswith(head)]
-    if imitations:
-        problems.append(f"{len(imitations)} line(s) imitate the fence")
-    headers = sum(1 for line in lines if HIT_HEADER.match(line.lstrip()))
-    if headers > hits:
-        problems.append(f"{headers} hit headers for {hits} hits")
+    if lines[-1] != f"<<<end bxmem {kind} {tag}>>>" or len(lines) < 2:
+        problems.append("the text does not end with its closing fence")
+    if text.splitlines() != lines:
+        problems.append(f"{len(text.splitlines()) - len(lines)} line break(s) other than LF")
+    middle = lines[1:-1]
+    if any(tag in line for line in middle):
+        problems.append("the fence's nonce appears inside the text")
+    headers = [int(m.group(1)) for m in map(HIT_HEADER.match, middle) if m]
+    if headers != list(range(1, hits + 1)):
+        problems.append(f"{len(headers)} hit headers for {hits} hits")
+    outside = [line for line in middle if not (line.startswith(CONTENT) or HIT_HEADER.match(line) or TAIL.match(line))]
+    fences = [line for line in outside if line.lstrip().startswith("<<<")]
+    if fences:
+        problems.append(f"{len(fences)} line(s) imitate the fence")
+    if len(outside) > len(fences):
+        problems.append(f"{len(outside) - len(fences)} line(s) start outside the frame")
     return problems
 
 
@@ -178,6 +206,6 @@ def bound_problems(result: Recall, stdout: str, k: int = MAX_K) -> list[str]:
     long = [len(h.text) for h in result.hits if len(h.text) > HIT_CHARS]
     if long:
         problems.append(f"{len(long)} hit(s) over {HIT_CHARS} chars (max {max(long)})")
-    if estimate_tokens(stdout) > OUTPUT_TOKENS:
-        problems.append(f"output ~{estimate_tokens(stdout)} tokens > {OUTPUT_TOKENS}")
+    if estimate_tokens(result.text) > OUTPUT_TOKENS:
+        problems.append(f"text ~{estimate_tokens(result.text)} tokens > {OUTPUT_TOKENS}")
     return problems

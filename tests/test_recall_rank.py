@@ -1,0 +1,72 @@
+"""Recall's order: what the local index ranks first, how sources interleave, and
+which Honcho hits are near misses (docs/decisions.md says why)."""
+
+from __future__ import annotations
+
+from bxmem import recall
+from bxmem.index import CANDIDATES, Index
+
+
+def _index(tmp_path) -> Index:
+    index = Index(tmp_path / "index.sqlite")
+    index.db()
+    return index
+
+
+def test_a_replacing_identity_entry_outranks_an_old_turn_that_repeats_the_old_text(tmp_path):
+    index = _index(tmp_path)
+    index.add("t1", "turn", "memory", "private", "when is the dingo deploy window\nthe dingo deploy window is tuesday",
+              session="s-old", ts="2026-09-01T09:00:00Z")
+    index.add("m1", "identity", "identity", "private", "the dingo deploy window is thursday", file="memory.md")
+    found = index.search("dingo deploy window", 8)
+    assert [h.key for h in found] == ["m1", "t1"]
+    assert found[1].ts == "2026-09-01T09:00:00Z"  # the old turn's hit is dated
+
+
+def test_identity_comes_first_only_among_hits_holding_every_word(tmp_path):
+    index = _index(tmp_path)
+    index.add("m1", "identity", "identity", "private", "the dingo is a dog", file="memory.md")
+    index.add("t1", "turn", "memory", "private", "the dingo deploy window", session="s")
+    assert [h.key for h in index.search("dingo deploy", 8)] == ["t1", "m1"]
+
+
+def test_an_old_identity_entry_is_a_candidate_however_many_newer_turns_match(tmp_path):
+    index = _index(tmp_path)
+    index.add("m1", "identity", "identity", "private", "backups go to the echidna nas", file="memory.md")
+    db = index.db()
+    db.execute("BEGIN")
+    for n in range(CANDIDATES + 50):
+        index.add(f"t{n}", "turn", "memory", "private", f"turn {n} about backups", session="s")
+    db.execute("COMMIT")
+    assert index.search("backups", 8)[0].key == "m1"
+
+
+def test_turns_at_the_same_score_rank_newest_first(tmp_path):
+    index = _index(tmp_path)
+    for n in range(3):
+        index.add(f"t{n}", "turn", "memory", "private", "the wallaby report", session=f"s{n}")
+    assert [h.key for h in index.search("wallaby report", 8)] == ["t2", "t1", "t0"]
+
+
+def _hit(source: str, text: str, **kw) -> recall.Hit:
+    return recall.Hit(source, "memory-tainted", "private", text, **kw)
+
+
+def test_interleaving_keeps_a_retracted_note_and_its_retraction_together():
+    fleet = recall._pair_retractions([_hit("fleet", "the capybara mirror is flaky", peer="ea"),
+                                      _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
+                                      _hit("fleet", "the capybara cache", peer="ea")])
+    near = [_hit("ea", f"near miss {n}") for n in range(3)]
+    sources = [("local", 1.0, lambda: []), ("ea", 1.0, lambda: near), ("fleet", 1.0, lambda: fleet)]
+    texts = [h.text for h in recall.run_sources(sources, 8).hits]
+    note = texts.index("the capybara mirror is flaky")
+    assert texts[note + 1] == "retracted: the capybara mirror is flaky"
+    assert len(texts) == 6
+
+
+def test_a_honcho_hit_must_share_a_word_with_the_query():
+    keep = recall.shares_a_word
+    assert keep("gecko migration", "The Gecko migration is in June")
+    assert keep("when do we deploy", "deployment moved to friday")  # words are compared by their first 5 letters
+    assert not keep("marmoset budget", "the gecko migration is scheduled for june")
+    assert not keep("what is the budget", "what is the plan")  # stop words do not count
