@@ -16,9 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_honcho import OPENAPI, FakeHoncho, OpenAPIChecker  # noqa: E402
+from fake_honcho import OPENAPI, FakeHoncho, OpenAPIChecker
 
-from bxmem.demo.brokerd import StubBrokerd  # noqa: E402
+from bxmem.demo.brokerd import StubBrokerd
 
 PLANTED_ENV_KEY = "env-key-that-must-never-be-sent-0f3a"
 ROOT = Path(__file__).resolve().parents[1]

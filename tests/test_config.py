@@ -99,7 +99,7 @@ def test_the_config_cache_follows_edits(config_file, home):
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "boxmaker7"'))
     assert config.load().honcho.agent == "boxmaker7"
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "bad.name"'))
-    with pytest.raises(Exception, match="honcho.agent"):
+    with pytest.raises(Exception, match=r"honcho\.agent"):
         config.load()
 
 

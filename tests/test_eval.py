@@ -16,7 +16,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from eval import observe  # noqa: E402
+from eval import observe
 
 KNOWN_FAILING = {
     "05": "issue 11: stored text can still imitate the fence line and hit headers (indented)",

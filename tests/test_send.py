@@ -281,7 +281,7 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
         proc.wait()
     later = time.time() + settle_wait_s()
     for _ in range(20):
-        if send.run(load(), clock=lambda: later).pending == 0:
+        if send.run(load(), clock=lambda later=later: later).pending == 0:
             break
         later += 601  # past any backoff
     expected = {item: d["ws"] for item, d in decisions(home).items() if d["ws"]}

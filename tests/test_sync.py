@@ -26,7 +26,7 @@ def test_all_sent_needs_no_attention(home, brokerd, honcho, configure):
     write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "k", "v", speaker=None))
     decide.run(load())
     send.run(load())
-    code, report, result = status()
+    code, report, _ = status()
     assert code == 0 and report["attention"] == []
     assert report["sent_items"] == 1 and report["decided_nowhere"] == {"no-speaker": 1}
     assert report["workspaces"]["bm0-trusted"]["pending_turns"] == 0
