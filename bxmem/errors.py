@@ -7,6 +7,7 @@ Stdlib only: the idle fast path imports this module.
 
 from __future__ import annotations
 
+
 class ExitCode:
     """Exit statuses of every bxmem command (documented in docs/cli.md, which is
     generated from MEANINGS and COMMAND_EXITS below; tests hold every command to it).

@@ -14,7 +14,8 @@ as a side effect of reads (shared/honcho/NOTES.md section 10). This one:
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any, Self
 from urllib.parse import quote
 
 import httpx
@@ -24,7 +25,6 @@ from .config import Key
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
-CHAT_READ_TIMEOUT = 180.0
 MAX_MESSAGE_CHARS = 25_000
 MAX_BATCH = 100
 PAGE_SIZE = 100
@@ -147,7 +147,7 @@ class WorkspaceClient:
             self._client.close()
             self._client = None
 
-    def __enter__(self) -> "WorkspaceClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

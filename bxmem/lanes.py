@@ -18,7 +18,7 @@ class Lane:
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    def submit(self, client, call, *args) -> "Call":
+    def submit(self, client, call, *args) -> Call:
         pending = Call(client)
         if self._thread is None:
             self._thread = threading.Thread(target=self._serve, daemon=True)

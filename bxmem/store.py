@@ -67,7 +67,7 @@ class Flock:
         self.fd = fd
         self.exclusive = exclusive
 
-    def __enter__(self) -> "Flock":
+    def __enter__(self) -> Flock:
         import fcntl
 
         fcntl.flock(self.fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
@@ -110,7 +110,7 @@ class JobLock:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> "JobLock":
+    def __enter__(self) -> JobLock:
         return self
 
     def __exit__(self, *exc: object) -> None:

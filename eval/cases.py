@@ -6,9 +6,9 @@ another's data; every case builds its homes from scratch.
 
 from __future__ import annotations
 
-from .corpus import Ctx, has, outputs
-from .homes import OWNER, turn
 from . import observe
+from .corpus import Ctx, has, outputs
+from .homes import turn
 
 TAGS = {"identity", "memory", "memory-tainted"}
 

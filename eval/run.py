@@ -23,9 +23,10 @@ import time
 import traceback
 from pathlib import Path
 
+from . import cases as c1
+from . import cases2 as c2
 from .corpus import Case, Ctx
 from .homes import ROOT, Backend
-from . import cases as c1, cases2 as c2
 
 # id, function, title, what must be found, what must not be
 CASES = [

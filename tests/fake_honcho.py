@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -37,7 +37,7 @@ LATER_ROUTES = [("POST", re.compile(r"^/v3/workspaces/[^/]+/chat$"))]
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 class OpenAPIChecker:
@@ -148,7 +148,7 @@ class FakeHoncho:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeHoncho":
+    def start(self) -> FakeHoncho:
         handler = _make_handler(self)
         server = _QuietServer(("127.0.0.1", self.port), handler)
         server.daemon_threads = True
@@ -165,7 +165,7 @@ class FakeHoncho:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeHoncho":
+    def __enter__(self) -> FakeHoncho:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

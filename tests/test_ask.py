@@ -47,8 +47,8 @@ def keyed(home, brokerd, honcho, config_file, tmp_path):
     decide.run(load())
     mirror.run(load())
     send.run(load())
-    from bxmem.honcho import WorkspaceClient
     from bxmem.config import Key
+    from bxmem.honcho import WorkspaceClient
 
     with WorkspaceClient(honcho.url, "bm1-trusted", Key(KEYS["bm1-trusted"])) as b:  # boxmaker1's own memory
         b.create_peer("boxmaker1", False)

@@ -58,7 +58,7 @@ def test_an_untrusted_turn_in_the_trusted_workspace_is_misrouted(synced):
             if m["metadata"].get("bxmem_item") == "turn:s-fetched:1":
                 m["workspace_id"] = "bm0-trusted"
                 m["session_id"] = "s-clean"
-    code, report = audit()
+    _, report = audit()
     assert ("misrouted", "turn:s-fetched:1") in kinds(report)
     assert ("missing", "turn:s-fetched:1") in kinds(report)
 
@@ -70,7 +70,7 @@ def test_conclusions_are_held_against_live_entries(synced):
         synced.conclusions["extra-1"] = {"id": "extra-1", "content": "x", "observer_id": "kyle", "observed_id": "kyle",
                                          "session_id": "s-clean", "workspace_id": "bm0-trusted", "level": "explicit",
                                          "created_at": "2026-01-01T00:00:00Z", "source_ids": None, "times_derived": None}
-    code, report = audit()
+    _, report = audit()
     assert ("missing-conclusion", victim) in kinds(report) and ("unexpected-conclusion", "extra-1") in kinds(report)
 
 

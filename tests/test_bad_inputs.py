@@ -118,6 +118,7 @@ def test_a_read_only_home_is_one_clear_line(live, monkeypatch):
 lines = st.binary(max_size=300).filter(lambda b: b"\n" not in b)
 
 
+@pytest.mark.slow  # 150 examples, each a run of every job
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(log_lines=st.lists(lines, max_size=6), journal_lines=st.lists(lines, max_size=6))
 def test_any_bytes_in_a_log_or_journal_never_crash_a_job(configure, log_lines, journal_lines):

@@ -9,9 +9,12 @@ import sys
 import time
 from collections import Counter
 
+import pytest
 from conftest import ROOT, ledger_events, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
+
+pytestmark = pytest.mark.slow  # overlapping real jobs: CI and ./dev test --all run it
 
 
 def spawn(*args):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import honcho_config, run_bxmem
+from conftest import bxmem_inprocess, honcho_config, run_bxmem
 
 GOOD = honcho_config("http://127.0.0.1:8000")
 
@@ -53,7 +53,7 @@ def test_read_sources_default_to_untrusted_and_private(config_file):
 
 def test_config_check_prints_paths_and_workspaces(config_file, home):
     config_file.write_text(GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\n')
-    result = run_bxmem("config", "check", "--json")
+    result = bxmem_inprocess("config", "check", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["home"] == str(home)
@@ -61,10 +61,35 @@ def test_config_check_prints_paths_and_workspaces(config_file, home):
     assert [w["role"] for w in data["workspaces"]] == ["trusted", "untrusted", "fleet", "read:bm1"]
 
 
+def test_config_check_plain_output_is_exactly_this(config_file, home):
+    """The plain output is read by people and runbook entries quote it: held line by line."""
+    config_file.write_text(GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\n')
+    result = bxmem_inprocess("config", "check")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == (
+        f"config: {config_file}\n"
+        f"home: {home}\n"
+        f"run: {home}/run\n"
+        f"ledger: {home}/memory/honcho.jsonl\n"
+        f"broker_socket: {home}/run/memory-broker/state.sock\n"
+        "mode: honcho\n"
+        "honcho: http://127.0.0.1:8000 as agent boxmaker0, owner kyle\n"
+        "  trusted: bm0-trusted (no key)\n"
+        "  untrusted: bm0-untrusted (no key)\n"
+        "  fleet: fleet (no key)\n"
+        "  read:bm1: bm1-trusted (no key)\n"
+    )
+    config_file.write_text("")
+    assert bxmem_inprocess("config", "check").stdout.splitlines()[-2:] == [
+        "mode: local-only",
+        "local-only: no [honcho] section, nothing will be sent",
+    ]
+
+
 def test_paths_section_sets_home_and_run(config_file, tmp_path, monkeypatch):
     monkeypatch.delenv("BOXMAKER_HOME")
     config_file.write_text(f'[paths]\nhome = "{tmp_path}/h"\nrun = "{tmp_path}/r"\n')
-    data = json.loads(run_bxmem("config", "check", "--json").stdout)
+    data = json.loads(bxmem_inprocess("config", "check", "--json").stdout)
     assert data["home"] == f"{tmp_path}/h" and data["broker_socket"] == f"{tmp_path}/r/memory-broker/state.sock"
     assert data["mode"] == "local-only"
 
@@ -72,7 +97,7 @@ def test_paths_section_sets_home_and_run(config_file, tmp_path, monkeypatch):
 def test_config_flag_overrides_the_environment(tmp_path):
     other = tmp_path / "other.toml"
     other.write_text(GOOD)
-    data = json.loads(run_bxmem("--config", str(other), "config", "check", "--json").stdout)
+    data = json.loads(bxmem_inprocess("--config", str(other), "config", "check", "--json").stdout)
     assert data["config"] == str(other) and data["mode"] == "honcho"
 
 
@@ -99,7 +124,7 @@ def test_the_config_cache_follows_edits(config_file, home):
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "boxmaker7"'))
     assert config.load().honcho.agent == "boxmaker7"
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "bad.name"'))
-    with pytest.raises(Exception, match="honcho.agent"):
+    with pytest.raises(Exception, match=r"honcho\.agent"):
         config.load()
 
 

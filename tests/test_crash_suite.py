@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
+
+pytestmark = pytest.mark.slow  # SIGKILLs jobs over many trials: CI and ./dev test --all run it
 
 
 def test_short_crash_suite_loses_doubles_and_misroutes_nothing():

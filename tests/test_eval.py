@@ -11,15 +11,17 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from eval import observe  # noqa: E402
+from eval import observe
 
 KNOWN_FAILING: dict[str, str] = {}
 
 
+@pytest.mark.slow  # the whole corpus through the real CLI: about 30 s
 def test_fast_corpus_runs_with_no_leak_and_only_the_known_failures(tmp_path):
     done = subprocess.run([sys.executable, "-m", "eval.run", "--fast", "--results", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
@@ -41,6 +43,7 @@ def test_fast_corpus_runs_with_no_leak_and_only_the_known_failures(tmp_path):
     assert backend["seconds"] < 120, "the fast corpus must stay well under two minutes"
 
 
+@pytest.mark.slow
 def test_stored_results_hold_no_conversation_text(tmp_path):
     subprocess.run([sys.executable, "-m", "eval.run", "--fast", "--case", "2", "--results", str(tmp_path)],
                    capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -6,9 +6,9 @@ import json
 import marshal
 import os
 import time
+from pathlib import Path
 
 import pytest
-
 from conftest import ledger_events, run_bxmem, write_log
 
 from bxmem import config as config_module
@@ -214,7 +214,7 @@ def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configu
     decide_module.run(config_module.load())
     state_dir = home / "memory" / "bxmem"
     dormant = dormant_path(state_dir, "decide")
-    listed = marshal.loads(open(dormant, "rb").read())["dirs"]
+    listed = marshal.loads(Path(dormant).read_bytes())["dirs"]
     assert {folder: [name for name, _ino, _size in entries] for folder, entries in listed.items()} == {
         str(home / "logs"): ["old.jsonl"]
     }
@@ -239,8 +239,6 @@ def test_an_unchanged_sweep_is_idle_and_resets_the_interval(home, dormant_home):
 
 
 def test_a_run_started_by_the_path_unit_sweeps_at_once(home, dormant_home, monkeypatch):
-    from bxmem import decide as decide_module
-
     _wake(home)
     monkeypatch.setenv("TRIGGER_UNIT", "bxmem-decide.timer")
     assert is_idle(["bxmem", "decide"])
@@ -255,7 +253,7 @@ def test_a_sweep_list_from_another_run_is_never_trusted(home, dormant_home):
     from bxmem.fastpath import dormant_path
 
     dormant = dormant_path(home / "memory" / "bxmem", "decide")
-    listed = marshal.loads(open(dormant, "rb").read())
+    listed = marshal.loads(Path(dormant).read_bytes())
     with open(dormant, "wb") as f:
         f.write(marshal.dumps({**listed, "token": listed["token"] + 1}))
     _age(dormant, decide_module.SWEEP_EVERY_S + 1)
@@ -269,7 +267,6 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
     import subprocess
     import sys
 
-    from bxmem import decide as decide_module
     from conftest import ROOT
 
     _wake(home)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from itertools import pairwise
 
 from conftest import write_log
 
@@ -68,7 +69,7 @@ def test_a_fleet_comes_back_spread_out_and_loses_or_doubles_nothing(tmp_path, ho
                 honcho.faults.clear()
             recovered = True
         config, agent_home = agents[n]
-        report = send.run(load(config, agent_home), clock=lambda: now, rng=rngs[n])
+        report = send.run(load(config, agent_home), clock=lambda now=now: now, rng=rngs[n])
         tries[n].append(now)
         if report.outage:
             due[n] = backoff_until(agent_home)
@@ -77,7 +78,7 @@ def test_a_fleet_comes_back_spread_out_and_loses_or_doubles_nothing(tmp_path, ho
             due[n] = float("inf")
 
     # Every wait stays within the bounds, 5 s to 10 minutes.
-    waits = [b - a for t in tries for a, b in zip(t, t[1:])]
+    waits = [b - a for t in tries for a, b in pairwise(t)]
     assert waits and all(FIRST_DELAY_S <= w <= MAX_DELAY_S for w in waits), waits
     # No two agents ever try at the same instant, from the first retry on, and the
     # fleet's return after the outage is spread over minutes, not one instant.
@@ -99,6 +100,6 @@ def test_the_jitter_keeps_within_bounds_and_spreads():
     rng = random.Random(3)
     for delay in (5.0, 10.0, 80.0, 320.0, 600.0):
         waits = [jittered(delay, rng) for _ in range(2000)]
-        assert FIRST_DELAY_S <= min(waits) and max(waits) <= MAX_DELAY_S
+        assert min(waits) >= FIRST_DELAY_S and max(waits) <= MAX_DELAY_S
         assert max(waits) - min(waits) > delay * 0.4  # spread, not a fixed step
         assert abs(sum(waits) / len(waits) - (max(FIRST_DELAY_S, delay / 2) + min(MAX_DELAY_S, delay * 1.5)) / 2) < delay * 0.05

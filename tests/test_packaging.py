@@ -48,6 +48,7 @@ def wheel(tmp_path_factory) -> tuple[zipfile.ZipFile, list[str]]:
         yield whl, files
 
 
+@pytest.mark.slow  # builds a wheel with pip
 def test_every_package_data_glob_matches_a_real_file(wheel):
     _whl, files = wheel
     globs = PYPROJECT["tool"]["setuptools"]["package-data"]
@@ -61,6 +62,7 @@ def test_every_package_data_glob_matches_a_real_file(wheel):
             )
 
 
+@pytest.mark.slow  # builds a wheel with pip
 def test_the_wheel_holds_every_file_of_the_package(wheel):
     whl, files = wheel
     names = set(whl.namelist())
@@ -72,6 +74,7 @@ def test_the_wheel_holds_every_file_of_the_package(wheel):
     assert not [n for n in names if not n.startswith(("bxmem/", "bxmem-"))]
 
 
+@pytest.mark.slow  # builds a wheel with pip
 def test_the_wheel_carries_the_licence_its_metadata_names(wheel):
     whl, _files = wheel
     (metadata,) = [n for n in whl.namelist() if n.endswith(".dist-info/METADATA")]

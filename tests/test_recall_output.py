@@ -9,8 +9,8 @@ from conftest import run_bxmem, write_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem import decide, recall
 from bxmem import config as config_module
+from bxmem import decide, recall
 from bxmem.demo.sample import turn_lines
 from bxmem.recall import Hit, RecallResult, bound, render_plain
 from bxmem.render import CONTENT, MAX_TOKENS, estimate_tokens

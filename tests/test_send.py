@@ -259,6 +259,7 @@ def test_second_send_at_once_exits_zero_saying_so(home, honcho, configure):
     assert result.returncode == 0 and "another send is running" in result.stderr
 
 
+@pytest.mark.slow  # twelve kill -9 trials, each a real subprocess
 @pytest.mark.parametrize("trial", range(12))
 def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, configure, trial):
     """SIGKILL `bxmem send` at a random moment, then run it to completion: every
@@ -281,7 +282,7 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
         proc.wait()
     later = time.time() + settle_wait_s()
     for _ in range(20):
-        if send.run(load(), clock=lambda: later).pending == 0:
+        if send.run(load(), clock=lambda later=later: later).pending == 0:
             break
         later += 601  # past any backoff
     expected = {item: d["ws"] for item, d in decisions(home).items() if d["ws"]}

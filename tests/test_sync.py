@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import run_bxmem, write_log
+from conftest import bxmem_inprocess, run_bxmem, write_log
 
 from bxmem import config as config_module
 from bxmem import decide, mirror, send, sync
@@ -17,7 +17,7 @@ def load():
 
 
 def status(**kwargs):
-    result = run_bxmem("sync", "--json", **kwargs)
+    result = bxmem_inprocess("sync", "--json", **kwargs)
     return result.returncode, json.loads(result.stdout), result
 
 
@@ -26,11 +26,11 @@ def test_all_sent_needs_no_attention(home, brokerd, honcho, configure):
     write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "k", "v", speaker=None))
     decide.run(load())
     send.run(load())
-    code, report, result = status()
+    code, report, _ = status()
     assert code == 0 and report["attention"] == []
     assert report["sent_items"] == 1 and report["decided_nowhere"] == {"no-speaker": 1}
     assert report["workspaces"]["bm0-trusted"]["pending_turns"] == 0
-    plain = run_bxmem("sync")
+    plain = bxmem_inprocess("sync")
     assert plain.returncode == 0 and "outbox bm0-trusted (trusted): 0 turn(s)" in plain.stdout and "hello" not in plain.stdout
 
 
@@ -59,7 +59,7 @@ def test_failed_items_are_listed_and_retry_sends_them_once(home, brokerd, honcho
     code, report, result = status()
     assert code == 4 and [(f["item"], f["status"]) for f in report["failed"]] == [("turn:s:1", 422)]
     assert "hello" not in result.stdout
-    retry = run_bxmem("sync", "--retry-failed")
+    retry = bxmem_inprocess("sync", "--retry-failed")
     assert "re-queued 1 failed item(s)" in retry.stdout
     send.run(load())
     send.run(load())
@@ -107,5 +107,5 @@ def test_brokerd_unavailable_needs_attention(home, honcho, configure):
 
 def test_invalid_config_is_exit_78(config_file):
     config_file.write_text("[honcho]\nurl = 1\n")
-    result = run_bxmem("sync")
+    result = bxmem_inprocess("sync")
     assert result.returncode == 78 and "honcho-config-invalid" in result.stderr

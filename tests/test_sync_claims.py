@@ -8,13 +8,13 @@ import json
 import os
 from datetime import UTC, datetime
 
-from conftest import run_bxmem, write_log
+from conftest import bxmem_inprocess, run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
 
 
 def sync_json(**kwargs):
-    result = run_bxmem("sync", "--json", **kwargs)
+    result = bxmem_inprocess("sync", "--json", **kwargs)
     return result.returncode, json.loads(result.stdout)
 
 
@@ -31,7 +31,7 @@ def test_nothing_answering_and_nothing_tried_is_never_called_fine(home, configur
     assert brokerd["ok"] is False and "no socket" in brokerd["problem"] and recent(brokerd["checked_at"])
     assert brokerd["deadline_s"] == 2
     assert honcho["ok"] is False and recent(honcho["checked_at"]) and honcho["deadline_s"] == 5
-    plain = run_bxmem("sync")
+    plain = bxmem_inprocess("sync")
     out = plain.stdout.splitlines()
     assert any(line.startswith("brokerd now: cannot answer: no socket at ") for line in out), out
     assert any(line.startswith("Honcho now: not answering: ") and "(checked 20" in line for line in out), out
@@ -46,7 +46,7 @@ def test_what_answers_is_said_to_answer_with_the_time(home, brokerd, honcho, con
     assert code == 0 and report["attention"] == []
     assert report["checks"]["brokerd"]["ok"] is True and report["checks"]["honcho"]["ok"] is True
     assert brokerd.requests, "brokerd was asked"
-    out = run_bxmem("sync").stdout.splitlines()
+    out = bxmem_inprocess("sync").stdout.splitlines()
     assert any(line.startswith("brokerd now: answering (checked ") for line in out), out
     assert any(line.startswith("Honcho now: answering (/health ok) (checked ") for line in out), out
     assert "key for bm0-trusted: no key file configured; requests go without a key" in out
@@ -78,7 +78,7 @@ def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configur
     entry = next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")
     assert entry["ok"] is False and "readable by group or others" in entry["problem"] and recent(entry["checked_at"])
     assert any("readable by group or others" in line and "honcho-config-invalid" in line for line in report["attention"])
-    plain = run_bxmem("sync")
+    plain = bxmem_inprocess("sync")
     assert plain.returncode == 4
     key_line = next(line for line in plain.stdout.splitlines() if line.startswith("key for bm0-trusted:"))
     assert "send would refuse it" in key_line and " ok " not in key_line
@@ -100,7 +100,7 @@ def test_brackets_are_text_never_markup(home, configure, tmp_path, monkeypatch):
     odd_home = tmp_path / "[bold]box[red]"
     odd_home.mkdir()
     monkeypatch.setenv("BOXMAKER_HOME", str(odd_home))
-    result = run_bxmem("sync")
+    result = bxmem_inprocess("sync")
     out = result.stdout.splitlines()
     assert out[0] == "local-only: no [honcho] section, nothing is sent"
     assert out[1].startswith(f"brokerd now: cannot answer: {odd_home}/run/memory-broker does not exist (checked ")
@@ -136,7 +136,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     (tmp_path / "bxmem.toml").write_text(text + f'[secrets.honcho_untrusted]\nfile = "{key}"\n')
     write_log(home, "a-rather-long-session-name-" + "s" * 40, turn_lines(1, "hello", "hi"))
     run_bxmem("decide")
-    result = run_bxmem("sync", env={"COLUMNS": "80"})
+    result = bxmem_inprocess("sync", env={"COLUMNS": "80"})
     assert result.returncode == 4
     out = result.stdout.splitlines()
     outbox = [line for line in out if line.startswith(f"outbox {long}-trusted (trusted): 1 turn(s)")]
@@ -159,5 +159,21 @@ def test_decisions_made_while_local_only_are_counted_and_never_sent(home, broker
     assert honcho.messages_in("bm0-trusted") == []  # seed 000: Honcho is not rebuilt from the logs
     _code, report = sync_json()
     assert report["decided_local_only"] == {"turns": 2, "edits": 1}
-    out = run_bxmem("sync").stdout.splitlines()
+    out = bxmem_inprocess("sync").stdout.splitlines()
     assert "decided while local-only: 2 turn(s), 1 edit(s); never sent (Honcho is not rebuilt from the logs)" in out
+
+
+def test_the_local_only_lines_are_exactly_these(home):
+    """A local-only home with no brokerd: the whole plain output, only the check's
+    time left out (it is the moment it ran)."""
+    import re
+
+    result = bxmem_inprocess("sync")
+    assert (result.returncode, result.stderr) == (0, "")
+    stamp = re.compile(r"\(checked \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, ")
+    assert stamp.sub("(checked TIME, ", result.stdout) == (
+        "local-only: no [honcho] section, nothing is sent\n"
+        f"brokerd now: cannot answer: {home}/run/memory-broker does not exist (checked TIME, 2 s deadline)\n"
+        "brokerd as decide recorded: no outage; 0 turn(s) undecided\n"
+        "sent: 0 item(s); last at never\n"
+    )

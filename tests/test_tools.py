@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from conftest import run_bxmem
+from conftest import bxmem_inprocess, run_bxmem
 
 from bxmem import ask, recall, tools
 
@@ -32,10 +32,18 @@ def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat():
     assert not validator.is_valid({"question": "hi", "reasoning": "high"})
 
 
+def test_the_output_is_exactly_the_compact_definitions():
+    """The host embeds these bytes as they are (bench/run counts them): one line of
+    compact JSON, non-ASCII kept, a newline, nothing on stderr."""
+    result = bxmem_inprocess("tools")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == json.dumps(tools.TOOLS, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
 def test_the_openai_shape_and_a_bad_format():
-    result = run_bxmem("tools", "--format", "openai")
+    result = bxmem_inprocess("tools", "--format", "openai")
     defs = json.loads(result.stdout)
     assert [(d["type"], d["function"]["name"]) for d in defs] == [("function", "recall"), ("function", "ask_memory")]
     assert defs[0]["function"]["parameters"] == tools.TOOLS[0]["input_schema"]
-    bad = run_bxmem("tools", "--format", "xml")
+    bad = bxmem_inprocess("tools", "--format", "xml")
     assert bad.returncode == 2 and bad.stderr.strip() == "bxmem: error: --format must be anthropic or openai, not 'xml'"

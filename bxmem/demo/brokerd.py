@@ -27,7 +27,7 @@ class StubBrokerd:
         self._server: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "StubBrokerd":
+    def start(self) -> StubBrokerd:
         self.sock_path.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(self.sock_path.parent, 0o700)
         try:
@@ -55,7 +55,7 @@ class StubBrokerd:
         except FileNotFoundError:
             pass
 
-    def __enter__(self) -> "StubBrokerd":
+    def __enter__(self) -> StubBrokerd:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

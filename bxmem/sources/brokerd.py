@@ -68,7 +68,7 @@ def session_state(sock_path: Path, session: str, timeout: float = TIMEOUT_S) -> 
         while not reply.endswith(b"\n"):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise socket.timeout
+                raise TimeoutError
             sock.settimeout(remaining)
             chunk = sock.recv(MAX_REPLY)
             if not chunk:
@@ -76,7 +76,7 @@ def session_state(sock_path: Path, session: str, timeout: float = TIMEOUT_S) -> 
             reply += chunk
             if len(reply) > MAX_REPLY:
                 raise BrokerUnavailable("the reply is too long")
-    except socket.timeout:
+    except TimeoutError:
         raise BrokerUnavailable(f"no reply within {timeout:g} s") from None
     except OSError as exc:
         raise BrokerUnavailable(f"{exc.strerror or type(exc).__name__} at {sock_path}") from None
