@@ -30,7 +30,7 @@ from .ledger import Ledger, edit_item, event
 from .log import log
 from .rules import EditPlan, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
-from .sources.journal import Edit, read_edits
+from .sources.journal import Edit, field_of, read_edits, text_spec
 from .store import JobLock, read_json, write_json
 
 STATE_FILE = "mirror.json"
@@ -126,11 +126,7 @@ class Model:
 def _field(record: dict, action: dict) -> str | None:
     """The action's text in the edit's own journal record (plans name the field
     directly; recorded actions name it in their text spec)."""
-    spec = action.get("text") or action
-    value = record.get(spec["field"])
-    if "index" in spec:
-        value = value[spec["index"]] if isinstance(value, list) and len(value) > spec["index"] else None
-    return value if isinstance(value, str) else None
+    return field_of(record, action.get("text") or action)
 
 
 def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
@@ -140,9 +136,7 @@ def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
     for action in plan.actions:
         action = dict(action)
         if action["do"] in ("conclude", "fleet-message"):
-            action["text"] = {"span": edit.span, "field": action.pop("field")}
-            if "index" in action:
-                action["text"]["index"] = action.pop("index")
+            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None))
         elif action["do"] in ("reconclude", "retract"):
             creator = _action_of(model, action["of"])
             if creator is not None:
