@@ -278,6 +278,7 @@ def catch_up(index: Index, paths) -> int:
     """Apply what the ledger and the journal gained since the last catch-up, in
     one transaction with the new offsets: a crash leaves the index as it was."""
     from .ledger import Ledger
+    from .ledger_events import TURN, is_decided
     from .sources import journal
     from .sources.loopd import SpanReader
 
@@ -294,7 +295,7 @@ def catch_up(index: Index, paths) -> int:
 
         result = ReadResult()
         for ev in ledger.iter_from(ledger_at, result):
-            if ev.get("ev") != "decided" or ev.get("kind") != "turn":
+            if not is_decided(ev, TURN):
                 continue
             log_path = paths.logs / ev["log"]
             try:

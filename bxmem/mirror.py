@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
-from .ledger import Ledger, edit_item, event
+from .ledger import Ledger, edit_item
+from .ledger_events import EDIT, decided_edit, is_decided
 from .log import log
 from .rules import EditPlan, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
@@ -183,14 +184,8 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
     actions = _with_text_specs(edit, plan, model)
     if plan.role is None:
         actions = []
-    fields = {}
-    if edit.op == "undo":
-        fields["target"] = edit_item(str(edit.record.get("target")))
-    return event(
-        "decided",
-        item=edit_item(edit.id),
-        kind="edit",
-        edit=edit.id,
+    return decided_edit(
+        edit.id,
         op=edit.op,
         session=edit.session,
         role=plan.role,
@@ -199,7 +194,7 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
         actions=actions,
         journal_line=edit.line,
         at=edit.record.get("ts") if isinstance(edit.record.get("ts"), str) else None,
-        **fields,
+        target=edit.record.get("target"),
     )
 
 
@@ -212,7 +207,7 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     return {
         ev["edit"]: ev
         for ev in ledger.iter_from(state["ledger_size"], ReadResult())
-        if ev.get("ev") == "decided" and ev.get("kind") == "edit" and isinstance(ev.get("edit"), str)
+        if is_decided(ev, EDIT) and isinstance(ev.get("edit"), str)
     }
 
 
