@@ -95,8 +95,7 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
     (FileNotFoundError): bxmem never creates memoryd's file."""
     from ..store import Flock
 
-    f = open(path, "r+b")
-    with f, Flock(f.fileno(), exclusive=True):
+    with open(path, "r+b") as f, Flock(f.fileno(), exclusive=True):
         check(f)
         f.seek(0, os.SEEK_END)
         size = f.tell()
