@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from .config import Config, read_key
 from .ledger import Ledger, ReadResult
+from .ledger_events import DECIDED, SENT
 from .outbox import Outbox
 
 
@@ -47,9 +48,9 @@ def _expected(config: Config) -> tuple[dict[str, str | None], dict[str, tuple[st
     decided: dict[str, str | None] = {}
     sent: dict[str, tuple[str, int]] = {}
     for ev in ledger.iter_from(0, ReadResult()):
-        if ev.get("ev") == "decided":
+        if ev.get("ev") == DECIDED:
             decided[ev["item"]] = ev.get("ws")
-        elif ev.get("ev") == "sent":
+        elif ev.get("ev") == SENT:
             if ev["item"].startswith("turn:"):
                 sent[ev["item"]] = (ev.get("ws"), len(ev.get("ids") or []))
             for result in ev.get("results") or []:

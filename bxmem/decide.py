@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .config import Config
-from .ledger import Ledger, event, now_iso, turn_item
+from .ledger import Ledger, now_iso
+from .ledger_events import TURN, decided_turn, is_decided
 from .log import log, runbook
 from .labels import higher_class
 from .rules import TurnFacts, route_turn
@@ -65,7 +66,7 @@ def _recover(state: dict, ledger: Ledger) -> None:
     from .ledger import ReadResult
 
     for ev in ledger.iter_from(state["ledger_size"], ReadResult()):
-        if ev.get("ev") != "decided" or ev.get("kind") != "turn":
+        if not is_decided(ev, TURN):
             continue
         session, turn = ev.get("session"), ev.get("turn")
         if isinstance(session, str) and isinstance(turn, int):
@@ -99,17 +100,14 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
     agent = config.honcho.agent if config.honcho else ""
     route = route_turn(facts, agent)
     untrusted_by = [name for name, flag in (("brokerd", broker.untrusted), ("log", facts.untrusted_by_log)) if flag]
-    return event(
-        "decided",
-        item=turn_item(turn["session"], turn["turn"]),
-        kind="turn",
+    return decided_turn(
         session=turn["session"],
         turn=turn["turn"],
         role=route.role,
         ws=config.workspace(route.role).name if route.role and config.honcho else None,
         reason=route.reason if not (route.role and config.local_only) else f"{route.reason}; local-only",
         peer=route.peer,
-        **{"class": higher_class(broker.klass, facts.log_class)},
+        klass=higher_class(broker.klass, facts.log_class),
         untrusted_by=untrusted_by,
         secret_rule=turn["secret"],
         log=f"{turn['session']}.jsonl",

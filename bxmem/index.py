@@ -284,9 +284,9 @@ def _set_meta(index: Index, key: str, value: int) -> None:
 def catch_up(index: Index, paths) -> int:
     """Apply what the ledger and the journal gained since the last catch-up, in
     one transaction with the new offsets: a crash leaves the index as it was."""
-    import json
-
     from .ledger import Ledger
+    from .ledger_events import TURN, is_decided
+    from .sources import journal
     from .sources.loopd import SpanReader
 
     ledger = Ledger(paths.ledger)
@@ -302,7 +302,7 @@ def catch_up(index: Index, paths) -> int:
 
         result = ReadResult()
         for ev in ledger.iter_from(ledger_at, result):
-            if ev.get("ev") != "decided" or ev.get("kind") != "turn":
+            if not is_decided(ev, TURN):
                 continue
             log_path = paths.logs / ev["log"]
             try:
@@ -314,22 +314,15 @@ def catch_up(index: Index, paths) -> int:
             applied += 1
         _set_meta(index, "ledger_offset", result.end)
         if paths.journal.exists():
+            pos = journal_at
             with open(paths.journal, "rb") as f:
-                f.seek(journal_at)
-                pos = journal_at
-                for raw in f:
-                    if not raw.endswith(b"\n"):
-                        break
-                    start, pos = pos, pos + len(raw)
-                    try:
-                        record = json.loads(raw.decode("utf-8"))
-                    except ValueError:
-                        continue
-                    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                for start, raw in journal.lines(f, journal_at):
+                    pos = start + len(raw)
+                    record = journal.parse(raw)
+                    if record is None or not isinstance(record.get("id"), str):
                         continue
                     index.db().execute("INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw)))
                     target = _journal_record(index, f, record.get("target")) if record.get("op") == "undo" else None
-                    f.seek(pos)
                     index_edit(index, record, target)
                     applied += 1
             _set_meta(index, "journal_offset", pos)
@@ -337,18 +330,13 @@ def catch_up(index: Index, paths) -> int:
 
 
 def _journal_record(index: Index, f, edit_id: object) -> dict | None:
-    import json
+    """The record an undo names, read at the span noted when its line was indexed."""
+    from .sources.journal import record_at
 
     if not isinstance(edit_id, str):
         return None
     row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
-    if not row:
-        return None
-    f.seek(row[0])
-    try:
-        return json.loads(f.read(row[1]).decode("utf-8"))
-    except ValueError:
-        return None
+    return record_at(f, row[0], row[1]) if row else None
 
 
 def refresh(paths) -> None:

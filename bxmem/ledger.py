@@ -1,10 +1,10 @@
 """The ledger, memory/honcho.jsonl: bxmem's append-only record of decisions.
 
-One JSON object a line, one event each: `decided` (an item and where it goes,
-or nowhere and why), `attempt` (a send started: its outcome is unknown until a
-`sent` line follows), `sent` (Honcho's ids), `failed` (Honcho's refusal status),
-`unsent` (an attempt that never connected), `created` (a workspace, peer or
-session bxmem set up), `key_refused`, `requeued`. No line ever holds message text or a key.
+One JSON object a line, one event each. The kinds and their fields are
+defined once, in ledger_events.py (`decided`, `attempt`, `sent`, `failed`,
+`unsent`, `cancelled`, `requeued`, `created`, `key_refused`, `key_resumed`),
+and every line is built there; this module only reads and appends lines. No
+line ever holds message text or a key.
 
 Writers hold an exclusive flock on the file for one append of whole lines and
 fsync before letting go. Readers read complete lines only; a crash mid-write
@@ -32,6 +32,7 @@ def now_iso() -> str:
 
 
 def event(ev: str, **fields: object) -> dict:
+    """A line of kind `ev`: `v`, `ev` and `ts` first. Callers use ledger_events."""
     return {"v": LEDGER_VERSION, "ev": ev, "ts": now_iso(), **fields}
 
 

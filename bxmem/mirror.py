@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
-from .ledger import Ledger, edit_item, event
+from .ledger import Ledger, edit_item
+from .ledger_events import EDIT, decided_edit, is_decided
 from .log import log
 from .rules import EditPlan, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
-from .sources.journal import Edit, read_edits
+from .sources.journal import Edit, field_of, read_edits, text_spec
 from .store import JobLock, read_json, write_json
 
 STATE_FILE = "mirror.json"
@@ -126,11 +127,7 @@ class Model:
 def _field(record: dict, action: dict) -> str | None:
     """The action's text in the edit's own journal record (plans name the field
     directly; recorded actions name it in their text spec)."""
-    spec = action.get("text") or action
-    value = record.get(spec["field"])
-    if "index" in spec:
-        value = value[spec["index"]] if isinstance(value, list) and len(value) > spec["index"] else None
-    return value if isinstance(value, str) else None
+    return field_of(record, action.get("text") or action)
 
 
 def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
@@ -140,9 +137,7 @@ def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
     for action in plan.actions:
         action = dict(action)
         if action["do"] in ("conclude", "fleet-message"):
-            action["text"] = {"span": edit.span, "field": action.pop("field")}
-            if "index" in action:
-                action["text"]["index"] = action.pop("index")
+            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None))
         elif action["do"] in ("reconclude", "retract"):
             creator = _action_of(model, action["of"])
             if creator is not None:
@@ -189,14 +184,8 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
     actions = _with_text_specs(edit, plan, model)
     if plan.role is None:
         actions = []
-    fields = {}
-    if edit.op == "undo":
-        fields["target"] = edit_item(str(edit.record.get("target")))
-    return event(
-        "decided",
-        item=edit_item(edit.id),
-        kind="edit",
-        edit=edit.id,
+    return decided_edit(
+        edit.id,
         op=edit.op,
         session=edit.session,
         role=plan.role,
@@ -205,7 +194,7 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
         actions=actions,
         journal_line=edit.line,
         at=edit.record.get("ts") if isinstance(edit.record.get("ts"), str) else None,
-        **fields,
+        target=edit.record.get("target"),
     )
 
 
@@ -218,7 +207,7 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     return {
         ev["edit"]: ev
         for ev in ledger.iter_from(state["ledger_size"], ReadResult())
-        if ev.get("ev") == "decided" and ev.get("kind") == "edit" and isinstance(ev.get("edit"), str)
+        if is_decided(ev, EDIT) and isinstance(ev.get("edit"), str)
     }
 
 

@@ -17,6 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ledger import Ledger
+from .ledger_events import (
+    ATTEMPT,
+    CANCELLED,
+    CREATED,
+    DECIDED,
+    FAILED,
+    KEY_REFUSED,
+    KEY_RESUMED,
+    REQUEUED,
+    SENT,
+    TURN,
+    UNSENT,
+    in_doubt,
+)
 from .log import log
 from .store import write_bytes
 
@@ -76,49 +90,49 @@ class Outbox:
     def apply(self, ev: dict, offset: int = -1) -> None:
         kind = ev.get("ev")
         item = ev.get("item")
-        if kind == "decided":
-            key = f"{ev.get('kind', 'turn')}/{ev.get('role') or 'none'}/{ev.get('reason')}"
+        if kind == DECIDED:
+            key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
             if ev.get("ws") and item not in self.failed:
                 self.pending[item] = (offset, _intern(ev["ws"]), _intern(ev.get("session")),
-                                      _intern(ev.get("kind", "turn")), _intern(ev.get("peer")))
+                                      _intern(ev.get("kind", TURN)), _intern(ev.get("peer")))
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
                 self.undone[ev["target"]] = item
-        elif kind == "attempt":
+        elif kind == ATTEMPT:
             for one in ev.get("items", []):
                 self.attempts[one] = ev
-        elif kind == "sent":
+        elif kind == SENT:
             self.pending.pop(item, None)
             self.attempts.pop(item, None)
             self.failed.pop(item, None)
             self.last_sent = ev.get("ts")
             self.sent_count += 1
             self._learn_results(ev)
-        elif kind == "failed":
+        elif kind == FAILED:
             decided = self.pending.pop(item, None)
             self.attempts.pop(item, None)
             self.failed[item] = {**ev, "decided": decided}
             self._learn_results(ev)  # what an edit did before it was refused still happened
-        elif kind == "unsent":  # the attempt never reached Honcho: nothing to look up
+        elif kind == UNSENT:  # the attempt never reached Honcho: nothing to look up
             for one in ev.get("items", []):
                 self.attempts.pop(one, None)
-        elif kind == "cancelled":
+        elif kind == CANCELLED:
             self.pending.pop(item, None)
             self.attempts.pop(item, None)
             self.cancelled += 1
-        elif kind == "requeued":
+        elif kind == REQUEUED:
             failed = self.failed.pop(item, None)
             if failed and failed.get("decided"):
                 self.pending[item] = failed["decided"]
                 if failed.get("results"):
                     # An edit refused half-way did part of its work: it goes through
                     # the in-doubt path, which looks before it creates again.
-                    self.attempts[item] = {"ev": "attempt", "items": [item], "ws": failed.get("ws")}
-        elif kind == "created":
+                    self.attempts[item] = in_doubt(item, failed.get("ws"))
+        elif kind == CREATED:
             self._learn_created(ev)
-        elif kind == "key_refused":
+        elif kind == KEY_REFUSED:
             self.stopped[ev["ws"]] = ev
-        elif kind == "key_resumed":
+        elif kind == KEY_RESUMED:
             self.stopped.pop(ev.get("ws"), None)
 
     def _learn_results(self, ev: dict) -> None:

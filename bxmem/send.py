@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from . import ledger_events
 from .config import Config, key_fingerprint, read_key
 from .honcho import (
     MAX_BATCH,
@@ -38,7 +39,7 @@ from .honcho import (
     configuration_for,
 )
 from .lanes import Call, Lane
-from .ledger import Ledger, event, now_iso
+from .ledger import Ledger, now_iso
 from .log import log, runbook
 from .outbox import KIND, SESSION, WS, Outbox, light
 from .retry import Hold, iso, next_backoff
@@ -143,7 +144,7 @@ class Sender(EditSender):
 
     def _attempt(self, **fields: object) -> dict:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
-        return event("attempt", ts=iso(self.clock()), **fields)
+        return ledger_events.attempt(iso(self.clock()), **fields)  # type: ignore[arg-type]
 
     def flush(self) -> None:
         if self._held:
@@ -353,7 +354,7 @@ class Sender(EditSender):
         workspace = self.config.workspace_by_name(ws)
         secret = workspace.secret if workspace else "?"
         fingerprint = key_fingerprint(workspace.key_file) if workspace else None
-        self.record([event("key_refused", ws=ws, status=exc.status, secret=secret, key=fingerprint)])
+        self.record([ledger_events.key_refused(ws, exc.status, secret, fingerprint)])
         self.report.stopped.append(ws)
         log.error(
             f"Honcho refused the key for workspace {ws} (HTTP {exc.status}); sends to {ws} stop until "
@@ -365,12 +366,11 @@ class Sender(EditSender):
             workspace = self.config.workspace_by_name(ws)
             current = key_fingerprint(workspace.key_file) if workspace else None
             if workspace is not None and current != refusal.get("key"):
-                self.record([event("key_resumed", ws=ws, why="key file changed")])
+                self.record([ledger_events.key_resumed(ws, "key file changed")])
                 log.info(f"the key for workspace {ws} changed; resuming its sends")
 
     def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None) -> None:
-        extra = {"results": results} if results else {}
-        self.record([event("failed", item=i["item"], ws=i["ws"], status=status, reason=reason, **extra) for i in items])
+        self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results) for i in items])
         self.report.failed += len(items)
         for i in items:
             code = f"HTTP {status}" if status else "refused here"
@@ -390,10 +390,10 @@ class Sender(EditSender):
         stored = client.read_configuration(if_exists=client.set_configuration(wanted))
         if not configuration_applied(wanted, stored):
             raise Refused(ws, "set workspace configuration", "the configuration read back differs")
-        events = [event("created", ws=ws, what="workspace", configuration=wanted)]
+        events = [ledger_events.created_workspace(ws, wanted)]
         for peer, observed in ((self.honcho.agent, False), (self.honcho.owner, True)):
             client.create_peer(peer, observed)
-            events.append(event("created", ws=ws, what="peer", id=peer, observe_me=observed))
+            events.append(ledger_events.created_peer(ws, peer, observed))
         self.record(events)
         self._succeeded()
 
@@ -510,8 +510,8 @@ class Sender(EditSender):
             group.ahead.wait()  # raises what the second connection met
         else:
             _open_session(self.client(group.ws), self._opening(group, missing))
-        events = [event("created", ws=group.ws, what="peer", id=peer, observe_me=peer != self.honcho.agent) for peer in missing]
-        events.append(event("created", ws=group.ws, what="session", id=group.hsession, session=group.session, n=group.n, peers=group.peers))
+        events = [ledger_events.created_peer(group.ws, peer, peer != self.honcho.agent) for peer in missing]
+        events.append(ledger_events.created_session(group.ws, group.hsession, group.session, group.n, group.peers))
         self.record(events, durable=False)  # written with the attempt that follows
 
     def _send_group(self, group: Group, meanwhile=None) -> None:
@@ -557,7 +557,7 @@ class Sender(EditSender):
             # Never connected: nothing reached Honcho, so no lookup is owed. Not for
             # a settling post: what the lookup found is not written down anywhere.
             if exc.unsent and known_ids is None:
-                self.record([event("unsent", items=keys, ws=ws, reason=exc.kind)])
+                self.record([ledger_events.unsent(keys, ws, exc.kind)])
             raise
         self._succeeded()
         sent, cursor = [], 0
@@ -566,7 +566,7 @@ class Sender(EditSender):
             cursor += len(mine)
             if known_ids and item["item"] in known_ids:
                 mine = merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
-            sent.append(event("sent", item=item["item"], ws=ws, hsession=hsession, ids=mine))
+            sent.append(ledger_events.sent_turn(item["item"], ws, hsession, mine))
         self.record(sent, durable=False)
         self.report.sent += len(items)
         self.report.messages += len(flat)
@@ -593,7 +593,7 @@ class Sender(EditSender):
         missing = [m for m in messages if m["metadata"]["part"] not in present]
         if not missing:
             ids = [present[m["metadata"]["part"]] for m in messages]
-            self.record([event("sent", item=item["item"], ws=item["ws"], hsession=hsession, ids=ids, settled=True)])
+            self.record([ledger_events.sent_turn(item["item"], item["ws"], hsession, ids, settled=True)])
             self.report.sent += 1
             log.info(f"{item['item']} was already in Honcho (an earlier run's answer was lost); recorded as sent")
             return

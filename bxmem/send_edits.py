@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import ledger_events
 from .honcho import MAX_MESSAGE_CHARS, KeyRefused, Missing, Refused, Unavailable
-from .ledger import event
 from .log import log
 from .sanitize import chunks, neutralise
 from .sources.journal import read_field as read_journal_field
@@ -42,7 +42,7 @@ class EditSender:
         key = item["item"]
         in_doubt = key in self.box.attempts
         if key in self.box.undone and not in_doubt:
-            self.record([event("cancelled", item=key, ws=item["ws"], by=self.box.undone[key])])
+            self.record([ledger_events.cancelled(key, item["ws"], self.box.undone[key])])
             log.info(f"{key} was undone before it was sent: it is not sent at all")
             return
         if not in_doubt:
@@ -54,7 +54,7 @@ class EditSender:
                 results.append(self._do(item, index, action, in_doubt))
         except Unavailable as exc:
             if exc.unsent and not results and not in_doubt:
-                self.record([event("unsent", items=[key], ws=item["ws"], reason=exc.kind)])
+                self.record([ledger_events.unsent([key], item["ws"], exc.kind)])
             raise
         except LocalFailure as exc:
             self._fail([item], None, str(exc), results)
@@ -64,7 +64,7 @@ class EditSender:
                 raise
             self._fail([item], exc.status, f"{exc.operation} refused", results)
             return
-        self.record([event("sent", item=key, ws=item["ws"], results=results)])
+        self.record([ledger_events.sent_edit(key, item["ws"], results)])
         self._succeeded()
         self.report.sent += 1
 
@@ -85,7 +85,7 @@ class EditSender:
         if known:
             return known["name"]
         self.client(ws).create_session(bx_session, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
-        self.record([event("created", ws=ws, what="session", id=bx_session, session=bx_session, n=1, peers=[self.honcho.agent])])
+        self.record([ledger_events.created_session(ws, bx_session, bx_session, 1, [self.honcho.agent])])
         return bx_session
 
     def _do(self, item: dict, index: int, action: dict, in_doubt: bool) -> dict:

@@ -10,7 +10,8 @@ import time
 from datetime import datetime
 
 from .config import Config
-from .ledger import Ledger, event
+from .ledger import Ledger
+from .ledger_events import requeued
 from .outbox import Outbox
 from .store import read_json
 
@@ -122,7 +123,7 @@ def retry_failed(config: Config) -> list[str]:
     box = Outbox.load(config.paths.ensure_state_dir(), ledger)
     items = list(box.failed)
     if items:
-        ledger.append([event("requeued", item=item) for item in items])
+        ledger.append([requeued(item) for item in items])
     return items
 
 

@@ -8,7 +8,6 @@ is written when the edit cannot be undone, or with `dry_run`.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass, field
 
@@ -18,6 +17,7 @@ from .errors import NotFound, Refused
 from .ledger import Ledger, edit_item, now_iso
 from .outbox import Outbox
 from .rules import plan_undo
+from .sources.journal import append_checked, find_edit
 from .store import read_json
 
 
@@ -27,24 +27,6 @@ class UndoResult:
     undo_id: str | None
     written: bool
     effects: list[str] = field(default_factory=list)
-
-
-def _scan_file(f, edit_id: str) -> tuple[dict | None, str | None]:
-    """The edit's journal record, and the id of an undo already naming it."""
-    target, undone_by = None, None
-    f.seek(0)
-    for raw in f:
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            continue
-        if not isinstance(record, dict):
-            continue
-        if record.get("id") == edit_id and target is None:
-            target = record
-        elif record.get("op") == "undo" and record.get("target") == edit_id:
-            undone_by = record.get("id")
-    return target, undone_by
 
 
 def _check(config: Config, edit_id: str, target: dict | None, undone_by: str | None) -> None:
@@ -57,30 +39,16 @@ def _check(config: Config, edit_id: str, target: dict | None, undone_by: str | N
 
 
 def _append_if_still_undoable(config: Config, edit_id: str, record: dict) -> None:
-    """Check and append under one hold of the journal's lock: two undos of the
-    same edit at once cannot both pass the check."""
-    import os
+    """Checked again under the journal's lock, in the same hold as the append:
+    two undos of the same edit at once cannot both pass the check."""
 
-    from .store import Flock
+    def still_undoable(f) -> None:
+        _check(config, edit_id, *find_edit(f, edit_id))
 
     try:
-        f = open(config.paths.journal, "r+b")
+        append_checked(config.paths.journal, record, still_undoable)
     except FileNotFoundError:
         raise NotFound(f"no edit {edit_id!r}: {config.paths.journal} does not exist") from None
-    with f, Flock(f.fileno(), exclusive=True):
-        target, undone_by = _scan_file(f, edit_id)
-        _check(config, edit_id, target, undone_by)
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        if size:
-            f.seek(size - 1)
-            if f.read(1) != b"\n":
-                data = b"\n" + data  # close off a torn line left by a crash
-            f.seek(0, os.SEEK_END)
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _effects(config: Config, edit_id: str) -> list[str]:
@@ -112,7 +80,7 @@ def run(config: Config, edit_id: str, dry_run: bool = False) -> UndoResult:
     mirror.run(config)  # the target's own decision first, so the preview is true
     try:
         with open(config.paths.journal, "rb") as f:
-            target, undone_by = _scan_file(f, edit_id)
+            target, undone_by = find_edit(f, edit_id)
     except FileNotFoundError:
         target, undone_by = None, None
     _check(config, edit_id, target, undone_by)

@@ -99,12 +99,13 @@ def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
         )
 
     from .. import recall, sync
+    from ..ledger_events import DECIDED, TURN
 
     result.sync = sync.status(config)
     result.recall = recall.recall(config, "backups nightly", k=3)
     for ev in Ledger(config.paths.ledger).read_from(0).events:
-        if ev["ev"] == "decided":
+        if ev["ev"] == DECIDED:
             where = ev["ws"] or (f"{ev['role']} workspace" if ev["role"] else "nowhere")
-            what = f"turn {ev['turn']}" if ev["kind"] == "turn" else f"{ev['op']} {ev['edit']}"
+            what = f"turn {ev['turn']}" if ev["kind"] == TURN else f"{ev['op']} {ev['edit']}"
             result.rows.append((ev["session"] or "", what, where, ev["reason"].removesuffix("; local-only")))
     return result

@@ -1,0 +1,149 @@
+"""Ledgers written before the event vocabulary moved to ledger_events.py fold
+exactly as they did then.
+
+The ledgers in tests/fixtures/ledger-v1/ were written by the suite's own send,
+mirror, fault and key tests at commit 6d1f869; the expected folds beside them
+(`*.fold.json`) were computed by that commit's code. Every fold over the ledger
+is checked: the outbox, audit's expectations, and decide's and mirror's
+recovery, and the index's catch-up. `BXMEM_WRITE_FOLDS=1` writes the expectations again (only ever from
+a commit whose folds are known good).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bxmem import audit, decide, index, mirror
+from bxmem.ledger import Ledger
+from bxmem.outbox import Outbox
+
+LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
+NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
+
+
+def _plain(value):
+    """JSON-comparable: tuples as lists, keys as strings."""
+    return json.loads(json.dumps(value, sort_keys=True, default=list))
+
+
+def _index_fold(ledger_path: Path, state_dir: Path, monkeypatch) -> list:
+    """What the index's catch-up takes from the ledger: the decided turns and their labels."""
+    from bxmem.sources import loopd
+
+    turns = []
+    monkeypatch.setattr(loopd.SpanReader, "text", lambda self, path, span: f"{path.name}@{span[0]}")
+    monkeypatch.setattr(index, "index_turn", lambda _ix, ev, user, reply: turns.append([ev["item"], *index.turn_labels(ev), user, reply]))
+    paths = SimpleNamespace(ledger=ledger_path, logs=state_dir, journal=state_dir / "no-journal.jsonl", state=state_dir)
+    index.update(paths)
+    return turns
+
+
+def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
+    ledger = Ledger(ledger_path)
+    box = Outbox.load(state_dir, ledger)
+    outbox = {k: v for k, v in box.__dict__.items() if k != "ino"}
+    paths = SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state_dir)
+    decided, sent, _box = audit._expected(SimpleNamespace(paths=paths))
+    decide_state = decide._fresh_state()
+    decide._recover(decide_state, ledger)
+    recovered_edits = mirror._recover(mirror._fresh_state(), ledger)
+    return _plain({"index": _index_fold(ledger_path, state_dir, monkeypatch), "outbox": outbox, "audit": {"decided": decided, "sent": sent},
+                   "decide_recover": decide_state, "mirror_recover": recovered_edits})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_old_ledger_folds_as_it_did(name, tmp_path, monkeypatch):
+    ledger_path = tmp_path / "honcho.jsonl"
+    shutil.copyfile(LEDGERS / f"{name}.jsonl", ledger_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    got = folds(ledger_path, state, monkeypatch)
+    expected_path = LEDGERS / f"{name}.fold.json"
+    if os.environ.get("BXMEM_WRITE_FOLDS"):
+        expected_path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(expected_path.read_text())
+
+
+def test_the_fixtures_cover_every_event_kind():
+    kinds = set()
+    for name in NAMES:
+        for line in (LEDGERS / f"{name}.jsonl").read_text().splitlines():
+            ev = json.loads(line)
+            kinds.add(ev["ev"] + (f"/{ev['kind']}" if ev["ev"] == "decided" else "") + (f"/{ev['what']}" if ev["ev"] == "created" else ""))
+    assert kinds == {
+        "decided/turn", "decided/edit", "attempt", "sent", "failed", "unsent", "cancelled", "requeued",
+        "created/workspace", "created/peer", "created/session", "key_refused", "key_resumed",
+    }
+
+
+def _rebuilt(ev: dict) -> dict:
+    """The line built again by ledger_events' constructor for its kind, from its own fields."""
+    from bxmem import ledger_events as le
+
+    kind = ev["ev"]
+    if kind == le.DECIDED and ev["kind"] == le.TURN:
+        return le.decided_turn(session=ev["session"], turn=ev["turn"], role=ev["role"], ws=ev["ws"], reason=ev["reason"],
+                               peer=ev["peer"], klass=ev["class"], untrusted_by=ev["untrusted_by"],
+                               secret_rule=ev["secret_rule"], log=ev["log"], user=ev["user"], reply=ev["reply"], at=ev["at"])
+    if kind == le.DECIDED:
+        return le.decided_edit(ev["edit"], op=ev["op"], session=ev["session"], role=ev["role"], ws=ev["ws"],
+                               reason=ev["reason"], actions=ev["actions"], journal_line=ev["journal_line"], at=ev["at"],
+                               target=ev.get("target", "").removeprefix("edit:"))
+    if kind == le.ATTEMPT:
+        return le.attempt(ev["ts"], items=ev["items"], ws=ev["ws"], session=ev["session"], hsession=ev.get("hsession"),
+                          parts=ev.get("parts"))
+    if kind == le.SENT and "results" in ev:
+        return le.sent_edit(ev["item"], ev["ws"], ev["results"])
+    if kind == le.SENT:
+        return le.sent_turn(ev["item"], ev["ws"], ev["hsession"], ev["ids"], settled=ev.get("settled", False))
+    if kind == le.FAILED:
+        return le.failed(ev["item"], ev["ws"], ev["status"], ev["reason"], ev.get("results"))
+    if kind == le.UNSENT:
+        return le.unsent(ev["items"], ev["ws"], ev["reason"])
+    if kind == le.CANCELLED:
+        return le.cancelled(ev["item"], ev["ws"], ev["by"])
+    if kind == le.REQUEUED:
+        return le.requeued(ev["item"])
+    if kind == le.CREATED and ev["what"] == "workspace":
+        return le.created_workspace(ev["ws"], ev["configuration"])
+    if kind == le.CREATED and ev["what"] == "peer":
+        return le.created_peer(ev["ws"], ev["id"], ev["observe_me"])
+    if kind == le.CREATED:
+        return le.created_session(ev["ws"], ev["id"], ev["session"], ev["n"], ev["peers"])
+    if kind == le.KEY_REFUSED:
+        return le.key_refused(ev["ws"], ev["status"], ev["secret"], ev["key"])
+    assert kind == le.KEY_RESUMED, kind
+    return le.key_resumed(ev["ws"], ev["why"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_constructors_write_the_old_lines_byte_for_byte(name):
+    """Same keys, same order, same values: only the time differs."""
+    for line in (LEDGERS / f"{name}.jsonl").read_bytes().splitlines():
+        old = json.loads(line)
+        new = {**_rebuilt(old), "ts": old["ts"]}
+        assert json.dumps(new, separators=(",", ":"), ensure_ascii=False).encode() == line
+
+
+def test_every_ledger_line_is_built_by_ledger_events():
+    """No module writes a ledger event as a free dict: a new kind or field goes
+    through ledger_events.py, where the folds' vocabulary is."""
+    import re
+
+    import bxmem
+
+    root = Path(bxmem.__file__).parent
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name in ("ledger.py", "ledger_events.py"):
+            continue
+        for n, text in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\bevent\(\s*\"|[\"']ev[\"']\s*:", text):
+                offenders.append(f"{path.relative_to(root)}:{n}: {text.strip()}")
+    assert offenders == []
