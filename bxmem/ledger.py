@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 from .errors import StorageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 LEDGER_VERSION = 1
 CHUNK_BYTES = 1 << 20
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def event(ev: str, **fields: object) -> dict:
@@ -85,14 +89,14 @@ def append_lines(path: Path, records: list[dict], what: str) -> int:
 class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._reader = None  # kept open by event_at: a run reads back many decisions
+        self._reader: BinaryIO | None = None  # kept open by event_at: a run reads back many decisions
 
     def close(self) -> None:
         if self._reader is not None:
             self._reader.close()
             self._reader = None
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -114,7 +118,7 @@ class Ledger:
         """The event on the line that starts at `offset` (the ledger never changes
         what it has written, so an offset names a line for good)."""
         if self._reader is None:
-            self._reader = open(self.path, "rb")
+            self._reader = open(self.path, "rb")  # noqa: SIM115 - kept open across calls, closed by close()
         self._reader.seek(offset)
         value = json.loads(self._reader.readline())
         if not isinstance(value, dict):
@@ -136,7 +140,7 @@ class Ledger:
 
         result.end = offset
         try:
-            f = open(self.path, "rb")
+            f = open(self.path, "rb")  # noqa: SIM115 - only the open may raise FileNotFoundError; `with f` below
         except FileNotFoundError:
             return
         with f:

@@ -89,7 +89,7 @@ class Outbox:
 
     def apply(self, ev: dict, offset: int = -1) -> None:
         kind = ev.get("ev")
-        item = ev.get("item")
+        item: str = ev.get("item", "")  # every kind that names an item has one
         if kind == DECIDED:
             key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
@@ -133,7 +133,7 @@ class Outbox:
         elif kind == KEY_REFUSED:
             self.stopped[ev["ws"]] = ev
         elif kind == KEY_RESUMED:
-            self.stopped.pop(ev.get("ws"), None)
+            self.stopped.pop(ev.get("ws", ""), None)
 
     def _learn_results(self, ev: dict) -> None:
         for result in ev.get("results") or []:
@@ -176,7 +176,7 @@ class Outbox:
         return raw if raw and raw.get("version") == CHECKPOINT_VERSION else None
 
     @classmethod
-    def load(cls, state_dir: Path, ledger: Ledger) -> "Outbox":
+    def load(cls, state_dir: Path, ledger: Ledger) -> Outbox:
         """The checkpoint caught up with the ledger (rebuilt if missing or stale)."""
         raw = _read_marshal(state_dir / CHECKPOINT)
         box = cls._from_dict(raw) if raw and raw.get("version") == CHECKPOINT_VERSION else None
@@ -213,7 +213,7 @@ class Outbox:
         write_bytes(state_dir / CHECKPOINT, marshal.dumps({"version": CHECKPOINT_VERSION, **self.__dict__}))
 
     @classmethod
-    def _from_dict(cls, raw: dict) -> "Outbox":
+    def _from_dict(cls, raw: dict) -> Outbox:
         box = cls()
         for name in box.__dict__:
             if name in raw:

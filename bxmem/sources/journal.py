@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
@@ -113,7 +114,7 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
 def read_edits(path: Path, cursor: dict, warn: Callable[[str], None]) -> Iterator[Edit]:
     """Complete new lines from the cursor on; advances the cursor as it goes."""
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 - only the open may raise FileNotFoundError; `with f` below
     except FileNotFoundError:
         return
     with f:
