@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .honcho import MAX_BATCH, MAX_MESSAGE_CHARS
 from .ledger import Ledger
-from .sanitize import chunks, find_secret, neutralise
+from .rules import send_veto
+from .sanitize import chunks, neutralise
 from .send_plan import LocalFailure
 from .sources.loopd import SpanReader
 
@@ -20,9 +21,9 @@ from .sources.loopd import SpanReader
 def build(item: dict, speaker_text: str, reply: str, agent: str) -> list[dict]:
     """The messages of a turn (its whole decision, `item`) whose texts are read back;
     LocalFailure if it may not or cannot be sent."""
-    rule = find_secret(speaker_text) or find_secret(reply)
-    if rule:
-        raise LocalFailure(f"holds a secret ({rule})")
+    veto = send_veto(speaker_text, reply)
+    if veto:
+        raise LocalFailure(veto)
     parts: list[tuple[str, str, str]] = []
     for role, peer, text in (("speaker", item["peer"], speaker_text), ("agent", agent, reply)):
         parts += [(role, peer, piece) for piece in chunks(neutralise(text), MAX_MESSAGE_CHARS)]
