@@ -256,6 +256,7 @@ class Sender:
         if state["configured"]:
             return
         workspace = self.config.workspace_by_name(ws)
+        assert workspace is not None  # the planner hands out only configured workspaces (sendable)
         wanted = configuration_for(workspace.role)
         client = self.client(ws)
         stored = client.read_configuration(if_exists=client.set_configuration(wanted))
