@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from .config import Config, read_key
 from .errors import Refused, UsageError
-from .labels import label_of
+from .labels import OWN_LABELS, label_of, read_tag
 
 ASK_TIMEOUT_S = 150.0
 DEADLINE_S = 160.0
@@ -81,13 +81,13 @@ def targets(config: Config, names: list[str]) -> list[Target]:
     if config.honcho is None:
         raise Refused("bxmem is local-only (no [honcho] section): there is no workspace to ask")
     known = {
-        "own": Target("own", "trusted", "memory", "private"),
-        "untrusted": Target("untrusted", "untrusted", "memory-tainted", "private"),
-        "fleet": Target("fleet", "fleet", "memory-tainted", "private"),
+        "own": Target("own", "trusted", *OWN_LABELS["trusted"]),
+        "untrusted": Target("untrusted", "untrusted", *OWN_LABELS["untrusted"]),
+        "fleet": Target("fleet", "fleet", *OWN_LABELS["fleet"]),
     }
     for source in config.honcho.read:
         known[source.agent] = Target(source.agent, f"read:{source.agent}",
-                                     "memory" if source.trust == "trusted" else "memory-tainted", source.class_)
+                                     read_tag(source.trust), source.class_)
     chosen = []
     for name in names or ["own"]:
         if name not in known:

@@ -25,8 +25,7 @@ from .config import Config
 from .ledger import Ledger, now_iso
 from .ledger_events import TURN, decided_turn, is_decided
 from .log import log, runbook
-from .labels import higher_class
-from .rules import TurnFacts, route_turn
+from .rules import TurnFacts, log_labels, route_turn
 from .sources import brokerd
 from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
 from .store import JobLock, read_json, write_json
@@ -81,11 +80,7 @@ def _recover(state: dict, ledger: Ledger) -> None:
 
 
 def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config, late: bool) -> dict:
-    # A turn decided on time takes the log's labels up to and including itself;
-    # one that waited for brokerd takes them as of now, like brokerd's: never
-    # towards trusted.
-    untrusted_by_log = turn["untrusted_by_log"] or (late and cursor["untrusted"])
-    log_class = higher_class(turn["log_class"], cursor["class"]) if late else turn["log_class"]
+    untrusted_by_log, log_class = log_labels(turn["untrusted_by_log"], turn["log_class"], cursor["untrusted"], cursor["class"], late)
     facts = TurnFacts(
         status=turn["status"],
         has_text=turn["has_text"],
@@ -107,7 +102,7 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
         ws=config.workspace(route.role).name if route.role and config.honcho else None,
         reason=route.reason if not (route.role and config.local_only) else f"{route.reason}; local-only",
         peer=route.peer,
-        klass=higher_class(broker.klass, facts.log_class),
+        klass=route.session_class,
         untrusted_by=untrusted_by,
         secret_rule=turn["secret"],
         log=f"{turn['session']}.jsonl",

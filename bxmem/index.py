@@ -17,6 +17,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+from .labels import entry_class, note_tag, turn_labels
+
 INDEX_FILE = "index.sqlite3"
 SCHEMA_VERSION = 1
 SNIPPET_CHARS = 600
@@ -208,30 +210,10 @@ class _Transaction:
 # --- what decide and mirror put in it --------------------------------------------------
 
 
-def turn_labels(decided: dict) -> tuple[str, str]:
-    """(tag, class) of a decided turn: exact, as decide saw them."""
-    untrusted = bool(decided.get("untrusted_by"))
-    klass = decided.get("class") or "private"
-    if decided.get("secret_rule"):
-        klass = "secret"  # a known-prefix secret in the text makes a hit secret
-    return ("memory-tainted" if untrusted else "memory"), klass
-
-
 def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
     tag, klass = turn_labels(decided)
     text = user_text if reply_text is None else f"{user_text}\n{reply_text}"
     index.add(decided["item"], "turn", tag, klass, text, session=decided["session"], ts=decided.get("at"))
-
-
-NOTE_TAGS = {"trusted": "memory", "untrusted": "memory-tainted", "flagged": "memory-tainted"}
-
-
-def entry_class(text: str) -> str:
-    """A memory entry is private, unless it holds a known-prefix secret: then it
-    is recalled as secret, as a turn holding one is (turn_labels)."""
-    from .sanitize import find_secret
-
-    return "secret" if find_secret(text) else "private"
 
 
 def index_edit(index: Index, record: dict, target: dict | None) -> None:
@@ -249,7 +231,7 @@ def index_edit(index: Index, record: dict, target: dict | None) -> None:
             if isinstance(dropped, str):
                 index.remove_entry("identity", file, dropped)
     elif op == "note" and isinstance(entry, str):
-        tag = NOTE_TAGS.get(record.get("trust"), "memory-tainted")
+        tag = note_tag(record.get("trust"))
         index.add(f"edit:{edit_id}#0", "note", tag, entry_class(entry), entry, session=record.get("session"), ts=record.get("ts"))
     elif op == "undo" and target is not None:
         _undo(index, record, target)

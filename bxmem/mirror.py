@@ -29,14 +29,13 @@ from .config import Config
 from .ledger import Ledger, edit_item
 from .ledger_events import EDIT, decided_edit, is_decided
 from .log import log
-from .rules import EditPlan, plan_edit, plan_undo
+from .rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
 from .sources.journal import Edit, field_of, read_edits, text_spec
 from .store import JobLock, read_json, write_json
 
 STATE_FILE = "mirror.json"
 KEY_FILE = "entry.key"
-MAX_CONCLUSION_CHARS = 65_535
 
 
 @dataclass
@@ -158,20 +157,20 @@ def _action_of(model: Model, ref: str) -> dict | None:
     return action
 
 
-def _check_texts(edit: Edit, plan: EditPlan) -> EditPlan:
-    """Entries that cannot or must not become conclusions or fleet messages are refused here."""
-    for action in plan.actions:
-        if action["do"] not in ("conclude", "fleet-message"):
-            continue
-        text = _field(edit.record, action)
-        if text is None:
-            return EditPlan(None, "no-entry")
-        rule = find_secret(text)
-        if rule:
-            return EditPlan(None, f"secret-in-entry ({rule})")
-        if action["do"] == "conclude" and not 1 <= len(neutralise(text)) <= MAX_CONCLUSION_CHARS:
-            return EditPlan(None, f"entry-not-1-to-{MAX_CONCLUSION_CHARS}-characters")
-    return plan
+def _edit_facts(record: dict, model: Model) -> EditFacts:
+    """What rules.plan_edit needs to know about the edit's texts: the live
+    conclusion of each text it names, and what its entry holds."""
+    dropped = record.get("dropped")
+    about = about_for(record.get("file"))
+    live: dict[str, str] = {}
+    for text in (record.get("old"), record.get("entry"), *(dropped if isinstance(dropped, list) else [])):
+        ref = model.live_ref(about, text) if isinstance(text, str) else None
+        if ref is not None:
+            live[text] = ref
+    entry = record.get("entry")
+    if not isinstance(entry, str):
+        return EditFacts(live)
+    return EditFacts(live, entry_secret=find_secret(entry), entry_chars=len(neutralise(entry)))
 
 
 def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
@@ -180,7 +179,7 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
         target = model.state["edits"].get(target_id) if isinstance(target_id, str) else None
         plan = plan_undo(edit_item(str(target_id)), target, bool(target and target.get("undone")))
     else:
-        plan = _check_texts(edit, plan_edit(edit.record, model.live_ref))
+        plan = plan_edit(edit.record, _edit_facts(edit.record, model))
     actions = _with_text_specs(edit, plan, model)
     if plan.role is None:
         actions = []

@@ -19,7 +19,7 @@ import time
 
 from .config import Config, read_key
 from .errors import UsageError
-from .labels import label_of
+from .labels import FLEET_LABEL, label_of, read_tag
 from .sanitize import neutralise
 
 LOCAL_TIMEOUT_S = 2.0
@@ -149,7 +149,7 @@ def _client(config: Config, role: str):
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     from .honcho import Missing
 
-    tag = "memory" if source.trust == "trusted" else "memory-tainted"
+    tag = read_tag(source.trust)
     with _client(config, f"read:{source.agent}") as client:
         messages = client.search(query, k)
         conclusions: list[dict] = []
@@ -179,7 +179,7 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     others = [m for m in found if m.get("peer_id") != config.honcho.agent
               and shares_a_word(query, str(m.get("content") or ""))]
     ws = config.workspace("fleet").name
-    hits = [Hit("fleet", "memory-tainted", "private", snippet(str(m.get("content") or "")), peer=_id(m.get("peer_id")),
+    hits = [Hit("fleet", *FLEET_LABEL, snippet(str(m.get("content") or "")), peer=_id(m.get("peer_id")),
                 where="note", workspace=ws, session=_id(m.get("session_id")), date=_id(m.get("created_at")))
             for m in others]
     return _pair_retractions(hits)[:k]

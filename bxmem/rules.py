@@ -8,10 +8,12 @@ text may go is here.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from .labels import higher_class
+from .sanitize import find_secret
 
 Role = Literal["trusted", "untrusted", "fleet"]
 Class = Literal["public", "private", "secret"]
@@ -46,53 +48,85 @@ class TurnFacts:
 class Route:
     role: Role | None  # None: nowhere
     reason: str
+    session_class: str  # the session's class (higher of brokerd's and the labels'), recorded with the turn
     peer: str | None = None  # the speaker's peer, when the turn goes somewhere
-    session_class: str = "private"  # the class the turn is written with
+
+
+def log_labels(turn_untrusted: bool, turn_class: str, now_untrusted: bool, now_class: str, late: bool) -> tuple[bool, str]:
+    """The log's labels a turn is decided with (seed section 5, step 3).
+
+    | decided                        | takes the log's labels                   |
+    | on time                        | up to and including the turn itself      |
+    | late (brokerd did not answer)  | as of now, like brokerd's: never lower   |
+
+    So a late decision can only move a turn towards untrusted or nowhere."""
+    if not late:
+        return turn_untrusted, turn_class
+    return turn_untrusted or now_untrusted, higher_class(turn_class, now_class)
 
 
 def route_turn(facts: TurnFacts, agent_peer: str) -> Route:
-    """Where a finished turn goes (seed section 4, "Turns"; interfaces section 2).
+    """Where a finished turn goes (seed section 4, "Turns"; interfaces section 2),
+    the first row that holds deciding:
 
-    | the turn's session at its end                         | goes to             |
-    | not completed, no user text, or no final reply        | nowhere             |
-    | class secret                                          | nowhere             |
-    | no speaker, or incomplete speaker information         | nowhere             |
-    | the text holds a known-prefix secret                  | nowhere             |
-    | untrusted (read untrusted content), public or private | the untrusted one   |
-    | clean, class public or private                        | the trusted one     |
+    | the turn's session at its end                         | goes to   | reason                  |
+    | not completed                                         | nowhere   | turn-not-completed      |
+    | no user text                                          | nowhere   | no-user-text            |
+    | no final reply                                        | nowhere   | no-final-reply          |
+    | class secret (or a class nobody knows)                | nowhere   | secret-session          |
+    | no speaker, or incomplete speaker information         | nowhere   | no-speaker              |
+    | the speaker's name cannot be a Honcho peer id         | nowhere   | speaker-not-a-peer-name |
+    | the speaker's peer is the agent's own                 | nowhere   | speaker-is-the-agent    |
+    | the text holds a known-prefix secret                  | nowhere   | secret-in-text          |
+    | untrusted (read untrusted content), public or private | untrusted | untrusted-session       |
+    | clean, class public or private                        | trusted   | clean                   |
 
     Untrusted if either brokerd or loopd's labels say so; the class is the
-    higher of brokerd's and the labels'. A public turn is written as private:
+    higher of brokerd's and the labels', computed here once and recorded with
+    the turn whatever its route. A public turn goes where a private one does:
     public records where a result came from, not a permission.
     """
-    if facts.status != "completed":
-        return Route(None, "turn-not-completed")
-    if not facts.has_text:
-        return Route(None, "no-user-text")
-    if not facts.has_reply:
-        return Route(None, "no-final-reply")
     session_class = higher_class(facts.broker_class, facts.log_class)
+
+    def nowhere(reason: str) -> Route:
+        return Route(None, reason, session_class)
+
+    if facts.status != "completed":
+        return nowhere("turn-not-completed")
+    if not facts.has_text:
+        return nowhere("no-user-text")
+    if not facts.has_reply:
+        return nowhere("no-final-reply")
     if session_class == "secret":
-        return Route(None, "secret-session")
+        return nowhere("secret-session")
     if facts.speaker is None:
-        return Route(None, "no-speaker")
+        return nowhere("no-speaker")
     peer = peer_name(facts.speaker)
     if peer is None:
-        return Route(None, "speaker-not-a-peer-name")
+        return nowhere("speaker-not-a-peer-name")
     if peer == agent_peer:
         # A person named like the agent would have their words written as the
         # agent's own, which Honcho treats as unobserved agent output.
-        return Route(None, "speaker-is-the-agent")
+        return nowhere("speaker-is-the-agent")
     if facts.secret_in_text:
-        return Route(None, "secret-in-text")
+        return nowhere("secret-in-text")
     if facts.untrusted_by_broker or facts.untrusted_by_log:
-        return Route("untrusted", "untrusted-session", peer, "private")
-    return Route("trusted", "clean", peer, "private")
+        return Route("untrusted", "untrusted-session", session_class, peer)
+    return Route("trusted", "clean", session_class, peer)
+
+
+def send_veto(speaker_text: str, reply: str) -> str | None:
+    """Why a decided turn may not leave after all, read back at send time: its
+    texts hold a known-prefix secret (a log rewritten since the decision, or a
+    rule added since). None: it may go."""
+    rule = find_secret(speaker_text) or find_secret(reply)
+    return f"holds a secret ({rule})" if rule else None
 
 
 # --- memory writes (seed section 4, "Memory writes") ---------------------------------
 
 IDENTITY_FILES = ("memory.md", "user.md")
+MAX_CONCLUSION_CHARS = 65_535
 
 
 def about_for(file: str | None) -> str:
@@ -113,14 +147,28 @@ class EditPlan:
 
 
 def _conclude(about: str, field: str, index: int | None = None) -> dict:
-    action = {"do": "conclude", "about": about, "field": field}
+    action: dict = {"do": "conclude", "about": about, "field": field}
     if index is not None:
         action["index"] = index
     return action
 
 
-def plan_edit(record: dict, live_ref: Callable[[str, str], str | None]) -> EditPlan:
-    """Where an edit goes (seed section 4, "Memory writes"):
+@dataclass(frozen=True)
+class EditFacts:
+    """What is known about a journalled edit's texts when it is decided (mirror
+    gathers it: `edit_facts`)."""
+
+    live: Mapping[str, str]  # a text the edit names -> the ref (`edit:<id>#<i>`) of its live conclusion
+    entry_secret: str | None = None  # the secret rule the entry matches, if any
+    entry_chars: int | None = None  # the entry's length once neutralised; None: no entry text
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def plan_edit(record: dict, facts: EditFacts) -> EditPlan:
+    """Where an edit goes (seed section 4, "Memory writes"), then `veto_texts`:
 
     | journalled edit                              | in Honcho                                      |
     | identity add (memory.md or user.md)          | a conclusion in the trusted workspace          |
@@ -131,10 +179,14 @@ def plan_edit(record: dict, live_ref: Callable[[str, str], str | None]) -> EditP
     | an untrusted note                            | a message in the fleet workspace               |
     | a flagged note                               | nothing: it stays local                        |
 
-    `live_ref(about, text)` names the ref (`edit:<id>#<i>`) of the live
-    conclusion for that entry, or None if none was written. Undo is
-    `plan_undo`.
+    `facts.live` names the ref of the live conclusion for each text the record
+    names (about the file's subject, `about_for`), where one was written.
+    Undo is `plan_undo`.
     """
+    return veto_texts(_route_edit(record, facts.live.get), facts)
+
+
+def _route_edit(record: dict, live_ref) -> EditPlan:
     op = record.get("op")
     file = record.get("file")
     if op in ("identity_add", "identity_replace", "identity_remove", "consolidate") and file not in IDENTITY_FILES:
@@ -148,19 +200,19 @@ def plan_edit(record: dict, live_ref: Callable[[str, str], str | None]) -> EditP
         if not isinstance(record.get("entry"), str):
             return EditPlan(None, "no-entry")
         old = record.get("old")
-        ref = live_ref(about, old) if isinstance(old, str) else None
-        actions = ({"do": "unconclude", "of": ref},) if ref else ()
+        ref = live_ref(old) if isinstance(old, str) else None
+        actions: tuple[dict, ...] = ({"do": "unconclude", "of": ref},) if ref else ()
         reason = "identity-replace" if ref else "identity-replace; old entry was never mirrored"
         return EditPlan("trusted", reason, actions + (_conclude(about, "entry"),))
     if op == "identity_remove":
         entry = record.get("entry")
-        ref = live_ref(about, entry) if isinstance(entry, str) else None
+        ref = live_ref(entry) if isinstance(entry, str) else None
         if ref is None:
             return EditPlan(None, "removed-entry-was-never-mirrored")
         return EditPlan("trusted", "identity-remove", ({"do": "unconclude", "of": ref},))
     if op == "consolidate":
-        dropped = record.get("dropped") if isinstance(record.get("dropped"), list) else []
-        refs = [live_ref(about, entry) for entry in dropped if isinstance(entry, str)]
+        dropped = _list(record.get("dropped"))
+        refs = [live_ref(entry) for entry in dropped if isinstance(entry, str)]
         actions = tuple({"do": "unconclude", "of": ref} for ref in refs if ref)
         if not actions:
             return EditPlan(None, "consolidate-dropped-nothing-mirrored")  # moved entries: already there
@@ -177,6 +229,26 @@ def plan_edit(record: dict, live_ref: Callable[[str, str], str | None]) -> EditP
             return EditPlan(None, "flagged-note-stays-local")
         return EditPlan(None, "note-with-unknown-trust")
     return EditPlan(None, "unknown-op")
+
+
+def veto_texts(plan: EditPlan, facts: EditFacts) -> EditPlan:
+    """Entries that cannot or must not become conclusions or fleet messages stay local:
+
+    | the entry a conclusion or fleet message would carry     | reason                             |
+    | missing                                                 | no-entry                           |
+    | holds a known-prefix secret                             | secret-in-entry (<rule>)           |
+    | a conclusion: empty, or over 65,535 characters          | entry-not-1-to-65535-characters    |
+    """
+    writes = [a["do"] for a in plan.actions if a["do"] in ("conclude", "fleet-message")]
+    if not writes:
+        return plan
+    if facts.entry_chars is None:
+        return EditPlan(None, "no-entry")
+    if facts.entry_secret:
+        return EditPlan(None, f"secret-in-entry ({facts.entry_secret})")
+    if "conclude" in writes and not 1 <= facts.entry_chars <= MAX_CONCLUSION_CHARS:
+        return EditPlan(None, f"entry-not-1-to-{MAX_CONCLUSION_CHARS}-characters")
+    return plan
 
 
 def plan_undo(target_item: str, target: dict | None, already_undone: bool) -> EditPlan:

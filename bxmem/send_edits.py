@@ -1,15 +1,18 @@
-"""`send`'s memory writes: one edit's actions carried out in order (a mixin of send.Sender).
+"""`send`'s edit actions: one memory write's actions carried out in order.
 
-Moved out of send.py unchanged in behaviour, to keep each module short."""
+The runner (send_runner.Sender) hands in what it owns: the ledger writes, the
+workspace clients and the run's counts; nothing else is reached for."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import ledger_events
 from .honcho import MAX_MESSAGE_CHARS, KeyRefused, Missing, Refused, Unavailable
 from .log import log
 from .sanitize import chunks, neutralise
+from .send_plan import LocalFailure, Tally
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import session_id_problem
 
@@ -19,26 +22,34 @@ if TYPE_CHECKING:
     from .outbox import Outbox
 
 
-class LocalFailure(Exception):
-    """An item that cannot be sent for a reason found here, not by Honcho."""
+class EditActions:
+    """Carries out one edit's actions in order (`send`), looking first for what an
+    in-doubt attempt may already have done."""
 
+    def __init__(
+        self,
+        config: Config,
+        box: Outbox,
+        report: Tally,
+        *,
+        record: Callable[..., None],  # Sender.record: ledger lines, folded into the outbox
+        client: Callable[[str], WorkspaceClient],
+        attempt: Callable[..., dict],  # an attempt line timed by the run's clock
+        fail: Callable[..., None],  # Sender.fail: failed lines, counted and logged
+        succeeded: Callable[[], None],  # Honcho answered: an outage is over
+    ) -> None:
+        assert config.honcho is not None
+        self.config = config
+        self.honcho: HonchoSettings = config.honcho
+        self.box = box
+        self.report = report
+        self.record = record
+        self.client = client
+        self._attempt = attempt
+        self._fail = fail
+        self._succeeded = succeeded
 
-class EditSender:
-    """Carries out one edit's actions in order (a mixin of Sender)."""
-
-    # What send.Sender provides (declared for type checkers only).
-    config: Config
-    honcho: HonchoSettings
-    box: Outbox
-    report: Any
-    if TYPE_CHECKING:
-        def record(self, events: list[dict], *, durable: bool = True) -> None: ...
-        def client(self, ws: str) -> WorkspaceClient: ...
-        def _attempt(self, **fields: object) -> dict: ...
-        def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None) -> None: ...
-        def _succeeded(self) -> None: ...
-
-    def _send_edit(self, item: dict) -> None:
+    def send(self, item: dict) -> None:
         key = item["item"]
         in_doubt = key in self.box.attempts
         if key in self.box.undone and not in_doubt:

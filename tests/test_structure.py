@@ -39,9 +39,12 @@ KNOWN_RING = frozenset(
         "bxmem.retry",
         "bxmem.send",
         "bxmem.send_edits",
+        "bxmem.send_messages",
+        "bxmem.send_plan",
+        "bxmem.send_runner",
     }
 )
-KNOWN_OVERSIZE = frozenset({"bxmem/send.py"})  # issue 14 item 5 splits it
+KNOWN_OVERSIZE: frozenset[str] = frozenset()
 
 
 def module_name(path: Path) -> str:

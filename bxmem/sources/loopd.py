@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..labels import higher_class
+from ..labels import higher_class, tool_result_label
 from ..sanitize import find_secret
 
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")  # leaves room for the -2, -3 suffixes
@@ -105,13 +105,10 @@ def _parse(raw: bytes) -> dict | str:
 def _apply(record: dict, span: list[int], cursor: dict, session: str) -> FinishedTurn | None:
     kind = record.get("type")
     if kind == "tool_result":
-        label = record.get("label")
-        if not isinstance(label, dict):
-            # A result without a readable label is treated as the worst case.
-            label = {"untrusted": True, "class": "secret"}
-        if label.get("untrusted") is not False:
+        untrusted, klass = tool_result_label(record.get("label"))
+        if untrusted:
             cursor["untrusted"] = True
-        cursor["class"] = higher_class(cursor["class"], label.get("class", "public"))
+        cursor["class"] = higher_class(cursor["class"], klass)
         return None
     if kind not in ("user", "assistant", "turn_end"):
         return None  # tool calls, reasoning and unknown types are not written

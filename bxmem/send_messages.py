@@ -1,0 +1,100 @@
+"""`send`'s message building: a turn's decision made into Honcho messages.
+
+The same item gives the same messages every time: an in-doubt item is looked
+up in Honcho by its `bxmem_item` and `part` metadata, and only the missing
+parts are sent, so the parts must not move between runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from .honcho import MAX_BATCH, MAX_MESSAGE_CHARS
+from .ledger import Ledger
+from .rules import send_veto
+from .sanitize import chunks, neutralise
+from .send_plan import LocalFailure
+from .sources.loopd import SpanReader
+
+
+def build(item: dict, speaker_text: str, reply: str, agent: str) -> list[dict]:
+    """The messages of a turn (its whole decision, `item`) whose texts are read back;
+    LocalFailure if it may not or cannot be sent."""
+    veto = send_veto(speaker_text, reply)
+    if veto:
+        raise LocalFailure(veto)
+    parts: list[tuple[str, str, str]] = []
+    for role, peer, text in (("speaker", item["peer"], speaker_text), ("agent", agent, reply)):
+        parts += [(role, peer, piece) for piece in chunks(neutralise(text), MAX_MESSAGE_CHARS)]
+    if len(parts) > MAX_BATCH:
+        raise LocalFailure(f"is {len(parts)} messages long, over the {MAX_BATCH} one request can carry")
+    messages = []
+    for index, (role, peer, content) in enumerate(parts):
+        message = {
+            "peer_id": peer,
+            "content": content,
+            "metadata": {
+                "bxmem_item": item["item"],
+                "part": index,
+                "parts": len(parts),
+                "role": role,
+                "bx_session": item["session"],
+                "turn": item["turn"],
+            },
+        }
+        if valid_time(item.get("at")):
+            message["created_at"] = item["at"]
+        messages.append(message)
+    return messages
+
+
+def valid_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+class Messages:
+    """Items' whole decisions and messages, read back for the run and kept until
+    the group that needs them is sent (`forget`)."""
+
+    def __init__(self, ledger: Ledger, logs: Path, agent: str) -> None:
+        self.ledger, self.logs, self.agent = ledger, logs, agent
+        self._spans = SpanReader()
+        self._messages: dict[str, list[dict]] = {}
+        self._events: dict[str, dict] = {}
+
+    def full(self, item: dict) -> dict:
+        """The item's whole decision, read back from the ledger by its offset."""
+        if "log" in item or "actions" in item:
+            return item
+        if item["item"] not in self._events:
+            self._events[item["item"]] = self.ledger.event_at(item["offset"])
+        return self._events[item["item"]]
+
+    def of(self, item: dict) -> list[dict]:
+        """The turn's messages, its texts read back from its loopd log by byte span."""
+        key = item["item"]
+        if key in self._messages:
+            return self._messages[key]
+        item = self.full(item)
+        log_path = self.logs / item["log"]
+        try:
+            texts = [self._spans.text(log_path, span) for span in item["user"]]
+            reply = self._spans.text(log_path, item["reply"])
+        except (OSError, ValueError) as exc:
+            raise LocalFailure(f"cannot read the turn back from {log_path}: {exc}") from None
+        self._messages[key] = build(item, "\n".join(texts), reply, self.agent)
+        return self._messages[key]
+
+    def forget(self, key: str) -> None:
+        self._messages.pop(key, None)
+        self._events.pop(key, None)
+
+    def close(self) -> None:
+        self._spans.close()

@@ -1,0 +1,369 @@
+"""`send`'s runner: carries out what the planner (send_plan.py) chooses.
+
+It owns everything with an effect: the ledger writes (an attempt line before a
+POST, `sent`/`failed`/`unsent` after), the HTTP clients and their two lanes,
+the outage backoff, and the workspaces whose key was refused. Delivery rules:
+send.py's docstring.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from .config import Config, key_fingerprint, read_key
+from .honcho import (
+    KeyRefused,
+    Missing,
+    Refused,
+    Unavailable,
+    WorkspaceClient,
+    configuration_applied,
+    configuration_for,
+)
+from .lanes import Call, Lane
+from . import ledger_events
+from .ledger import Ledger, now_iso
+from .log import log, runbook
+from .outbox import Outbox
+from .retry import Hold, iso, next_backoff
+from .send_edits import EditActions, merge_ids
+from .send_messages import Messages
+from .send_plan import (
+    Group,
+    LocalFailure,
+    Planner,
+    Tally,
+    Unit,
+    missing_peers,
+    opening,
+    sendable,
+)
+
+# No new request starts after this long, so one run ends within
+# RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
+RUN_BUDGET_S = 120.0
+
+
+def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
+    for call, *args in calls:
+        getattr(client, call)(*args)
+
+
+class Sender:
+    def __init__(self, config: Config, box: Outbox, ledger: Ledger, report: Tally, clock=None,
+                 rng: random.Random | None = None) -> None:
+        assert config.honcho is not None
+        self.config = config
+        self.honcho = config.honcho
+        self.box = box
+        self.ledger = ledger
+        self.report = report
+        self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
+        self.rng = rng or random.Random()  # the backoff's jitter
+        self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
+        self.clients: dict[str, WorkspaceClient] = {}
+        self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
+        self._poster, self._opener = Lane(), Lane()
+        self._background: list[Call] = []
+        self._held: list[dict] = []  # ledger lines that may wait for the next append
+        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent)
+        self.edits = EditActions(config, box, report, record=self.record, client=self.client,
+                                 attempt=self._attempt, fail=self._fail, succeeded=self._succeeded)
+        self.planner: Planner | None = None
+
+    # --- plumbing -------------------------------------------------------------------
+
+    def record(self, events: list[dict], *, durable: bool = True) -> None:
+        """Append to the ledger, then fold the ledger's new lines into the outbox.
+
+        `durable=False` holds the lines back until the next append (at the latest
+        the end of the run), so a group costs one fsync, not three. Only lines
+        whose loss is harmless are held: `sent` (its attempt line is on disk, so
+        a crash costs a lookup in Honcho, never a duplicate) and `created` (the
+        attempt that follows at once writes it; lost, the next run creates the
+        same thing again, which Honcho answers with the existing one)."""
+        if not durable:
+            self._held.extend(events)
+            return
+        self.ledger.append(self._held + events)
+        self._held = []
+        self.box.catch_up(self.ledger)
+
+    def _attempt(self, **fields: object) -> dict:
+        """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
+        return ledger_events.attempt(iso(self.clock()), **fields)  # type: ignore[arg-type]
+
+    def flush(self) -> None:
+        if self._held:
+            self.record([])
+
+    def client(self, ws: str) -> WorkspaceClient:
+        if ws not in self.clients:
+            self.clients[ws] = self._new_client(ws)
+        return self.clients[ws]
+
+    def _second_client(self, ws: str) -> WorkspaceClient:
+        if ws not in self.second_clients:
+            self.second_clients[ws] = self._new_client(ws)
+        return self.second_clients[ws]
+
+    def _new_client(self, ws: str) -> WorkspaceClient:
+        workspace = self.config.workspace_by_name(ws)
+        key = read_key(workspace) if workspace else None
+        return WorkspaceClient(self.honcho.url, ws, key)
+
+    def close(self) -> None:
+        # A call still in flight when a run stops is abandoned, not waited for
+        # (its thread is a daemon): its lane closes its client once it is done.
+        busy = {id(call.client) for call in self._background if call.busy}
+        for lane, clients in ((self._poster, self.clients), (self._opener, self.second_clients)):
+            lane.close(then_close=[c for c in clients.values() if id(c) in busy])
+            for client in clients.values():
+                if id(client) not in busy:
+                    client.close()
+        self.messages.close()
+        self.ledger.close()
+
+    # --- the run --------------------------------------------------------------------
+
+    def run(self) -> Tally:
+        now = self.clock()
+        self._resume_refreshed_keys()
+        backoff = self.box.backoff
+        if backoff and now < backoff["until"]:
+            self.report.waiting_until = backoff["until"]
+            return self.report
+        self._hold = Hold(self.box.attempts, now)
+        usable = {ws.name for ws in self.config.workspaces()} - set(self.box.stopped)
+        self.planner = Planner(self.box, sendable(self.box, usable), self.config.send.batch, self._hold,
+                               self.honcho.agent, self.messages.of, lambda item, why: self._fail([item], None, why))
+        try:
+            self._drain()
+        finally:
+            # Let the run's view of the outbox go before the checkpoint is saved:
+            # marshal tracks every object referenced twice, and the queue would
+            # make each pending item's key one (10 MiB at 100,000 items).
+            self.planner = None
+            self.flush()
+        self.report.pending = len(self.box.pending)
+        self.report.held, self.report.settle_at = len(self._hold.items), self._hold.until
+        return self.report
+
+    def _drain(self) -> None:
+        planner = self.planner
+        assert planner is not None
+        started = time.monotonic()
+        upcoming: Unit | None = None
+        while True:
+            if time.monotonic() - started > RUN_BUDGET_S:
+                log.info(f"run budget of {RUN_BUDGET_S:g} s spent; the rest waits for the next run")
+                return
+            unit, upcoming = upcoming or planner.next_unit(), None
+            if unit is None:
+                return
+            if unit.ws in self.box.stopped:
+                continue
+            try:
+                self._ensure_workspace(unit.ws)
+                if unit.group is None:
+                    item = self.messages.full(unit.item)
+                    self.edits.send(item) if item.get("kind") == "edit" else self._settle(item)
+                    continue
+                self._open(unit.group)
+                # While this group's messages are posted, plan the next group and
+                # open its session on the second connection.
+                planned: list[Unit | None] = []
+                try:
+                    self._send_group(unit.group, meanwhile=lambda: planned.append(self._plan_ahead(planner, unit.group)))
+                finally:
+                    upcoming = planned[0] if planned else None
+            except KeyRefused as exc:
+                self._stop_workspace(unit.ws, exc)
+            except Unavailable as exc:
+                self._outage(exc)
+                return
+            except Refused as exc:
+                # A group's refusals that reach here (its peers, its session) hold for
+                # every item in it; posting refusals were sorted out item by item.
+                self._fail(unit.group.items if unit.group else [unit.item], exc.status, f"{exc.operation} refused")
+
+    def _plan_ahead(self, planner: Planner, current: Group) -> Unit | None:
+        unit, opens = planner.plan_ahead(current)
+        if opens and unit is not None and unit.group is not None:
+            group = unit.group
+            client = self._second_client(group.ws)
+            calls = opening(group, missing_peers(self.box, group), self.honcho.agent)
+            group.ahead = self._opener.submit(client, _open_session, client, calls)
+            self._background.append(group.ahead)
+        return unit
+
+    # --- outcomes: Honcho answers, is down, refuses a key ----------------------------------
+
+    def _succeeded(self) -> None:
+        if self.box.backoff:
+            log.info(f"Honcho at {self.honcho.url} answers again (unreachable since {self.box.backoff['since']})")
+            self.box.backoff = None
+
+    def _outage(self, exc: Unavailable) -> None:
+        now = self.clock()
+        self.report.outage = str(exc)
+        first = self.box.backoff is None
+        self.box.backoff = next_backoff(self.box.backoff, now, now_iso(), self.rng)
+        wait = self.box.backoff["until"] - now
+        if first:
+            log.warning(
+                f"Honcho unreachable at {self.honcho.url}: {exc}; {len(self.box.pending)} item(s) wait, "
+                f"retrying in {wait:.0f} s, then less and less often" + runbook("honcho-unreachable")
+            )
+        else:
+            log.debug(f"Honcho still unreachable: {exc}; next try in {wait:.0f} s")
+        for client in self.clients.values():
+            client.close()
+
+    def _stop_workspace(self, ws: str, exc: KeyRefused) -> None:
+        workspace = self.config.workspace_by_name(ws)
+        secret = workspace.secret if workspace else "?"
+        fingerprint = key_fingerprint(workspace.key_file) if workspace else None
+        self.record([ledger_events.key_refused(ws, exc.status, secret, fingerprint)])
+        self.report.stopped.append(ws)
+        log.error(
+            f"Honcho refused the key for workspace {ws} (HTTP {exc.status}); sends to {ws} stop until "
+            f"secrets.{secret} changes, the other workspaces go on" + runbook("honcho-key-refused")
+        )
+
+    def _resume_refreshed_keys(self) -> None:
+        for ws, refusal in list(self.box.stopped.items()):
+            workspace = self.config.workspace_by_name(ws)
+            current = key_fingerprint(workspace.key_file) if workspace else None
+            if workspace is not None and current != refusal.get("key"):
+                self.record([ledger_events.key_resumed(ws, "key file changed")])
+                log.info(f"the key for workspace {ws} changed; resuming its sends")
+
+    def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None) -> None:
+        self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results) for i in items])
+        self.report.failed += len(items)
+        for i in items:
+            code = f"HTTP {status}" if status else "refused here"
+            log.warning(
+                f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed" + runbook("honcho-send-refused")
+            )
+
+    # --- workspace, sessions, turns ---------------------------------------------------------
+
+    def _ensure_workspace(self, ws: str) -> None:
+        state = self.box.workspace(ws)
+        if state["configured"]:
+            return
+        workspace = self.config.workspace_by_name(ws)
+        assert workspace is not None  # the planner hands out only configured workspaces (sendable)
+        wanted = configuration_for(workspace.role)
+        client = self.client(ws)
+        stored = client.read_configuration(if_exists=client.set_configuration(wanted))
+        if not configuration_applied(wanted, stored):
+            raise Refused(ws, "set workspace configuration", "the configuration read back differs")
+        events = [ledger_events.created_workspace(ws, wanted)]
+        for peer, observed in ((self.honcho.agent, False), (self.honcho.owner, True)):
+            client.create_peer(peer, observed)
+            events.append(ledger_events.created_peer(ws, peer, observed))
+        self.record(events)
+        self._succeeded()
+
+    def _open(self, group: Group) -> None:
+        """Set up the group's new Honcho session (done ahead, or now) and record it."""
+        if not group.new_session:
+            return
+        missing = missing_peers(self.box, group)
+        if group.ahead is not None:
+            group.ahead.wait()  # raises what the second connection met
+        else:
+            _open_session(self.client(group.ws), opening(group, missing, self.honcho.agent))
+        events = [ledger_events.created_peer(group.ws, peer, peer != self.honcho.agent) for peer in missing]
+        events.append(ledger_events.created_session(group.ws, group.hsession, group.session, group.n, group.peers))
+        self.record(events, durable=False)  # written with the attempt that follows
+
+    def _send_group(self, group: Group, meanwhile=None) -> None:
+        try:
+            self._post(group.ws, group.hsession, group.items, group.messages, meanwhile=meanwhile)
+        except Refused as exc:
+            if len(group.items) == 1 or isinstance(exc, KeyRefused):
+                raise
+            # A 4xx stores nothing: send the items one by one to find the one refused.
+            for item in group.items:
+                try:
+                    self._post(group.ws, group.hsession, [item], {item["item"]: group.messages[item["item"]]})
+                except KeyRefused:
+                    raise
+                except Refused as one:
+                    self._fail([item], one.status, f"{one.operation} refused")
+        finally:
+            for item in group.items:  # built for this group only: let them go
+                self.messages.forget(item["item"])
+
+    def _post(self, ws: str, hsession: str, items: list[dict], messages: dict[str, list[dict]],
+              known_ids: dict | None = None, meanwhile=None) -> None:
+        """Record the attempt, POST the messages, record `sent` with Honcho's ids.
+        `meanwhile` runs on this thread while the POST is in flight."""
+        flat = [m for i in items for m in messages[i["item"]]]
+        keys = [i["item"] for i in items]
+        self.record([self._attempt(items=keys, ws=ws, session=items[0]["session"], hsession=hsession,
+                                   parts={i["item"]: len(messages[i["item"]]) for i in items})])
+        self.report.requests += 1
+        client = self.client(ws)
+        try:
+            if meanwhile is None:
+                ids = client.add_messages(hsession, flat)
+            else:
+                call = self._poster.submit(client, client.add_messages, hsession, flat)
+                self._background.append(call)
+                try:
+                    meanwhile()
+                finally:
+                    ids = call.wait()
+        except Unavailable as exc:
+            # Never connected: nothing reached Honcho, so no lookup is owed. Not for
+            # a settling post: what the lookup found is not written down anywhere.
+            if exc.unsent and known_ids is None:
+                self.record([ledger_events.unsent(keys, ws, exc.kind)])
+            raise
+        self._succeeded()
+        sent, cursor = [], 0
+        for item in items:
+            mine = ids[cursor : cursor + len(messages[item["item"]])]
+            cursor += len(mine)
+            if known_ids and item["item"] in known_ids:
+                mine = merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
+            sent.append(ledger_events.sent_turn(item["item"], ws, hsession, mine))
+        self.record(sent, durable=False)
+        self.report.sent += len(items)
+        self.report.messages += len(flat)
+
+    def _settle(self, item: dict) -> None:
+        """An item whose earlier attempt has no outcome: find what Honcho has, send the rest."""
+        attempt = self.box.attempts[item["item"]]
+        hsession = attempt["hsession"]
+        try:
+            messages = self.messages.of(item)
+        except LocalFailure as exc:
+            self._fail([item], None, str(exc))
+            return
+        try:
+            found = list(self.client(item["ws"]).list_messages(hsession, {"metadata": {"bxmem_item": item["item"]}}))
+        except Missing:
+            found = []
+        present: dict[int, str] = {}
+        for message in found:
+            meta = message.get("metadata") or {}
+            if meta.get("bxmem_item") == item["item"] and isinstance(meta.get("part"), int):
+                present.setdefault(meta["part"], message.get("id", ""))
+        self._succeeded()
+        missing = [m for m in messages if m["metadata"]["part"] not in present]
+        if not missing:
+            ids = [present[m["metadata"]["part"]] for m in messages]
+            self.record([ledger_events.sent_turn(item["item"], item["ws"], hsession, ids, settled=True)])
+            self.report.sent += 1
+            log.info(f"{item['item']} was already in Honcho (an earlier run's answer was lost); recorded as sent")
+            return
+        if present:
+            log.info(f"{item['item']}: {len(present)} of {len(messages)} parts already in Honcho; sending the rest")
+        self._post(item["ws"], hsession, [item], {item["item"]: missing}, known_ids={item["item"]: present})
