@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .config import Config
+from .errors import ExitCode
 from .ledger import Ledger, event, now_iso, turn_item
 from .log import log, runbook
 from .labels import higher_class
@@ -51,6 +52,28 @@ class DecideReport:
     @property
     def degraded(self) -> bool:
         return self.undecided > 0
+
+    # What the command prints (jobs.finish writes it): the report knows its own output.
+    def notice(self) -> str | None:
+        return "another decide is running; this one has nothing to do" if self.busy else None
+
+    def as_json(self, config: Config) -> dict:  # scripts get an object in every case
+        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
+                "broker_problem": self.broker_problem, "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+
+    def summary(self, config: Config) -> str | None:
+        if self.busy or not self.decided:
+            return None
+        by_role: dict[str, int] = {}
+        for key, count in self.decided.items():
+            role = key.split("/")[0]
+            by_role[role] = by_role.get(role, 0) + count
+        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
+        return f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else "")
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.DEGRADED if self.degraded and not self.busy else ExitCode.OK
 
 
 def _fresh_state() -> dict:

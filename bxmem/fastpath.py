@@ -101,22 +101,17 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
     write_bytes(summary_path(state_dir, job), marshal.dumps(data))
 
 
-def is_idle(argv: list[str]) -> bool:
-    """True when argv is a timer job with nothing to do since its last run."""
-    from .lean import command_at, parse
-
-    words = argv[1:]
-    at = command_at(words)
-    if at is None or words[at] not in JOBS:
+def is_idle(parsed) -> bool:
+    """True when the command line (a grammar.Parsed, or None for one the lean
+    path does not run) is a timer job with nothing to do since its last run."""
+    if parsed is None or parsed.command not in JOBS:
         return False
-    options = parse(words[:at] + words[at + 1 :], flags=("-q", "--quiet"))
-    if options is None:
-        return False  # --json, -v, --help...: the job runs and reports
-    explicit = options.get("--config")
+    if parsed.options.get("json") or parsed.options.get("verbose"):
+        return False  # --json, -v: the job runs and reports
     try:
         if os.isatty(2):
             return False  # a person is watching: run the job and report
-        return _idle(words[at], explicit)
+        return _idle(parsed.command, parsed.options.get("config"))
     except Exception:  # any doubt: let the real job run and report properly
         return False
 

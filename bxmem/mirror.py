@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
+from .errors import ExitCode
 from .ledger import Ledger, edit_item, event
 from .log import log
 from .rules import EditPlan, plan_edit, plan_undo
@@ -44,6 +45,24 @@ class MirrorReport:
     decided: Counter = field(default_factory=Counter)  # by "role/reason"
     skipped_lines: int = 0
     events: list[dict] = field(default_factory=list)
+
+    # What the command prints (jobs.finish writes it): the report knows its own output.
+    def notice(self) -> str | None:
+        return "another mirror is running; this one has nothing to do" if self.busy else None
+
+    def as_json(self, config: Config) -> dict:  # scripts get an object in every case
+        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())),
+                "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+
+    def summary(self, config: Config) -> str | None:
+        if self.busy or not self.decided:
+            return None
+        total = sum(self.decided.values())
+        nowhere = sum(n for key, n in self.decided.items() if key.startswith("none/"))
+        return (f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local"
+                + ("; local-only, nothing will be sent" if config.local_only else ""))
+
+    exit_code = ExitCode.OK  # mirror waits on nothing that can be down
 
 
 def _fresh_state() -> dict:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from .log import log, runbook
 from .outbox import KIND, SESSION, WS, Outbox, light
 from .retry import Hold, iso, next_backoff
 from .sanitize import chunks, find_secret, neutralise
+from .send_report import SendReport
 from .send_edits import EditSender, LocalFailure, merge_ids
 from .sources.loopd import SpanReader
 from .store import JobLock
@@ -50,26 +51,6 @@ from .store import JobLock
 # No new request starts after this long, so one run ends within
 # RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
 RUN_BUDGET_S = 120.0
-
-
-@dataclass
-class SendReport:
-    busy: bool = False
-    local_only: bool = False
-    waiting_until: float | None = None
-    sent: int = 0
-    messages: int = 0
-    requests: int = 0
-    failed: int = 0
-    outage: str | None = None
-    stopped: list[str] = field(default_factory=list)
-    pending: int = 0
-    held: int = 0  # items waiting behind an in-doubt attempt (retry.Hold)
-    settle_at: float | None = None  # when the first of those may be looked up
-
-    @property
-    def degraded(self) -> bool:
-        return bool(self.outage or self.waiting_until or self.stopped)
 
 
 @dataclass
