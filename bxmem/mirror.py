@@ -62,7 +62,9 @@ class MirrorReport:
         return (f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local"
                 + ("; local-only, nothing will be sent" if config.local_only else ""))
 
-    exit_code = ExitCode.OK  # mirror waits on nothing that can be down
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK  # mirror waits on nothing that can be down
 
 
 def _fresh_state() -> dict:
