@@ -12,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+from . import where
 from .errors import ConfigInvalid
 from .paths import Paths, check_named, config_source, load_toml, resolve_paths
 
@@ -138,9 +139,9 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     path, named_by = config_source(explicit)
     check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
-    known_home = home or os.environ.get("BOXMAKER_HOME")
+    known_home = where.named_home(home)
     if known_home:  # the cache can be found without reading the TOML at all
-        guess = Paths(Path(known_home).expanduser(), Path(known_home))
+        guess = Paths(Path(where.home(home)), Path(known_home))
         cached = _read_cache(guess, cache_key)
         if cached is not None:
             return _build(path, Paths(guess.home, Path(cached["run"])), cached)
@@ -158,7 +159,7 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
 def _cache_key(path: Path, home: object) -> list:
     from .fastpath import stat_fingerprint
 
-    env = [os.environ.get(name) for name in ("BOXMAKER_HOME", "XDG_DATA_HOME", "HOME")]
+    env = [os.environ.get(name) for name in (where.HOME_ENV, "XDG_DATA_HOME", "HOME")]
     return [CACHE_VERSION, str(path), stat_fingerprint(path), str(home) if home else None, env]
 
 

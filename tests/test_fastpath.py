@@ -84,7 +84,7 @@ def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
 def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
     import platformdirs
 
-    from bxmem import fastpath
+    from bxmem import where
 
     for xdg in (None, "", str(tmp_path / "xdg")):
         for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
@@ -92,8 +92,8 @@ def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
                 monkeypatch.delenv(variable, raising=False)
             else:
                 monkeypatch.setenv(variable, xdg)
-        assert fastpath.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
-        assert fastpath.default_home() == platformdirs.user_data_dir("boxmaker")
+        assert where.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
+        assert where.default_home() == platformdirs.user_data_dir("boxmaker")
 
 
 def test_fast_path_finds_home_through_the_config_file(home, brokerd, configure, monkeypatch, config_file):
@@ -283,3 +283,14 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
         os.close(controller)
     assert result.returncode == 0
     assert len([e for e in ledger_events(home) if e["ev"] == "decided"]) == 2
+
+
+def test_the_fast_path_expands_a_home_named_with_a_tilde(home, brokerd, monkeypatch, tmp_path):
+    """The home's precedence is where.home for every path: the fast path looked
+    for "~/h/memory/bxmem" literally, found no summary, and ran the job every time."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("BOXMAKER_HOME", "~/h")
+    (tmp_path / "h").mkdir()
+    run_bxmem("decide")
+    assert (tmp_path / "h" / "memory" / "bxmem" / "idle-decide.marshal").exists()
+    assert is_idle(["bxmem", "decide"])
