@@ -30,13 +30,20 @@ class ReadSource:
 
 
 class HonchoSettings:
-    """The validated [honcho] section."""
+    """The validated [honcho] section: config_schema.HonchoSection's fields
+    (model_dump'd), held equal to these slots by tests/test_config_docs.py."""
 
     __slots__ = ("url", "agent", "owner", "trusted", "untrusted", "fleet", "read")
+    url: str
+    agent: str
+    owner: str
+    trusted: str
+    untrusted: str
+    fleet: str
 
-    def __init__(self, url: str, agent: str, owner: str, trusted: str, untrusted: str, fleet: str, read: list) -> None:
-        self.url, self.agent, self.owner = url, agent, owner
-        self.trusted, self.untrusted, self.fleet = trusted, untrusted, fleet
+    def __init__(self, read: list, **fields: str) -> None:
+        for name in self.__slots__[:-1]:
+            setattr(self, name, fields[name])
         self.read = [ReadSource(**r) for r in read]
 
 
