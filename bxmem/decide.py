@@ -29,7 +29,8 @@ from .labels import higher_class
 from .rules import TurnFacts, route_turn
 from .sources import brokerd
 from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
-from .store import JobLock, read_json, write_json
+from .jobrun import run_locked
+from .store import read_json, write_json
 
 STATE_FILE = "decide.json"
 FLUSH_EVERY = 1000
@@ -145,15 +146,13 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
 def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None) -> DecideReport:
     report = DecideReport()
     paths = config.paths
-    state_dir = paths.ensure_state_dir()
-    lock = JobLock(state_dir / "decide.lock")
-    if not lock.acquire():
-        report.busy = True
-        return report
-    with lock:
+
+    def load(state_dir: Path, ledger: Ledger) -> dict:
         state = read_json(state_dir / STATE_FILE) or _fresh_state()
-        ledger = Ledger(paths.ledger)
         _recover(state, ledger)
+        return state
+
+    def work(state: dict, ledger: Ledger) -> None:
         parked = state["undecided"]
         state["undecided"] = {}
         buffer: list[dict] = []
@@ -180,7 +179,6 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             if len(buffer) >= FLUSH_EVERY:
                 flush()  # a long backlog is decided in chunks: memory stays flat
 
-        modified: dict[str, float] = {}
         for session, turns in _read_logs(config, state, report, progress, modified):
             waited = [{**t, "late": True} for t in parked.pop(session, [])]
             decide_session(session, waited + [{**vars(t), "late": False} for t in turns])
@@ -188,12 +186,13 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             decide_session(session, [{**t, "late": True} for t in waited])
         flush()
         _note_broker(state, report)
+
+    def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir, modified)
-    from .index import refresh
 
-    refresh(config.paths)
-    return report
+    modified: dict[str, float] = {}
+    return run_locked(config, "decide", report, load, work, save)
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float]) -> None:

@@ -32,7 +32,8 @@ from .log import log
 from .rules import EditPlan, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
 from .sources.journal import Edit, read_edits
-from .store import JobLock, read_json, write_json
+from .jobrun import run_locked
+from .store import read_json, write_json
 
 STATE_FILE = "mirror.json"
 KEY_FILE = "entry.key"
@@ -245,16 +246,17 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
 
 def run(config: Config) -> MirrorReport:
     report = MirrorReport()
-    state_dir = config.paths.ensure_state_dir()
-    lock = JobLock(state_dir / "mirror.lock")
-    if not lock.acquire():
-        report.busy = True
-        return report
-    with lock:
+    already: dict[str, dict] = {}
+    secret = b""
+
+    def load(state_dir: Path, ledger: Ledger) -> dict:
+        nonlocal secret
         secret = _secret(state_dir)
         state = _load_state(state_dir, secret)
-        ledger = Ledger(config.paths.ledger)
-        already = _recover(state, ledger)
+        already.update(_recover(state, ledger))
+        return state
+
+    def work(state: dict, ledger: Ledger) -> None:
         model = Model(state, secret)
 
         def warn(message: str) -> None:
@@ -276,12 +278,12 @@ def run(config: Config) -> MirrorReport:
             state["ledger_size"] = ledger.append(report.events)
         elif already:
             state["ledger_size"] = ledger.size()
+
+    def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir)
-    from .index import refresh
 
-    refresh(config.paths)
-    return report
+    return run_locked(config, "mirror", report, load, work, save)
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:

@@ -46,7 +46,7 @@ from .sanitize import chunks, find_secret, neutralise
 from .send_report import SendReport
 from .send_edits import EditSender, LocalFailure, merge_ids
 from .sources.loopd import SpanReader
-from .store import JobLock
+from .jobrun import run_locked
 
 # No new request starts after this long, so one run ends within
 # RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
@@ -598,21 +598,24 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
         return SendReport(local_only=True)
     for workspace in config.workspaces():
         read_key(workspace)  # an unreadable or exposed key stops the job at start, with the reason
-    state_dir = config.paths.ensure_state_dir()
-    lock = JobLock(state_dir / "send.lock")
-    if not lock.acquire():
-        return SendReport(busy=True)
-    with lock:
-        ledger = Ledger(config.paths.ledger)
-        box = Outbox.load(state_dir, ledger)
-        sender = Sender(config, box, ledger, clock, rng)
+    senders: list[Sender] = []
+
+    def load(state_dir: Path, ledger: Ledger) -> Outbox:
+        return Outbox.load(state_dir, ledger)  # the outbox is send's state, recovered from the ledger
+
+    def work(box: Outbox, ledger: Ledger) -> None:
+        senders.append(Sender(config, box, ledger, clock, rng))
         try:
-            report = sender.run()
+            senders[0].run()
         finally:
-            sender.close()
-            box.save(state_dir)
-            write_idle_summary(config, box, state_dir, sender._hold)
-    return report
+            senders[0].close()
+
+    def save(state_dir: Path, box: Outbox) -> None:
+        box.save(state_dir)
+        write_idle_summary(config, box, state_dir, senders[0]._hold if senders else None)
+
+    busy = run_locked(config, "send", SendReport(), load, work, save, save_on_error=True, refresh_index=False)
+    return busy if busy.busy else senders[0].report
 
 
 def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None) -> None:
