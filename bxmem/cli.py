@@ -374,41 +374,9 @@ def demo(
 @global_options_too
 def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Validate bxmem.toml and print the resolved paths and workspaces (never a key)."""
-    from .config import read_key
+    from .jobs import config_check as run_check
 
-    config = _setup(ctx, "config")
-    workspaces = []
-    for ws in config.workspaces():
-        read_key(ws)  # raises ConfigInvalid for an unreadable or exposed key file
-        workspaces.append({"role": ws.role, "workspace": ws.name, "key": str(ws.key_file) if ws.key_file else None})
-    result = {
-        "config": str(config.path),
-        "config_exists": config.path.exists(),
-        "home": str(config.paths.home),
-        "run": str(config.paths.run),
-        "ledger": str(config.paths.ledger),
-        "broker_socket": str(config.paths.broker_socket),
-        "mode": "local-only" if config.local_only else "honcho",
-        "honcho_url": config.honcho.url if config.honcho else None,
-        "agent": config.honcho.agent if config.honcho else None,
-        "owner": config.honcho.owner if config.honcho else None,
-        "workspaces": workspaces,
-        "send_batch": config.send.batch,
-    }
-    if as_json:
-        _emit_json(result)
-        return ExitCode.OK
-    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults, local-only)")]
-    lines += [f"{name}: {result[name]}" for name in ("home", "run", "ledger", "broker_socket", "mode")]
-    if config.honcho:
-        lines += [f"honcho: {config.honcho.url} as agent {config.honcho.agent}, owner {config.honcho.owner}"]
-        for ws in workspaces:
-            key = f"key from {ws['key']}" if ws["key"] else "no key"
-            lines.append(f"  {ws['role']}: {ws['workspace']} ({key})")
-    else:
-        lines.append("local-only: no [honcho] section, nothing will be sent")
-    typer.echo("\n".join(lines))
-    return ExitCode.OK
+    return run_check(_setup(ctx, "config"), as_json)
 
 
 def run_cli(args: list[str]) -> int:
