@@ -5,13 +5,14 @@ the lean path, so both behave alike; the only place their output is written.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from .errors import ExitCode
 
 
 def emit_json(value: object) -> None:
+    import json  # not at import time: the lean recall without --json does not need it
+
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
@@ -100,7 +101,10 @@ def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool 
     k None: recall.DEFAULT_K (the only place the default is written)."""
     from . import recall as recall_module
 
-    config = setup("recall", config_path, verbose, quiet)
+    from . import config as config_module
+
+    # No logging set up: recall logs nothing, and `logging` would cost the agent's every call ~5 ms.
+    config = config_module.load(config_path)
     result = recall_module.recall(config, query) if k is None else recall_module.recall(config, query, k)
     if as_json:
         emit_json(recall_module.render_json(result))
