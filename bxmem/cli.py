@@ -6,18 +6,20 @@ Everything it calls can be used and tested without it.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import functools
-
 import typer
 
 from . import __version__
-from .errors import BxmemError, ExitCode, Refused, report
+from .errors import BxmemError, ExitCode, Refused, boundary
+from .grammar import GLOBAL
 from .jobs import emit_json as _emit_json
+from .recall import DEFAULT_K
 
 app = typer.Typer(
     name="bxmem",
@@ -51,6 +53,39 @@ class Options:
     quiet: bool
 
 
+# The global options, as grammar.GLOBAL names them (tests/test_argv.py holds the two together).
+CONFIG_HELP = "bxmem.toml to use (default: $BXMEM_CONFIG, else the user config dir)."
+VERBOSE_HELP, QUIET_HELP = "Log debug lines too.", "Log warnings and errors only."
+_NAMES = {key: sorted((name for name, k in GLOBAL.items() if k == key), key=len) for key in set(GLOBAL.values())}
+
+
+def global_options_too(func):
+    """Let a command take the global options after its name as well (`bxmem
+    decide -q`), as grammar.py's lean path does: without them typer would
+    refuse a command line the lean path runs. Hidden: --help lists them once,
+    on bxmem itself. A value given after the command wins, as the later one does."""
+    extra = [
+        inspect.Parameter("config_after", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[Path],
+                          default=typer.Option(None, *_NAMES["config"], metavar="PATH", hidden=True, help=CONFIG_HELP)),
+        inspect.Parameter("verbose_after", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                          default=typer.Option(False, *_NAMES["verbose"], hidden=True, help=VERBOSE_HELP)),
+        inspect.Parameter("quiet_after", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                          default=typer.Option(False, *_NAMES["quiet"], hidden=True, help=QUIET_HELP)),
+    ]
+
+    @functools.wraps(func)
+    def wrapper(*args, config_after=None, verbose_after=False, quiet_after=False, **kwargs):
+        ctx = kwargs.get("ctx") or next(a for a in args if isinstance(a, typer.Context))
+        options: Options = ctx.obj
+        ctx.obj = Options(config=config_after or options.config, verbose=options.verbose or verbose_after,
+                          quiet=options.quiet or quiet_after)
+        return func(*args, **kwargs)
+
+    signature = inspect.signature(func, eval_str=True)
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *extra])  # type: ignore[attr-defined]
+    return wrapper
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"bxmem {__version__}")
@@ -60,11 +95,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    config: Optional[Path] = typer.Option(
-        None, "--config", metavar="PATH", help="bxmem.toml to use (default: $BXMEM_CONFIG, else the user config dir)."
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log debug lines too."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Log warnings and errors only."),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="PATH", help=CONFIG_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     ctx.obj = Options(config=config, verbose=verbose, quiet=quiet)
@@ -90,6 +123,7 @@ def _job(name: str, ctx: typer.Context, as_json: bool) -> int:
 
 @app.command()
 @exits
+@global_options_too
 def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
     return _job("decide", ctx, as_json)
@@ -97,6 +131,7 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
 @app.command()
 @exits
+@global_options_too
 def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
     return _job("send", ctx, as_json)
@@ -104,6 +139,7 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
 @app.command()
 @exits
+@global_options_too
 def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide what each new memory edit in memoryd's journal does in Honcho, and record it."""
     return _job("mirror", ctx, as_json)
@@ -111,6 +147,7 @@ def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
 @app.command()
 @exits
+@global_options_too
 def undo(
     ctx: typer.Context,
     edit_id: str = typer.Argument(..., help="The journal id of the edit to take back."),
@@ -134,26 +171,23 @@ def undo(
 
 @app.command()
 @exits
+@global_options_too
 def recall(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for (plain words; no search syntax)."),
-    k: int = typer.Option(8, "-k", metavar="N", help="At most this many hits, interleaved across sources."),
+    k: int = typer.Option(DEFAULT_K, "-k", metavar="N", help="At most this many hits, interleaved across sources."),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
-    from . import recall as recall_module
+    from .jobs import recall as run_recall
 
-    config = _setup(ctx, "recall")
-    result = recall_module.recall(config, query, k)
-    if as_json:
-        _emit_json(recall_module.render_json(result))
-    else:
-        typer.echo(recall_module.render_plain(result))
-    return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
+    options: Options = ctx.obj
+    return run_recall(options.config, query, k, as_json, verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()
 @exits
+@global_options_too
 def ask(
     ctx: typer.Context,
     question: str = typer.Argument(..., help="At most 2,000 characters."),
@@ -178,6 +212,7 @@ def ask(
 
 @app.command()
 @exits
+@global_options_too
 def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
                                   help="anthropic (default: name, description, input_schema) or openai (function calling).")) -> int:
     """Print the recall and ask_memory tool definitions for the host's tools array, as JSON."""
@@ -192,6 +227,7 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
 
 @index_app.command("rebuild")
 @exits
+@global_options_too
 def index_rebuild(ctx: typer.Context) -> int:
     """Rebuild the local index from the ledger, the logs and the journal."""
     from . import index
@@ -207,6 +243,7 @@ def index_rebuild(ctx: typer.Context) -> int:
 
 @app.command()
 @exits
+@global_options_too
 def sync(
     ctx: typer.Context,
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Put failed items back in the outbox (after fixing the cause)."),
@@ -250,6 +287,7 @@ def _render_sync(report: dict, console=None) -> None:
 
 @app.command()
 @exits
+@global_options_too
 def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Read the agent's own workspaces back from Honcho and hold them against the ledger."""
     from . import audit as audit_module
@@ -333,55 +371,23 @@ def demo(
 
 @config_app.command("check")
 @exits
+@global_options_too
 def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Validate bxmem.toml and print the resolved paths and workspaces (never a key)."""
-    from .config import read_key
+    from .jobs import config_check as run_check
 
-    config = _setup(ctx, "config")
-    workspaces = []
-    for ws in config.workspaces():
-        read_key(ws)  # raises ConfigInvalid for an unreadable or exposed key file
-        workspaces.append({"role": ws.role, "workspace": ws.name, "key": str(ws.key_file) if ws.key_file else None})
-    result = {
-        "config": str(config.path),
-        "config_exists": config.path.exists(),
-        "home": str(config.paths.home),
-        "run": str(config.paths.run),
-        "ledger": str(config.paths.ledger),
-        "broker_socket": str(config.paths.broker_socket),
-        "mode": "local-only" if config.local_only else "honcho",
-        "honcho_url": config.honcho.url if config.honcho else None,
-        "agent": config.honcho.agent if config.honcho else None,
-        "owner": config.honcho.owner if config.honcho else None,
-        "workspaces": workspaces,
-        "send_batch": config.send.batch,
-    }
-    if as_json:
-        _emit_json(result)
-        return ExitCode.OK
-    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults, local-only)")]
-    lines += [f"{name}: {result[name]}" for name in ("home", "run", "ledger", "broker_socket", "mode")]
-    if config.honcho:
-        lines += [f"honcho: {config.honcho.url} as agent {config.honcho.agent}, owner {config.honcho.owner}"]
-        for ws in workspaces:
-            key = f"key from {ws['key']}" if ws["key"] else "no key"
-            lines.append(f"  {ws['role']}: {ws['workspace']} ({key})")
-    else:
-        lines.append("local-only: no [honcho] section, nothing will be sent")
-    typer.echo("\n".join(lines))
-    return ExitCode.OK
+    return run_check(_setup(ctx, "config"), as_json)
 
 
 def run_cli(args: list[str]) -> int:
-    """The one error boundary: typed errors become one line on stderr and an exit code."""
+    """typer's parse and run, inside the one error boundary (errors.boundary)."""
+    return boundary(_run_typer, args)
+
+
+def _run_typer(args: list[str]) -> int:
     command = typer.main.get_command(app)
     try:
         command.main(args=args, prog_name="bxmem", standalone_mode=True)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
-    except KeyboardInterrupt:
-        sys.stderr.write("bxmem: interrupted\n")
-        return ExitCode.INTERRUPTED
-    except (BxmemError, OSError) as exc:
-        return report(exc)
     return ExitCode.OK

@@ -12,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+from . import where
 from .errors import ConfigInvalid
 from .paths import Paths, check_named, config_source, load_toml, resolve_paths
 
@@ -29,13 +30,20 @@ class ReadSource:
 
 
 class HonchoSettings:
-    """The validated [honcho] section."""
+    """The validated [honcho] section: config_schema.HonchoSection's fields
+    (model_dump'd), held equal to these slots by tests/test_config_docs.py."""
 
     __slots__ = ("url", "agent", "owner", "trusted", "untrusted", "fleet", "read")
+    url: str
+    agent: str
+    owner: str
+    trusted: str
+    untrusted: str
+    fleet: str
 
-    def __init__(self, url: str, agent: str, owner: str, trusted: str, untrusted: str, fleet: str, read: list) -> None:
-        self.url, self.agent, self.owner = url, agent, owner
-        self.trusted, self.untrusted, self.fleet = trusted, untrusted, fleet
+    def __init__(self, read: list, **fields: str) -> None:
+        for name in self.__slots__[:-1]:
+            setattr(self, name, fields[name])
         self.read = [ReadSource(**r) for r in read]
 
 
@@ -138,9 +146,9 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     path, named_by = config_source(explicit)
     check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
-    known_home = home or os.environ.get("BOXMAKER_HOME")
+    known_home = where.named_home(home)
     if known_home:  # the cache can be found without reading the TOML at all
-        guess = Paths(Path(known_home).expanduser(), Path(known_home))
+        guess = Paths(Path(where.home(home)), Path(known_home))
         cached = _read_cache(guess, cache_key)
         if cached is not None:
             return _build(path, Paths(guess.home, Path(cached["run"])), cached)
@@ -158,7 +166,7 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
 def _cache_key(path: Path, home: object) -> list:
     from .fastpath import stat_fingerprint
 
-    env = [os.environ.get(name) for name in ("BOXMAKER_HOME", "XDG_DATA_HOME", "HOME")]
+    env = [os.environ.get(name) for name in (where.HOME_ENV, "XDG_DATA_HOME", "HOME")]
     return [CACHE_VERSION, str(path), stat_fingerprint(path), str(home) if home else None, env]
 
 

@@ -42,8 +42,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class ReadSource(_Strict):
-    """Another agent's trusted workspace this agent may read (`[[honcho.read]]`)."""
+class ReadSection(_Strict):
+    """Another agent's trusted workspace this agent may read (`[[honcho.read]]`);
+    config.ReadSource is what the rest of bxmem sees."""
 
     agent: str
     workspace: str
@@ -60,7 +61,7 @@ class HonchoSection(_Strict):
     trusted: str
     untrusted: str
     fleet: str
-    read: list[ReadSource] = []
+    read: list[ReadSection] = []
 
     _ids = field_validator("agent", "owner", "trusted", "untrusted", "fleet")(check_id)
 
@@ -138,12 +139,6 @@ def validate(raw: dict, path: Path) -> dict:
         parsed = RawConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigInvalid(_describe(exc, path)) from None
-    honcho = None
-    if parsed.honcho:
-        h = parsed.honcho
-        honcho = {
-            "url": h.url, "agent": h.agent, "owner": h.owner, "trusted": h.trusted, "untrusted": h.untrusted,
-            "fleet": h.fleet,
-            "read": [{"agent": r.agent, "workspace": r.workspace, "trust": r.trust, "class_": r.class_} for r in h.read],
-        }
+    # Field names as config.HonchoSettings and config.ReadSource take them (a test holds them equal).
+    honcho = parsed.honcho.model_dump() if parsed.honcho else None
     return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch}

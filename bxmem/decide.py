@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .config import Config
+from .errors import ExitCode
 from .ledger import Ledger, now_iso
 from .ledger_events import TURN, decided_turn, is_decided
 from .log import log, runbook
 from .rules import TurnFacts, log_labels, route_turn
 from .sources import brokerd
 from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
-from .store import JobLock, read_json, write_json
+from .jobrun import run_locked
+from .store import read_json, write_json
 
 STATE_FILE = "decide.json"
 FLUSH_EVERY = 1000
@@ -45,12 +47,33 @@ class DecideReport:
     decided: Counter = field(default_factory=Counter)  # by "role/reason"
     undecided: int = 0
     broker_problem: str | None = None
-    logs_read: int = 0
     skipped_lines: int = 0
 
     @property
     def degraded(self) -> bool:
         return self.undecided > 0
+
+    # What the command prints (jobs.finish writes it): the report knows its own output.
+    def notice(self) -> str | None:
+        return "another decide is running; this one has nothing to do" if self.busy else None
+
+    def as_json(self, config: Config) -> dict:  # scripts get an object in every case
+        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
+                "broker_problem": self.broker_problem, "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+
+    def summary(self, config: Config) -> str | None:
+        if self.busy or not self.decided:
+            return None
+        by_role: dict[str, int] = {}
+        for key, count in self.decided.items():
+            role = key.split("/")[0]
+            by_role[role] = by_role.get(role, 0) + count
+        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
+        return f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else "")
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.DEGRADED if self.degraded and not self.busy else ExitCode.OK
 
 
 def _fresh_state() -> dict:
@@ -115,15 +138,13 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
 def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None) -> DecideReport:
     report = DecideReport()
     paths = config.paths
-    state_dir = paths.ensure_state_dir()
-    lock = JobLock(state_dir / "decide.lock")
-    if not lock.acquire():
-        report.busy = True
-        return report
-    with lock:
+
+    def load(state_dir: Path, ledger: Ledger) -> dict:
         state = read_json(state_dir / STATE_FILE) or _fresh_state()
-        ledger = Ledger(paths.ledger)
         _recover(state, ledger)
+        return state
+
+    def work(state: dict, ledger: Ledger) -> None:
         parked = state["undecided"]
         state["undecided"] = {}
         buffer: list[dict] = []
@@ -150,7 +171,6 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             if len(buffer) >= FLUSH_EVERY:
                 flush()  # a long backlog is decided in chunks: memory stays flat
 
-        modified: dict[str, float] = {}
         for session, turns in _read_logs(config, state, report, progress, modified):
             waited = [{**t, "late": True} for t in parked.pop(session, [])]
             decide_session(session, waited + [{**vars(t), "late": False} for t in turns])
@@ -158,12 +178,13 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             decide_session(session, [{**t, "late": True} for t in waited])
         flush()
         _note_broker(state, report)
+
+    def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir, modified)
-    from .index import refresh
 
-    refresh(config.paths)
-    return report
+    modified: dict[str, float] = {}
+    return run_locked(config, "decide", report, load, work, save)
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float]) -> None:
@@ -230,7 +251,6 @@ def _read_logs(config: Config, state: dict, report: DecideReport, progress=None,
         if progress:
             progress(done, total)
         done += size
-        report.logs_read += 1
         try:
             turns = read_finished_turns(Path(entry.path), cursor, warn)
         except OSError as exc:

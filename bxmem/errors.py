@@ -113,6 +113,20 @@ class StorageError(BxmemError):
     exit_code = ExitCode.ERROR
 
 
+def boundary(fn, *args) -> int:
+    """The one error boundary, for the lean path and the CLI alike: fn's exit
+    code, or a typed error's one line and exit code, or 130 on Ctrl-C."""
+    try:
+        return fn(*args)
+    except KeyboardInterrupt:
+        import sys
+
+        sys.stderr.write("bxmem: interrupted\n")
+        return ExitCode.INTERRUPTED
+    except (BxmemError, OSError) as exc:
+        return report(exc)
+
+
 def report(exc: BaseException) -> int:
     """The one error boundary's output: one line on stderr, and the exit code.
 

@@ -16,8 +16,8 @@ The comparison errs towards running the job: any doubt means "not idle". A
 person at a terminal always gets the real job (and its report).
 Only builtin modules are imported here (os, marshal, time): even `json`,
 `pathlib`, `dataclasses` and `enum` cost more than the whole check. The
-summary is marshal data for the same reason. The default paths are worked
-out here as platformdirs does on Linux; tests hold the two together.
+summary is marshal data for the same reason. Which config file and home
+are where.py's, as for every other command.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ import marshal
 import os
 import time
 
-JOBS = ("decide", "send", "mirror")
+from . import where
+from .grammar import JOBS
+
 SUMMARY_VERSION = 2
 
 
@@ -48,19 +50,6 @@ def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
 
 
 _KINDS = {"stat": stat_fingerprint, "size": size_fingerprint}
-
-
-def _xdg(variable: str, fallback: str) -> str:
-    value = os.environ.get(variable, "").strip()
-    return value if value else os.path.expanduser(fallback)
-
-
-def default_config_path() -> str:
-    return os.path.join(_xdg("XDG_CONFIG_HOME", "~/.config"), "boxmaker", "bxmem.toml")
-
-
-def default_home() -> str:
-    return os.path.join(_xdg("XDG_DATA_HOME", "~/.local/share"), "boxmaker")
 
 
 def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
@@ -93,7 +82,7 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
     data = {
         "version": SUMMARY_VERSION,
         "config": [str(config.path), stat_fingerprint(config.path)],
-        "home_env": os.environ.get("BOXMAKER_HOME"),
+        "home_env": os.environ.get(where.HOME_ENV),
         "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
         "wake_at": wake_at,
         "sweep": sweep,
@@ -101,48 +90,41 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
     write_bytes(summary_path(state_dir, job), marshal.dumps(data))
 
 
-def is_idle(argv: list[str]) -> bool:
-    """True when argv is a timer job with nothing to do since its last run."""
-    from .lean import command_at, parse
-
-    words = argv[1:]
-    at = command_at(words)
-    if at is None or words[at] not in JOBS:
+def is_idle(parsed) -> bool:
+    """True when the command line (a grammar.Parsed, or None for one the lean
+    path does not run) is a timer job with nothing to do since its last run."""
+    if parsed is None or parsed.command not in JOBS:
         return False
-    options = parse(words[:at] + words[at + 1 :], flags=("-q", "--quiet"))
-    if options is None:
-        return False  # --json, -v, --help...: the job runs and reports
-    explicit = options.get("--config")
+    if parsed.options.get("json") or parsed.options.get("verbose"):
+        return False  # --json, -v: the job runs and reports
     try:
         if os.isatty(2):
             return False  # a person is watching: run the job and report
-        return _idle(words[at], explicit)
+        return _idle(parsed.command, parsed.options.get("config"))
     except Exception:  # any doubt: let the real job run and report properly
         return False
 
 
-def _home_from_config(path: str) -> str:
-    import tomllib  # only when BOXMAKER_HOME is not set
+def _configured_home(path: str) -> str | None:
+    import tomllib  # only when the home is not named before the file is read
 
     try:
         with open(path, "rb") as f:
             raw = tomllib.load(f)
     except FileNotFoundError:
         raw = {}
-    home = (raw.get("paths") or {}).get("home")
-    return os.path.expanduser(home) if home else default_home()
+    return (raw.get("paths") or {}).get("home")
 
 
 def _idle(job: str, explicit: str | None) -> bool:
-    named = explicit or os.environ.get("BXMEM_CONFIG")
-    config = named or default_config_path()
+    config, named_by = where.config_source(explicit)
     config_version = stat_fingerprint(config)
-    if named and config_version is None:
+    if named_by and config_version is None:
         return False  # a named config file is missing: the job stops and says so (exit 78)
-    home_env = os.environ.get("BOXMAKER_HOME")
-    home = home_env or _home_from_config(config)
+    home_env = os.environ.get(where.HOME_ENV)
+    home = where.home(configured=None if where.named_home() else _configured_home(config))
     try:
-        with open(summary_path(os.path.join(home, "memory", "bxmem"), job), "rb") as f:
+        with open(summary_path(where.state_dir(home), job), "rb") as f:
             summary = marshal.loads(f.read())
     except (OSError, EOFError, ValueError, TypeError):
         return False

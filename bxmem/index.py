@@ -21,7 +21,6 @@ from .labels import entry_class, note_tag, turn_labels
 
 INDEX_FILE = "index.sqlite3"
 SCHEMA_VERSION = 1
-SNIPPET_CHARS = 600
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);

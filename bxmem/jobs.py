@@ -1,16 +1,18 @@
-"""The three timer jobs as one function each: logging, configuration, the run,
-and what it prints. Shared by the CLI and the lean path, so both behave alike.
+"""The lean commands (the three timer jobs and recall) as one function each:
+logging, configuration, the run, and what it prints. Shared by the CLI and
+the lean path, so both behave alike; the only place their output is written.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 
 from .errors import ExitCode
 
 
 def emit_json(value: object) -> None:
+    import json  # not at import time: the lean recall without --json does not need it
+
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
@@ -53,107 +55,100 @@ class _backlog_progress:
             self.bar.stop()
 
 
+def finish(report, config, as_json: bool) -> int:
+    """The one place a timer job's outcome is printed: the report's notice
+    (busy, local-only), then its JSON object or its one-line summary; the
+    report's exit code."""
+    from .log import log
+
+    notice = report.notice()
+    if notice:
+        log.info(notice)
+    if as_json:
+        emit_json(report.as_json(config))
+    else:
+        line = report.summary(config)
+        if line:
+            log.info(line)
+    return report.exit_code
+
+
 def decide(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
     from . import decide as job
-    from .log import log
 
     config = setup("decide", config_path, verbose, quiet)
     with _backlog_progress(quiet) as progress:
         report = job.run(config, progress=progress)
-    if report.busy:
-        log.info("another decide is running; this one has nothing to do")
-    if as_json:  # scripts get an object in every case
-        emit_json({
-            "busy": report.busy,
-            "decided": dict(sorted(report.decided.items())),
-            "undecided": report.undecided,
-            "broker_problem": report.broker_problem,
-            "skipped_lines": report.skipped_lines,
-            "local_only": config.local_only,
-        })
-    if report.busy:
-        return ExitCode.OK
-    if not as_json and report.decided:
-        by_role: dict[str, int] = {}
-        for key, count in report.decided.items():
-            role = key.split("/")[0]
-            by_role[role] = by_role.get(role, 0) + count
-        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
-        log.info(f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""))
-    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+    return finish(report, config, as_json)
 
 
 def mirror(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
     from . import mirror as job
-    from .log import log
 
     config = setup("mirror", config_path, verbose, quiet)
-    report = job.run(config)
-    if report.busy:
-        log.info("another mirror is running; this one has nothing to do")
-    if as_json:  # scripts get an object in every case
-        emit_json({"busy": report.busy, "decided": dict(sorted(report.decided.items())),
-                    "skipped_lines": report.skipped_lines, "local_only": config.local_only})
-    if report.busy:
-        return ExitCode.OK
-    if not as_json and report.decided:
-        total = sum(report.decided.values())
-        nowhere = sum(n for key, n in report.decided.items() if key.startswith("none/"))
-        log.info(f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + ("; local-only, nothing will be sent" if config.local_only else ""))
-    return ExitCode.OK
-
-
-def pending_count(config, report) -> tuple[int | None, str | None]:
-    """The items still in the outbox after a send run, or None and why they were not counted.
-
-    A run that waits out a backoff returns before it counts (it sends nothing);
-    its count comes from the outbox checkpoint it saved on the way out, which
-    is the ledger folded up to now.
-    """
-    if report.local_only:
-        return None, "local-only: no [honcho] section, so there is no outbox"
-    if report.busy:
-        return None, "another send is running and holds the outbox"
-    if report.waiting_until is None:
-        return report.pending, None
-    from .outbox import Outbox
-
-    saved = Outbox.read_checkpoint(config.paths.state)
-    if saved is None or not isinstance(saved.get("pending"), dict):
-        return None, "the outbox checkpoint could not be read"
-    return len(saved["pending"]), None
+    return finish(job.run(config), config, as_json)
 
 
 def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
     from . import send as job
-    from .log import log
 
     config = setup("send", config_path, verbose, quiet)
-    report = job.run(config)
-    pending, not_counted = pending_count(config, report)
-    if report.local_only:
-        log.info("local-only: no [honcho] section in the configuration, nothing is sent")
-    elif report.busy:
-        log.info("another send is running; this one exits")
-    if as_json:  # scripts get an object in every case
-        emit_json({
-            "local_only": report.local_only,
-            "busy": report.busy,
-            "sent": report.sent,
-            "messages": report.messages,
-            "requests": report.requests,
-            "failed": report.failed,
-            "pending": pending,
-            "pending_not_counted": not_counted,
-            "outage": report.outage,
-            "waiting_until": report.waiting_until,
-            "stopped": report.stopped,
-        })
-    if report.local_only or report.busy:
+    return finish(job.run(config), config, as_json)
+
+
+def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool = False, quiet: bool = False) -> int:
+    """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
+    k None: recall.DEFAULT_K (the only place the default is written)."""
+    from . import recall as recall_module
+
+    from . import config as config_module
+
+    # No logging set up: recall logs nothing, and `logging` would cost the agent's every call ~5 ms.
+    config = config_module.load(config_path)
+    result = recall_module.recall(config, query) if k is None else recall_module.recall(config, query, k)
+    if as_json:
+        emit_json(recall_module.render_json(result))
+    else:
+        sys.stdout.write(recall_module.render_plain(result) + "\n")
+    return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
+
+
+def config_check(config, as_json: bool) -> int:
+    """`bxmem config check`: the resolved paths and workspaces (never a key)."""
+    from .config import read_key
+
+    workspaces = []
+    for ws in config.workspaces():
+        read_key(ws)  # raises ConfigInvalid for an unreadable or exposed key file
+        workspaces.append({"role": ws.role, "workspace": ws.name, "key": str(ws.key_file) if ws.key_file else None})
+    result = {
+        "config": str(config.path),
+        "config_exists": config.path.exists(),
+        "home": str(config.paths.home),
+        "run": str(config.paths.run),
+        "ledger": str(config.paths.ledger),
+        "broker_socket": str(config.paths.broker_socket),
+        "mode": "local-only" if config.local_only else "honcho",
+        "honcho_url": config.honcho.url if config.honcho else None,
+        "agent": config.honcho.agent if config.honcho else None,
+        "owner": config.honcho.owner if config.honcho else None,
+        "workspaces": workspaces,
+        "send_batch": config.send.batch,
+    }
+    if as_json:
+        emit_json(result)
         return ExitCode.OK
-    if not as_json and (report.sent or report.failed):
-        log.info(f"sent {report.sent} item(s) in {report.requests} request(s); {report.failed} failed; {pending} pending")
-    return ExitCode.DEGRADED if report.degraded else ExitCode.OK
+    lines = [f"config: {result['config']}" + ("" if result["config_exists"] else " (absent: defaults, local-only)")]
+    lines += [f"{name}: {result[name]}" for name in ("home", "run", "ledger", "broker_socket", "mode")]
+    if config.honcho:
+        lines += [f"honcho: {config.honcho.url} as agent {config.honcho.agent}, owner {config.honcho.owner}"]
+        for ws in workspaces:
+            key = f"key from {ws['key']}" if ws["key"] else "no key"
+            lines.append(f"  {ws['role']}: {ws['workspace']} ({key})")
+    else:
+        lines.append("local-only: no [honcho] section, nothing will be sent")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return ExitCode.OK
 
 
 JOBS = {"decide": decide, "mirror": mirror, "send": send}

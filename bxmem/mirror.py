@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
+from .errors import ExitCode
 from .ledger import Ledger, edit_item
 from .ledger_events import EDIT, decided_edit, is_decided
 from .log import log
 from .rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
 from .sources.journal import Edit, field_of, read_edits, text_spec
-from .store import JobLock, read_json, write_json
+from .jobrun import run_locked
+from .store import read_json, write_json
 
 STATE_FILE = "mirror.json"
 KEY_FILE = "entry.key"
@@ -44,6 +46,26 @@ class MirrorReport:
     decided: Counter = field(default_factory=Counter)  # by "role/reason"
     skipped_lines: int = 0
     events: list[dict] = field(default_factory=list)
+
+    # What the command prints (jobs.finish writes it): the report knows its own output.
+    def notice(self) -> str | None:
+        return "another mirror is running; this one has nothing to do" if self.busy else None
+
+    def as_json(self, config: Config) -> dict:  # scripts get an object in every case
+        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())),
+                "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+
+    def summary(self, config: Config) -> str | None:
+        if self.busy or not self.decided:
+            return None
+        total = sum(self.decided.values())
+        nowhere = sum(n for key, n in self.decided.items() if key.startswith("none/"))
+        return (f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local"
+                + ("; local-only, nothing will be sent" if config.local_only else ""))
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK  # mirror waits on nothing that can be down
 
 
 def _fresh_state() -> dict:
@@ -212,16 +234,17 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
 
 def run(config: Config) -> MirrorReport:
     report = MirrorReport()
-    state_dir = config.paths.ensure_state_dir()
-    lock = JobLock(state_dir / "mirror.lock")
-    if not lock.acquire():
-        report.busy = True
-        return report
-    with lock:
+    already: dict[str, dict] = {}
+    secret = b""
+
+    def load(state_dir: Path, ledger: Ledger) -> dict:
+        nonlocal secret
         secret = _secret(state_dir)
         state = _load_state(state_dir, secret)
-        ledger = Ledger(config.paths.ledger)
-        already = _recover(state, ledger)
+        already.update(_recover(state, ledger))
+        return state
+
+    def work(state: dict, ledger: Ledger) -> None:
         model = Model(state, secret)
 
         def warn(message: str) -> None:
@@ -243,12 +266,12 @@ def run(config: Config) -> MirrorReport:
             state["ledger_size"] = ledger.append(report.events)
         elif already:
             state["ledger_size"] = ledger.size()
+
+    def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir)
-    from .index import refresh
 
-    refresh(config.paths)
-    return report
+    return run_locked(config, "mirror", report, load, work, save)
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:

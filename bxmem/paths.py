@@ -1,8 +1,6 @@
-"""Where things live: config file, Boxmaker home, bxmem's own state.
-
-The defaults are platformdirs' Linux (XDG) rules, worked out in fastpath.py
-and held to platformdirs by a test: importing platformdirs itself costs
-17 ms, twice a bare interpreter start, on paths that run every few seconds.
+"""Where things live: config file, Boxmaker home, bxmem's own state, as
+Paths. The precedence and the defaults are decided in where.py (stdlib only,
+shared with the idle fast path); this module checks what the config says.
 """
 
 from __future__ import annotations
@@ -13,22 +11,14 @@ from pathlib import Path
 
 from .errors import ConfigInvalid
 
-CONFIG_ENV = "BXMEM_CONFIG"
-HOME_ENV = "BOXMAKER_HOME"
+from . import where
+from .where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
 
 
 def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
-    """`--config PATH`, else `BXMEM_CONFIG`, else the platform's config dir; and
-    who named it: "--config", "$BXMEM_CONFIG", or None for the default path
-    (the only one that may be absent)."""
-    if explicit:
-        return Path(explicit), "--config"
-    env = os.environ.get(CONFIG_ENV)
-    if env:
-        return Path(env), f"${CONFIG_ENV}"
-    from .fastpath import default_config_path
-
-    return Path(default_config_path()), None
+    """where.config_source as a Path."""
+    path, named_by = where.config_source(explicit)
+    return Path(path), named_by
 
 
 def check_named(path: Path, named_by: str | None) -> None:
@@ -105,7 +95,7 @@ class Paths:
     @property
     def state(self) -> Path:
         """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
-        return self.memory / "bxmem"
+        return Path(where.state_dir(self.home))
 
     @property
     def broker_socket(self) -> Path:
@@ -128,15 +118,10 @@ def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None
     section = raw.get("paths") or {}
     if not isinstance(section, dict):
         raise ConfigInvalid("[paths] must be a table")
-    home_value = home_override or os.environ.get(HOME_ENV) or section.get("home")
-    if home_value is not None and not isinstance(home_value, (str, os.PathLike)):
-        raise ConfigInvalid("[paths] home must be a string")
-    if home_value:
-        home = Path(home_value).expanduser()
-    else:
-        from .fastpath import default_home
-
-        home = Path(default_home())
+    home_value = None if where.named_home(home_override) else section.get("home")
+    if home_value is not None and not isinstance(home_value, str):
+        raise ConfigInvalid("[paths] home must be a string")  # checked only when it is the one used, as the schema checks it anyway
+    home = Path(where.home(home_override, home_value))
     run_value = section.get("run")
     if run_value is not None and not isinstance(run_value, str):
         raise ConfigInvalid("[paths] run must be a string")

@@ -16,7 +16,6 @@ from .labels import higher_class
 from .sanitize import find_secret
 
 Role = Literal["trusted", "untrusted", "fleet"]
-Class = Literal["public", "private", "secret"]
 
 PEER_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 

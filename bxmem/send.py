@@ -25,37 +25,17 @@ the requests, the ledger writes, the backoff and the keys.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config, read_key
+from .jobrun import run_locked
 from .ledger import Ledger
 from .outbox import Outbox
 from .retry import Hold
+from .send_report import SendReport
 from .send_runner import RUN_BUDGET_S, Sender
-from .store import JobLock
 
 __all__ = ["RUN_BUDGET_S", "SendReport", "Sender", "run", "write_idle_summary"]
-
-
-@dataclass
-class SendReport:
-    busy: bool = False
-    local_only: bool = False
-    waiting_until: float | None = None
-    sent: int = 0
-    messages: int = 0
-    requests: int = 0
-    failed: int = 0
-    outage: str | None = None
-    stopped: list[str] = field(default_factory=list)
-    pending: int = 0
-    held: int = 0  # items waiting behind an in-doubt attempt (retry.Hold)
-    settle_at: float | None = None  # when the first of those may be looked up
-
-    @property
-    def degraded(self) -> bool:
-        return bool(self.outage or self.waiting_until or self.stopped)
 
 
 def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
@@ -63,22 +43,24 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
         return SendReport(local_only=True)
     for workspace in config.workspaces():
         read_key(workspace)  # an unreadable or exposed key stops the job at start, with the reason
-    state_dir = config.paths.ensure_state_dir()
-    lock = JobLock(state_dir / "send.lock")
-    if not lock.acquire():
-        return SendReport(busy=True)
-    with lock:
-        ledger = Ledger(config.paths.ledger)
-        box = Outbox.load(state_dir, ledger)
-        report = SendReport()
-        sender = Sender(config, box, ledger, report, clock, rng)
+    report = SendReport()
+    senders: list[Sender] = []
+
+    def load(state_dir: Path, ledger: Ledger) -> Outbox:
+        return Outbox.load(state_dir, ledger)  # the outbox is send's state, recovered from the ledger
+
+    def work(box: Outbox, ledger: Ledger) -> None:
+        senders.append(Sender(config, box, ledger, report, clock, rng))
         try:
-            sender.run()
+            senders[0].run()
         finally:
-            sender.close()
-            box.save(state_dir)
-            write_idle_summary(config, box, state_dir, sender._hold)
-    return report
+            senders[0].close()
+
+    def save(state_dir: Path, box: Outbox) -> None:
+        box.save(state_dir)
+        write_idle_summary(config, box, state_dir, senders[0]._hold if senders else None)
+
+    return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
 
 
 def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None) -> None:

@@ -11,7 +11,7 @@ import pytest
 from bxmem.config_schema import (
     HonchoSection,
     RawConfig,
-    ReadSource,
+    ReadSection,
     SendSection,
     validate,
 )
@@ -49,7 +49,7 @@ def test_docs_config_describes_every_key_the_schema_accepts():
     text = DOCS["docs/config.md"].read_text()
     tables = {
         "[honcho]": HonchoSection,
-        "[[honcho.read]]": ReadSource,
+        "[[honcho.read]]": ReadSection,
         "[send]": SendSection,
     }
     for heading, model in tables.items():
@@ -78,3 +78,12 @@ def test_the_documented_home_precedence_is_the_code_s(monkeypatch, tmp_path):
             f"{name} does not say that $BOXMAKER_HOME wins over [paths] home"
         )
         assert "else $BOXMAKER_HOME" not in path.read_text()
+
+
+def test_the_plain_config_classes_take_exactly_the_schemas_fields():
+    """One list of Honcho fields per layer: config.py's plain classes are built
+    from the schema's model_dump, so a field added to one and not the other fails here."""
+    from bxmem import config
+
+    assert set(config.HonchoSettings.__slots__) == set(HonchoSection.model_fields)
+    assert set(config.ReadSource.__slots__) == set(ReadSection.model_fields)

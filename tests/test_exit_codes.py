@@ -54,8 +54,9 @@ def test_every_command_has_a_row_and_every_code_a_meaning():
 
 def _functions() -> dict[str, list[ast.FunctionDef]]:
     """Each command's own code: its function in cli.py, and for the timer jobs
-    and recall the functions the lean path runs instead."""
-    trees = {name: ast.parse((ROOT / "bxmem" / f"{name}.py").read_text()) for name in ("cli", "jobs", "lean")}
+    and recall the functions both paths run (jobs.py), with the job report's exit_code."""
+    reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
+    trees = {name: ast.parse((ROOT / "bxmem" / f"{name}.py").read_text()) for name in ("cli", "jobs", *reports.values())}
     defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     out: dict[str, list[ast.FunctionDef]] = {}
     for (mod, name), node in defs.items():
@@ -66,9 +67,10 @@ def _functions() -> dict[str, list[ast.FunctionDef]]:
                 group = {"app": "", "config_app": "config ", "index_app": "index "}[decorator.func.value.id]
                 command = group + (decorator.args[0].value if decorator.args else name)
                 out[command] = [node]
-    for job in ("decide", "mirror", "send"):
-        out[job].append(defs[("jobs", job)])
-    out["recall"].append(defs[("lean", "_run_recall")])
+    for job, module in reports.items():
+        out[job] += [defs[("jobs", job)], defs[("jobs", "finish")]]
+        out[job] += [node for node in ast.walk(trees[module]) if isinstance(node, ast.FunctionDef) and node.name == "exit_code"]
+    out["recall"].append(defs[("jobs", "recall")])
     return out
 
 

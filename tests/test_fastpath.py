@@ -13,7 +13,13 @@ from conftest import ledger_events, run_bxmem, write_log
 
 from bxmem import config as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.fastpath import is_idle
+from bxmem.fastpath import is_idle as _is_idle
+from bxmem.grammar import parse
+
+
+def is_idle(argv: list[str]) -> bool:
+    """The entry point's order: argv parsed once, the parse handed to the fast path."""
+    return _is_idle(parse(argv))
 
 
 def test_decide_idle_until_a_log_grows_or_appears(home, brokerd, configure):
@@ -78,7 +84,7 @@ def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
 def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
     import platformdirs
 
-    from bxmem import fastpath
+    from bxmem import where
 
     for xdg in (None, "", str(tmp_path / "xdg")):
         for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
@@ -86,8 +92,8 @@ def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
                 monkeypatch.delenv(variable, raising=False)
             else:
                 monkeypatch.setenv(variable, xdg)
-        assert fastpath.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
-        assert fastpath.default_home() == platformdirs.user_data_dir("boxmaker")
+        assert where.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
+        assert where.default_home() == platformdirs.user_data_dir("boxmaker")
 
 
 def test_fast_path_finds_home_through_the_config_file(home, brokerd, configure, monkeypatch, config_file):
@@ -133,27 +139,21 @@ def test_mirror_idle_until_the_journal_grows(home, configure):
 
 
 def test_the_command_is_the_first_word_not_an_option(home, brokerd, configure, tmp_path):
-    from bxmem.lean import command_at
-
-    assert command_at(["--config", "send", "decide"]) == 2  # "send" is the config file's name here
-    assert command_at(["-q", "recall", "send"]) == 1
-    assert command_at(["--json"]) is None
+    assert parse(["bxmem", "--config", "send", "decide"]).command == "decide"  # "send" is the config file's name here
+    assert parse(["bxmem", "-q", "recall", "send"]).command == "recall"
+    assert parse(["bxmem", "--json"]) is None
     configure("http://127.0.0.1:9")
     result = run_bxmem("recall", "send", "--json")  # a query that is a job's name
     assert result.returncode == 7 and '"hits": []' in result.stdout
 
 
 def test_one_parser_for_the_lean_and_idle_paths():
-    from bxmem.lean import parse
-
-    job = {"flags": ("--json", "-q", "-v")}
-    assert parse(["--config", "a.toml", "--json"], **job) == {"--config": "a.toml", "json": True}
-    assert parse(["--config=a.toml", "-q"], **job) == {"--config": "a.toml", "quiet": True}
-    assert parse(["--help"], **job) is None and parse(["stray"], **job) is None
-    recall = {"valued": ("--config", "-k"), "flags": ("--json",), "positional": True}
-    assert parse(["backups", "-k", "3"], **recall) == {"query": "backups", "-k": "3"}
-    assert parse(["--", "-k"], **recall) == {"query": "-k"}
-    assert parse(["a", "b"], **recall) is None  # two queries: the full CLI says what is wrong
+    assert parse(["bxmem", "decide", "--config", "a.toml", "--json"]).options == {"config": "a.toml", "json": True}
+    assert parse(["bxmem", "--config=a.toml", "send", "-q"]).options == {"config": "a.toml", "quiet": True}
+    assert parse(["bxmem", "send", "--help"]) is None and parse(["bxmem", "send", "stray"]) is None
+    assert parse(["bxmem", "recall", "backups", "-k", "3"]).options == {"query": "backups", "k": "3"}
+    assert parse(["bxmem", "recall", "--", "-k"]).options == {"query": "-k"}
+    assert parse(["bxmem", "recall", "a", "b"]) is None  # two queries: the full CLI says what is wrong
 
 
 def test_a_non_numeric_k_goes_to_the_full_cli(home, configure):
@@ -280,3 +280,14 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
         os.close(controller)
     assert result.returncode == 0
     assert len([e for e in ledger_events(home) if e["ev"] == "decided"]) == 2
+
+
+def test_the_fast_path_expands_a_home_named_with_a_tilde(home, brokerd, monkeypatch, tmp_path):
+    """The home's precedence is where.home for every path: the fast path looked
+    for "~/h/memory/bxmem" literally, found no summary, and ran the job every time."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("BOXMAKER_HOME", "~/h")
+    (tmp_path / "h").mkdir()
+    run_bxmem("decide")
+    assert (tmp_path / "h" / "memory" / "bxmem" / "idle-decide.marshal").exists()
+    assert is_idle(["bxmem", "decide"])

@@ -18,33 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bxmem"
 MAX_LINES = 400
 
-# Known violations, listed one by one so that a new one fails and a fixed one
-# (an XPASS under strict=True) forces its entry to be removed. Issue 14 items
-# 1, 5 and 7 remove them; when they land these sets are empty.
-KNOWN_RING = frozenset(
-    {
-        # One ring of 12, held together by function-level imports (issue 14 items
-        # 1 and 6): config -> fastpath -> lean -> jobs -> decide/mirror/send ->
-        # config, with paths -> fastpath, lean -> recall -> honcho -> config, and
-        # send -> retry/send_edits -> honcho -> config.
-        "bxmem.config",
-        "bxmem.decide",
-        "bxmem.fastpath",
-        "bxmem.honcho",
-        "bxmem.jobs",
-        "bxmem.lean",
-        "bxmem.mirror",
-        "bxmem.paths",
-        "bxmem.recall",
-        "bxmem.retry",
-        "bxmem.send",
-        "bxmem.send_edits",
-        "bxmem.send_messages",
-        "bxmem.send_plan",
-        "bxmem.send_runner",
-    }
-)
-KNOWN_OVERSIZE: frozenset[str] = frozenset()
 
 
 def module_name(path: Path) -> str:
@@ -200,39 +173,15 @@ def test_the_graph_sees_every_kind_of_import(tmp_path):
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_new_import_cycle():
-    """Any cycle outside the known ring fails now, naming the modules."""
-    graph = import_graph()
-    new = [cycle for cycle in cycles(graph) if not _ring(cycle[0], graph) <= KNOWN_RING]
-    assert not new, "import cycles:\n" + report(new, graph)
-
-
-@pytest.mark.xfail(strict=True, reason="issue 14 item 1: the config -> fastpath -> lean -> jobs ring (KNOWN_RING)")
 def test_no_import_cycle():
+    """No cycle among bxmem's modules, counting imports inside functions: a cycle
+    works only as long as every import in it stays inside a function."""
     graph = import_graph()
     found = cycles(graph)
     assert not found, "import cycles:\n" + report(found, graph)
 
 
-def test_the_known_ring_lists_only_modules_still_in_it():
-    """An entry of KNOWN_RING that left every cycle must be removed (so it cannot hide a new one)."""
-    graph = import_graph()
-    in_cycles = {module for cycle in cycles(graph) for module in _ring(cycle[0], graph)}
-    assert KNOWN_RING - in_cycles == set(), f"no longer in a cycle, remove from KNOWN_RING: {sorted(KNOWN_RING - in_cycles)}"
-
-
-def _size_params():
-    for path in MODULES.values():
-        relative = path.relative_to(ROOT).as_posix()
-        marks = (
-            [pytest.mark.xfail(strict=True, reason=f"issue 14 item 5: {relative} is being split")]
-            if relative in KNOWN_OVERSIZE
-            else []
-        )
-        yield pytest.param(path, id=relative, marks=marks)
-
-
-@pytest.mark.parametrize("path", list(_size_params()))
+@pytest.mark.parametrize("path", list(MODULES.values()), ids=lambda path: path.relative_to(ROOT).as_posix())
 def test_no_module_over_400_lines(path: Path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines (at most {MAX_LINES}): split it"
@@ -264,10 +213,6 @@ def _only_a_marker(path: Path) -> bool:
 
 # Listed one by one, each a strict xfail (issue 14 item 9): removing the name
 # makes its entry XPASS, which forces the entry out.
-KNOWN_DEAD = {
-    "bxmem/index.py": {"SNIPPET_CHARS"},  # recall.py has its own, the one in use
-    "bxmem/rules.py": {"Class"},  # labels.py names the classes
-}
 READERS = [
     *sorted(PACKAGE.rglob("*.py")),
     *sorted((ROOT / "tests").glob("*.py")),
@@ -333,13 +278,7 @@ def _reads_by_module(parsed: dict[Path, ast.Module]) -> dict[str, set[str]]:
 
 def _dead_params():
     for name, path in MODULES.items():
-        relative = path.relative_to(ROOT).as_posix()
-        marks = (
-            [pytest.mark.xfail(strict=True, reason=f"issue 14 item 9: unused {sorted(KNOWN_DEAD[relative])}")]
-            if relative in KNOWN_DEAD
-            else []
-        )
-        yield pytest.param(name, path, id=relative, marks=marks)
+        yield pytest.param(name, path, id=path.relative_to(ROOT).as_posix())
 
 
 @pytest.fixture(scope="module")

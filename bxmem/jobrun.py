@@ -1,0 +1,46 @@
+"""The skeleton the three timer jobs share, written once.
+
+lock → state (read, then recovered from the ledger) → the job's work →
+save (state, then the idle summary) → unlock → index refresh. A second run
+of the same job finds the lock taken and reports busy. decide and mirror save
+only a finished run (a crash is recovered from the ledger next time); send
+saves its outbox checkpoint even when a run stops with an error, because the
+ledger lines it has written are already folded into it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from .config import Config
+from .ledger import Ledger
+from .store import JobLock
+
+R = TypeVar("R")
+
+
+def run_locked(config: Config, name: str, report: R, load: Callable, work: Callable, save: Callable, *,
+               save_on_error: bool = False, refresh_index: bool = True) -> R:
+    """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
+    `report` gets busy=True when another run holds the lock."""
+    state_dir = config.paths.ensure_state_dir()
+    lock = JobLock(state_dir / f"{name}.lock")
+    if not lock.acquire():
+        report.busy = True  # type: ignore[attr-defined]
+        return report
+    with lock:
+        ledger = Ledger(config.paths.ledger)
+        state = load(state_dir, ledger)
+        if save_on_error:
+            try:
+                work(state, ledger)
+            finally:
+                save(state_dir, state)
+        else:
+            work(state, ledger)
+            save(state_dir, state)
+    if refresh_index:
+        from .index import refresh
+
+        refresh(config.paths)
+    return report

@@ -1,0 +1,124 @@
+"""One grammar for the lean path and typer (issue 14, item 1).
+
+grammar.py describes the lean commands' options once. Every command line it
+accepts, generated here from its tables, must run the same way through the
+lean path (bxmem.entry.main) and through typer forced (cli.run_cli): the same
+stdout, the same stderr, the same exit code. The argv shapes come from the
+tables, so an option added to grammar.py is tested without touching this file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+
+import pytest
+import typer
+
+from bxmem import cli, entry, grammar, recall
+from bxmem.grammar import COMMANDS, GLOBAL, POSITIONAL, VALUED, parse
+
+MISSING = "/nonexistent/bxmem.toml"
+
+
+def _value(key: str, config: str) -> str:
+    return {"config": config, "k": "3"}[key]
+
+
+def _forms(name: str, key: str, config: str) -> list[list[str]]:
+    """Each way grammar.py accepts the option written: flag, NAME VALUE, --NAME=VALUE."""
+    if name not in VALUED:
+        return [[name]]
+    value = _value(key, config)
+    return [[name, value]] + ([[f"{name}={value}"]] if name.startswith("--") else [])
+
+
+def argv_shapes(config: str) -> list[list[str]]:
+    """Every command × every option (each name and form) alone, every pair of
+    distinct options in one form, globals before and after the command word,
+    and the positional before, after or behind `--`."""
+    shapes = []
+    for command, own in COMMANDS.items():
+        options = [(name, key, "global") for name, key in GLOBAL.items()] + [(name, key, "own") for name, key in own.items()]
+        positional = POSITIONAL.get(command)
+        tails = [[]] if not positional else [["backups"], ["--", "-dash-query"], [""]]
+
+        def place(chosen, tail, globals_first):
+            before, after = [], []
+            for words, where in chosen:
+                (before if where == "global" and globals_first else after).extend(words)
+            if tail and tail[0] == "--":
+                return ["bxmem", *before, command, *after, *tail]
+            return ["bxmem", *before, command, *tail, *after]
+
+        singles = [[(form, where)] for name, key, where in options for form in _forms(name, key, config)]
+        pairs = [[(_forms(a, ka, config)[-1], wa), (_forms(b, kb, config)[0], wb)]
+                 for (a, ka, wa), (b, kb, wb) in itertools.combinations(options, 2) if ka != kb]
+        for chosen in [[]] + singles + pairs:
+            for tail in tails:
+                for globals_first in (True, False):
+                    shapes.append(place(chosen, tail, globals_first))
+    unique = {tuple(s): s for s in shapes}
+    return list(unique.values())
+
+
+def test_the_shapes_are_what_the_lean_path_accepts(config_file):
+    shapes = argv_shapes(str(config_file))
+    assert len(shapes) > 200
+    declined = [s for s in shapes if parse(s) is None]
+    assert not declined, f"the generator made command lines grammar.py declines: {declined[:3]}"
+
+
+def _run(fn, argv, capsys, home) -> tuple[str, str, int]:
+    shutil.rmtree(home)
+    home.mkdir()  # the same path every run: a log line names it
+    code = fn(argv)
+    out, err = capsys.readouterr()
+    return out, err, code
+
+
+@pytest.mark.parametrize("config", ["named", "missing"])
+def test_every_lean_command_line_runs_the_same_through_typer(config, config_file, home, capsys, monkeypatch):
+    monkeypatch.setattr("bxmem.render.nonce", lambda: "n0nce")  # recall's frame is random otherwise
+    path = str(config_file) if config == "named" else MISSING
+    differ = []
+    for argv in argv_shapes(path):
+        lean = _run(entry.main, argv, capsys, home)
+        full = _run(lambda a: cli.run_cli(a[1:]), argv, capsys, home)
+        if lean != full:
+            differ.append((argv, lean, full))
+    assert not differ, f"{len(differ)} command lines differ, the first: {differ[0]}"
+
+
+def test_typer_declares_every_option_of_the_grammar():
+    group = typer.main.get_command(cli.app)
+    main_options = {opt for p in group.params for opt in p.opts}
+    assert set(GLOBAL) <= main_options
+    for command, own in COMMANDS.items():
+        params = {opt: p for p in group.commands[command].params for opt in p.opts}
+        for name in [*GLOBAL, *own]:
+            assert name in params, f"bxmem {command} {name}: typer does not know it"
+            assert params[name].is_flag == (name not in VALUED), f"bxmem {command} {name}: flag or value differ"
+    assert group.commands["recall"].params[[p.name for p in group.commands["recall"].params].index("k")].default == recall.DEFAULT_K
+
+
+@pytest.mark.parametrize("argv, blamed", [
+    (["decide", "-q", "--bogus"], "No such option: --bogus"),  # typer blamed -q
+    (["recall", "foo", "--config", "X", "-k", "x"], "Invalid value for '-k'"),  # typer said "No such option: --config"
+    (["send", "--json", "-v", "--bogus"], "No such option: --bogus"),
+])
+def test_typer_blames_the_wrong_word_not_a_global_option(argv, blamed, capsys):
+    assert parse(["bxmem", *argv]) is None
+    assert entry.main(["bxmem", *argv]) == 2
+    assert blamed in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["recall", "q", "-k=3"],  # click reads "=3"
+    ["recall", "q", "-k", "²"],  # a digit int() refuses
+    ["decide", "--config="], ["decide", "--config", ""], ["decide", "--config", "-q"],
+    ["--json", "decide"],  # a command's option before the command
+    ["recall", "a", "b"], ["recall"], ["decide", "--json=yes"], ["-q", "--", "send"],
+])
+def test_shapes_typer_reads_otherwise_are_left_to_typer(argv):
+    assert parse(["bxmem", *argv]) is None
