@@ -130,6 +130,22 @@ def validate_output(kind: str, data: dict) -> dict:
 
 
 @pytest.fixture(autouse=True)
+def bxmem_logger():
+    """Each test starts with the bxmem logger as a fresh process has it and leaves
+    it so: an in-process run's log.setup() binds a handler to that test's
+    captured stderr, which a later test would otherwise still write to."""
+    import logging
+
+    from bxmem.log import log
+
+    saved = (log.handlers[:], log.propagate, log.level)
+    log.handlers[:], log.propagate, log.level = [], True, logging.NOTSET
+    yield
+    log.handlers[:], log.propagate = saved[0], saved[1]
+    log.setLevel(saved[2])
+
+
+@pytest.fixture(autouse=True)
 def output_contract(monkeypatch: pytest.MonkeyPatch):
     """In-process: every RecallResult and AskResult made is rendered and validated.
     Subprocesses: run_bxmem validates their --json stdout."""
