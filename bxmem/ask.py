@@ -137,7 +137,7 @@ class _Job:
     peer: str | None  # None: list the workspace, then workspace chat
     ends: float = 0.0
     thread: threading.Thread | None = None
-    outcome: tuple[str, object] | None = None
+    outcome: tuple[str, str | list[str]] | None = None  # (kind, its text), or ("peers", the peers listed)
 
 
 @dataclass
@@ -163,6 +163,7 @@ class _Run:
     def _client(self, target: Target, ends: float):
         from .honcho import ReadClient
 
+        assert self.config.honcho is not None  # targets() refuses a local-only config
         workspace = self.config.workspace(target.role)
         remaining = max(0.1, ends - time.monotonic())
         return ReadClient(self.config.honcho.url, workspace.name, read_key(workspace),
@@ -259,7 +260,7 @@ def _settle(config: Config, state: _State, job: _Job) -> list[_Job]:
     elif kind == "peer":
         state.parts[job.peer or ""] = str(value)
     elif kind == "peers":
-        state.peers, state.left_out = peers_to_ask(config, state.target, list(value))  # type: ignore[arg-type]
+        state.peers, state.left_out = peers_to_ask(config, state.target, list(value))
         if not state.peers:
             state.failure = "no peer with memory to ask in the workspace"
         return [_Job(state.target, peer) for peer in state.peers]

@@ -11,7 +11,6 @@ import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -48,7 +47,7 @@ def exits(func):
 
 @dataclass
 class Options:
-    config: Optional[Path]
+    config: Path | None
     verbose: bool
     quiet: bool
 
@@ -65,7 +64,7 @@ def global_options_too(func):
     refuse a command line the lean path runs. Hidden: --help lists them once,
     on bxmem itself. A value given after the command wins, as the later one does."""
     extra = [
-        inspect.Parameter("config_after", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[Path],
+        inspect.Parameter("config_after", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
                           default=typer.Option(None, *_NAMES["config"], metavar="PATH", hidden=True, help=CONFIG_HELP)),
         inspect.Parameter("verbose_after", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                           default=typer.Option(False, *_NAMES["verbose"], hidden=True, help=VERBOSE_HELP)),
@@ -95,7 +94,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     ctx: typer.Context,
-    config: Optional[Path] = typer.Option(None, "--config", metavar="PATH", help=CONFIG_HELP),
+    config: Path | None = typer.Option(None, "--config", metavar="PATH", help=CONFIG_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
@@ -315,8 +314,8 @@ def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @app.command()
 @exits
 def demo(
-    honcho: Optional[str] = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
-    keep: Optional[Path] = typer.Option(
+    honcho: str | None = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
+    keep: Path | None = typer.Option(
         None, "--keep", metavar="DIR", help="Build the sample home in this new or empty directory and keep it."
     ),
 ) -> int:
@@ -357,6 +356,7 @@ def demo(
     from .recall import render_plain
 
     console.print("\n[bold]bxmem recall 'backups nightly' -k 3[/bold] (what the agent sees):")
+    assert result.recall is not None  # run_demo sets it before it returns
     console.print(render_plain(result.recall), markup=False, highlight=False)
     console.print(
         "\nThe ledger (memory/honcho.jsonl) holds every decision and no text. "

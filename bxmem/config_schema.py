@@ -74,7 +74,7 @@ class HonchoSection(_Strict):
         return value.rstrip("/")
 
     @model_validator(mode="after")
-    def _distinct(self) -> "HonchoSection":
+    def _distinct(self) -> HonchoSection:
         own = [self.trusted, self.untrusted, self.fleet]
         if len(set(own)) != 3:
             raise ValueError("trusted, untrusted and fleet must be three different workspaces")
@@ -97,7 +97,7 @@ class SecretFile(_Strict):
 
 
 class SendSection(_Strict):
-    batch: int = Field(1000, ge=1, le=10_000)
+    batch: int = Field(default=1000, ge=1, le=10_000)  # default= by name: what type checkers read
 
 
 class RawConfig(_Strict):
@@ -107,7 +107,7 @@ class RawConfig(_Strict):
     send: SendSection = SendSection()
 
     @model_validator(mode="after")
-    def _secret_names(self) -> "RawConfig":
+    def _secret_names(self) -> RawConfig:
         allowed = {"honcho_trusted", "honcho_untrusted", "honcho_fleet"}
         if self.honcho:
             allowed |= {f"honcho_read_{s.agent}" for s in self.honcho.read}

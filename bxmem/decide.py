@@ -17,19 +17,19 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from .config import Config
 from .errors import ExitCode
+from .jobrun import run_locked
 from .ledger import Ledger, now_iso
-from .ledger_events import TURN, decided_turn, is_decided
+from .ledger_events import TURN, DecidedTurn, decided_turn, is_decided
 from .log import log, runbook
 from .rules import TurnFacts, log_labels, route_turn
 from .sources import brokerd
 from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
-from .jobrun import run_locked
 from .store import read_json, write_json
 
 STATE_FILE = "decide.json"
@@ -102,7 +102,7 @@ def _recover(state: dict, ledger: Ledger) -> None:
                 del state["undecided"][session]
 
 
-def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config, late: bool) -> dict:
+def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config, late: bool) -> DecidedTurn:
     untrusted_by_log, log_class = log_labels(turn["untrusted_by_log"], turn["log_class"], cursor["untrusted"], cursor["class"], late)
     facts = TurnFacts(
         status=turn["status"],
@@ -147,7 +147,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
     def work(state: dict, ledger: Ledger) -> None:
         parked = state["undecided"]
         state["undecided"] = {}
-        buffer: list[dict] = []
+        buffer: list[DecidedTurn] = []
 
         def flush() -> None:
             if buffer:
@@ -195,7 +195,7 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
 
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
-    dormant: dict[str, tuple[str, object]] = {}
+    dormant: dict[str, tuple[str, list[int]]] = {}  # ("size", [inode, offset])
     quiet_since = time.time() - DORMANT_AFTER_S
     for stem, cursor in state["logs"].items():
         if not cursor.get("ignored") and not cursor.get("gone") and cursor["ino"] is not None:

@@ -61,7 +61,7 @@ def dormant_path(state_dir: str | os.PathLike[str], job: str) -> str:
 
 
 def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None,
-                  dormant: dict[str, tuple[str, object]] | None = None, sweep_every: float = 60.0) -> None:
+                  dormant: dict[str, tuple[str, list[int]]] | None = None, sweep_every: float = 60.0) -> None:
     """Written by the slow path at the end of a run (atomically, like all state).
     `dormant` files are compared only once every `sweep_every` seconds."""
     from .store import write_bytes
@@ -141,10 +141,7 @@ def _idle(job: str, explicit: str | None) -> bool:
 
 
 def _unchanged(watch: list) -> bool:
-    for path, kind, value in watch:
-        if _KINDS[kind](path) != value:
-            return False
-    return True
+    return all(_KINDS[kind](path) == value for path, kind, value in watch)
 
 
 def _same_sizes(folder: str, entries: list) -> bool:

@@ -85,7 +85,7 @@ class Index:
         self._db: sqlite3.Connection | None = None
 
     @classmethod
-    def for_state(cls, state_dir: Path) -> "Index":
+    def for_state(cls, state_dir: Path) -> Index:
         return cls(state_dir / INDEX_FILE)
 
     def db(self) -> sqlite3.Connection:
@@ -105,7 +105,7 @@ class Index:
             self._db = db
         return self._db
 
-    def open_readonly(self) -> "Index":
+    def open_readonly(self) -> Index:
         """For recall: never creates the file, never writes, never waits on a writer long."""
         if not self.path.exists():
             raise IndexUnavailable("no local index yet (decide or mirror build it)")

@@ -10,7 +10,8 @@ ledger lines it has written are already folded into it.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from .config import Config
 from .ledger import Ledger

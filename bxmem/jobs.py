@@ -9,6 +9,10 @@ import sys
 
 from .errors import ExitCode
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
 
 def emit_json(value: object) -> None:
     import json  # not at import time: the lean recall without --json does not need it
@@ -32,8 +36,8 @@ class _backlog_progress:
 
     def __init__(self, quiet: bool) -> None:
         self.enabled = not quiet and sys.stderr.isatty()
-        self.bar = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
 
     def __enter__(self):
         return self.update if self.enabled else None
@@ -48,6 +52,7 @@ class _backlog_progress:
                                 transient=True)
             self.bar.start()
             self.task = self.bar.add_task("decide", total=total)
+        assert self.task is not None  # added with the bar
         self.bar.update(self.task, completed=done)
 
     def __exit__(self, *exc) -> None:
@@ -99,9 +104,8 @@ def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: 
 def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool = False, quiet: bool = False) -> int:
     """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
     k None: recall.DEFAULT_K (the only place the default is written)."""
-    from . import recall as recall_module
-
     from . import config as config_module
+    from . import recall as recall_module
 
     # No logging set up: recall logs nothing, and `logging` would cost the agent's every call ~5 ms.
     config = config_module.load(config_path)

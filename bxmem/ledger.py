@@ -25,6 +25,7 @@ from .errors import StorageError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from typing import BinaryIO
 
 LEDGER_VERSION = 1
@@ -57,7 +58,7 @@ class ReadResult:
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
 
 
-def append_lines(path: Path, records: list[dict], what: str) -> int:
+def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
     """Append JSON lines to an append-only file under an exclusive flock on the
     file itself, close off a torn last line first, fsync, return the new size.
     The journal's writers (memoryd, `bxmem undo`) and the ledger's share this."""
@@ -108,7 +109,7 @@ class Ledger:
         except FileNotFoundError:
             return 0
 
-    def append(self, events: list[dict]) -> int:
+    def append(self, events: Sequence[Mapping[str, object]]) -> int:
         """Append whole lines under the lock, fsync, and return the new size."""
         if not events:
             return self.size()

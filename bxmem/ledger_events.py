@@ -132,7 +132,7 @@ class KeyRefused(Event):
     ws: str
     status: int | None
     secret: str
-    key: str | None  # the key file's fingerprint, never the key
+    key: list[int] | None  # the key file's fingerprint (config.key_fingerprint), never the key
 
 
 class KeyResumed(Event):
@@ -228,7 +228,7 @@ def created_session(ws: str, hsession: str, session: str, n: int, peers: list[st
     return cast(Created, event(CREATED, ws=ws, what="session", id=hsession, session=session, n=n, peers=peers))
 
 
-def key_refused(ws: str, status: int | None, secret: str, key: str | None) -> KeyRefused:
+def key_refused(ws: str, status: int | None, secret: str, key: list[int] | None) -> KeyRefused:
     return cast(KeyRefused, event(KEY_REFUSED, ws=ws, status=status, secret=secret, key=key))
 
 

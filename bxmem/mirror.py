@@ -22,18 +22,19 @@ import hashlib
 import hmac
 import os
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
 from .errors import ExitCode
+from .jobrun import run_locked
 from .ledger import Ledger, edit_item
-from .ledger_events import EDIT, decided_edit, is_decided
+from .ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
 from .log import log
 from .rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
 from .sanitize import find_secret, neutralise
 from .sources.journal import Edit, field_of, read_edits, text_spec
-from .jobrun import run_locked
 from .store import read_json, write_json
 
 STATE_FILE = "mirror.json"
@@ -45,7 +46,7 @@ class MirrorReport:
     busy: bool = False
     decided: Counter = field(default_factory=Counter)  # by "role/reason"
     skipped_lines: int = 0
-    events: list[dict] = field(default_factory=list)
+    events: list[Mapping[str, object]] = field(default_factory=list)  # this run's decided lines
 
     # What the command prints (jobs.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
@@ -195,7 +196,7 @@ def _edit_facts(record: dict, model: Model) -> EditFacts:
     return EditFacts(live, entry_secret=find_secret(entry), entry_chars=len(neutralise(entry)))
 
 
-def _decide_one(edit: Edit, model: Model, config: Config) -> dict:
+def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
     if edit.op == "undo":
         target_id = edit.record.get("target")
         target = model.state["edits"].get(target_id) if isinstance(target_id, str) else None

@@ -9,9 +9,8 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import ConfigInvalid
-
 from . import where
+from .errors import ConfigInvalid
 from .where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
 
 

@@ -22,6 +22,10 @@ from .errors import UsageError
 from .labels import FLEET_LABEL, label_of, read_tag
 from .sanitize import neutralise
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 LOCAL_TIMEOUT_S = 2.0
 HONCHO_TIMEOUT_S = 5.0
 SNIPPET_CHARS = 600
@@ -138,6 +142,7 @@ def _probe(url: str, timeout: float) -> None:
 
 
 def _client(config: Config, role: str):
+    assert config.honcho is not None  # recall() adds the Honcho sources only when [honcho] is set
     _probe(config.honcho.url, HONCHO_TIMEOUT_S)
     from .honcho import ReadClient
 
@@ -149,6 +154,7 @@ def _client(config: Config, role: str):
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     from .honcho import Missing
 
+    assert config.honcho is not None  # as in _client
     tag = read_tag(source.trust)
     with _client(config, f"read:{source.agent}") as client:
         messages = client.search(query, k)
@@ -165,8 +171,8 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     concluded = [Hit(source.agent, tag, source.class_, snippet(str(c.get("content") or "")), agent=source.agent,
                      peer=_id(c.get("observer_id")), where="conclusion", workspace=ws, session=_id(c.get("session_id")),
                      date=_id(c.get("created_at"))) for c in conclusions]
-    merged = []  # each list is ranked by the server: interleave them
-    for pair in zip(made, concluded):
+    merged: list[Hit] = []  # each list is ranked by the server: interleave them
+    for pair in zip(made, concluded, strict=False):  # the longer list's tail is added below
         merged.extend(pair)
     longer = made if len(made) > len(concluded) else concluded
     merged.extend(longer[min(len(made), len(concluded)):])
@@ -174,6 +180,7 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
+    assert config.honcho is not None  # as in _client
     with _client(config, "fleet") as client:
         found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
     others = [m for m in found if m.get("peer_id") != config.honcho.agent
@@ -213,7 +220,7 @@ def _describe(exc: BaseException) -> str:
     from .index import IndexUnavailable
 
     if type(exc).__name__ in ("Unavailable", "Refused", "KeyRefused", "Missing"):
-        return exc.kind  # a HonchoError: checked by name, so honcho.py (httpx) need not be imported
+        return exc.kind  # type: ignore[attr-defined]  # a HonchoError: checked by name, so honcho.py (httpx) need not be imported
     if isinstance(exc, (IndexUnavailable, SourceUnavailable)):
         return str(exc)
     return type(exc).__name__
@@ -223,24 +230,26 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     check_query(query)
     if not 1 <= k <= 100:
         raise UsageError("-k must be between 1 and 100")
-    sources: list[tuple[str, float, object]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
     if config.honcho:
+        from functools import partial  # loaded already: threading imports it
+
         for source in config.honcho.read:
-            sources.append((source.agent, HONCHO_TIMEOUT_S, lambda s=source: _read_source(config, s, query, k)))
+            sources.append((source.agent, HONCHO_TIMEOUT_S, partial(_read_source, config, source, query, k)))
         sources.append(("fleet", HONCHO_TIMEOUT_S, lambda: _fleet(config, query, k)))
     return run_sources(sources, k)
 
 
-def run_sources(sources: list[tuple[str, float, object]], k: int) -> RecallResult:
+def run_sources(sources: list[tuple[str, float, Callable[[], list[Hit]]]], k: int) -> RecallResult:
     """Each source on a daemon thread with its own deadline from the same start:
     a source that does not answer in time is abandoned, never waited for."""
-    outcomes: dict[str, tuple[str, object]] = {}
+    outcomes: dict[str, list[Hit] | str] = {}  # a source's hits, or why it has none
 
-    def work(name: str, fn) -> None:
+    def work(name: str, fn: Callable[[], list[Hit]]) -> None:
         try:
-            outcomes[name] = ("ok", fn())
+            outcomes[name] = fn()
         except Exception as exc:  # a source's failure is its own: one unavailable line
-            outcomes[name] = ("error", _describe(exc))
+            outcomes[name] = _describe(exc)
 
     start = time.monotonic()
     threads = []
@@ -250,14 +259,14 @@ def run_sources(sources: list[tuple[str, float, object]], k: int) -> RecallResul
         threads.append(thread)
     result = RecallResult()
     per_source: dict[str, list[Hit]] = {}
-    for (name, limit, _fn), thread in zip(sources, threads):
+    for (name, limit, _fn), thread in zip(sources, threads, strict=True):  # a thread per source
         thread.join(max(0.0, start + limit - time.monotonic()))
-        status, value = outcomes.get(name, ("timeout", f"no answer within {limit:g} s"))
-        if status == "ok":
-            result.answered.append(name)
-            per_source[name] = value
+        outcome = outcomes.get(name, f"no answer within {limit:g} s")
+        if isinstance(outcome, str):
+            result.unavailable[name] = outcome
         else:
-            result.unavailable[name] = value
+            result.answered.append(name)
+            per_source[name] = outcome
     ranked = [_units(per_source.get(name, [])) for name, _limit, _fn in sources]
     for position in range(max((len(r) for r in ranked), default=0)):
         for units in ranked:
@@ -282,9 +291,12 @@ def _units(hits: list[Hit]) -> list[list[Hit]]:
 # nearest messages, however far. A Honcho hit is kept only when it shares a
 # word with the query (casefolded, words cut to their first 5 letters, the
 # commonest English words ignored), as every local hit does (docs/decisions.md).
-_STOP = frozenset("a an and are as at be but by can did do does for from had has have how i if in is it its me my "
-                  "no not of on or our so that the their then there these they this to was we were what when where "
-                  "which who why will with you your".split())
+_STOP = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "did", "do", "does", "for", "from", "had",
+    "has", "have", "how", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
+    "our", "so", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "we", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+})
 
 
 def _stems(text: str) -> set[str]:

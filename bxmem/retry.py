@@ -11,7 +11,7 @@ item waits, and so does everything that must not overtake it (`Hold`).
 from __future__ import annotations
 
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 FIRST_DELAY_S = 5.0
 MAX_DELAY_S = 600.0
@@ -45,7 +45,7 @@ def settle_wait_s() -> float:
 
 def iso(t: float) -> str:
     """`t` as the ledger writes times (ledger.now_iso)."""
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def attempt_time(attempt: dict) -> float | None:

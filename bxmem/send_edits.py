@@ -19,6 +19,7 @@ from .sources.loopd import session_id_problem
 if TYPE_CHECKING:
     from .config import Config, HonchoSettings
     from .honcho import WorkspaceClient
+    from .ledger_events import Attempt
     from .outbox import Outbox
 
 
@@ -34,7 +35,7 @@ class EditActions:
         *,
         record: Callable[..., None],  # Sender.record: ledger lines, folded into the outbox
         client: Callable[[str], WorkspaceClient],
-        attempt: Callable[..., dict],  # an attempt line timed by the run's clock
+        attempt: Callable[..., Attempt],  # an attempt line timed by the run's clock
         fail: Callable[..., None],  # Sender.fail: failed lines, counted and logged
         succeeded: Callable[[], None],  # Honcho answered: an outage is over
     ) -> None:
@@ -165,7 +166,7 @@ class EditActions:
 
 def merge_ids(present: dict[int, str], sent_now: list[dict], new_ids: list[str]) -> list[str]:
     merged = dict(present)
-    for message, message_id in zip(sent_now, new_ids):
+    for message, message_id in zip(sent_now, new_ids, strict=True):  # one id per message (add_messages checks)
         merged[message["metadata"]["part"]] = message_id
     return [merged[k] for k in sorted(merged)]
 

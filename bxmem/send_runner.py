@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import random
 import time
+from typing import TYPE_CHECKING
 
+from . import ledger_events
 from .config import Config, key_fingerprint, read_key
 from .honcho import (
     KeyRefused,
@@ -22,7 +24,6 @@ from .honcho import (
     configuration_for,
 )
 from .lanes import Call, Lane
-from . import ledger_events
 from .ledger import Ledger, now_iso
 from .log import log, runbook
 from .outbox import Outbox
@@ -39,6 +40,11 @@ from .send_plan import (
     opening,
     sendable,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from .ledger_events import Attempt
 
 # No new request starts after this long, so one run ends within
 # RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
@@ -66,7 +72,7 @@ class Sender:
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
         self._background: list[Call] = []
-        self._held: list[dict] = []  # ledger lines that may wait for the next append
+        self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.messages = Messages(ledger, config.paths.logs, self.honcho.agent)
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self._fail, succeeded=self._succeeded)
@@ -74,7 +80,7 @@ class Sender:
 
     # --- plumbing -------------------------------------------------------------------
 
-    def record(self, events: list[dict], *, durable: bool = True) -> None:
+    def record(self, events: Sequence[Mapping[str, object]], *, durable: bool = True) -> None:
         """Append to the ledger, then fold the ledger's new lines into the outbox.
 
         `durable=False` holds the lines back until the next append (at the latest
@@ -86,13 +92,15 @@ class Sender:
         if not durable:
             self._held.extend(events)
             return
-        self.ledger.append(self._held + events)
+        self.ledger.append([*self._held, *events])
         self._held = []
         self.box.catch_up(self.ledger)
 
-    def _attempt(self, **fields: object) -> dict:
+    def _attempt(self, *, items: list[str], ws: str, session: str | None, hsession: str | None = None,
+                 parts: dict[str, int] | None = None) -> Attempt:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
-        return ledger_events.attempt(iso(self.clock()), **fields)  # type: ignore[arg-type]
+        return ledger_events.attempt(iso(self.clock()), items=items, ws=ws, session=session, hsession=hsession,
+                                     parts=parts)
 
     def flush(self) -> None:
         if self._held:
@@ -172,10 +180,11 @@ class Sender:
                     continue
                 self._open(unit.group)
                 # While this group's messages are posted, plan the next group and
-                # open its session on the second connection.
+                # open its session on the second connection. The lambda runs inside
+                # _send_group, before the loop moves on: late binding cannot bite.
                 planned: list[Unit | None] = []
                 try:
-                    self._send_group(unit.group, meanwhile=lambda: planned.append(self._plan_ahead(planner, unit.group)))
+                    self._send_group(unit.group, meanwhile=lambda: planned.append(self._plan_ahead(planner, unit.group)))  # noqa: B023
                 finally:
                     upcoming = planned[0] if planned else None
             except KeyRefused as exc:

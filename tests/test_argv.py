@@ -15,7 +15,7 @@ import shutil
 import pytest
 import typer
 
-from bxmem import cli, entry, grammar, recall
+from bxmem import cli, entry, recall
 from bxmem.grammar import COMMANDS, GLOBAL, POSITIONAL, VALUED, parse
 
 MISSING = "/nonexistent/bxmem.toml"
@@ -33,8 +33,17 @@ def _forms(name: str, key: str, config: str) -> list[list[str]]:
     return [[name, value]] + ([[f"{name}={value}"]] if name.startswith("--") else [])
 
 
+def _place(command: str, chosen, tail: list[str], globals_first: bool) -> list[str]:
+    before, after = [], []
+    for words, where in chosen:
+        (before if where == "global" and globals_first else after).extend(words)
+    if tail and tail[0] == "--":
+        return ["bxmem", *before, command, *after, *tail]
+    return ["bxmem", *before, command, *tail, *after]
+
+
 def argv_shapes(config: str) -> list[list[str]]:
-    """Every command × every option (each name and form) alone, every pair of
+    """Every command with every option (each name and form) alone, every pair of
     distinct options in one form, globals before and after the command word,
     and the positional before, after or behind `--`."""
     shapes = []
@@ -43,21 +52,13 @@ def argv_shapes(config: str) -> list[list[str]]:
         positional = POSITIONAL.get(command)
         tails = [[]] if not positional else [["backups"], ["--", "-dash-query"], [""]]
 
-        def place(chosen, tail, globals_first):
-            before, after = [], []
-            for words, where in chosen:
-                (before if where == "global" and globals_first else after).extend(words)
-            if tail and tail[0] == "--":
-                return ["bxmem", *before, command, *after, *tail]
-            return ["bxmem", *before, command, *tail, *after]
-
         singles = [[(form, where)] for name, key, where in options for form in _forms(name, key, config)]
         pairs = [[(_forms(a, ka, config)[-1], wa), (_forms(b, kb, config)[0], wb)]
                  for (a, ka, wa), (b, kb, wb) in itertools.combinations(options, 2) if ka != kb]
         for chosen in [[]] + singles + pairs:
             for tail in tails:
                 for globals_first in (True, False):
-                    shapes.append(place(chosen, tail, globals_first))
+                    shapes.append(_place(command, chosen, tail, globals_first))
     unique = {tuple(s): s for s in shapes}
     return list(unique.values())
 

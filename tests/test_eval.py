@@ -72,7 +72,7 @@ def test_the_fence_check_passes_bxmems_own_frame_with_the_imitations_held_inert(
 
 def test_the_fence_check_sees_each_way_out_of_the_frame():
     honest = _recall_text("some text")
-    head, rest = honest.split("\n", 1)
+    head, _rest = honest.split("\n", 1)
     nonce = head.split()[2].rstrip(":")
     cases = {
         "a header indented": honest.replace("  | some text", "  | some text\n    [2] local | identity | private"),

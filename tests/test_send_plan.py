@@ -115,7 +115,7 @@ def test_a_group_stays_within_one_requests_messages():
     box = outbox(("a1", "a", "kyle"), ("a2", "a", "kyle"), ("a3", "a", "kyle"))
     parts = {"a1": 60, "a2": 40, "a3": 1}
     assert units(planner(box, parts=parts)[0]) == [("a1", ["a1", "a2"]), ("a3", ["a3"])]
-    assert 60 + 40 == honcho.MAX_BATCH
+    assert honcho.MAX_BATCH == 60 + 40
 
 
 def test_edits_and_in_doubt_turns_are_units_of_their_own_and_a_recent_attempt_holds_its_session():

@@ -14,10 +14,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from . import sample
 from .brokerd import StubBrokerd
+
+if TYPE_CHECKING:
+    from ..recall import RecallResult
 
 
 @dataclass
@@ -31,7 +35,7 @@ class DemoResult:
     sent: int = 0
     messages: int = 0
     sync: dict = field(default_factory=dict)
-    recall: object = None
+    recall: RecallResult | None = None  # set once the jobs have run
 
 
 def new_run_id() -> str:

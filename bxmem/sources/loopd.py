@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..labels import higher_class, tool_result_label
 from ..sanitize import find_secret
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from io import BufferedReader
 
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")  # leaves room for the -2, -3 suffixes
 
@@ -161,16 +165,17 @@ class SpanReader:
 
     def __init__(self) -> None:
         self._path: Path | None = None
-        self._file = None
+        self._file: BufferedReader | None = None
 
     def text(self, path: Path, span: list[int]) -> str:
         """The `text` field of the log line at `span`; ValueError if it is not there any more."""
-        if path != self._path:
+        file = self._file
+        if file is None or path != self._path:
             self.close()
-            self._file = open(path, "rb")
-            self._path = path
-        self._file.seek(span[0])
-        raw = self._file.read(span[1])
+            file = open(path, "rb")  # noqa: SIM115 - kept open across calls, closed by close()
+            self._file, self._path = file, path
+        file.seek(span[0])
+        raw = file.read(span[1])
         if len(raw) != span[1]:
             raise ValueError("the log is shorter than when the turn was decided")
         record = json.loads(raw)
@@ -184,7 +189,7 @@ class SpanReader:
             self._file.close()
         self._file = self._path = None
 
-    def __enter__(self) -> "SpanReader":
+    def __enter__(self) -> SpanReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
