@@ -126,9 +126,16 @@ def _reason(exc: BaseException) -> str:
 
     if isinstance(exc, HonchoError):
         return exc.kind
-    if isinstance(exc, LookupError):
-        return str(exc)
+    if isinstance(exc, _NoWorkspace):
+        return _NoWorkspace.reason
     return type(exc).__name__
+
+
+class _NoWorkspace(Exception):
+    """The workspace lists no peers: it does not exist yet, or holds no memory.
+    Its own class, so no other lookup error's text can become a reason."""
+
+    reason = "the workspace does not exist yet"
 
 
 @dataclass
@@ -180,7 +187,7 @@ class _Run:
                     return
                 listed = client.peer_ids()
                 if not listed:
-                    raise LookupError("the workspace does not exist yet")
+                    raise _NoWorkspace
                 if self.workspace_chat is not False:
                     try:
                         body = client.chat(self.question, self.reasoning, self._left(job))

@@ -189,7 +189,7 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     hits = [Hit("fleet", *FLEET_LABEL, snippet(str(m.get("content") or "")), peer=_id(m.get("peer_id")),
                 where="note", workspace=ws, session=_id(m.get("session_id")), date=_id(m.get("created_at")))
             for m in others]
-    return _pair_retractions(hits)[:k]
+    return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 
 def _id(value: object) -> str | None:
@@ -268,11 +268,21 @@ def run_sources(sources: list[tuple[str, float, Callable[[], list[Hit]]]], k: in
             result.answered.append(name)
             per_source[name] = outcome
     ranked = [_units(per_source.get(name, [])) for name, _limit, _fn in sources]
-    for position in range(max((len(r) for r in ranked), default=0)):
-        for units in ranked:
-            if position < len(units):  # a retracted note and its retraction are one unit: never split
-                result.hits.extend(units[position][: max(0, k - len(result.hits))])
+    turns = [units[at] for at in range(max(map(len, ranked), default=0)) for units in ranked if at < len(units)]
+    result.hits.extend(hit for unit in _fitting(turns, k) for hit in unit)
     return bound(result)
+
+
+def _fitting(units: list[list[Hit]], k: int) -> list[list[Hit]]:
+    """The units, in order, that fit in k hits. A retracted note and its retraction
+    are one unit and never split: one that no longer fits is left out whole."""
+    taken: list[list[Hit]] = []
+    room = k
+    for unit in units:
+        if len(unit) <= room:
+            taken.append(unit)
+            room -= len(unit)
+    return taken
 
 
 def _units(hits: list[Hit]) -> list[list[Hit]]:

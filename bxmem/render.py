@@ -25,8 +25,8 @@ Stdlib only: the lean recall path imports it.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 
 from .sanitize import neutralise
 
@@ -58,7 +58,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def nonce() -> str:
-    return secrets.token_hex(8)
+    # os.urandom is what secrets.token_hex reads, without importing secrets
+    # (random, hashlib and OpenSSL, hmac, base64: about 4.5 ms of every recall).
+    return os.urandom(8).hex()
 
 
 def field(value: object, chars: int = FIELD_CHARS) -> str:

@@ -118,11 +118,12 @@ def test_one_deadline_for_the_whole_command(keyed):
     for three workspaces, while brokerd waits 170 s)."""
     keyed.workspace_chat = True
     keyed.chat_never_answers = True
-    started = time.monotonic()
     result = run_bxmem("ask", "--json", "--deadline", "1.5", "-w", "own", "-w", "untrusted", "-w", "fleet", "--", "hi?")
-    elapsed = time.monotonic() - started
     assert result.returncode == 7
-    assert elapsed < 1.5 + 2.5  # the deadline, plus the interpreter's start
+    # Per-chat limits alone would have started the third chat once a slot freed (at
+    # 150 s); one deadline for the command ends it with the third never started.
+    # (Its wall time is measured in bench/run, never timed here.)
+    assert len([r for r in keyed.requests if r.path.endswith("/chat")]) == 2
     assert json.loads(result.stdout)["unavailable"] == [
         {"workspace": "own", "reason": "no answer within 1.5 s"},
         {"workspace": "untrusted", "reason": "no answer within 1.5 s"},

@@ -88,3 +88,14 @@ def test_send_unit_outlasts_a_send_run():
     assert timeout > send.RUN_BUDGET_S + honcho.CONNECT_TIMEOUT + honcho.READ_TIMEOUT
     for service in (ROOT / "systemd").glob("*.service"):
         assert "SuccessExitStatus=3" in service.read_text()
+
+
+def test_agent_tools_lists_exactly_the_codes_recall_and_ask_can_return():
+    """The host-facing table in docs/agent-tools.md is the exit-code table's rows for
+    recall and ask together, no more and no less."""
+    from bxmem.errors import COMMAND_EXITS
+
+    text = (ROOT / "docs" / "agent-tools.md").read_text()
+    section = text[text.index("## Exit codes"):text.index("## What the host does with the output")]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
+    assert documented == set(COMMAND_EXITS["recall"]) | set(COMMAND_EXITS["ask"])

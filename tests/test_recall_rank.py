@@ -70,3 +70,17 @@ def test_a_honcho_hit_must_share_a_word_with_the_query():
     assert keep("when do we deploy", "deployment moved to friday")  # words are compared by their first 5 letters
     assert not keep("marmoset budget", "the gecko migration is scheduled for june")
     assert not keep("what is the budget", "what is the plan")  # stop words do not count
+
+
+def test_a_retraction_pair_is_never_split_at_the_k_boundary():
+    """With one slot left, a note and its retraction are left out together and the
+    next single hit takes the slot; the fleet source's own cut to k does the same."""
+    pair = recall._pair_retractions([_hit("fleet", "the capybara mirror is flaky", peer="ea"),
+                                     _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
+                                     _hit("fleet", "the capybara cache", peer="ea")])
+    near = [_hit("ea", f"near miss {n}") for n in range(3)]
+    sources = [("local", 1.0, lambda: []), ("ea", 1.0, lambda: near), ("fleet", 1.0, lambda: pair)]
+    assert [h.text for h in recall.run_sources(sources, 2).hits] == ["near miss 0", "near miss 1"]
+    assert [h.text for h in recall.run_sources(sources, 3).hits] == [
+        "near miss 0", "the capybara mirror is flaky", "retracted: the capybara mirror is flaky"]
+    assert [h.text for unit in recall._fitting(recall._units(pair), 1) for h in unit] == ["the capybara cache"]
