@@ -309,7 +309,7 @@ def _result(states: dict[str, _State]) -> AskResult:
     return result
 
 
-# --- output ----------------------------------------------------------------------------
+# --- what jobs.show writes: the model-facing text (framed as recall's) and the JSON contract ---
 
 
 def render_plain(result: AskResult) -> str:

@@ -118,7 +118,7 @@ def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool 
         emit_json(recall_module.render_json(result))
     else:
         sys.stdout.write(recall_module.render_plain(result) + "\n")
-    return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
+    return result.exit_code
 
 
 def config_check(config, as_json: bool) -> int:
