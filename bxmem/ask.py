@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .config import Config, read_key
-from .errors import Refused, UsageError
+from .errors import ExitCode, Refused, UsageError
 from .labels import OWN_LABELS, label_of, read_tag
 
 ASK_TIMEOUT_S = 150.0
@@ -75,6 +75,17 @@ class AskResult:
     @property
     def klass(self) -> str:
         return label_of(self.answers)[1]
+
+    # What the command prints (jobs.show writes it): the result knows its own output.
+    def as_json(self) -> dict:
+        return render_json(self)
+
+    def lines(self) -> list[str]:
+        return [render_plain(self)]
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK if self.answers else ExitCode.UNAVAILABLE
 
 
 def targets(config: Config, names: list[str]) -> list[Target]:
@@ -298,7 +309,7 @@ def _result(states: dict[str, _State]) -> AskResult:
     return result
 
 
-# --- output ----------------------------------------------------------------------------
+# --- what jobs.show writes: the model-facing text (framed as recall's) and the JSON contract ---
 
 
 def render_plain(result: AskResult) -> str:

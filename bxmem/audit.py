@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .config import Config, read_key
+from .errors import ExitCode
 from .ledger import Ledger, ReadResult
 from .ledger_events import DECIDED, SENT
 from .outbox import Outbox
@@ -40,6 +41,20 @@ class AuditReport:
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
         self.discrepancies.append({"kind": kind, "workspace": workspace, **what})
+
+    # What the command prints (jobs.show writes it): the report knows its own output.
+    def as_json(self) -> dict:
+        return {"workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
+                "discrepancies": self.discrepancies}
+
+    def lines(self) -> list[str]:
+        out = [f"audited {', '.join(self.workspaces)}: {self.messages} messages, {self.conclusions} conclusions"]
+        out += ["  " + " ".join(f"{k}={v}" for k, v in d.items()) for d in self.discrepancies]
+        return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.ATTENTION if self.discrepancies else ExitCode.OK
 
 
 def _expected(config: Config) -> tuple[dict[str, str | None], dict[str, tuple[str | None, int]], Outbox]:

@@ -1,23 +1,22 @@
 """The command line: one small function per command over the typed core.
 
-This is the only module that knows about typer, rich, stdout and exit codes.
-Everything it calls can be used and tested without it.
+This is the only module that knows about typer. Each command parses, calls the
+core, and hands the result to jobs.py, which writes all command output and
+gives the exit code. Everything it calls can be used and tested without it.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
-from . import __version__
+from . import __version__, jobs
 from .errors import BxmemError, ExitCode, Refused, boundary
 from .grammar import GLOBAL
-from .jobs import emit_json as _emit_json
 from .recall import DEFAULT_K
 
 app = typer.Typer(
@@ -87,7 +86,7 @@ def global_options_too(func):
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"bxmem {__version__}")
+        jobs.show_text(f"bxmem {__version__}")
         raise typer.Exit()
 
 
@@ -104,20 +103,16 @@ def main(
 
 def _setup(ctx: typer.Context, job: str):
     """Logging for the job, then the validated configuration (or ConfigInvalid)."""
-    from .jobs import setup
-
     options: Options = ctx.obj
-    return setup(job, options.config, options.verbose, options.quiet)
+    return jobs.setup(job, options.config, options.verbose, options.quiet)
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 
 
 def _job(name: str, ctx: typer.Context, as_json: bool) -> int:
-    from .jobs import JOBS
-
     options: Options = ctx.obj
-    return JOBS[name](options.config, as_json=as_json, verbose=options.verbose, quiet=options.quiet)
+    return jobs.JOBS[name](options.config, as_json=as_json, verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()
@@ -156,16 +151,7 @@ def undo(
     """Take back a memory edit: journal an undo and reverse it in Honcho at the next send."""
     from . import undo as undo_job
 
-    config = _setup(ctx, "undo")
-    result = undo_job.run(config, edit_id, dry_run=dry_run)
-    if as_json:
-        _emit_json({"target": result.target, "undo_id": result.undo_id, "written": result.written, "effects": result.effects})
-        return ExitCode.OK
-    head = f"would undo {edit_id} (dry run, nothing written)" if dry_run else f"undid {edit_id} as {result.undo_id}"
-    typer.echo(head)
-    for effect in result.effects:
-        typer.echo(f"  Honcho: {effect}")
-    return ExitCode.OK
+    return jobs.show(undo_job.run(_setup(ctx, "undo"), edit_id, dry_run=dry_run), as_json)
 
 
 @app.command()
@@ -178,10 +164,8 @@ def recall(
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
-    from .jobs import recall as run_recall
-
     options: Options = ctx.obj
-    return run_recall(options.config, query, k, as_json, verbose=options.verbose, quiet=options.quiet)
+    return jobs.recall(options.config, query, k, as_json, verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()
@@ -201,12 +185,7 @@ def ask(
     from . import ask as ask_module
 
     config = _setup(ctx, "ask")
-    result = ask_module.ask(config, question, workspace, reasoning, deadline)
-    if as_json:
-        _emit_json(ask_module.render_json(result))
-    else:
-        typer.echo(ask_module.render_plain(result))
-    return ExitCode.OK if result.answers else ExitCode.UNAVAILABLE
+    return jobs.show(ask_module.ask(config, question, workspace, reasoning, deadline), as_json)
 
 
 @app.command()
@@ -219,9 +198,7 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     from .paths import check_named, config_source
 
     check_named(*config_source(ctx.obj.config))  # the definitions need no config, but a named one that is missing is a mistake to report
-
-    typer.echo(tools_module.render(fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
-    return ExitCode.OK
+    return jobs.show_text(tools_module.render(fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
 @index_app.command("rebuild")
@@ -236,8 +213,7 @@ def index_rebuild(ctx: typer.Context) -> int:
     applied, warning = index.update(config.paths, rebuild=True)
     if warning:
         raise BxmemError(warning)
-    typer.echo(f"rebuilt the local index: {applied} turns and edits applied, {index.Index.for_state(config.paths.state).count()} entries")
-    return ExitCode.OK
+    return jobs.index_rebuilt(applied, index.Index.for_state(config.paths.state).count())
 
 
 @app.command()
@@ -253,35 +229,8 @@ def sync(
 
     config = _setup(ctx, "sync")
     if retry_failed:
-        items = sync_module.retry_failed(config)
-        typer.echo(f"re-queued {len(items)} failed item(s); the next bxmem send sends them" if items else "no failed items")
-    report = sync_module.status(config)
-    if as_json:
-        _emit_json(report)
-    else:
-        _render_sync(report)
-    return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
-
-
-def _console():
-    """rich for a person at a terminal. Off one (journald, a pipe, mail) nothing
-    is wrapped or cut: a line is as long as what it says."""
-    from rich.console import Console
-
-    tty = sys.stdout.isatty()
-    return Console(highlight=False, soft_wrap=not tty, width=None if tty else 100_000)
-
-
-def _render_sync(report: dict, console=None) -> None:
-    """sync's lines (sync.lines), escaped: a name like `[honcho]` is text, never markup."""
-    from rich.markup import escape
-
-    from .sync import lines
-
-    console = console or _console()
-    for line in lines(report):
-        head, attention, rest = line.partition("attention: ")
-        console.print(f"[bold red]attention:[/bold red] {escape(rest)}" if attention and not head else escape(line))
+        jobs.sync_requeued(sync_module.retry_failed(config))
+    return jobs.show_sync(sync_module.status(config), as_json)
 
 
 @app.command()
@@ -298,17 +247,8 @@ def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     try:
         report = audit_module.audit(config)
     except HonchoError as exc:
-        typer.echo(f"audit incomplete: {exc}", err=True)
-        return ExitCode.UNAVAILABLE
-    if as_json:
-        _emit_json({"workspaces": report.workspaces, "messages": report.messages, "conclusions": report.conclusions,
-                    "discrepancies": report.discrepancies})
-    else:
-        typer.echo(f"audited {', '.join(report.workspaces)}: {report.messages} messages, {report.conclusions} conclusions")
-        for d in report.discrepancies:
-            typer.echo("  " + " ".join(f"{k}={v}" for k, v in d.items()))
-        typer.echo("no discrepancies" if not report.discrepancies else f"{len(report.discrepancies)} discrepancies")
-    return ExitCode.ATTENTION if report.discrepancies else ExitCode.OK
+        return jobs.incomplete("audit", exc)
+    return jobs.show(report, as_json)
 
 
 @app.command()
@@ -325,48 +265,12 @@ def demo(
     run sends to three new workspaces named for it, and prints their names; it never
     writes to a workspace an earlier run or a real agent uses.
     """
-    from rich.markup import escape
-    from rich.table import Table
-
     from .demo import run_demo
-    from .demo.sample import SESSIONS
     from .log import log, setup
 
     setup("demo", quiet=True)
     log.setLevel("ERROR")  # the demo explains its warnings (a late brokerd) itself
-    console = _console()
-    result = run_demo(honcho, keep)
-    where = "kept" if result.kept else "temporary, removed at the end; --keep DIR keeps it"
-    console.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {escape(str(result.home))} ({where})")
-    if result.workspaces:  # named for this run, so the owner can find (and delete) exactly them
-        console.print(f"this run's workspaces on {escape(honcho or '')}: {escape(', '.join(result.workspaces.values()))}")
-    for session, (_state, _lines, why) in SESSIONS.items():
-        console.print(f"  [cyan]{escape(session)}[/cyan]: {escape(why)}")
-    console.print()
-    for note in result.notes:
-        console.print(f"- {escape(note)}")
-    table = Table(title="Where each turn and memory edit went (from the ledger)")
-    for column in ("session", "item", "destination", "why"):
-        table.add_column(column)
-    for row in result.rows:
-        table.add_row(*(escape(cell) for cell in row))
-    console.print(table)
-    console.print("\n[bold]bxmem sync[/bold] (the owner's view):")
-    _render_sync(result.sync, console)
-    from .recall import render_plain
-
-    console.print("\n[bold]bxmem recall 'backups nightly' -k 3[/bold] (what the agent sees):")
-    assert result.recall is not None  # run_demo sets it before it returns
-    console.print(render_plain(result.recall), markup=False, highlight=False)
-    console.print(
-        "\nThe ledger (memory/honcho.jsonl) holds every decision and no text. "
-        "A turn that read outside content never goes to the trusted workspace; a secret one goes nowhere."
-    )
-    if not result.kept:
-        base = result.home.parent
-        console.print(f"The temporary folder {escape(str(base))} " + (
-            "could not be removed: remove it by hand." if base.exists() else "has been removed."))
-    return ExitCode.OK
+    return jobs.show_demo(run_demo(honcho, keep), honcho)
 
 
 @config_app.command("check")
@@ -374,9 +278,7 @@ def demo(
 @global_options_too
 def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Validate bxmem.toml and print the resolved paths and workspaces (never a key)."""
-    from .jobs import config_check as run_check
-
-    return run_check(_setup(ctx, "config"), as_json)
+    return jobs.config_check(_setup(ctx, "config"), as_json)
 
 
 def run_cli(args: list[str]) -> int:

@@ -1,6 +1,10 @@
-"""The lean commands (the three timer jobs and recall) as one function each:
-logging, configuration, the run, and what it prints. Shared by the CLI and
-the lean path, so both behave alike; the only place their output is written.
+"""All command output, in one place. The lean commands (the three timer jobs
+and recall) as one function each: logging, configuration, the run, and what
+it prints, shared by the CLI and the lean path so both behave alike. Then
+what the other commands print, from the result cli.py hands over.
+
+Nothing heavy at import time: the lean path imports this module, so rich
+(and typer's echo) are imported only inside the functions that write through them.
 """
 
 from __future__ import annotations
@@ -114,7 +118,7 @@ def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool 
         emit_json(recall_module.render_json(result))
     else:
         sys.stdout.write(recall_module.render_plain(result) + "\n")
-    return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
+    return result.exit_code
 
 
 def config_check(config, as_json: bool) -> int:
@@ -156,3 +160,118 @@ def config_check(config, as_json: bool) -> int:
 
 
 JOBS = {"decide": decide, "mirror": mirror, "send": send}
+
+
+# --- the commands the lean path does not run: cli.py runs them and hands the result here ----
+
+
+def _echo(text: str, err: bool = False) -> None:
+    """Through typer's echo, as these commands always wrote (off a terminal it strips
+    ANSI escapes, say from an item id Honcho holds), so their bytes stay the same.
+    Only cli.py runs these, with typer loaded already; the lean commands write
+    sys.stdout, as importing typer would cost them."""
+    from typer import echo
+
+    echo(text, err=err)
+
+
+def show(result, as_json: bool) -> int:
+    """undo, ask and audit: the result's JSON object or its lines on stdout; its exit code."""
+    if as_json:
+        emit_json(result.as_json())
+    else:
+        for line in result.lines():
+            _echo(line)
+    return result.exit_code
+
+
+def show_text(text: str) -> int:
+    """A command whose output is one text (`tools`, `--version`)."""
+    _echo(text)
+    return ExitCode.OK
+
+
+def incomplete(what: str, exc: BaseException) -> int:
+    """A command that could not finish because a server did not answer (`audit`)."""
+    _echo(f"{what} incomplete: {exc}", err=True)
+    return ExitCode.UNAVAILABLE
+
+
+def index_rebuilt(applied: int, entries: int) -> int:
+    return show_text(f"rebuilt the local index: {applied} turns and edits applied, {entries} entries")
+
+
+def sync_requeued(items: list[str]) -> None:
+    """`sync --retry-failed`: said before the status is gathered, as the items go back."""
+    _echo(f"re-queued {len(items)} failed item(s); the next bxmem send sends them" if items else "no failed items")
+
+
+def show_sync(report: dict, as_json: bool) -> int:
+    from .sync import exit_code
+
+    if as_json:
+        emit_json(report)
+    else:
+        render_sync(report)
+    return exit_code(report)
+
+
+def console():
+    """rich for a person at a terminal. Off one (journald, a pipe, mail) nothing
+    is wrapped or cut: a line is as long as what it says."""
+    from rich.console import Console
+
+    tty = sys.stdout.isatty()
+    return Console(highlight=False, soft_wrap=not tty, width=None if tty else 100_000)
+
+
+def render_sync(report: dict, out=None) -> None:
+    """sync's lines (sync.lines), escaped: a name like `[honcho]` is text, never markup."""
+    from rich.markup import escape
+
+    from .sync import lines
+
+    out = out or console()
+    for line in lines(report):
+        head, attention, rest = line.partition("attention: ")
+        out.print(f"[bold red]attention:[/bold red] {escape(rest)}" if attention and not head else escape(line))
+
+
+def show_demo(result, honcho: str | None) -> int:
+    """`bxmem demo`: what happened to the sample home, for a person reading it."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .demo.sample import SESSIONS
+    from .recall import render_plain
+
+    out = console()
+    where = "kept" if result.kept else "temporary, removed at the end; --keep DIR keeps it"
+    out.print(f"[bold]bxmem demo[/bold]: sample Boxmaker home at {escape(str(result.home))} ({where})")
+    if result.workspaces:  # named for this run, so the owner can find (and delete) exactly them
+        out.print(f"this run's workspaces on {escape(honcho or '')}: {escape(', '.join(result.workspaces.values()))}")
+    for session, (_state, _lines, why) in SESSIONS.items():
+        out.print(f"  [cyan]{escape(session)}[/cyan]: {escape(why)}")
+    out.print()
+    for note in result.notes:
+        out.print(f"- {escape(note)}")
+    table = Table(title="Where each turn and memory edit went (from the ledger)")
+    for column in ("session", "item", "destination", "why"):
+        table.add_column(column)
+    for row in result.rows:
+        table.add_row(*(escape(cell) for cell in row))
+    out.print(table)
+    out.print("\n[bold]bxmem sync[/bold] (the owner's view):")
+    render_sync(result.sync, out)
+    out.print("\n[bold]bxmem recall 'backups nightly' -k 3[/bold] (what the agent sees):")
+    assert result.recall is not None  # run_demo sets it before it returns
+    out.print(render_plain(result.recall), markup=False, highlight=False)
+    out.print(
+        "\nThe ledger (memory/honcho.jsonl) holds every decision and no text. "
+        "A turn that read outside content never goes to the trusted workspace; a secret one goes nowhere."
+    )
+    if not result.kept:
+        base = result.home.parent
+        out.print(f"The temporary folder {escape(str(base))} " + (
+            "could not be removed: remove it by hand." if base.exists() else "has been removed."))
+    return ExitCode.OK

@@ -18,7 +18,7 @@ import threading
 import time
 
 from .config import Config, read_key
-from .errors import UsageError
+from .errors import ExitCode, UsageError
 from .labels import FLEET_LABEL, label_of, read_tag
 from .relevance import shares_a_word
 from .sanitize import neutralise
@@ -72,6 +72,10 @@ class RecallResult:
     @property
     def klass(self) -> str:
         return label_of(self.hits)[1]
+
+    @property
+    def exit_code(self) -> int:  # what jobs.recall exits with: no source answered is UNAVAILABLE
+        return ExitCode.OK if self.answered else ExitCode.UNAVAILABLE
 
 
 def snippet(text: str) -> str:
@@ -299,49 +303,23 @@ def _units(hits: list[Hit]) -> list[list[Hit]]:
 
 
 
-# --- output, shared by the CLI and the lean path --------------------------------------
+# --- what jobs.recall writes: the model-facing text (render.py frames it) and the JSON contract ---
 
 SCHEMA = "bxmem.recall/1"
-
-
-def _header(n: int, hit: Hit) -> str:
-    from .render import field
-
-    parts = [f"[{n}] {field(hit.source)}", field(hit.tag), field(hit.klass)]
-    parts += [f"{name} {field(value)}" for name, value in (("peer", hit.peer), ("session", hit.session),
-                                                          ("date", (hit.date or "")[:10])) if value]
-    if hit.where:
-        parts.append(field(hit.where))
-    if hit.retracted:
-        parts.append("retracted")
-    return " | ".join(parts)
-
-
-def _frame(result: RecallResult, tag: str) -> tuple[str, list[str], str]:
-    from .render import closing, field, opening
-
-    count = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''}"
-    tail = [f"{field(source)}: unavailable ({field(reason)})" for source, reason in result.unavailable.items()]
-    if result.omitted:
-        tail.append(f"({result.omitted} more hit{'s' if result.omitted != 1 else ''} left out: the output is kept "
-                    "within its token budget)")
-    if not result.hits:
-        tail.insert(0, "(no hits)")
-    return opening("recall", tag, (result.untrusted, result.klass), count), tail, closing("recall", tag)
 
 
 def bound(result: RecallResult) -> RecallResult:
     """Keep the model-facing text within MAX_TOKENS (estimated): hits in rank order,
     the last one that does not fit cut to what does, the rest left out and counted."""
-    from .render import MAX_TOKENS, block_tokens, estimate_tokens, fit_tokens
+    from .render import MAX_TOKENS, block_tokens, estimate_tokens, fit_tokens, recall_frame, recall_header
 
     hits, result.hits = result.hits, []
     result.omitted = len(hits)  # the frame is sized with the longest count line it may need
-    head, tail, end = _frame(result, "0" * 16)
+    head, tail, end = recall_frame(result, "0" * 16)
     # 8 spare: the label and the count in the real frame may differ a little from these
     used = 8 + sum(estimate_tokens(line) + 1 for line in (head, *tail, end))
     for n, hit in enumerate(hits, 1):
-        header = estimate_tokens(_header(n, hit)) + 1
+        header = estimate_tokens(recall_header(n, hit)) + 1
         room = MAX_TOKENS - used - header
         body = block_tokens(hit.text)
         if body > room:
@@ -357,12 +335,12 @@ def bound(result: RecallResult) -> RecallResult:
 
 def render_plain(result: RecallResult) -> str:
     """The model-facing text (render.py says why nothing stored can forge a line of it)."""
-    from .render import content, nonce
+    from .render import content, nonce, recall_frame, recall_header
 
-    head, tail, end = _frame(result, nonce())
+    head, tail, end = recall_frame(result, nonce())
     lines = [head]
     for n, hit in enumerate(result.hits, 1):
-        lines.append(_header(n, hit))
+        lines.append(recall_header(n, hit))
         lines.extend(content(hit.text))
     return "\n".join(lines + tail + [end])
 

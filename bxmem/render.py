@@ -30,6 +30,10 @@ import re
 
 from .sanitize import neutralise
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from .recall import Hit, RecallResult
+
 CONTENT = "  | "
 MAX_TOKENS = 1_200
 FIELD_CHARS = 64
@@ -108,3 +112,27 @@ def fit_tokens(text: str, tokens: int) -> str:
         else:
             high = mid - 1
     return cut(text, low) if low else ""
+
+
+def recall_header(n: int, hit: Hit) -> str:
+    """A recall hit's header line: its source, tag and class, then what else is known of it."""
+    parts = [f"[{n}] {field(hit.source)}", field(hit.tag), field(hit.klass)]
+    parts += [f"{name} {field(value)}" for name, value in (("peer", hit.peer), ("session", hit.session),
+                                                          ("date", (hit.date or "")[:10])) if value]
+    if hit.where:
+        parts.append(field(hit.where))
+    if hit.retracted:
+        parts.append("retracted")
+    return " | ".join(parts)
+
+
+def recall_frame(result: RecallResult, tag: str) -> tuple[str, list[str], str]:
+    """recall's opening fence, the lines after its hits (unavailable sources, what was left out), its closing fence."""
+    count = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''}"
+    tail = [f"{field(source)}: unavailable ({field(reason)})" for source, reason in result.unavailable.items()]
+    if result.omitted:
+        tail.append(f"({result.omitted} more hit{'s' if result.omitted != 1 else ''} left out: the output is kept "
+                    "within its token budget)")
+    if not result.hits:
+        tail.insert(0, "(no hits)")
+    return opening("recall", tag, (result.untrusted, result.klass), count), tail, closing("recall", tag)

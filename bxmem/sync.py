@@ -10,6 +10,7 @@ import time
 from datetime import datetime
 
 from .config import Config
+from .errors import ExitCode
 from .ledger import Ledger
 from .ledger_events import requeued
 from .outbox import Outbox
@@ -125,6 +126,11 @@ def retry_failed(config: Config) -> list[str]:
     if items:
         ledger.append([requeued(item) for item in items])
     return items
+
+
+def exit_code(report: dict) -> int:
+    """sync's exit code: ATTENTION when the report names anything the owner should see to."""
+    return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
 
 
 def age_text(seconds: float | None) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from . import mirror
 from .config import Config
-from .errors import NotFound, Refused
+from .errors import ExitCode, NotFound, Refused
 from .ledger import Ledger, edit_item, now_iso
 from .outbox import Outbox
 from .rules import plan_undo
@@ -27,6 +27,19 @@ class UndoResult:
     undo_id: str | None
     written: bool
     effects: list[str] = field(default_factory=list)
+
+    # What the command prints (jobs.show writes it): the result knows its own output.
+    def as_json(self) -> dict:
+        return {"target": self.target, "undo_id": self.undo_id, "written": self.written, "effects": self.effects}
+
+    def lines(self) -> list[str]:
+        # Not written means a dry run: a real one that cannot write raises instead of returning.
+        head = f"undid {self.target} as {self.undo_id}" if self.written else f"would undo {self.target} (dry run, nothing written)"
+        return [head, *(f"  Honcho: {effect}" for effect in self.effects)]
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK
 
 
 def _check(config: Config, edit_id: str, target: dict | None, undone_by: str | None) -> None:

@@ -110,13 +110,13 @@ def test_on_a_terminal_the_lines_are_the_same_text(home, configure):
     """rich renders for a person at a terminal; what it prints is exactly sync's lines."""
     from rich.console import Console
 
-    from bxmem import cli, config, sync
+    from bxmem import config, jobs, sync
 
     configure("http://127.0.0.1:9")
     report = sync.status(config.load(), check=False)
     report["attention"].append("a reason with [red]brackets[/red] and [honcho]")
     buffer = io.StringIO()
-    cli._render_sync(report, Console(file=buffer, force_terminal=True, color_system=None, width=400))
+    jobs.render_sync(report, Console(file=buffer, force_terminal=True, color_system=None, width=400))
     assert buffer.getvalue() == "\n".join(sync.lines(report)) + "\n"
     assert "attention: a reason with [red]brackets[/red] and [honcho]" in buffer.getvalue()
 
