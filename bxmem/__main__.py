@@ -1,5 +1,3 @@
-import sys
+from .entry import console
 
-from .entry import main
-
-sys.exit(main())
+console()
