@@ -97,12 +97,18 @@ def _label(data: dict) -> tuple[bool | None, str | None]:
     return label.get("untrusted"), label.get("class")
 
 
-def recall(stdout: str) -> Recall:
+def _document(stdout: str, schema: str) -> dict | None:
+    """The JSON object on stdout when it is of this contract version, else None."""
     try:
         data = json.loads(stdout)
     except ValueError:
-        return Recall(ok=False, raw_chars=len(stdout))
-    if not isinstance(data, dict) or data.get("schema") != "bxmem.recall/1":
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == schema else None
+
+
+def recall(stdout: str) -> Recall:
+    data = _document(stdout, "bxmem.recall/1")
+    if data is None:
         return Recall(ok=False, raw_chars=len(stdout))
     untrusted, klass = _label(data)
     hits = []
@@ -130,11 +136,8 @@ def _peers_of(item: dict) -> list[str]:
 
 
 def ask(stdout: str) -> Ask:
-    try:
-        data = json.loads(stdout)
-    except ValueError:
-        return Ask(ok=False, raw_chars=len(stdout))
-    if not isinstance(data, dict) or data.get("schema") != "bxmem.ask/1":
+    data = _document(stdout, "bxmem.ask/1")
+    if data is None:
         return Ask(ok=False, raw_chars=len(stdout))
     untrusted, klass = _label(data)
     answers = [Answer(str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""),
