@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .config import Config, read_key
-from .errors import ExitCode, Refused, UsageError
+from .errors import ExitCode, KeyFileInvalid, Refused, UsageError
 from .labels import OWN_LABELS, label_of, read_tag
 
 ASK_TIMEOUT_S = 150.0
@@ -139,6 +139,8 @@ def _reason(exc: BaseException) -> str:
         return exc.kind
     if isinstance(exc, _NoWorkspace):
         return _NoWorkspace.reason
+    if isinstance(exc, KeyFileInvalid):
+        return f"its key file is refused: {exc.problem}"
     return type(exc).__name__
 
 

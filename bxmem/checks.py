@@ -3,8 +3,9 @@ the key files is what it found when it asked, not what a job last recorded.
 
 brokerd is asked one SessionState question under decide's 2 s deadline (the
 request changes nothing, interfaces section 3). Honcho's `/health` is asked
-under recall's 5 s deadline. Key files are read with send's own rules
-(config.read_key), so a key send would refuse is a problem here too. Each
+under recall's 5 s deadline. Key files are read by config.read_key, the one
+reader every command uses, so sync's verdict on a key is send's, recall's and
+ask's. Each
 result carries the time it was made; a check not made says "not checked".
 Both network checks run at once, so sync waits at most the longer deadline.
 """
@@ -96,8 +97,9 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
 
 
 def keys(config: Config) -> list[dict]:
-    """Every configured key file, read as send reads it (mode 600, a regular
-    file, not a link, one ASCII key on one line). The key itself is dropped at once."""
+    """Every configured key file, read as every command reads it (config.read_key:
+    a regular file of this user's, mode 600, at most 8 KiB, one line of printable
+    ASCII; a FIFO is never opened). The key itself is dropped at once."""
     out = []
     for ws in config.workspaces():
         entry = {"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",

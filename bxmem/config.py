@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 from . import where
-from .errors import ConfigInvalid
+from .errors import ConfigInvalid, KeyFileInvalid
 from .paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
@@ -212,42 +212,101 @@ def key_fingerprint(key_file: Path | None) -> list[int] | None:
     return None if key_file is None else stat_fingerprint(key_file)
 
 
+# A Honcho key (a JWT) is a few hundred bytes: this leaves room for any key
+# and refuses, never cuts, a file that cannot be one.
+MAX_KEY_BYTES = 8192
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_PRINTABLE = bytes(range(0x21, 0x7F))  # what a key may hold: printable ASCII, no space
+_LINK = "is a symbolic link; bxmem reads only a regular file as a key, never through a link"
+
+
 def read_key(ws: Workspace) -> Key | None:
     """The workspace's key from its file, or None when no key is configured.
 
-    A key file readable by group or others is refused: a key that other users
-    can read is no longer a secret. So is a symbolic link (see below).
+    The one reader of key files: every command gets the same verdict. Refused
+    (KeyFileInvalid, one line naming the file and what is wrong): anything but a
+    regular file (a symbolic link, a FIFO, a device, a directory, a socket), a
+    file owned by another user, a file open to group or others, a file over
+    MAX_KEY_BYTES, and anything but one line of printable ASCII (a trailing
+    line break allowed). A key that passes is always a valid header value.
     """
     if ws.key_file is None:
         return None
+    return Key(_read_key_file(ws.key_file, ws.secret))
+
+
+def _read_key_file(path: Path, secret: str) -> str:
+    def refused(problem: str, hint: str | None = None) -> KeyFileInvalid:
+        return KeyFileInvalid(secret, path, problem, hint)
+
     try:
-        # O_NOFOLLOW: a symbolic link is refused, not followed. Whoever can write
-        # the key's folder could point a link at another of the owner's files
-        # (another token, mode 600, one line) and have bxmem send it to Honcho
-        # as a bearer key; a regular file they cannot read they cannot copy.
-        fd = os.open(ws.key_file, os.O_RDONLY | os.O_NOFOLLOW)
+        # lstat first: a FIFO is never opened (it would block), nor a device
+        # (opening some has effects), nor a link followed.
+        seen = os.lstat(path)
     except OSError as exc:
-        if exc.errno == errno.ELOOP and os.path.islink(ws.key_file):
-            raise ConfigInvalid(
-                f"secrets.{ws.secret}: key file {ws.key_file} is a symbolic link; bxmem reads only a regular "
-                f"file as a key, never through a link: name the file itself ({os.path.realpath(ws.key_file)})"
-            ) from None
-        raise ConfigInvalid(f"secrets.{ws.secret}: cannot read key file {ws.key_file}: {exc.strerror}") from None
+        raise refused(f"cannot be read: {exc.strerror}") from None
+    if stat.S_ISLNK(seen.st_mode):
+        # Whoever can write the key's folder could point a link at another of the
+        # owner's files (another token, mode 600, one line) and have bxmem send
+        # it to Honcho as a bearer key; a regular file they cannot read they cannot copy.
+        raise refused(_LINK, f"name the file itself ({os.path.realpath(path)})")
+    if not stat.S_ISREG(seen.st_mode):
+        raise refused(f"is {_file_kind(seen.st_mode)}, not a regular file")
+    try:
+        # Should it be swapped for a FIFO or a link after the lstat: O_NONBLOCK
+        # and O_NOFOLLOW, then fstat says what was opened.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise refused(_LINK) from None
+        raise refused(f"cannot be read: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigInvalid(f"secrets.{ws.secret}: key file {ws.key_file} is not a regular file")
-        if st.st_mode & 0o077:
-            raise ConfigInvalid(
-                f"secrets.{ws.secret}: key file {ws.key_file} is readable by group or others (chmod 600 it)"
-            )
-        data = os.read(fd, 65536)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino):
+            raise refused("was replaced while it was read; run again")
+        _check_owner_and_mode(st, refused)
+        if st.st_size > MAX_KEY_BYTES:
+            raise refused(f"is {st.st_size} bytes; a key file holds one key of at most {MAX_KEY_BYTES} bytes")
+        data = b""
+        while len(data) <= MAX_KEY_BYTES:
+            chunk = os.read(fd, MAX_KEY_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
     finally:
         os.close(fd)
-    try:
-        value = data.decode("ascii").strip()
-    except UnicodeDecodeError:
-        raise ConfigInvalid(f"secrets.{ws.secret}: key file {ws.key_file} is not ASCII text") from None
-    if not value or any(c.isspace() for c in value):
-        raise ConfigInvalid(f"secrets.{ws.secret}: key file {ws.key_file} must hold one key on one line")
-    return Key(value)
+    if len(data) > MAX_KEY_BYTES:  # it grew after the fstat
+        raise refused(f"is over {MAX_KEY_BYTES} bytes; a key file holds one key of at most {MAX_KEY_BYTES} bytes")
+    return _key_text(data, refused)
+
+
+def _file_kind(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
+def _check_owner_and_mode(st: os.stat_result, refused) -> None:
+    if st.st_uid != os.geteuid():
+        raise refused(f"is owned by uid {st.st_uid}, not by uid {os.geteuid()} that bxmem runs as (chown it)")
+    others = st.st_mode & 0o077
+    if others:
+        can = [verb for verb, bits in (("read", 0o044), ("write", 0o022), ("run", 0o011)) if others & bits]
+        raise refused(f"has mode {stat.S_IMODE(st.st_mode):04o}: group or others can {' and '.join(can)} it (chmod 600 it)")
+
+
+def _key_text(data: bytes, refused) -> str:
+    """One line of printable ASCII, a trailing line break allowed. The error
+    names where the first bad byte is and what kind it is, never the key."""
+    body = data[:-2] if data.endswith(b"\r\n") else data[:-1] if data.endswith(b"\n") else data
+    if not body:
+        raise refused("is empty" if not data else "holds no key, only a line break")
+    if body.translate(None, _PRINTABLE):
+        at = next(i for i, b in enumerate(body) if b not in _PRINTABLE)
+        byte = body[at]
+        if byte in b"\r\n":
+            raise refused(f"holds more than one line (a line break at byte {at}); a key file holds one key on one line")
+        what = ("a space" if byte == 0x20 else "a tab" if byte == 0x09 else "a byte that is not ASCII" if byte > 0x7F
+                else f"a control character (0x{byte:02x})")
+        raise refused(f"has {what} at byte {at}; a key is one line of printable ASCII")
+    return body.decode("ascii")

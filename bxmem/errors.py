@@ -95,6 +95,18 @@ class ConfigInvalid(BxmemError):
     runbook = "honcho-config-invalid"
 
 
+class KeyFileInvalid(ConfigInvalid):
+    """A key file bxmem will not use (config.read_key). It stops only what needs
+    that one workspace: send stops the workspace until the file changes, recall
+    and ask report it unavailable; `config check` and a job that needs every
+    key stop with exit 78."""
+
+    def __init__(self, secret: str, file: object, problem: str, hint: str | None = None) -> None:
+        self.secret, self.file = secret, file
+        self.problem = problem  # short, and names no path: recall and ask give it as a reason
+        super().__init__(f"secrets.{secret}: key file {file} {problem}" + (f": {hint}" if hint else ""))
+
+
 class UsageError(BxmemError):
     exit_code = ExitCode.USAGE
 

@@ -33,12 +33,13 @@ SUMMARY_VERSION = 2
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
-    """A file's version: a rewrite, an edit or a chmod all change it."""
+    """A file's version: a rewrite, an edit, a chmod, a chown or a rename all change it
+    (the ctime covers the last two: a key file refused for its owner is fixed by a chown)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode]
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, st.st_ctime_ns]
 
 
 def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:

@@ -19,12 +19,12 @@ idle fast path imports neither.
 `cancelled` an edit undone before it was sent
 `requeued`  a failed item the owner sent back to the outbox (`bxmem sync --retry`)
 `created`   a workspace, peer or session bxmem set up
-`key_refused` / `key_resumed`  a workspace's key refused, and its file since changed
+`key_refused` / `key_resumed`  a workspace's key refused (by Honcho, or its file by bxmem), and its file since changed
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict, cast
+from typing import Literal, NotRequired, TypedDict, cast
 
 from .ledger import edit_item, event, turn_item
 
@@ -133,6 +133,7 @@ class KeyRefused(Event):
     status: int | None
     secret: str
     key: list[int] | None  # the key file's fingerprint (config.key_fingerprint), never the key
+    problem: NotRequired[str]  # bxmem refused the key file itself (status None): what is wrong with it
 
 
 class KeyResumed(Event):
@@ -228,8 +229,11 @@ def created_session(ws: str, hsession: str, session: str, n: int, peers: list[st
     return cast(Created, event(CREATED, ws=ws, what="session", id=hsession, session=session, n=n, peers=peers))
 
 
-def key_refused(ws: str, status: int | None, secret: str, key: list[int] | None) -> KeyRefused:
-    return cast(KeyRefused, event(KEY_REFUSED, ws=ws, status=status, secret=secret, key=key))
+def key_refused(ws: str, status: int | None, secret: str, key: list[int] | None,
+                problem: str | None = None) -> KeyRefused:
+    """Honcho refused the key (status 401/403), or bxmem refused its file (status None, `problem`)."""
+    extra = {"problem": problem} if problem is not None else {}
+    return cast(KeyRefused, event(KEY_REFUSED, ws=ws, status=status, secret=secret, key=key, **extra))
 
 
 def key_resumed(ws: str, why: str) -> KeyResumed:

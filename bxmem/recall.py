@@ -18,7 +18,7 @@ import threading
 import time
 
 from .config import Config, read_key
-from .errors import ExitCode, UsageError
+from .errors import ExitCode, KeyFileInvalid, UsageError
 from .labels import FLEET_LABEL, label_of, read_tag
 from .relevance import shares_a_word
 from .sanitize import neutralise
@@ -228,6 +228,8 @@ def _describe(exc: BaseException) -> str:
         return exc.kind  # type: ignore[attr-defined]  # a HonchoError: checked by name, so honcho.py (httpx) need not be imported
     if isinstance(exc, (IndexUnavailable, SourceUnavailable)):
         return str(exc)
+    if isinstance(exc, KeyFileInvalid):
+        return f"its key file is refused: {exc.problem}"
     return type(exc).__name__
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .config import Config, read_key
+from .config import Config
 from .jobrun import run_locked
 from .ledger import Ledger
 from .outbox import Outbox
@@ -41,8 +41,6 @@ __all__ = ["RUN_BUDGET_S", "SendReport", "Sender", "run", "write_idle_summary"]
 def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
     if config.local_only:
         return SendReport(local_only=True)
-    for workspace in config.workspaces():
-        read_key(workspace)  # an unreadable or exposed key stops the job at start, with the reason
     report = SendReport()
     senders: list[Sender] = []
 

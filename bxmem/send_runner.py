@@ -13,7 +13,8 @@ import time
 from typing import TYPE_CHECKING
 
 from . import ledger_events
-from .config import Config, key_fingerprint, read_key
+from .config import Config, Key, key_fingerprint, read_key
+from .errors import KeyFileInvalid
 from .honcho import (
     KeyRefused,
     Missing,
@@ -68,6 +69,7 @@ class Sender:
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
         self.rng = rng or random.Random()  # the backoff's jitter
         self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
+        self.keys: dict[str, Key | None] = {}  # each usable workspace's key, read once per run (_read_keys)
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
@@ -117,9 +119,8 @@ class Sender:
         return self.second_clients[ws]
 
     def _new_client(self, ws: str) -> WorkspaceClient:
-        workspace = self.config.workspace_by_name(ws)
-        key = read_key(workspace) if workspace else None
-        return WorkspaceClient(self.honcho.url, ws, key)
+        # No key for a workspace _read_keys did not read: one no longer configured (an old edit's target).
+        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws))
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -142,6 +143,7 @@ class Sender:
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
+        self._read_keys()
         self._hold = Hold(self.box.attempts, now)
         usable = {ws.name for ws in self.config.workspaces()} - set(self.box.stopped)
         self.planner = Planner(self.box, sendable(self.box, usable), self.config.send.batch, self._hold,
@@ -188,7 +190,7 @@ class Sender:
                 finally:
                     upcoming = planned[0] if planned else None
             except KeyRefused as exc:
-                self._stop_workspace(unit.ws, exc)
+                self._stop_workspace(unit.ws, exc.status)
             except Unavailable as exc:
                 self._outage(exc)
                 return
@@ -230,16 +232,26 @@ class Sender:
         for client in self.clients.values():
             client.close()
 
-    def _stop_workspace(self, ws: str, exc: KeyRefused) -> None:
+    def _read_keys(self) -> None:
+        """The keys of send's own workspaces, read once a run. A key file bxmem
+        refuses stops its workspace alone, as a key Honcho refuses does."""
+        for workspace in self.config.workspaces():
+            if not workspace.role.startswith("read:") and workspace.name not in self.box.stopped:
+                try:
+                    self.keys[workspace.name] = read_key(workspace)
+                except KeyFileInvalid as exc:
+                    self._stop_workspace(workspace.name, None, str(exc))
+
+    def _stop_workspace(self, ws: str, status: int | None, problem: str | None = None) -> None:
+        """Honcho refused the workspace's key (`status`), or bxmem its key file (`problem`)."""
         workspace = self.config.workspace_by_name(ws)
         secret = workspace.secret if workspace else "?"
         fingerprint = key_fingerprint(workspace.key_file) if workspace else None
-        self.record([ledger_events.key_refused(ws, exc.status, secret, fingerprint)])
+        self.record([ledger_events.key_refused(ws, status, secret, fingerprint, problem)])
         self.report.stopped.append(ws)
-        log.error(
-            f"Honcho refused the key for workspace {ws} (HTTP {exc.status}); sends to {ws} stop until "
-            f"secrets.{secret} changes, the other workspaces go on" + runbook("honcho-key-refused")
-        )
+        why = problem or f"Honcho refused the key for workspace {ws} (HTTP {status})"
+        log.error(f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
+                  + runbook("honcho-key-refused"))
 
     def _resume_refreshed_keys(self) -> None:
         for ws, refusal in list(self.box.stopped.items()):

@@ -58,7 +58,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         failed.append({"item": item, "workspace": ev.get("ws"), "status": ev.get("status"), "reason": ev.get("reason"), "when": ev.get("ts")})
         if ev.get("ws") in workspaces:
             workspaces[ev["ws"]]["failed"] += 1
-    refused = [{"workspace": ws, "status": ev.get("status"), "since": ev.get("ts"), "secret": ev.get("secret")} for ws, ev in box.stopped.items()]
+    refused = [{"workspace": ws, "status": ev.get("status"), "since": ev.get("ts"), "secret": ev.get("secret"),
+                "problem": ev.get("problem")} for ws, ev in box.stopped.items()]
     for entry in refused:
         if entry["workspace"] in workspaces:
             workspaces[entry["workspace"]]["key_refused_since"] = entry["since"]
@@ -96,8 +97,10 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     if broker["unavailable_since"]:
         attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer (runbook broker-state-unavailable)")
     for checked in key_checks:
-        if checked["ok"] is False:  # every send stops at start (exit 78) until it is fixed
-            attention.append(f"{checked['problem']}: every bxmem send stops until it is fixed (runbook honcho-config-invalid)")
+        if checked["ok"] is False:  # that workspace alone stops until it is fixed
+            ws = checked["workspace"]
+            stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
+            attention.append(f"{checked['problem']}: {stops} until it is fixed (runbook honcho-key-refused)")
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
@@ -178,10 +181,12 @@ def lines(report: dict) -> list[str]:
         out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
                    f"pending, {ws['failed']} failed{oldest}")
     for key in report["keys"]:
-        ok = f"{key['secret']} file {key['file']} ok (regular, mode 600, one key)"
+        ok = f"{key['secret']} file {key['file']} ok (a regular file of this user's, mode 600, one key)"
         out.append(_check_text(f"key for {key['workspace']}", key, ok, "send would refuse it"))
     for entry in report["keys_refused"]:
-        out.append(f"key for {entry['workspace']} refused by Honcho (HTTP {entry['status']}) since {entry['since']}")
+        since = f"since {entry['since']}"
+        by = f"by bxmem {since}: {entry['problem']}" if entry.get("problem") else f"by Honcho (HTTP {entry['status']}) {since}"
+        out.append(f"key for {entry['workspace']} refused {by}")
     for f in report["failed"]:
         status = f"HTTP {f['status']}" if f["status"] else "refused by bxmem"
         out.append(f"failed: {f['item']} in {f['workspace']}: {status}: {f['reason'] or '-'} (at {f['when'] or '-'})")

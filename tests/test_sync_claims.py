@@ -72,19 +72,25 @@ def key_with_mode(tmp_path, mode):
 def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configure, tmp_path):
     key = key_with_mode(tmp_path, 0o644)
     configure(honcho.url, extra=f'[secrets.honcho_trusted]\nfile = "{key}"\n')
-    assert run_bxmem("send").returncode == 78  # what send does with it
+    assert run_bxmem("send").returncode == 3  # what send does with it: that workspace stops
     code, report = sync_json()
     assert code == 4
     entry = next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")
-    assert entry["ok"] is False and "readable by group or others" in entry["problem"] and recent(entry["checked_at"])
-    assert any("readable by group or others" in line and "honcho-config-invalid" in line for line in report["attention"])
+    problem = f"secrets.honcho_trusted: key file {key} has mode 0644: group or others can read it (chmod 600 it)"
+    assert entry["ok"] is False and entry["problem"] == problem and recent(entry["checked_at"])
+    assert f"{problem}: sends to bm0-trusted stop until it is fixed (runbook honcho-key-refused)" in report["attention"]
+    assert [(k["workspace"], k["status"], k["problem"]) for k in report["keys_refused"]] == [("bm0-trusted", None, problem)]
     plain = bxmem_inprocess("sync")
     assert plain.returncode == 4
     key_line = next(line for line in plain.stdout.splitlines() if line.startswith("key for bm0-trusted:"))
     assert "send would refuse it" in key_line and " ok " not in key_line
     os.chmod(key, 0o600)
     code, report = sync_json()
-    assert code == 0 and next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")["ok"] is True
+    assert next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")["ok"] is True
+    assert code == 4 and report["keys_refused"]  # what send recorded holds until send reads the file again
+    assert run_bxmem("send").returncode == 0
+    code, report = sync_json()
+    assert code == 0 and not report["keys_refused"]
 
 
 def test_a_symlinked_key_needs_attention_too(home, brokerd, honcho, configure, tmp_path):
@@ -142,7 +148,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     outbox = [line for line in out if line.startswith(f"outbox {long}-trusted (trusted): 1 turn(s)")]
     assert len(outbox) == 1 and "oldest turn:a-rather-long-session-name-" + "s" * 40 + ":1" in outbox[0]
     attention = [line for line in out if line.startswith("attention: ")]
-    assert len(attention) == 1 and attention[0].endswith("(runbook honcho-config-invalid)") and len(attention[0]) > 80
+    assert len(attention) == 1 and attention[0].endswith("(runbook honcho-key-refused)") and len(attention[0]) > 80
     assert not any(line.startswith(" ") or "…" in line for line in out), out
     from bxmem import sync
 
