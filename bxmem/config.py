@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 from . import where
@@ -215,6 +216,8 @@ def key_fingerprint(key_file: Path | None) -> list[int] | None:
 # A Honcho key (a JWT) is a few hundred bytes: this leaves room for any key
 # and refuses, never cuts, a file that cannot be one.
 MAX_KEY_BYTES = 8192
+PR_SET_DUMPABLE = 4
+_dumpable_off = False
 
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -234,7 +237,26 @@ def read_key(ws: Workspace) -> Key | None:
     """
     if ws.key_file is None:
         return None
+    _no_core_dumps()
     return Key(_read_key_file(ws.key_file, ws.secret))
+
+
+def _no_core_dumps() -> None:
+    """PR_SET_DUMPABLE 0 before a key is in memory: no core dump, and no other
+    process of the same user may ptrace this one or read its memory. ctypes
+    costs about 3 ms to import, so only a run that reads a key pays it."""
+    global _dumpable_off
+    if _dumpable_off or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # no prctl in this libc: the units' LimitCORE=0 still holds
+        return
+    zero = ctypes.c_ulong(0)
+    if prctl(PR_SET_DUMPABLE, zero, zero, zero, zero) == 0:
+        _dumpable_off = True
 
 
 def _read_key_file(path: Path, secret: str) -> str:

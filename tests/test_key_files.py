@@ -9,6 +9,7 @@ import os
 import socket
 import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -174,6 +175,29 @@ def test_no_refusal_shows_the_key(tmp_path):
         with pytest.raises(KeyFileInvalid) as caught:
             read_key(workspace(write_key(tmp_path / "k", data)))
         assert secret not in caught.value.one_line()
+
+
+# --- core dumps -----------------------------------------------------------------------------
+
+def test_a_process_holding_a_key_cannot_be_dumped_or_read_by_its_user(tmp_path):
+    """PR_SET_DUMPABLE 0 from the moment a key is read (failed before: dumpable 1);
+    nothing of ctypes is loaded by a process that reads no key."""
+    path = write_key(tmp_path / "k", b"k\n")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from bxmem.config import Workspace, read_key\n"
+        "read_key(Workspace('fleet', 'f', 'honcho_fleet', None))\n"
+        "print('ctypes without a key:', 'ctypes' in sys.modules)\n"
+        "import ctypes\n"
+        "prctl = ctypes.CDLL(None).prctl\n"
+        "print('dumpable before:', prctl(3, 0, 0, 0, 0))\n"
+        "read_key(Workspace('fleet', 'f', 'honcho_fleet', Path(sys.argv[1])))\n"
+        "print('dumpable after:', prctl(3, 0, 0, 0, 0))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["ctypes without a key: False", "dumpable before: 1", "dumpable after: 0"]
 
 
 # --- every command, one verdict; only that workspace stops -----------------------------------
