@@ -11,9 +11,10 @@ twice. Entries are keyed by an HMAC with a local secret, so the state file
 does not reveal short entries to someone who guesses them.
 
 The state and the secret are a cache of the journal and the ledger: the state
-names the secret it was built with, and a state built with another secret
-(entry.key deleted or replaced) is rebuilt from the journal and the ledger,
-so a later remove still names the conclusion the add wrote.
+names the secret and the version of neutralise it was built with, and a state
+built with another (entry.key deleted or replaced, or a bxmem whose neutralise
+strips other characters) is rebuilt from the journal and the ledger, so a
+later remove still names the conclusion the add wrote.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .ledger import Ledger, edit_item
 from .ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
 from .log import log
 from .rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
-from .sanitize import find_secret, neutralise
+from .sanitize import NEUTRALISE_VERSION, find_secret, neutralise
 from .sources.journal import Edit, field_of, read_edits, text_spec
 from .store import read_json, write_json
 
@@ -89,9 +90,15 @@ def _load_state(state_dir: Path, secret: bytes) -> dict:
         # remove would be decided "never mirrored". Rebuilt from the journal and ledger.
         log.info(f"{state_dir / KEY_FILE} is not the one {state_dir / STATE_FILE} was built with; rebuilding it")
         state = None
+    elif state is not None and state.get("neutralise", 1) != NEUTRALISE_VERSION:
+        # Entries are keyed by their neutralised text: keys made by another
+        # version of neutralise miss as surely as keys made with another secret.
+        log.info(f"{state_dir / STATE_FILE} was keyed by an earlier neutralise; rebuilding it")
+        state = None
     if state is None:
         state = _fresh_state()
         state["key_id"] = _key_id(secret)
+        state["neutralise"] = NEUTRALISE_VERSION
     return state
 
 

@@ -17,8 +17,9 @@ The structure, and why no stored text can forge any of it:
   safe alphabet, so a header cannot hold a line break or a fence either.
 * The nonce is 16 random hex digits drawn for each output, after every stored
   text was written: a text cannot carry the closing fence it would need.
-* Control, bidi and zero-width characters are removed (sanitize.neutralise)
-  before any of this, so nothing can hide or reorder what is shown.
+* Every character that renders as nothing (controls, bidi, zero-width, tags,
+  variation selectors...: sanitize.neutralise) is removed before any of this,
+  so nothing can hide or reorder what is shown.
 
 Stdlib only: the lean recall path imports it.
 """

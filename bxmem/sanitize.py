@@ -9,29 +9,67 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 
-# Characters that change how text displays or hide text: bidi embeddings,
-# overrides and isolates, zero-width characters, BOM, and the C0/C1 controls
-# other than tab and newline.
-_INVISIBLE = (
-    "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-    "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
-)
-_STRIP = {ord(c): None for c in _INVISIBLE}
-_STRIP.update({c: None for c in range(0x00, 0x20) if c not in (0x09, 0x0A)})
-_STRIP.update({c: None for c in range(0x7F, 0xA0)})
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from .ignorable import DEFAULT_IGNORABLE, STARTS
+
+# What renders as nothing, by Unicode property rather than by example: the
+# Default_Ignorable_Code_Point property (ignorable.py: zero-width characters,
+# bidi controls and isolates, variation selectors, Hangul fillers, the
+# combining grapheme joiner, tags, ...) and the general categories Cc
+# (controls), Cf (format: invisible operators, interlinear annotations, ...),
+# Co (private use), Cn (unassigned) and Cs (surrogates). Kept: tab and newline.
+# Changed, not stripped: a lone surrogate (which cannot be encoded) becomes
+# U+FFFD, so a reader sees something was there; a line or paragraph separator
+# (Zl, Zp) and CR become a newline, so line structure survives.
+NEUTRALISE_VERSION = 2  # what neutralise strips changed: anything keyed by neutralised text is rebuilt
+_STRIPPED_CATEGORIES = frozenset(("Cc", "Cf", "Co", "Cn"))
+_LINE_BREAK_CATEGORIES = frozenset(("Zl", "Zp"))
+_ASCII_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_VERDICTS: dict[str, str | None] = {}  # a character -> what it becomes; None: itself
+_MAX_VERDICTS = 65_536  # a text of a million distinct characters costs time, not memory
+
+
+def _default_ignorable(code: int) -> bool:
+    at = bisect_right(STARTS, code) - 1
+    return at >= 0 and code <= DEFAULT_IGNORABLE[at][1]
+
+
+def replacement(char: str) -> str | None:
+    """What `neutralise` makes of one character: "" (stripped), "\n", U+FFFD, or None (kept)."""
+    if char in "\t\n":
+        return None
+    category = unicodedata.category(char)
+    if category == "Cs":
+        return "\ufffd"
+    if category in _LINE_BREAK_CATEGORIES or char == "\r":
+        return "\n"
+    if category in _STRIPPED_CATEGORIES or _default_ignorable(ord(char)):
+        return ""
+    return None
 
 
 def neutralise(text: str) -> str:
-    """Strip control, bidi and zero-width characters; normalise to NFC.
+    """Strip every character that renders as nothing (see above); normalise to NFC.
 
-    CR LF and lone CR become LF first so line structure survives; lone
-    surrogates (which cannot be encoded) become U+FFFD.
+    CR LF, lone CR and line separators become LF; lone surrogates become U+FFFD.
+    Each distinct character is judged once (and remembered), so the cost is a
+    pass over the text plus one lookup per distinct character.
     """
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _SURROGATE.sub("\ufffd", text)
-    return unicodedata.normalize("NFC", text.translate(_STRIP))
+    text = text.replace("\r\n", "\n")
+    if text.isascii():  # the common case: only C0 controls and DEL to find
+        return _ASCII_INVISIBLE.sub("", text.replace("\r", "\n"))
+    table = {}
+    for char in set(text):
+        if char in _VERDICTS:
+            verdict = _VERDICTS[char]
+        else:
+            verdict = replacement(char)
+            if len(_VERDICTS) < _MAX_VERDICTS:
+                _VERDICTS[char] = verdict
+        if verdict is not None:
+            table[ord(char)] = verdict
+    return unicodedata.normalize("NFC", text.translate(table) if table else text)
 
 
 # Each rule: a name for the ledger and logs (never the match), and a pattern.
