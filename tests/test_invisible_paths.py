@@ -108,3 +108,36 @@ def test_ask_gives_the_model_none(fed):
     assert [a["text"] for a in data["answers"]] == ["restic runs nightly"], data
     clean([data["text"]])
     assert unicodedata.is_normalized("NFC", data["text"])
+
+
+def test_mirror_state_keyed_by_an_earlier_neutralise_is_rebuilt(home, brokerd, honcho, configure):
+    """Mirror keys entries by their neutralised text. Failed before: a state built
+    while U+FE0F was kept was used as it was, so removing an entry holding one
+    missed its conclusion ("removed-entry-was-never-mirrored") and it stayed in Honcho."""
+    import hashlib
+    import hmac
+
+    from conftest import decisions
+
+    configure(honcho.url)
+    entry = "kyle likes green tea\ufe0f"
+    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "identity_add",
+                          "file": "user.md", "entry": entry}])
+    mirror.run(load())
+    send.run(load())
+    assert [c["content"] for c in honcho.conclusions.values()] == ["kyle likes green tea"]
+    state_file = home / "memory" / "bxmem" / "mirror.json"
+    state = json.loads(state_file.read_text())
+    secret = (home / "memory" / "bxmem" / "entry.key").read_bytes()
+    old_key = hmac.new(secret, f"owner\0{entry}".encode(), hashlib.sha256).hexdigest()[:32]  # FE0F kept, as before
+    (refs,) = state["live"].values()  # the one entry's live refs
+    state["live"] = {old_key: refs}
+    state["refkey"] = {ref: old_key for ref in state["refkey"]}
+    state.pop("neutralise", None)  # what a state written before looks like
+    state_file.write_text(json.dumps(state))
+    write_journal(home, [{"id": "e2", "ts": "2026-09-27T10:01:00Z", "session": "s", "op": "identity_remove",
+                          "file": "user.md", "entry": entry}])
+    mirror.run(load())
+    assert decisions(home)["edit:e2"]["reason"] == "identity-remove"
+    send.run(load())
+    assert honcho.conclusions == {}  # the conclusion was deleted
