@@ -115,8 +115,8 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
         broker_class=broker.klass,
         secret_in_text=turn["secret"] is not None,
     )
-    agent = config.honcho.agent if config.honcho else ""
-    route = route_turn(facts, agent)
+    agent, owner = (config.honcho.agent, config.honcho.owner) if config.honcho else ("", None)
+    route = route_turn(facts, agent, owner)
     untrusted_by = [name for name, flag in (("brokerd", broker.untrusted), ("log", facts.untrusted_by_log)) if flag]
     return decided_turn(
         session=turn["session"],

@@ -18,14 +18,53 @@ from .sanitize import find_secret
 Role = Literal["trusted", "untrusted", "fleet"]
 
 PEER_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
+SPEAKER_RE = re.compile(r"^[A-Za-z0-9._-]+$")  # Mattermost's username alphabet, in any case
+DOT = "_Dot_"  # how a `.` is written in a peer id: Honcho ids have no `.`
 
 
 def peer_name(speaker: str | None) -> str | None:
-    """A Mattermost username as a Honcho peer id (`.` becomes `_`), or None if it cannot be one."""
-    if speaker is None:
+    """A speaker's name as a Honcho peer id, one peer per person, or None if it cannot be one.
+
+    Letters are folded to lower case: Mattermost usernames are unique whatever
+    their case, so `KYLE` is `kyle`. Each `.` is written `_Dot_`: its capital D
+    is in no folded name, so `kyle.b` (`kyle_Dot_b`) and `kyle_b` stay two
+    people. A name already a lower-case peer id is its own peer id.
+    """
+    if speaker is None or not speaker.isascii() or not SPEAKER_RE.fullmatch(speaker):
         return None
-    name = speaker.replace(".", "_")
+    name = speaker.lower().replace(".", DOT)
     return name if PEER_RE.fullmatch(name) else None
+
+
+def look_alike(name: str) -> str:
+    """What two names a reader could take for each other share: case, and `.`
+    (or its `_Dot_`) against `_`, ignored."""
+    return name.replace(DOT, ".").lower().replace(".", "_")
+
+
+def speaker_peer(speaker: str, agent: str, owner: str | None) -> tuple[str | None, str | None]:
+    """Who a named speaker is in Honcho: (their peer, None), or (None, why nowhere).
+    `agent` and `owner` are the configured peer ids; the first row that holds decides:
+
+    | the speaker's name                                          | peer        | why nowhere                  |
+    | not letters, digits, `.`, `_`, `-`; too long for a peer id   | none        | speaker-not-a-peer-name      |
+    | the agent's, or like it (`BoxMaker0`, `boxmaker.0`)         | none        | speaker-is-the-agent         |
+    | the owner's once folded (`KYLE` for `kyle`)                 | the owner's |                              |
+    | like the owner's, but another person's (`kyle.b`, `kyle_b`) | none        | speaker-named-like-the-owner |
+    | any other                                                   | its own     |                              |
+    """
+    peer = peer_name(speaker)
+    if peer is None:
+        return None, "speaker-not-a-peer-name"
+    if peer == agent or look_alike(speaker) == look_alike(agent):
+        # A person named like the agent would have their words written as the
+        # agent's own, which Honcho treats as unobserved agent output.
+        return None, "speaker-is-the-agent"
+    if owner is not None and peer != owner and look_alike(speaker) == look_alike(owner):
+        # Another account whose name reads as the owner's: kept out rather
+        # than written beside the owner's words under a near-identical name.
+        return None, "speaker-named-like-the-owner"
+    return peer, None
 
 
 @dataclass(frozen=True)
@@ -64,7 +103,7 @@ def log_labels(turn_untrusted: bool, turn_class: str, now_untrusted: bool, now_c
     return turn_untrusted or now_untrusted, higher_class(turn_class, now_class)
 
 
-def route_turn(facts: TurnFacts, agent_peer: str) -> Route:
+def route_turn(facts: TurnFacts, agent_peer: str, owner_peer: str | None = None) -> Route:
     """Where a finished turn goes (seed section 4, "Turns"; interfaces section 2),
     the first row that holds deciding:
 
@@ -74,8 +113,7 @@ def route_turn(facts: TurnFacts, agent_peer: str) -> Route:
     | no final reply                                        | nowhere   | no-final-reply          |
     | class secret (or a class nobody knows)                | nowhere   | secret-session          |
     | no speaker, or incomplete speaker information         | nowhere   | no-speaker              |
-    | the speaker's name cannot be a Honcho peer id         | nowhere   | speaker-not-a-peer-name |
-    | the speaker's peer is the agent's own                 | nowhere   | speaker-is-the-agent    |
+    | the speaker is no one's peer (`speaker_peer`)         | nowhere   | its reason              |
     | the text holds a known-prefix secret                  | nowhere   | secret-in-text          |
     | untrusted (read untrusted content), public or private | untrusted | untrusted-session       |
     | clean, class public or private                        | trusted   | clean                   |
@@ -100,13 +138,9 @@ def route_turn(facts: TurnFacts, agent_peer: str) -> Route:
         return nowhere("secret-session")
     if facts.speaker is None:
         return nowhere("no-speaker")
-    peer = peer_name(facts.speaker)
+    peer, why = speaker_peer(facts.speaker, agent_peer, owner_peer)
     if peer is None:
-        return nowhere("speaker-not-a-peer-name")
-    if peer == agent_peer:
-        # A person named like the agent would have their words written as the
-        # agent's own, which Honcho treats as unobserved agent output.
-        return nowhere("speaker-is-the-agent")
+        return nowhere(why or "speaker-not-a-peer-name")
     if facts.secret_in_text:
         return nowhere("secret-in-text")
     if facts.untrusted_by_broker or facts.untrusted_by_log:

@@ -7,7 +7,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.rules import TurnFacts, higher_class, log_labels, peer_name, route_turn, send_veto
+from bxmem.rules import (
+    DOT,
+    PEER_RE,
+    TurnFacts,
+    higher_class,
+    log_labels,
+    look_alike,
+    peer_name,
+    route_turn,
+    send_veto,
+    speaker_peer,
+)
 
 AGENT = "boxmaker0"
 classes = st.sampled_from(["public", "private", "secret", "unknown"])
@@ -77,8 +88,10 @@ def test_the_class_is_computed_once_and_recorded_whatever_the_route():
     assert route_turn(facts(status="error", log_class="secret"), AGENT).session_class == "secret"
 
 
-def test_speaker_with_dot_becomes_underscore_peer():
-    assert route_turn(facts(speaker="ana.lima"), AGENT).peer == "ana_lima"
+def test_speaker_with_dot_gets_a_peer_no_underscore_name_can_have():
+    """Failed before: `ana.lima` became `ana_lima`, the peer of another person, `ana_lima`."""
+    assert route_turn(facts(speaker="ana.lima"), AGENT).peer == "ana_Dot_lima"
+    assert route_turn(facts(speaker="ana_lima"), AGENT).peer == "ana_lima"
 
 
 def test_speaker_that_cannot_be_a_peer_goes_nowhere():
@@ -136,8 +149,76 @@ def test_higher_class_treats_unknown_as_secret():
 
 def test_peer_name():
     assert peer_name("kyle") == "kyle"
-    assert peer_name("a.b.c") == "a_b_c"
+    assert peer_name("KYLE") == peer_name("Kyle") == "kyle"
+    assert peer_name("a.b.c") == "a_Dot_b_Dot_c"
+    assert peer_name("a-b_c9") == "a-b_c9"
     assert peer_name(None) is None
+    assert peer_name("x" * 512) == "x" * 512 and peer_name("x" * 513) is None
+    assert peer_name("." * 102) == DOT * 102 and peer_name("." * 103) is None  # 515 characters once written
+    for bad in ("", "a b", "kyle/x", "émile", "kyle\n", "k\u0131"):
+        assert peer_name(bad) is None, bad
+
+
+OWNER = "kyle"
+# speaker_peer's table, row by row: (speaker, agent, owner) -> (peer, why nowhere)
+SPEAKER_ROWS = [
+    (("kyle", AGENT, OWNER), ("kyle", None)),
+    (("KYLE", AGENT, OWNER), ("kyle", None)),  # Mattermost usernames ignore case: the owner
+    (("Kyle", AGENT, OWNER), ("kyle", None)),
+    (("BoxMaker0", AGENT, OWNER), (None, "speaker-is-the-agent")),  # failed before: a peer of its own
+    (("BOXMAKER0", AGENT, OWNER), (None, "speaker-is-the-agent")),
+    (("boxmaker.0", AGENT, "kyle"), ("boxmaker_Dot_0", None)),  # not like boxmaker0
+    (("boxmaker.0", "boxmaker_0", OWNER), (None, "speaker-is-the-agent")),
+    (("boxmaker_Dot_0", "boxmaker_0", OWNER), (None, "speaker-is-the-agent")),
+    (("kyle_b", AGENT, "kyle_b"), ("kyle_b", None)),
+    (("kyle.b", AGENT, "kyle_b"), (None, "speaker-named-like-the-owner")),  # failed before: written as the owner
+    (("KYLE.B", AGENT, "kyle_b"), (None, "speaker-named-like-the-owner")),
+    (("kyle.b", AGENT, "kyle_Dot_b"), ("kyle_Dot_b", None)),  # an owner whose username has a dot
+    (("kyle_b", AGENT, "kyle_Dot_b"), (None, "speaker-named-like-the-owner")),
+    (("kyle_dot_b", AGENT, "kyle_Dot_b"), ("kyle_dot_b", None)),  # another name altogether
+    (("kyle.b", AGENT, OWNER), ("kyle_Dot_b", None)),
+    (("kyle_b", AGENT, OWNER), ("kyle_b", None)),  # and these two stay two people
+    (("ana.lima", AGENT, None), ("ana_Dot_lima", None)),  # local-only: no owner configured
+    (("a b", AGENT, OWNER), (None, "speaker-not-a-peer-name")),
+]
+
+
+@pytest.mark.parametrize("args, expected", SPEAKER_ROWS)
+def test_speaker_peer_row(args, expected):
+    assert speaker_peer(*args) == expected
+    route = route_turn(facts(speaker=args[0]), args[1], args[2])
+    assert (route.peer, None if route.role else route.reason) == expected
+
+
+def test_look_alike():
+    assert look_alike("Kyle.B") == look_alike("kyle_b") == look_alike("kyle_Dot_b") == "kyle_b"
+    assert look_alike("kyle-b") == "kyle-b"  # `-` is its own character: kyle-b is another name
+
+
+speaker_names = st.text(alphabet="abkyKYDot.-_0", min_size=1, max_size=12)
+
+
+@settings(max_examples=3000)
+@given(first=speaker_names, second=speaker_names)
+def test_two_people_never_share_a_peer(first, second):
+    """Names that differ other than in case (Mattermost's rule for one account) get
+    two peers: peer_name is one-to-one on folded names, and a lower-case peer id
+    that has no `.` is its own peer."""
+    one, two = peer_name(first), peer_name(second)
+    assert one is not None and two is not None and PEER_RE.fullmatch(one)
+    assert (one == two) == (first.lower() == second.lower())
+    if first == first.lower() and "." not in first:
+        assert one == first
+
+
+@settings(max_examples=3000)
+@given(speaker=speaker_names, owner=speaker_names.filter(lambda n: "." not in n))
+def test_only_the_owner_is_written_as_the_owner(speaker, owner):
+    peer, _why = speaker_peer(speaker, AGENT, owner)
+    if peer == owner:
+        assert peer_name(speaker) == owner  # never a look-alike
+    if look_alike(speaker) == look_alike(owner):
+        assert peer in (owner, None)  # a look-alike of the owner is the owner or no one
 
 
 @settings(max_examples=2000)

@@ -79,12 +79,12 @@ def test_peers_and_sessions(sample_home, honcho):
     run_bxmem("send")
     assert honcho.peers[("bm0-trusted", "boxmaker0")]["configuration"] == {"observe_me": False}
     assert honcho.peers[("bm0-trusted", "kyle")]["configuration"] == {"observe_me": True}
-    assert honcho.peers[("bm0-trusted", "ana_lima")]["configuration"] == {"observe_me": True}
+    assert honcho.peers[("bm0-trusted", "ana_Dot_lima")]["configuration"] == {"observe_me": True}
     first = honcho.sessions[("bm0-trusted", "s-team")]
     second = honcho.sessions[("bm0-trusted", "s-team-2")]
     assert first["peers"]["boxmaker0"]["observe_me"] is False
-    assert set(first["peers"]) == {"boxmaker0", "ana_lima"}
-    assert set(second["peers"]) == {"boxmaker0", "ana_lima", "kyle"}  # every peer so far
+    assert set(first["peers"]) == {"boxmaker0", "ana_Dot_lima"}
+    assert set(second["peers"]) == {"boxmaker0", "ana_Dot_lima", "kyle"}  # every peer so far
     assert [m["peer_id"] for m in honcho.messages_in("bm0-trusted", "s-team-2")] == ["kyle", "boxmaker0"]
 
 

@@ -65,7 +65,7 @@ SESSIONS: dict[str, tuple[tuple[str, bool], list[dict], str]] = {
         ("private", False),
         turn_lines(1, "morning, can you check the CI?", "CI is green", speaker="ana.lima")
         + turn_lines(2, "thanks; kyle here, anything else?", "no, all quiet"),
-        "two speakers: ana.lima (peer ana_lima), then kyle, who starts the Honcho session s-team-2",
+        "two speakers: ana.lima (peer ana_Dot_lima), then kyle, who starts the Honcho session s-team-2",
     ),
     "s-late": (
         ("private", True),
