@@ -244,7 +244,7 @@ def read_key(ws: Workspace) -> Key | None:
 def _no_core_dumps() -> None:
     """PR_SET_DUMPABLE 0 before a key is in memory: no core dump, and no other
     process of the same user may ptrace this one or read its memory. ctypes
-    costs about 3 ms to import, so only a run that reads a key pays it."""
+    costs 2 to 3 ms (bench keys), so only a run that reads a key pays it."""
     global _dumpable_off
     if _dumpable_off or not sys.platform.startswith("linux"):
         return
