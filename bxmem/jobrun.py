@@ -2,7 +2,8 @@
 
 lock → state (read, then recovered from the ledger) → the job's work →
 save (state, then the idle summary) → unlock → index refresh. A second run
-of the same job finds the lock taken and reports busy. decide and mirror save
+of the same job finds the lock taken and reports busy; the lock is on the
+ledger (store.JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
 only a finished run (a crash is recovered from the ledger next time); send
 saves its outbox checkpoint even when a run stops with an error, because the
 ledger lines it has written are already folded into it.
@@ -25,7 +26,7 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
     """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
     `report` gets busy=True when another run holds the lock."""
     state_dir = config.paths.ensure_state_dir()
-    lock = JobLock(state_dir / f"{name}.lock")
+    lock = JobLock(config.paths.ledger, name)  # on the ledger: memory/bxmem/ may be deleted mid-run
     if not lock.acquire():
         report.busy = True  # type: ignore[attr-defined]
         return report
@@ -36,10 +37,10 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
             try:
                 work(state, ledger)
             finally:
-                save(state_dir, state)
+                save(config.paths.ensure_state_dir(), state)  # the cache folder may have been deleted meanwhile
         else:
             work(state, ledger)
-            save(state_dir, state)
+            save(config.paths.ensure_state_dir(), state)
     if refresh_index:
         from .index import refresh
 

@@ -201,7 +201,7 @@ def test_second_decide_at_once_exits_zero(home, honcho_url_config, brokerd):
     from bxmem.store import JobLock
 
     (home / "memory" / "bxmem").mkdir(parents=True)
-    lock = JobLock(home / "memory" / "bxmem" / "decide.lock")
+    lock = JobLock(home / "memory" / "honcho.jsonl", "decide")
     assert lock.acquire()
     try:
         assert run_decide().busy

@@ -248,9 +248,8 @@ def test_second_send_at_once_exits_zero_saying_so(home, honcho, configure):
     configure(honcho.url)
     from bxmem.store import JobLock
 
-    state = home / "memory" / "bxmem"
-    state.mkdir(parents=True)
-    lock = JobLock(state / "send.lock")
+    (home / "memory").mkdir(parents=True)
+    lock = JobLock(home / "memory" / "honcho.jsonl", "send")
     assert lock.acquire()
     try:
         result = run_bxmem("send")

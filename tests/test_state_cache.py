@@ -15,8 +15,8 @@ from bxmem.demo.sample import turn_lines, write_journal
 
 # Every file bxmem keeps in memory/bxmem/ once decide, mirror and send have run.
 STATE_FILES = [
-    "config.marshal", "decide.json", "decide.lock", "entry.key", "idle-decide.marshal", "idle-mirror.marshal",
-    "idle-send.marshal", "index.sqlite3", "mirror.json", "mirror.lock", "outbox.marshal", "send.lock",
+    "config.marshal", "decide.json", "entry.key", "idle-decide.marshal", "idle-mirror.marshal",
+    "idle-send.marshal", "index.sqlite3", "mirror.json", "outbox.marshal",
 ]
 
 
