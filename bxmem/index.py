@@ -307,9 +307,10 @@ def catch_up(index: Index, paths) -> int:
         journal_at = _meta(index, "journal_offset")
         from .ledger import ReadResult
 
-        result = ReadResult()
+        result, db = ReadResult(), index.db()
         for ev in ledger.iter_from(ledger_at, result):
-            if not is_decided(ev, TURN):
+            # A decision is final: a second one for an indexed turn changes nothing (outbox.py).
+            if not is_decided(ev, TURN) or db.execute("SELECT 1 FROM docs WHERE key = ?", (ev.get("item"),)).fetchone():
                 continue
             log_path = paths.logs / ev["log"]
             try:

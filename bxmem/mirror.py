@@ -233,11 +233,11 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
         return {}
     from .ledger import ReadResult
 
-    return {
-        ev["edit"]: ev
-        for ev in ledger.iter_from(state["ledger_size"], ReadResult())
-        if is_decided(ev, EDIT) and isinstance(ev.get("edit"), str)
-    }
+    found: dict[str, dict] = {}
+    for ev in ledger.iter_from(state["ledger_size"], ReadResult()):
+        if is_decided(ev, EDIT) and isinstance(ev.get("edit"), str):
+            found.setdefault(ev["edit"], ev)  # the first decision stands, as in every fold (outbox.py)
+    return found
 
 
 def run(config: Config) -> MirrorReport:

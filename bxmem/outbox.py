@@ -13,6 +13,7 @@ the workspaces whose key was refused, and the outage backoff.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,18 +49,40 @@ def _read_marshal(path: Path) -> dict | None:
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
 # as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 3
+CHECKPOINT_VERSION = 4  # 4: a pending item keeps its role; the decided items are known
 
-# A pending item is kept as (ledger offset, workspace, session, kind, peer):
-# what a run needs to choose and group its batch. The full decision is read
-# back from the ledger, by offset, for the items a run sends. (Keeping whole
-# decisions cost 328 MiB for 100,000 pending items.)
-OFFSET, WS, SESSION, KIND, PEER = range(5)
+# A pending item is kept as (ledger offset, workspace, session, kind, peer, role):
+# what a run needs to choose and group its batch, and to check that its
+# workspace still has the role it was decided for (write_policy.py). The full
+# decision is read back from the ledger, by offset, for the items a run sends.
+# (Keeping whole decisions cost 328 MiB for 100,000 pending items.)
+OFFSET, WS, SESSION, KIND, PEER, ROLE = range(6)
 
 
 def light(item: str, record: tuple) -> dict:
     return {"item": item, "offset": record[OFFSET], "ws": record[WS], "session": record[SESSION],
-            "kind": record[KIND], "peer": record[PEER]}
+            "kind": record[KIND], "peer": record[PEER], "role": record[ROLE]}
+
+
+def _add_number(ranges: list[list[int]], n: int) -> bool:
+    """Add `n` to sorted disjoint [low, high] ranges; False when already there."""
+    if ranges and ranges[-1][1] == n - 1:  # the usual case: the next turn of the session
+        ranges[-1][1] = n
+        return True
+    i = bisect_right(ranges, n, key=lambda r: r[0])  # ranges[i - 1] starts at or before n
+    if i and n <= ranges[i - 1][1]:
+        return False
+    joins_left = bool(i) and ranges[i - 1][1] == n - 1
+    joins_right = i < len(ranges) and ranges[i][0] == n + 1
+    if joins_left and joins_right:
+        ranges[i - 1][1] = ranges.pop(i)[1]
+    elif joins_left:
+        ranges[i - 1][1] = n
+    elif joins_right:
+        ranges[i][0] = n
+    else:
+        ranges.insert(i, [n, n])
+    return True
 
 
 def _intern(value: str | None) -> str | None:
@@ -84,6 +107,16 @@ class Outbox:
     fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
     cancelled: int = 0
     decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
+    # Every item decided so far. A decision is final: a second `decided` line for
+    # a known item (two runs that both decided it, a recovery that missed it) is
+    # ignored, counted here and said once, so it can neither re-queue a sent item
+    # nor move a pending one. Turns as ranges of turn numbers per session (a
+    # history of 100,000 turns is a few hundred numbers), edits by item.
+    known_turns: dict[str, list[list[int]]] = field(default_factory=dict)
+    known_other: set[str] = field(default_factory=set)
+    repeated: int = 0  # second decisions ignored
+    first_repeated: str | None = None  # the first item decided twice (for sync's line)
+    _new_repeats: list[tuple[str, int]] = field(default_factory=list)  # this catch-up's, said once; not saved
 
     # --- the fold -----------------------------------------------------------------
 
@@ -91,11 +124,16 @@ class Outbox:
         kind = ev.get("ev")
         item: str = ev.get("item", "")  # every kind that names an item has one
         if kind == DECIDED:
+            if not self._first_decision(item):
+                self.repeated += 1
+                self.first_repeated = self.first_repeated or item
+                self._new_repeats.append((item, offset))
+                return
             key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
-            if ev.get("ws") and item not in self.failed:
+            if ev.get("ws"):
                 self.pending[item] = (offset, _intern(ev["ws"]), _intern(ev.get("session")),
-                                      _intern(ev.get("kind", TURN)), _intern(ev.get("peer")))
+                                      _intern(ev.get("kind", TURN)), _intern(ev.get("peer")), _intern(ev.get("role")))
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
                 self.undone[ev["target"]] = item
         elif kind == ATTEMPT:
@@ -134,6 +172,17 @@ class Outbox:
             self.stopped[ev["ws"]] = ev
         elif kind == KEY_RESUMED:
             self.stopped.pop(ev.get("ws", ""), None)
+
+    def _first_decision(self, item: str) -> bool:
+        """Note `item` as decided; False when it was already."""
+        kind, _, rest = item.partition(":")
+        session, _, number = rest.rpartition(":")
+        if kind == TURN and session and number.isascii() and number.isdigit():
+            return _add_number(self.known_turns.setdefault(session, []), int(number))
+        if item in self.known_other:
+            return False
+        self.known_other.add(item)
+        return True
 
     def _learn_results(self, ev: dict) -> None:
         for result in ev.get("results") or []:
@@ -199,8 +248,14 @@ class Outbox:
         from .ledger import ReadResult
 
         result = ReadResult()
+        self._new_repeats = []
         for ev in ledger.iter_from(self.offset, result):
             self.apply(ev, result.at)
+        if self._new_repeats:
+            item, at = self._new_repeats[0]
+            log.warning(f"{ledger.path}: {len(self._new_repeats)} second decision(s) for items already decided "
+                        f"ignored, the first decision stands (first: {item} at byte {at})")
+            self._new_repeats = []
         if result.malformed:
             self.malformed += len(result.malformed)
             for offset in result.malformed:
@@ -210,12 +265,13 @@ class Outbox:
     def save(self, state_dir: Path) -> None:
         import marshal
 
-        write_bytes(state_dir / CHECKPOINT, marshal.dumps({"version": CHECKPOINT_VERSION, **self.__dict__}))
+        saved = {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
+        write_bytes(state_dir / CHECKPOINT, marshal.dumps({"version": CHECKPOINT_VERSION, **saved}))
 
     @classmethod
     def _from_dict(cls, raw: dict) -> Outbox:
         box = cls()
         for name in box.__dict__:
-            if name in raw:
+            if name in raw and not name.startswith("_"):
                 setattr(box, name, raw[name])
         return box

@@ -116,6 +116,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "sent_items": box.sent_count,
         "last_sent": box.last_sent,
         "ledger_malformed_lines": box.malformed,
+        "ledger_repeated_decisions": {"ignored": box.repeated, "first": box.first_repeated},
         "attention": attention,
     }
 
@@ -199,5 +200,9 @@ def lines(report: dict) -> list[str]:
                    "(Honcho is not rebuilt from the logs)")
     if report["ledger_malformed_lines"]:
         out.append(f"ledger: {report['ledger_malformed_lines']} malformed line(s) skipped")
+    repeated = report["ledger_repeated_decisions"]
+    if repeated["ignored"]:
+        out.append(f"ledger: {repeated['ignored']} second decision(s) ignored, the first decision stands "
+                   f"(first {repeated['first']})")
     out += [f"attention: {line}" for line in report["attention"]]
     return out
