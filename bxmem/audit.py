@@ -1,23 +1,31 @@
 """`bxmem audit`: Honcho read back and held against the ledger.
 
-For each of the agent's own workspaces it pages through every active session's
-messages and the conclusions of the agent's and the owner's peers, keeping
-only ids and counters, and reports each discrepancy by item and kind (never
-text):
+For each of the agent's three workspaces it pages through every active
+session's messages (in the fleet, which every agent writes, only those under
+this agent's peer: the others' notes are theirs) and the conclusions of the
+agent's and the owner's peers, keeping only ids and counters, and reports
+each discrepancy by item and kind (never text):
 
-* `missing`: an item recorded sent is not there (or a part of it);
+* `missing`: a message id recorded sent is not there;
 * `duplicate`: a part of an item is there more than once;
 * `misrouted`: an item is in a workspace its decision did not name, for
   instance a turn decided untrusted, or nowhere, found in the trusted one;
-* `not-recorded`: a message carries a bxmem item the ledger never sent;
-* `foreign-agent-message`: a message under the agent's peer bxmem did not write;
+* `role-changed`: an item is in the workspace its decision named, but the
+  configuration has given that workspace another role since (an untrusted
+  turn in what is now the trusted workspace);
+* `not-recorded`: a message carries a bxmem item the ledger never sent, or
+  is a copy of a part under an id the ledger never recorded;
+* `foreign-agent-message`: a message under the agent's peer bxmem did not
+  write, or one another agent's bxmem wrote into this agent's workspace;
 * `missing-conclusion`, `unexpected-conclusion`: conclusions that differ from
   the live memory entries the ledger says were written;
 * `duplicate-conclusion`: an unexpected conclusion of the same peer and text
   as a live one (a create Honcho stored after bxmem had looked for it).
 
 Delivery is at-least-once (send.py): `duplicate` and `duplicate-conclusion`
-are how a copy that got past the duplicate defence shows.
+are how a copy that got past the duplicate defence shows. Items sent to a
+workspace that is no longer one of this agent's (renamed, or now another
+agent's read source) are counted as not audited: it is not read as ours.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from .errors import ExitCode
 from .ledger import Ledger, ReadResult
 from .ledger_events import DECIDED, SENT
 from .outbox import Outbox
+from .write_policy import WRITE_ROLES, roles_of, writable
 
 
 @dataclass
@@ -38,6 +47,9 @@ class AuditReport:
     messages: int = 0
     conclusions: int = 0
     workspaces: list[str] = field(default_factory=list)
+    # Items the ledger sent to a workspace that is not one of this agent's now
+    # (renamed, or a [[honcho.read]] source): not read as if it were ours.
+    not_audited: dict[str, dict] = field(default_factory=dict)  # workspace -> {"items", "now"}
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
         self.discrepancies.append({"kind": kind, "workspace": workspace, **what})
@@ -45,10 +57,14 @@ class AuditReport:
     # What the command prints (jobs.show writes it): the report knows its own output.
     def as_json(self) -> dict:
         return {"workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
-                "discrepancies": self.discrepancies}
+                "discrepancies": self.discrepancies, "not_audited": self.not_audited}
 
     def lines(self) -> list[str]:
         out = [f"audited {', '.join(self.workspaces)}: {self.messages} messages, {self.conclusions} conclusions"]
+        for ws, left in self.not_audited.items():
+            now = f"now {left['now']}" if left["now"] else "not in the configuration"
+            out.append(f"not audited: {left['items']} item(s) sent to {ws} ({now}): it is not one of this agent's "
+                       "workspaces any more, so it is not read as one")
         out += ["  " + " ".join(f"{k}={v}" for k, v in d.items()) for d in self.discrepancies]
         return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
 
@@ -57,69 +73,110 @@ class AuditReport:
         return ExitCode.ATTENTION if self.discrepancies else ExitCode.OK
 
 
-def _expected(config: Config) -> tuple[dict[str, str | None], dict[str, tuple[str | None, int]], Outbox]:
-    """Where each item was decided to go, and what was sent: item -> (workspace, parts)."""
+@dataclass
+class Expected:
+    """What the ledger says: where each item was decided to go (its first
+    decision: a second one is ignored, as the outbox ignores it), and the message
+    ids Honcho gave each item sent."""
+
+    decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role)
+    sent: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)  # item -> (ws, ids by part)
+    sent_to: dict[str, str | None] = field(default_factory=dict)  # every item sent (conclusions too) -> ws
+
+
+def _expected(config: Config) -> tuple[Expected, Outbox]:
     ledger = Ledger(config.paths.ledger)
-    decided: dict[str, str | None] = {}
-    sent: dict[str, tuple[str | None, int]] = {}
+    expected = Expected()
     for ev in ledger.iter_from(0, ReadResult()):
-        if ev.get("ev") == DECIDED:
-            decided[ev["item"]] = ev.get("ws")
-        elif ev.get("ev") == SENT:
+        if ev.get("ev") == DECIDED and isinstance(ev.get("item"), str):
+            expected.decided.setdefault(ev["item"], (ev.get("ws"), ev.get("role")))
+        elif ev.get("ev") == SENT and isinstance(ev.get("item"), str):
+            expected.sent_to[ev["item"]] = ev.get("ws")
             if ev["item"].startswith("turn:"):
-                sent[ev["item"]] = (ev.get("ws"), len(ev.get("ids") or []))
+                expected.sent[ev["item"]] = (ev.get("ws"), list(ev.get("ids") or []))
             for result in ev.get("results") or []:
                 if result.get("do") in ("fleet-message", "retract") and result.get("ids"):
-                    sent[ev["item"]] = (ev.get("ws"), len(result["ids"]))
+                    expected.sent[ev["item"]] = (ev.get("ws"), list(result["ids"]))
     box = Outbox.load(config.paths.ensure_state_dir(), ledger)
-    return decided, sent, box
+    return expected, box
 
 
 def audit(config: Config) -> AuditReport:
-    from .honcho import AuditClient, Missing
+    from .honcho import AuditClient
 
     honcho = config.honcho
     if honcho is None:  # the CLI refuses a local-only audit before this
         raise ValueError("audit needs a [honcho] section")
     report = AuditReport()
-    decided, sent, box = _expected(config)
-    agent, owner = honcho.agent, honcho.owner
-    for role in ("trusted", "untrusted", "fleet"):
+    expected, box = _expected(config)
+    roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
+    for where in expected.sent_to.values():
+        if isinstance(where, str) and not writable(where, roles):
+            left = report.not_audited.setdefault(where, {"items": 0, "now": roles.get(where)})
+            left["items"] += 1
+    for role in WRITE_ROLES:
         workspace = config.workspace(role)
-        ws = workspace.name
-        report.workspaces.append(ws)
-        seen: Counter = Counter()
-        with AuditClient(honcho.url, ws, read_key(workspace)) as client:
-            try:
-                sessions = list(s["id"] for s in client.sessions() if isinstance(s.get("id"), str))
-            except Missing:
-                sessions = []
-            for session in sessions:
-                for message in client.list_messages(session):
-                    report.messages += 1
-                    meta = message.get("metadata") or {}
-                    item = meta.get("bxmem_item")
-                    if not isinstance(item, str):
-                        if message.get("peer_id") == agent:
-                            report.add("foreign-agent-message", ws, message=message.get("id"), session=session)
-                        continue
-                    seen[(item, meta.get("part"))] += 1
-                    if decided.get(item, ws) != ws:
-                        report.add("misrouted", ws, item=item, decided=decided.get(item))
-                    elif (item not in sent and item not in box.attempts and item in decided) or item not in decided:
-                        report.add("not-recorded", ws, item=item)
-            for (item, part), count in seen.items():
-                if count > 1:
-                    report.add("duplicate", ws, item=item, part=part, copies=count)
-            for item, (where, parts) in sent.items():
-                if where != ws:
-                    continue
-                for part in range(parts):
-                    if seen[(item, part)] == 0:
-                        report.add("missing", ws, item=item, part=part)
+        report.workspaces.append(workspace.name)
+        with AuditClient(honcho.url, workspace.name, read_key(workspace)) as client:
+            _messages(client, role, workspace.name, honcho.agent, expected, box, report)
             if role == "trusted":
-                _conclusions(client, box, ws, (agent, owner), report)
+                _conclusions(client, box, workspace.name, (honcho.agent, honcho.owner), report)
     return report
+
+
+def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: Outbox, report: AuditReport) -> None:
+    """Every message of the workspace that is this agent's to answer for, held
+    against the ledger. In the fleet, which every agent writes, only those under
+    this agent's peer are (others' notes are theirs, whatever metadata they
+    carry); in the agent's own workspaces every message is."""
+    from .honcho import Missing
+
+    try:
+        sessions = [s["id"] for s in client.sessions() if isinstance(s.get("id"), str)]
+    except Missing:
+        sessions = []
+    seen: Counter = Counter()
+    found: set[str] = set()
+    unrecorded: list[tuple[str, object, object, str]] = []  # (item, part, message id, session)
+    for session in sessions:
+        for message in client.list_messages(session, {"peer_id": agent} if role == "fleet" else None):
+            report.messages += 1
+            meta = message.get("metadata") or {}
+            item, writer = meta.get("bxmem_item"), meta.get("bxmem_agent")
+            if not isinstance(item, str) or (writer is not None and writer != agent):
+                # Under this agent's peer but not written by this agent's bxmem; in its own
+                # workspaces, a message another agent's bxmem wrote is not ours either.
+                if message.get("peer_id") == agent or isinstance(item, str):
+                    report.add("foreign-agent-message", ws, message=message.get("id"), session=session)
+                continue
+            seen[(item, meta.get("part"))] += 1
+            found.add(message.get("id"))
+            decided_ws, decided_role = expected.decided.get(item, (ws, None))
+            if item not in expected.decided:
+                report.add("not-recorded", ws, item=item)
+            elif decided_ws != ws:
+                report.add("misrouted", ws, item=item, decided=decided_ws)
+            elif decided_role != role:
+                # Sent here when this workspace had the role decided; the configuration has
+                # changed it since, and readers now take it as this role.
+                report.add("role-changed", ws, item=item, decided=decided_role, now=role)
+            elif item not in expected.sent:
+                if item not in box.attempts:
+                    report.add("not-recorded", ws, item=item)
+            elif message.get("id") not in expected.sent[item][1]:
+                unrecorded.append((item, meta.get("part"), message.get("id"), session))
+    for (item, part), count in seen.items():
+        if count > 1:
+            report.add("duplicate", ws, item=item, part=part, copies=count)
+    for item, part, message_id, session in unrecorded:
+        if seen[(item, part)] == 1:  # no copy of a part the ledger recorded: a message bxmem never wrote
+            report.add("not-recorded", ws, item=item, part=part, message=message_id, session=session)
+    for item, (where, ids) in expected.sent.items():
+        if where != ws:
+            continue
+        for part, message_id in enumerate(ids):
+            if message_id not in found:
+                report.add("missing", ws, item=item, part=part)
 
 
 def _conclusions(client, box: Outbox, ws: str, peers: tuple[str, str], report: AuditReport) -> None:

@@ -23,7 +23,7 @@ class ExitCode:
     #: The job did what it could, but something it needs did not answer
     #: (brokerd, Honcho): work is left for a later run. Nothing was lost.
     DEGRADED = 3
-    #: `bxmem sync` and `bxmem audit`: the owner's attention is needed.
+    #: `bxmem sync`, `bxmem audit`, and `bxmem send` holding items: the owner's attention is needed.
     ATTENTION = 4
     #: Something named on the command line does not exist (an unknown edit id, say).
     NOT_FOUND = 5
@@ -47,8 +47,10 @@ MEANINGS = {
     ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
     ExitCode.USAGE: "the command line was wrong",
     ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer; work waits for a later run, nothing lost",
-    ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, a refused key or a key file send "
-                        "would refuse, a long outage, brokerd unavailable), `audit` (a discrepancy between Honcho and the ledger)",
+    ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
+                        "refused key or a key file send would refuse, a long outage, brokerd unavailable), `send` (it "
+                        "holds items the configuration no longer lets go where they were decided to; the rest was sent), "
+                        "`audit` (a discrepancy between Honcho and the ledger)",
     ExitCode.NOT_FOUND: "something named on the command line does not exist",
     ExitCode.REFUSED: "understood but cannot be done (an undo of an undo, an edit already undone, `ask` or `audit` "
                       "while local-only); nothing written",
@@ -63,7 +65,7 @@ MEANINGS = {
 _EVERY = (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.INTERRUPTED)
 COMMAND_EXITS = {
     "decide": _EVERY + (ExitCode.DEGRADED,),
-    "send": _EVERY + (ExitCode.DEGRADED,),
+    "send": _EVERY + (ExitCode.DEGRADED, ExitCode.ATTENTION),
     "mirror": _EVERY,
     "undo": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
     "recall": _EVERY + (ExitCode.UNAVAILABLE,),

@@ -18,6 +18,7 @@ RUNBOOK_ENTRIES = (
     "honcho-key-refused",
     "broker-state-unavailable",
     "honcho-config-invalid",
+    "honcho-held-by-config",
 )
 
 log = logging.getLogger("bxmem")

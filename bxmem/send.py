@@ -34,6 +34,7 @@ from .outbox import Outbox
 from .retry import Hold
 from .send_report import SendReport
 from .send_runner import RUN_BUDGET_S, Sender
+from .write_policy import Holds
 
 __all__ = ["RUN_BUDGET_S", "SendReport", "Sender", "run", "write_idle_summary"]
 
@@ -56,18 +57,22 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
 
     def save(state_dir: Path, box: Outbox) -> None:
         box.save(state_dir)
-        write_idle_summary(config, box, state_dir, senders[0]._hold if senders else None)
+        write_idle_summary(config, box, state_dir, senders[0]._hold if senders else None,
+                           senders[0].holds if senders else None)
 
     return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
 
 
-def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None) -> None:
-    """What the next run's fast path compares to decide there is nothing to do."""
+def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None,
+                       holds: Holds | None = None) -> None:
+    """What the next run's fast path compares to decide there is nothing to do.
+    Items the configuration holds do not wake it: a change of the configuration does."""
     from .fastpath import stat_fingerprint, write_summary
 
     held = hold.items if hold else set()
+    by_config = set(holds.held) if holds else set()
     sendable = any(
-        item["ws"] not in box.stopped and config.workspace_by_name(item["ws"]) is not None and item["item"] not in held
+        item["ws"] not in box.stopped and item["item"] not in held and item["item"] not in by_config
         for item in box.pending_items()
     )
     # Items that only wait behind an in-doubt one wake the job when it may be looked up.

@@ -12,6 +12,7 @@ from . import ledger_events
 from .honcho import MAX_MESSAGE_CHARS, KeyRefused, Missing, Refused, Unavailable
 from .log import log
 from .sanitize import chunks, neutralise
+from .send_lookup import present_parts, qualified
 from .send_plan import LocalFailure, Tally
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import session_id_problem
@@ -118,7 +119,8 @@ class EditActions:
                 known = {c["id"] for c in self.box.conclusions.values()}
                 filters = {"observer_id": peer, "observed_id": peer, "session_id": hsession}
                 for found in client.list_conclusions(filters):
-                    if found.get("content") == text and found.get("id") not in known:
+                    mine = found.get("observer_id") == peer and found.get("observed_id") == peer
+                    if mine and found.get("content") == text and found.get("id") not in known:
                         return {**result, "id": found["id"], "hsession": hsession, "settled": True}
             conclusion = {"content": text, "observer_id": peer, "observed_id": peer, "session_id": hsession}
             return {**result, "id": client.create_conclusions([conclusion])[0], "hsession": hsession}
@@ -137,11 +139,13 @@ class EditActions:
             else:
                 hsession, text = self._session_for_writes(ws, item["session"]), self._journal_text(action.get("text"))
             pieces = chunks(text, MAX_MESSAGE_CHARS)
+            agent = self.honcho.agent
             messages = [
                 {
-                    "peer_id": self.honcho.agent,
+                    "peer_id": agent,
                     "content": piece,
-                    "metadata": {"bxmem_item": item["item"], "part": n, "parts": len(pieces), "role": do, "bx_session": item["session"]},
+                    "metadata": qualified({"bxmem_item": item["item"], "part": n, "parts": len(pieces), "role": do,
+                                           "bx_session": item["session"]}, piece, agent),
                 }
                 for n, piece in enumerate(pieces)
             ]
@@ -151,11 +155,12 @@ class EditActions:
     def _ensure_messages(self, ws: str, hsession: str, key: str, messages: list[dict], in_doubt: bool) -> list[str]:
         present: dict[int, str] = {}
         if in_doubt:
+            # The fleet is shared: another agent's note can carry the same journal id in the
+            # same session. Only this agent's peer is asked for, and only ours is taken.
+            agent = self.honcho.agent
+            filters = {"metadata": {"bxmem_item": key}, "peer_id": agent}
             try:
-                for found in self.client(ws).list_messages(hsession, {"metadata": {"bxmem_item": key}}):
-                    part = (found.get("metadata") or {}).get("part")
-                    if isinstance(part, int):
-                        present.setdefault(part, found.get("id", ""))
+                present = present_parts(self.client(ws).list_messages(hsession, filters), messages, agent)
             except Missing:
                 pass
         missing = [m for m in messages if m["metadata"]["part"] not in present]

@@ -1,8 +1,9 @@
 """`send`'s message building: a turn's decision made into Honcho messages.
 
 The same item gives the same messages every time: an in-doubt item is looked
-up in Honcho by its `bxmem_item` and `part` metadata, and only the missing
-parts are sent, so the parts must not move between runs.
+up in Honcho by its `bxmem_item` and `part` metadata, its peer and its text
+(send_lookup.py), and only the missing parts are sent, so the parts must not
+move between runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .honcho import MAX_BATCH, MAX_MESSAGE_CHARS
 from .ledger import Ledger
 from .rules import send_veto
 from .sanitize import chunks, neutralise
+from .send_lookup import qualified
 from .send_plan import LocalFailure
 from .sources.loopd import SpanReader
 
@@ -34,14 +36,14 @@ def build(item: dict, speaker_text: str, reply: str, agent: str) -> list[dict]:
         message = {
             "peer_id": peer,
             "content": content,
-            "metadata": {
+            "metadata": qualified({
                 "bxmem_item": item["item"],
                 "part": index,
                 "parts": len(parts),
                 "role": role,
                 "bx_session": item["session"],
                 "turn": item["turn"],
-            },
+            }, content, agent),
         }
         if valid_time(item.get("at")):
             message["created_at"] = item["at"]

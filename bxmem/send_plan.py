@@ -9,12 +9,13 @@ of a run can be tested on an outbox alone (tests/test_send_plan.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .honcho import MAX_BATCH
-from .outbox import KIND, SESSION, WS, Outbox, light
+from .outbox import KIND, ROLE, SESSION, WS, Outbox, light
+from .write_policy import Holds, hold_pending
 
 if TYPE_CHECKING:
     from .lanes import Call
@@ -34,6 +35,7 @@ class Tally(Protocol):
     pending: int
     held: int
     settle_at: float | None
+    held_by_config: list[dict]
 
 
 class LocalFailure(Exception):
@@ -66,10 +68,18 @@ class Unit:
     group: Group | None
 
 
-def sendable(box: Outbox, usable: set[str]) -> list[str]:
-    """Pending items in outbox order, but those of a workspace not in `usable`
-    (stopped, or no longer configured: they wait; bxmem sync shows them)."""
-    return [key for key, record in box.pending.items() if record[WS] in usable]
+def sendable(box: Outbox, roles: Mapping[str, str], decision_of: Callable[[str], dict]) -> tuple[list[str], Holds]:
+    """Pending items in outbox order that may go now, and those the configuration
+    holds (write_policy.hold_pending: a workspace renamed, or given another role,
+    or made a read source since the decision). `roles` is {workspace: role} as
+    configured now; `decision_of(item)` reads an edit's whole decision, for the
+    workspaces of what it deletes or retracts. Items of a workspace whose key was
+    refused wait too, without being held: bxmem sync shows the refusal."""
+
+    pending = ((key, r[WS], r[ROLE], r[KIND]) for key, r in box.pending.items())
+    holds = hold_pending(pending, roles, decision_of, box.conclusions, box.fleet)
+    queue = [key for key, r in box.pending.items() if key not in holds.held and r[WS] not in box.stopped]
+    return queue, holds
 
 
 def target(known: dict | None, peer: str, session: str, agent: str) -> tuple[str, int, list[str], bool]:

@@ -21,6 +21,9 @@ class SendReport:
     pending: int = 0
     held: int = 0  # items waiting behind an in-doubt attempt (retry.Hold)
     settle_at: float | None = None  # when the first of those may be looked up
+    # Items the configuration holds (write_policy.py), by workspace, recorded
+    # role, role now and reason: {"workspace", "role", "now", "reason", "explain", "turns", "edits", "oldest"}
+    held_by_config: list[dict] = field(default_factory=list)
 
     @property
     def degraded(self) -> bool:
@@ -56,14 +59,24 @@ class SendReport:
         pending, not_counted = self.pending_count(config)
         return {"local_only": self.local_only, "busy": self.busy, "sent": self.sent, "messages": self.messages,
                 "requests": self.requests, "failed": self.failed, "pending": pending, "pending_not_counted": not_counted,
-                "outage": self.outage, "waiting_until": self.waiting_until, "stopped": self.stopped}
+                "outage": self.outage, "waiting_until": self.waiting_until, "stopped": self.stopped,
+                "held_by_config": self.held_by_config}
+
+    def held_count(self) -> int:
+        return sum(g["turns"] + g["edits"] for g in self.held_by_config)
 
     def summary(self, config) -> str | None:
-        if self.local_only or self.busy or not (self.sent or self.failed):
+        held = self.held_count()
+        if self.local_only or self.busy or not (self.sent or self.failed or held):
             return None
         pending, _ = self.pending_count(config)
-        return f"sent {self.sent} item(s) in {self.requests} request(s); {self.failed} failed; {pending} pending"
+        return (f"sent {self.sent} item(s) in {self.requests} request(s); {self.failed} failed; {pending} pending"
+                + (f", {held} of them held by the configuration (bxmem sync says why)" if held else ""))
 
     @property
     def exit_code(self) -> int:
-        return ExitCode.DEGRADED if self.degraded and not (self.local_only or self.busy) else ExitCode.OK
+        if self.local_only or self.busy:
+            return ExitCode.OK
+        if self.held_by_config:  # the owner's to resolve: nothing sends them until the configuration does
+            return ExitCode.ATTENTION
+        return ExitCode.DEGRADED if self.degraded else ExitCode.OK

@@ -27,9 +27,10 @@ from .honcho import (
 from .lanes import Call, Lane
 from .ledger import Ledger, now_iso
 from .log import log, runbook
-from .outbox import Outbox
+from .outbox import KIND, OFFSET, Outbox
 from .retry import Hold, iso, next_backoff
 from .send_edits import EditActions, merge_ids
+from .send_lookup import present_parts
 from .send_messages import Messages
 from .send_plan import (
     Group,
@@ -41,6 +42,7 @@ from .send_plan import (
     opening,
     sendable,
 )
+from .write_policy import Holds, roles_of, writable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -70,6 +72,8 @@ class Sender:
         self.rng = rng or random.Random()  # the backoff's jitter
         self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
         self.keys: dict[str, Key | None] = {}  # each usable workspace's key, read once per run (_read_keys)
+        self.roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
+        self.holds = Holds()  # held by the configuration (write_policy.py); send.run reads it too
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
@@ -119,8 +123,9 @@ class Sender:
         return self.second_clients[ws]
 
     def _new_client(self, ws: str) -> WorkspaceClient:
-        # No key for a workspace _read_keys did not read: one no longer configured (an old edit's target).
-        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws))
+        if not writable(ws, self.roles):  # every write of a run goes through here: a last line of defence
+            raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
+        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws))  # read once a run by _read_keys
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -139,14 +144,15 @@ class Sender:
     def run(self) -> Tally:
         now = self.clock()
         self._resume_refreshed_keys()
+        queue, self.holds = sendable(self.box, self.roles, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
+        self._report_holds()
         backoff = self.box.backoff
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
         self._read_keys()
         self._hold = Hold(self.box.attempts, now)
-        usable = {ws.name for ws in self.config.workspaces()} - set(self.box.stopped)
-        self.planner = Planner(self.box, sendable(self.box, usable), self.config.send.batch, self._hold,
+        self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
                                self.honcho.agent, self.messages.of, lambda item, why: self._fail([item], None, why))
         try:
             self._drain()
@@ -208,6 +214,14 @@ class Sender:
             group.ahead = self._opener.submit(client, _open_session, client, calls)
             self._background.append(group.ahead)
         return unit
+
+    def _report_holds(self) -> None:
+        groups = self.holds.groups(lambda key: self.box.pending[key][KIND])
+        self.report.held_by_config = groups
+        for g in groups:
+            log.warning(f"{g['turns'] + g['edits']} item(s) held that would write to {g['workspace']} as "
+                        f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
+                        + runbook("honcho-held-by-config"))
 
     # --- outcomes: Honcho answers, is down, refuses a key ----------------------------------
 
@@ -277,7 +291,7 @@ class Sender:
         if state["configured"]:
             return
         workspace = self.config.workspace_by_name(ws)
-        assert workspace is not None  # the planner hands out only configured workspaces (sendable)
+        assert workspace is not None  # the planner hands out only this agent's write workspaces (sendable)
         wanted = configuration_for(workspace.role)
         client = self.client(ws)
         stored = client.read_configuration(if_exists=client.set_configuration(wanted))
@@ -372,11 +386,7 @@ class Sender:
             found = list(self.client(item["ws"]).list_messages(hsession, {"metadata": {"bxmem_item": item["item"]}}))
         except Missing:
             found = []
-        present: dict[int, str] = {}
-        for message in found:
-            meta = message.get("metadata") or {}
-            if meta.get("bxmem_item") == item["item"] and isinstance(meta.get("part"), int):
-                present.setdefault(meta["part"], message.get("id", ""))
+        present = present_parts(found, messages, self.honcho.agent)  # ours only: peer, agent and text too
         self._succeeded()
         missing = [m for m in messages if m["metadata"]["part"] not in present]
         if not missing:

@@ -13,8 +13,10 @@ from .config import Config
 from .errors import ExitCode
 from .ledger import Ledger
 from .ledger_events import requeued
-from .outbox import Outbox
+from .outbox import KIND, OFFSET, Outbox
+from .send_plan import sendable
 from .store import read_json
+from .write_policy import roles_of
 
 LONG_OUTAGE_S = 600
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
@@ -45,10 +47,15 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
                                 "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
     with ledger:  # event_at keeps the ledger open
+        roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
+        _queue, holds = sendable(box, roles, lambda key: ledger.event_at(box.pending[key][OFFSET]))
+        held = holds.groups(lambda key: box.pending[key][KIND])
+        for group in held:
+            group["oldest_age_s"] = _age(ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts"), now)
         for item in box.pending_items():
-            ws = workspaces.setdefault(item["ws"], {"role": "not configured any more", "pending_turns": 0,
-                                                    "pending_edits": 0, "oldest_pending": None,
-                                                    "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None})
+            if item["item"] in holds.held:
+                continue
+            ws = workspaces[item["ws"]]  # not held: one of this agent's write workspaces
             ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = item["item"]
@@ -90,6 +97,10 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     attention = []
     if failed:
         attention.append(f"{len(failed)} failed item(s) (runbook honcho-send-refused)")
+    for group in held:
+        attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace']} as "
+                         f"{group['role'] or '(no role)'} ({group['reason']}): nothing is sent for them until the "
+                         "configuration says so again (runbook honcho-held-by-config)")
     if refused:
         attention.append(f"{len(refused)} workspace key(s) refused (runbook honcho-key-refused)")
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:
@@ -105,6 +116,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
         "workspaces": workspaces,
+        "held": held,
         "failed": failed,
         "keys_refused": refused,
         "outage": outage,
@@ -181,6 +193,10 @@ def lines(report: dict) -> list[str]:
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
         out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
                    f"pending, {ws['failed']} failed{oldest}")
+    for g in report["held"]:
+        out.append(f"held: {g['turns']} turn(s) and {g['edits']} edit(s) that would write to {g['workspace']} as "
+                   f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; oldest {g['oldest']} "
+                   f"({age_text(g['oldest_age_s'])})")
     for key in report["keys"]:
         ok = f"{key['secret']} file {key['file']} ok (a regular file of this user's, mode 600, one key)"
         out.append(_check_text(f"key for {key['workspace']}", key, ok, "send would refuse it"))

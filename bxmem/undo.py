@@ -19,6 +19,7 @@ from .outbox import Outbox
 from .rules import plan_undo
 from .sources.journal import append_checked, find_edit
 from .store import read_json
+from .write_policy import check_write, roles_of
 
 
 @dataclass
@@ -76,16 +77,23 @@ def _effects(config: Config, edit_id: str) -> list[str]:
     box = Outbox.load(config.paths.ensure_state_dir(), Ledger(config.paths.ledger))
     if item in box.pending and item not in box.attempts:
         return ["it has not been sent yet: it will not be sent at all"]
+    roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
     effects = []
     for action in plan.actions:
-        if action["do"] == "unconclude":
+        if action["do"] in ("unconclude", "reconclude"):
             written = box.conclusions.get(action["of"])
-            if written and not written.get("deleted_by"):
-                effects.append(f"its conclusion {written['id']} in {written['ws']} will be deleted")
-        elif action["do"] == "reconclude":
-            effects.append("the conclusion it deleted will be written again, in its old session")
+            held = check_write(written["ws"], "trusted", roles) if written else None
+            if action["do"] == "unconclude" and written and not written.get("deleted_by"):
+                effects.append(f"its conclusion {written['id']} in {written['ws']} will be deleted"
+                               + (f", but not now: {held.explain()} (held, runbook honcho-held-by-config)" if held else ""))
+            elif action["do"] == "reconclude":
+                effects.append("the conclusion it deleted will be written again, in its old session"
+                               + (f", but not now: {held.explain()} (held, runbook honcho-held-by-config)" if held else ""))
         elif action["do"] == "retract":
-            effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)")
+            note = box.fleet.get(action["of"])
+            held = check_write(note["ws"], "fleet", roles) if note else None
+            effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
+                           + (f", but not now: {held.explain()} (held, runbook honcho-held-by-config)" if held else ""))
     return effects or ["nothing in Honcho: nothing it wrote is there"]
 
 

@@ -11,7 +11,7 @@ from conftest import bxmem_inprocess, decisions, ledger_events, write_log
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem import decide, index, send
+from bxmem import audit, decide, index, send
 from bxmem import config as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.ledger import Ledger
@@ -89,6 +89,17 @@ def test_the_index_keeps_the_first_decisions_labels(home, brokerd, honcho, confi
     index.update(config.paths, rebuild=True)
     hits = index.Index.for_state(config.paths.state).open_readonly().search("zebrafish", 5)
     assert [(h.key, h.tag) for h in hits] == [("turn:s:1", "memory-tainted")]
+
+
+def test_audit_holds_items_to_their_first_decision(home, brokerd, honcho, configure):
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    send.run(load())
+    decide_again(home, "turn:s:1", ws=None, role=None, reason="secret-session")
+    report = audit.audit(load())
+    assert report.discrepancies == [], report.discrepancies
+    assert [e["ev"] for e in ledger_events(home)].count("decided") == 2
 
 
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "s-1"]), st.integers(1, 40)), max_size=120))

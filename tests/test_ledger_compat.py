@@ -56,7 +56,10 @@ def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
     outbox["failed"] = {k: {**v, "decided": v["decided"][:5] if v.get("decided") else v.get("decided")}
                         for k, v in box.failed.items()}
     paths = SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state_dir)
-    decided, sent, _box = audit._expected(SimpleNamespace(paths=paths))
+    expected, _box = audit._expected(SimpleNamespace(paths=paths))
+    # audit keeps each decision's role and each item's message ids now; then, the workspace and the count.
+    decided = {item: ws for item, (ws, _role) in expected.decided.items()}
+    sent = {item: (ws, len(ids)) for item, (ws, ids) in expected.sent.items()}
     decide_state = decide._fresh_state()
     decide._recover(decide_state, ledger)
     recovered_edits = mirror._recover(mirror._fresh_state(), ledger)

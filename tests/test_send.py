@@ -70,7 +70,11 @@ def test_each_turn_is_speaker_then_agent_with_metadata(sample_home, honcho):
         ("boxmaker0", "to the NAS, then offsite weekly"),
     ]
     meta = messages[1]["metadata"]
-    assert meta == {"bxmem_item": "turn:s-clean:1", "part": 1, "parts": 2, "role": "agent", "bx_session": "s-clean", "turn": 1}
+    import hashlib
+
+    digest = hashlib.sha256(b"we decided nightly restic snapshots").hexdigest()
+    assert meta == {"bxmem_item": "turn:s-clean:1", "part": 1, "parts": 2, "role": "agent", "bx_session": "s-clean", "turn": 1,
+                    "bxmem_agent": "boxmaker0", "bxmem_sha256": digest}
     assert messages[0]["created_at"] == "2026-09-27T10:01:00Z"
 
 

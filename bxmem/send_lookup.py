@@ -1,0 +1,59 @@
+"""What an in-doubt lookup may take for this agent's own message, and what makes it recognisable.
+
+Journal ids are per host (`j-0001` on every agent) and session names can be
+shared (a channel two agents sit in), so the fleet workspace, which every
+agent writes, can hold another agent's message with the same `bxmem_item`
+in the same Honcho session. A lookup that matched on `bxmem_item` alone took
+that message for ours, recorded our note as sent, and never wrote it.
+
+So every message bxmem writes carries, beside `bxmem_item`, the agent that
+wrote it (`bxmem_agent`: with `bxmem_item` the agent-qualified id) and the
+SHA-256 of its content (`bxmem_sha256`: the neutralised text as sent, which
+is in the message anyway, so the metadata shows nothing that is not already
+there). A message found by a lookup counts as one of ours only if its peer is
+the one bxmem sent that part as, it names no other agent, and its content is
+the text we would send: messages written before these fields existed (no
+`bxmem_agent`) are still found, by peer and content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+
+def text_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def qualified(metadata: dict, content: str, agent: str) -> dict:
+    """A message's metadata with the writing agent and the content's hash added."""
+    return {**metadata, "bxmem_agent": agent, "bxmem_sha256": text_hash(content)}
+
+
+def is_ours(found: dict, expected: dict, agent: str) -> bool:
+    """Whether `found` (a message Honcho listed) is the message `expected` (one
+    bxmem builds to send, with `qualified` metadata) that this agent wrote."""
+    raw = found.get("metadata")
+    meta: dict = raw if isinstance(raw, dict) else {}
+    want = expected["metadata"]
+    content = found.get("content")
+    return (
+        meta.get("bxmem_item") == want["bxmem_item"]
+        and meta.get("part") == want["part"] and type(meta.get("part")) is int
+        and found.get("peer_id") == expected["peer_id"]
+        and meta.get("bxmem_agent", agent) == agent  # absent: written before agent-qualified ids
+        and isinstance(content, str) and text_hash(content) == want["bxmem_sha256"]
+        and meta.get("bxmem_sha256", want["bxmem_sha256"]) == want["bxmem_sha256"]
+    )
+
+
+def present_parts(found: Iterable[dict], messages: list[dict], agent: str) -> dict[int, str]:
+    """{part: message id} of the parts of `messages` that `found` already holds as ours."""
+    by_part = {m["metadata"]["part"]: m for m in messages}
+    present: dict[int, str] = {}
+    for message in found:
+        part = (message.get("metadata") or {}).get("part") if isinstance(message.get("metadata"), dict) else None
+        if type(part) is int and part in by_part and is_ours(message, by_part[part], agent):
+            present.setdefault(part, message.get("id", ""))
+    return present

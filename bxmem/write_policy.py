@@ -1,0 +1,174 @@
+"""Where bxmem may write, and whether a pending item may still go where it was decided to.
+
+A decision names a workspace and a role (trusted, untrusted, fleet) as the
+configuration had them when it was made. The configuration can change while
+items wait: a workspace renamed, the roles swapped, an old workspace of ours
+listed as another agent's `[[honcho.read]]` source. An item then goes only if
+every workspace it would write to is still, by name, one of this agent's
+three write workspaces, in the role it was decided for. Otherwise it is held:
+not sent, not failed, shown by `bxmem sync` with a stable reason, until the
+configuration says again what the decision said (or the owner drops or
+re-routes it).
+
+Pure functions over plain data (no I/O, no configuration objects), like
+rules.py: send, sync, undo and audit all ask these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+WRITE_ROLES = ("trusted", "untrusted", "fleet")
+
+# The held reasons: stable names that `bxmem sync --json` reports and later
+# owner commands key on.
+READ_SOURCE = "read-source"  # the workspace is configured as a [[honcho.read]] source
+NOT_CONFIGURED = "not-configured"  # the workspace is none of this agent's workspaces now
+ROLE_CHANGED = "role-changed"  # the workspace is one of ours, in another role
+ROLE_UNKNOWN = "role-unknown"  # the decision records no role that can be checked
+BEHIND_HELD_EDIT = "behind-held-edit"  # an edit that names a held edit (removes or undoes what it writes)
+
+
+@dataclass(frozen=True)
+class Held:
+    """Why an item does not go: the workspace it would write to, the role its
+    decision recorded, and the workspace's role in the configuration now
+    (trusted, untrusted, fleet, `read:<agent>`, or None: not configured)."""
+
+    reason: str
+    workspace: str | None
+    role: str | None
+    now: str | None
+
+    def explain(self) -> str:
+        """One clause, no text and no key: what the configuration says now."""
+        ws = self.workspace
+        if self.reason == READ_SOURCE:
+            return f"{ws} is now configured as a read source ({self.now}); bxmem never writes to it"
+        if self.reason == NOT_CONFIGURED:
+            return f"{ws} is not one of this agent's workspaces in the configuration any more"
+        if self.reason == ROLE_CHANGED:
+            return f"{ws} is now this agent's {self.now} workspace, not its {self.role} one"
+        if self.reason == BEHIND_HELD_EDIT:
+            return "it names an earlier edit that is held (what it removes or undoes), and waits behind it"
+        return f"its decision records no role for {ws} that can be checked"
+
+
+def roles_of(workspaces: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """{workspace name: role} from (role, name) pairs, as config.Config.workspaces gives them."""
+    return {name: role for role, name in workspaces}
+
+
+def check_write(workspace: object, recorded_role: object, roles: Mapping[str, str]) -> Held | None:
+    """May something decided for `recorded_role` be written to `workspace` now?
+
+    | the workspace now                          | held, reason      |
+    | a [[honcho.read]] source                   | read-source       |
+    | not configured at all                      | not-configured    |
+    | the decision recorded no write role        | role-unknown      |
+    | one of ours, in another role               | role-changed      |
+    | one of ours, in the role decided           | no: it may go     |
+    """
+    name = workspace if isinstance(workspace, str) else None
+    now = roles.get(name) if name is not None else None
+    role = recorded_role if isinstance(recorded_role, str) else None
+    if now is not None and now not in WRITE_ROLES:
+        return Held(READ_SOURCE, name, role, now)
+    if now is None:
+        return Held(NOT_CONFIGURED, name, role, None)
+    if role not in WRITE_ROLES:
+        return Held(ROLE_UNKNOWN, name, role, now)
+    if now != role:
+        return Held(ROLE_CHANGED, name, role, now)
+    return None
+
+
+def writable(workspace: str, roles: Mapping[str, str]) -> bool:
+    """Whether `workspace` is one of this agent's three write workspaces now (any role)."""
+    return roles.get(workspace) in WRITE_ROLES
+
+
+def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping[str, dict]) -> list[tuple[object, object]]:
+    """Every (workspace, role) an item would write to: the one its decision names,
+    and for an edit the workspace of each conclusion it deletes or writes again
+    (trusted) and of each fleet note it retracts (fleet), which may be another
+    workspace than the edit's own when the configuration changed in between."""
+    writes: list[tuple[object, object]] = [(decision.get("ws"), decision.get("role"))]
+    actions = (decision.get("actions") or []) if decision.get("kind") == "edit" else []
+    for action in actions:
+        if not isinstance(action, dict):
+            continue
+        if action.get("do") in ("unconclude", "reconclude"):
+            target = conclusions.get(action.get("of"))  # type: ignore[arg-type]
+            if target is not None:
+                writes.append((target.get("ws"), "trusted"))
+        elif action.get("do") == "retract":
+            note = fleet.get(action.get("of"))  # type: ignore[arg-type]
+            if note is not None:
+                writes.append((note.get("ws"), "fleet"))
+    return writes
+
+
+def check_item(writes: Iterable[tuple[object, object]], roles: Mapping[str, str]) -> Held | None:
+    """The first write that may not happen now, or None when all may."""
+    for workspace, role in writes:
+        held = check_write(workspace, role, roles)
+        if held is not None:
+            return held
+    return None
+
+
+@dataclass
+class Holds:
+    """The outbox's items held by the configuration, in outbox order."""
+
+    held: dict[str, Held] = field(default_factory=dict)
+
+    def groups(self, kind_of: Callable[[str], str]) -> list[dict]:
+        """Counts by (workspace, recorded role, role now, reason): what sync and send report."""
+        out: dict[tuple, dict] = {}
+        for item, why in self.held.items():
+            key = (why.workspace, why.role, why.now, why.reason)
+            group = out.setdefault(key, {"workspace": why.workspace, "role": why.role, "now": why.now,
+                                         "reason": why.reason, "explain": why.explain(), "turns": 0, "edits": 0,
+                                         "oldest": item})
+            group["edits" if kind_of(item) == "edit" else "turns"] += 1
+        return list(out.values())
+
+
+def depends_on(decision: Mapping) -> set[str]:
+    """The earlier edits an edit names: whose conclusion it deletes or writes again,
+    whose note it retracts, which edit it undoes."""
+    named: set[str] = set()
+    for action in decision.get("actions") or []:
+        for key in ("of", "undoes"):
+            ref = action.get(key) if isinstance(action, dict) else None
+            if isinstance(ref, str):
+                named.add(ref.rpartition("#")[0])
+    if isinstance(decision.get("target"), str):
+        named.add(decision["target"])
+    return named
+
+
+def hold_pending(pending: Iterable[tuple[str, object, object, str]], roles: Mapping[str, str],
+                 decision_of: Callable[[str], Mapping], conclusions: Mapping[str, dict],
+                 fleet: Mapping[str, dict]) -> Holds:
+    """Which of the pending items (item, workspace, recorded role, kind), in outbox
+    order, are held. An edit's whole decision comes from `decision_of(item)`, for
+    the workspaces of what it deletes or retracts (`writes_of`). An edit that
+    names a held edit (`depends_on`: it removes what that one would write, or
+    undoes it) waits behind it, so edits never overtake what they refer to;
+    other edits go on."""
+    holds = Holds()
+    for item, workspace, role, kind in pending:
+        why = check_write(workspace, role, roles)
+        if why is None and kind == "edit":
+            decision = decision_of(item)
+            why = check_item(writes_of(decision, conclusions, fleet), roles)
+            if why is None and depends_on(decision) & holds.held.keys():
+                why = Held(BEHIND_HELD_EDIT, workspace if isinstance(workspace, str) else None,
+                           role if isinstance(role, str) else None, roles.get(workspace) if isinstance(workspace, str) else None)
+        if why is not None:
+            holds.held[item] = why
+    return holds
