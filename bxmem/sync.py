@@ -99,8 +99,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         attention.append(f"{len(failed)} failed item(s) (runbook honcho-send-refused)")
     for group in held:
         attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace']} as "
-                         f"{group['role'] or '(no role)'} ({group['reason']}): nothing is sent for them until the "
-                         "configuration says so again (runbook honcho-held-by-config)")
+                         f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them "
+                         "(runbook honcho-held-by-config)")
     if refused:
         attention.append(f"{len(refused)} workspace key(s) refused (runbook honcho-key-refused)")
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:

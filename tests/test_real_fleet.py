@@ -119,3 +119,9 @@ def test_a_swapped_configuration_holds_the_items_and_writes_nothing_to_the_read_
           server_post(f"/workspaces/{trusted}/peers/list")["items"], f"; messages in {untrusted}:", messages_in(untrusted))
     assert listed == [] and server_post(f"/workspaces/{trusted}/peers/list")["items"] == []
     assert messages_in(untrusted) == []
+
+
+def test_the_real_server_filters_messages_as_the_fake_does():
+    from test_shared_fleet import REAL_3_0_12, _probe
+
+    assert _probe(URL, f"i17b-{secrets.token_hex(3)}-probe") == REAL_3_0_12

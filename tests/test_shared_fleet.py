@@ -153,3 +153,47 @@ def test_a_turn_lookup_takes_each_part_only_from_the_peer_that_sent_it(home, bro
                    if m["id"] != "wrong-peer")
     assert parts == [(0, "kyle", False), (1, "boxmaker0", True)]  # part 0 sent again, from the speaker; part 1 kept
     assert json.dumps([e for e in ledger_events(home) if e["ev"] == "sent"]).count("wrong-peer") == 0
+
+
+def _probe(url: str, ws: str) -> dict[str, list[tuple[str, str]]]:
+    """What list-messages answers for each filter the lookups and audit use, in
+    a session where two peers wrote the same `bxmem_item`."""
+    import httpx
+
+    base = f"{url}/v3/workspaces/{ws}"
+    with httpx.Client(trust_env=False, timeout=30) as http:
+        http.post(f"{url}/v3/workspaces", json={"id": ws}).raise_for_status()
+        for peer in ("alpha", "bravo"):
+            http.post(f"{base}/peers", json={"id": peer}).raise_for_status()
+        http.post(f"{base}/sessions", json={"id": "chan", "peers": {"alpha": {}, "bravo": {}}}).raise_for_status()
+        http.post(f"{base}/sessions/chan/messages", json={"messages": [
+            {"peer_id": "alpha", "content": "a", "metadata": {"bxmem_item": "edit:j-0001", "part": 0, "bxmem_agent": "alpha"}},
+            {"peer_id": "bravo", "content": "b", "metadata": {"bxmem_item": "edit:j-0001", "part": 0}},
+            {"peer_id": "alpha", "content": "c", "metadata": {"bxmem_item": "edit:j-0002", "part": 0}},
+        ]}).raise_for_status()
+        filters = {
+            "item": {"metadata": {"bxmem_item": "edit:j-0001"}},
+            "item and peer": {"metadata": {"bxmem_item": "edit:j-0001"}, "peer_id": "alpha"},
+            "peer": {"peer_id": "alpha"},
+            "item and agent": {"metadata": {"bxmem_item": "edit:j-0001", "bxmem_agent": "alpha"}},
+        }
+        out = {}
+        for name, f in filters.items():
+            answer = http.post(f"{base}/sessions/chan/messages/list", json={"filters": f}, params={"page": 1, "size": 100})
+            answer.raise_for_status()
+            out[name] = sorted((m["peer_id"], m["content"]) for m in answer.json()["items"])
+    return out
+
+
+# As Honcho 3.0.12 answered on the rig (2026-12-01, tests/test_real_fleet.py repeats it live):
+# top-level filter keys are ANDed, peer_id is equality, metadata is JSONB containment.
+REAL_3_0_12 = {
+    "item": [("alpha", "a"), ("bravo", "b")],
+    "item and peer": [("alpha", "a")],
+    "peer": [("alpha", "a"), ("alpha", "c")],
+    "item and agent": [("alpha", "a")],
+}
+
+
+def test_the_fake_filters_messages_as_the_real_server_does(honcho):
+    assert _probe(honcho.url, "probe") == REAL_3_0_12
