@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from conftest import bxmem_inprocess, honcho_config, ledger_events, register_secret, write_log
+from conftest import bxmem_inprocess, honcho_config, ledger_events, register_secret, run_bxmem, write_log
 
 from bxmem import audit as audit_module
 from bxmem import config as config_module
@@ -171,10 +171,15 @@ def test_a_swapped_configuration_sends_nothing_anywhere_it_was_not_decided_for(w
             "is now this agent's trusted workspace, not its untrusted one; oldest turn:s-web:1") in [t.rsplit(" (", 1)[0] for t in text]
     assert any(t.startswith("attention: 2 item(s) held that would write to bm0-trusted as trusted (read-source)") for t in text)
 
-    # A second run changes nothing, and the idle fast path does not spin on held items.
+    # A second run changes nothing; a timer's run (the idle fast path) does not spin
+    # on held items: it answers at once, until the ledger or the configuration changes.
     before = len(honcho.requests)
     assert bxmem_inprocess("send").returncode == 4
     assert touched(honcho, "bm0-trusted") == [] and len(honcho.requests) == before
+    timer = run_bxmem("send")
+    assert (timer.returncode, timer.stderr, len(honcho.requests)) == (0, "", before)
+    config_file.write_text(config_file.read_text() + "\n")  # a changed configuration: the real job runs again
+    assert run_bxmem("send").returncode == 4
 
 
 def test_putting_the_configuration_back_releases_them_where_they_were_decided(waiting, honcho, config_file, configure, tmp_path):
