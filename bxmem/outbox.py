@@ -116,7 +116,9 @@ class Outbox:
     known_other: set[str] = field(default_factory=set)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
-    _new_repeats: list[tuple[str, int]] = field(default_factory=list)  # this catch-up's, said once; not saved
+    # This catch-up's second decisions, said once at its end (not saved): how many, and the first.
+    _new_repeats: int = 0
+    _first_new_repeat: tuple[str, int] | None = None
 
     # --- the fold -----------------------------------------------------------------
 
@@ -127,7 +129,8 @@ class Outbox:
             if not self._first_decision(item):
                 self.repeated += 1
                 self.first_repeated = self.first_repeated or item
-                self._new_repeats.append((item, offset))
+                self._new_repeats += 1
+                self._first_new_repeat = self._first_new_repeat or (item, offset)
                 return
             key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
@@ -248,14 +251,14 @@ class Outbox:
         from .ledger import ReadResult
 
         result = ReadResult()
-        self._new_repeats = []
+        self._new_repeats, self._first_new_repeat = 0, None
         for ev in ledger.iter_from(self.offset, result):
             self.apply(ev, result.at)
-        if self._new_repeats:
-            item, at = self._new_repeats[0]
-            log.warning(f"{ledger.path}: {len(self._new_repeats)} second decision(s) for items already decided "
+        if self._first_new_repeat is not None:
+            item, at = self._first_new_repeat
+            log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
                         f"ignored, the first decision stands (first: {item} at byte {at})")
-            self._new_repeats = []
+            self._new_repeats, self._first_new_repeat = 0, None
         if result.malformed:
             self.malformed += len(result.malformed)
             for offset in result.malformed:

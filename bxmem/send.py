@@ -72,7 +72,7 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold 
     held = hold.items if hold else set()
     by_config = set(holds.held) if holds else set()
     sendable = any(
-        item["ws"] not in box.stopped and item["item"] not in held and item["item"] not in by_config
+        item["item"] not in by_config and item["item"] not in held and item["ws"] not in box.stopped
         for item in box.pending_items()
     )
     # Items that only wait behind an in-doubt one wake the job when it may be looked up.

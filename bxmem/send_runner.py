@@ -219,7 +219,7 @@ class Sender:
         groups = self.holds.groups(lambda key: self.box.pending[key][KIND])
         self.report.held_by_config = groups
         for g in groups:
-            log.warning(f"{g['turns'] + g['edits']} item(s) held that would write to {g['workspace']} as "
+            log.warning(f"{g['turns'] + g['edits']} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
                         f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
                         + runbook("honcho-held-by-config"))
 

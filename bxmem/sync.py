@@ -98,7 +98,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     if failed:
         attention.append(f"{len(failed)} failed item(s) (runbook honcho-send-refused)")
     for group in held:
-        attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace']} as "
+        attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
                          f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them "
                          "(runbook honcho-held-by-config)")
     if refused:
@@ -194,7 +194,7 @@ def lines(report: dict) -> list[str]:
         out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
                    f"pending, {ws['failed']} failed{oldest}")
     for g in report["held"]:
-        out.append(f"held: {g['turns']} turn(s) and {g['edits']} edit(s) that would write to {g['workspace']} as "
+        out.append(f"held: {g['turns']} turn(s) and {g['edits']} edit(s) that would write to {g['workspace'] or '(no workspace)'} as "
                    f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; oldest {g['oldest']} "
                    f"({age_text(g['oldest_age_s'])})")
     for key in report["keys"]:

@@ -46,6 +46,8 @@ class Held:
         ws = self.workspace
         if self.reason == READ_SOURCE:
             return f"{ws} is now configured as a read source ({self.now}); bxmem never writes to it"
+        if self.reason == NOT_CONFIGURED and ws is None:
+            return "its decision names no workspace bxmem can read (a damaged ledger line)"
         if self.reason == NOT_CONFIGURED:
             return f"{ws} is not one of this agent's workspaces in the configuration any more"
         if self.reason == ROLE_CHANGED:
@@ -161,7 +163,10 @@ def hold_pending(pending: Iterable[tuple[str, object, object, str]], roles: Mapp
     undoes it) waits behind it, so edits never overtake what they refer to;
     other edits go on."""
     holds = Holds()
+    fine = {(name, role) for name, role in roles.items() if role in WRITE_ROLES}  # what check_write lets go
     for item, workspace, role, kind in pending:
+        if kind != "edit" and isinstance(workspace, str) and isinstance(role, str) and (workspace, role) in fine:
+            continue  # nearly every item: a turn for one of ours, in its role (a set lookup, not a call)
         why = check_write(workspace, role, roles)
         if why is None and kind == "edit":
             decision = decision_of(item)

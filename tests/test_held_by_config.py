@@ -297,6 +297,28 @@ def test_audit_reads_only_this_agents_workspaces_and_says_what_it_left(waiting, 
     assert any(line.startswith("not audited: 2 item(s) sent to bm0-trusted") for line in report.lines())
 
 
+def test_a_decision_with_a_damaged_workspace_or_role_is_held_not_sent_and_stops_nothing(home, brokerd, honcho, configure):
+    from bxmem.ledger import Ledger
+
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "again", "yes") + turn_lines(3, "more", "ok"))
+    decide.run(load())
+    lines = [json.loads(line) for line in (home / "memory" / "honcho.jsonl").read_text().splitlines()]
+    (home / "memory" / "honcho.jsonl").write_text("")  # the same decisions, two of them damaged
+    for ev in lines:
+        if ev.get("item") == "turn:s:1":
+            ev["ws"] = ["bm0-trusted"]
+        elif ev.get("item") == "turn:s:2":
+            del ev["role"]
+    Ledger(home / "memory" / "honcho.jsonl").append(lines)
+    report = send.run(load())
+    assert report.exit_code == 4
+    assert {(g["reason"], g["oldest"]) for g in report.held_by_config} == {(NOT_CONFIGURED, "turn:s:1"), (ROLE_UNKNOWN, "turn:s:2")}
+    assert [m["metadata"]["bxmem_item"] for m in honcho.messages_in("bm0-trusted")] == ["turn:s:3"] * 2
+    code, status = sync_json()
+    assert code == 4 and len(status["held"]) == 2
+
+
 def sync_json():
     result = bxmem_inprocess("sync", "--json")
     return result.returncode, json.loads(result.stdout)

@@ -25,7 +25,7 @@ from bxmem.outbox import Outbox
 
 LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 # What the outbox fold keeps that it did not then (each decision is final: outbox.py).
-ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats")
+ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat")
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
 
 
