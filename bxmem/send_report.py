@@ -80,3 +80,14 @@ class SendReport:
         if self.held_by_config:  # the owner's to resolve: nothing sends them until the configuration does
             return ExitCode.ATTENTION
         return ExitCode.DEGRADED if self.degraded else ExitCode.OK
+
+
+def log_held(groups: list[dict]) -> list[dict]:
+    """One warning for each group of items the configuration holds (write_policy.Holds.groups); the groups."""
+    from .log import log, runbook
+
+    for g in groups:
+        log.warning(f"{g['turns'] + g['edits']} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
+                    f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
+                    + runbook("honcho-held-by-config"))
+    return groups

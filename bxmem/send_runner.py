@@ -42,6 +42,7 @@ from .send_plan import (
     opening,
     sendable,
 )
+from .send_report import log_held
 from .write_policy import Holds, roles_of, writable
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ class Sender:
         now = self.clock()
         self._resume_refreshed_keys()
         queue, self.holds = sendable(self.box, self.roles, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
-        self._report_holds()
+        self.report.held_by_config = log_held(self.holds.groups(lambda key: self.box.pending[key][KIND]))
         backoff = self.box.backoff
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
@@ -214,14 +215,6 @@ class Sender:
             group.ahead = self._opener.submit(client, _open_session, client, calls)
             self._background.append(group.ahead)
         return unit
-
-    def _report_holds(self) -> None:
-        groups = self.holds.groups(lambda key: self.box.pending[key][KIND])
-        self.report.held_by_config = groups
-        for g in groups:
-            log.warning(f"{g['turns'] + g['edits']} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
-                        f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
-                        + runbook("honcho-held-by-config"))
 
     # --- outcomes: Honcho answers, is down, refuses a key ----------------------------------
 
