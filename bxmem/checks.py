@@ -96,6 +96,20 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
     return results
 
 
+def partial_keys(config: Config) -> str | None:
+    """The warning `config check` and `sync` print when some workspaces have
+    keys and others none: a mistake (a server with auth on refuses them) or
+    harmless (auth off, the keys unneeded). Never a refusal: every command uses
+    the keyless ones without a key."""
+    keyless = config.keyless_among_keyed()
+    if not keyless:
+        return None
+    names = ", ".join(f"{ws.name} ([secrets.{ws.secret}])" for ws in keyless)
+    return (f"keys are configured for some workspaces but not for {names}: every command uses "
+            f"{'it' if len(keyless) == 1 else 'them'} without a key, which a Honcho server with auth on refuses "
+            "(401); auth is on or off for the whole server, so add the missing keys, or remove the others if auth is off")
+
+
 def keys(config: Config) -> list[dict]:
     """Every configured key file, read as every command reads it (config.read_key:
     a regular file of this user's, mode 600, at most 8 KiB, one line of printable

@@ -122,6 +122,17 @@ class Config:
                 return ws
         raise ConfigInvalid(f"no workspace for {role!r}: [honcho] is not configured")
 
+    def keyless_among_keyed(self) -> list[Workspace]:
+        """The workspaces without a key when another has one; empty when all or
+        none have keys. Every command uses such a workspace without a key (one
+        rule); since Honcho's auth is on or off for the whole server, either the
+        keys are not needed or these workspaces will be refused (401), which
+        `config check` and `sync` say (checks.partial_keys)."""
+        workspaces = self.workspaces()
+        if not any(ws.key_file for ws in workspaces):
+            return []
+        return [ws for ws in workspaces if ws.key_file is None]
+
     def workspace_by_name(self, name: str) -> Workspace | None:
         for ws in self.workspaces():
             if ws.name == name:

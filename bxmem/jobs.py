@@ -122,7 +122,9 @@ def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool 
 
 
 def config_check(config, as_json: bool) -> int:
-    """`bxmem config check`: the resolved paths and workspaces (never a key)."""
+    """`bxmem config check`: the resolved paths and workspaces (never a key), and
+    what is legal but likely a mistake (checks.partial_keys) as a warning."""
+    from .checks import partial_keys
     from .config import read_key
 
     workspaces = []
@@ -142,6 +144,7 @@ def config_check(config, as_json: bool) -> int:
         "owner": config.honcho.owner if config.honcho else None,
         "workspaces": workspaces,
         "send_batch": config.send.batch,
+        "warnings": [w for w in (partial_keys(config),) if w],
     }
     if as_json:
         emit_json(result)
@@ -155,6 +158,7 @@ def config_check(config, as_json: bool) -> int:
             lines.append(f"  {ws['role']}: {ws['workspace']} ({key})")
     else:
         lines.append("local-only: no [honcho] section, nothing will be sent")
+    lines += [f"warning: {w}" for w in result["warnings"]]
     sys.stdout.write("\n".join(lines) + "\n")
     return ExitCode.OK
 
@@ -233,8 +237,12 @@ def render_sync(report: dict, out=None) -> None:
 
     out = out or console()
     for line in lines(report):
-        head, attention, rest = line.partition("attention: ")
-        out.print(f"[bold red]attention:[/bold red] {escape(rest)}" if attention and not head else escape(line))
+        for word, style in (("attention", "bold red"), ("warning", "bold yellow")):
+            if line.startswith(f"{word}: "):
+                out.print(f"[{style}]{word}:[/{style}] {escape(line.removeprefix(f'{word}: '))}")
+                break
+        else:
+            out.print(escape(line))
 
 
 def show_demo(result, honcho: str | None) -> int:

@@ -130,6 +130,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "ledger_malformed_lines": box.malformed,
         "ledger_repeated_decisions": {"ignored": box.repeated, "first": box.first_repeated},
         "attention": attention,
+        # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
+        # with auth on refuses the keyless ones, and that refusal is attention.
+        "warnings": [w for w in (checks.partial_keys(config),) if w],
     }
 
 
@@ -220,5 +223,6 @@ def lines(report: dict) -> list[str]:
     if repeated["ignored"]:
         out.append(f"ledger: {repeated['ignored']} second decision(s) ignored, the first decision stands "
                    f"(first {repeated['first']})")
+    out += [f"warning: {line}" for line in report["warnings"]]
     out += [f"attention: {line}" for line in report["attention"]]
     return out
