@@ -2,20 +2,25 @@
 
 Names: `own` (the agent's trusted workspace, the default), `untrusted`,
 `fleet`, or an agent from `[[honcho.read]]`; an unknown name is refused before
-any call.
+any call. A workspace without a key is asked without one, as every command
+uses it (config.keyless_among_keyed).
 
 Each workspace is first listed (its peers, with that workspace's own key:
 read-only, creates nothing; an empty list means there is nothing to ask, and
 Honcho 3.0 would create a missing workspace on a chat). Then one workspace
-chat. A server without workspace chat (3.0.12 answers 404) is asked the way
-workspace chat would search: by peer chat on the peers whose memory is there
-(`peers_to_ask`), and the answer names them.
+chat. A server without workspace chat (3.0.12: its 404 says the route does
+not exist, honcho.Missing.no_route) is asked the way workspace chat would
+search: by peer chat on the peers whose memory is there (`peers_to_ask`), and
+the answer names them.
 
 Limits: at most AT_ONCE chats in flight at any instant (a chat past its
 deadline keeps its slot until its connection is closed, which its read
 timeout does at that deadline); each chat ASK_TIMEOUT_S; the whole command
 DEADLINE_S, under brokerd's 170 s wait for the tool; each workspace's answer
-ANSWER_CHARS.
+ANSWER_CHARS. Honcho keeps working on a chat whose client has gone, so once a
+chat has timed out no new chat is started in this command (it would run beside
+the abandoned one on the server), and none is started with less than
+MIN_LEFT_S of the deadline left (docs/decisions.md gives the figures).
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ AT_ONCE = 2
 REASONING = ("minimal", "low")
 ANSWER_CHARS = 4_000
 PEERS_AT_MOST = 6
-SCHEMA = "bxmem.ask/1"
+# The least time left of DEADLINE_S for which a chat is started, by reasoning
+# level; a shorter --deadline scales it down in proportion.
+MIN_LEFT_S = {"minimal": 20.0, "low": 50.0}
+SCHEMA = "bxmem.ask/2"
 
 
 @dataclass
@@ -66,7 +74,8 @@ class Answer:
 @dataclass
 class AskResult:
     answers: list[Answer] = field(default_factory=list)
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)  # the name as asked -> why
+    workspace_of: dict[str, str] = field(default_factory=dict)  # the name as asked -> its Honcho workspace
 
     @property
     def untrusted(self) -> bool:
@@ -105,14 +114,9 @@ def targets(config: Config, names: list[str]) -> list[Target]:
             raise UsageError(f"unknown workspace name {name!r} (known: {', '.join(known)})")
         if known[name] not in chosen:
             chosen.append(known[name])
-    # Keys on some workspaces mean the server wants them: a keyless request would
-    # only be refused (401), so it is never sent. With no key anywhere, none is needed.
-    if any(config.workspace(t.role).key_file for t in known.values()):
-        for target in chosen:
-            workspace = config.workspace(target.role)
-            if workspace.key_file is None:
-                raise UsageError(f"no key for workspace {target.name!r} ([secrets.{workspace.secret}] is not "
-                                 "configured, while other workspaces have keys): nothing was asked")
+    # A workspace without a key is asked without one, as every command uses it
+    # (config.keyless_among_keyed): a server with auth on answers 401, which is
+    # that workspace's unavailable line, never the caller's bad input.
     return chosen
 
 
@@ -177,8 +181,21 @@ class _Run:
         self.config = config
         self.question = question
         self.reasoning = reasoning
+        self.deadline = deadline
         self.end = time.monotonic() + deadline
+        self.min_left = MIN_LEFT_S[reasoning] * deadline / DEADLINE_S
         self.workspace_chat: bool | None = None  # learnt from the first workspace chat
+        self.stalled = False  # a chat timed out: the server may still be running it
+
+    def why_not(self) -> str | None:
+        """Why no chat may start now, or None."""
+        if self.stalled:
+            return ("not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "
+                    "its client gave up on, so another would pile up beside it")
+        if self.end - time.monotonic() < self.min_left:
+            return (f"not asked: under {self.min_left:.3g} s of the {self.deadline:g} s deadline left, "
+                    "too little for a chat to answer")
+        return None
 
     def _client(self, target: Target, ends: float):
         from .honcho import ReadClient
@@ -195,23 +212,40 @@ class _Run:
         try:
             with self._client(job.target, job.ends) as client:
                 if job.peer is not None:
-                    body = client.peer_chat(job.peer, self.question, self.reasoning, self._left(job))
+                    body = self._chat(job, lambda left: client.peer_chat(job.peer, self.question, self.reasoning, left))
                     job.outcome = ("peer", _content(body))
                     return
                 listed = client.peer_ids()
                 if not listed:
                     raise _NoWorkspace
                 if self.workspace_chat is not False:
+                    why = self.why_not()  # the listing took time, and another chat may have timed out meanwhile
+                    if why:
+                        job.outcome = ("error", why)
+                        return
                     try:
-                        body = client.chat(self.question, self.reasoning, self._left(job))
+                        body = self._chat(job, lambda left: client.chat(self.question, self.reasoning, left))
                         self.workspace_chat = True
                         job.outcome = ("answer", _content(body))
                         return
-                    except Missing:
+                    except Missing as exc:
+                        if not exc.no_route:  # the route exists: this workspace's own 404
+                            raise
                         self.workspace_chat = False
                 job.outcome = ("peers", listed)
         except Exception as exc:  # one workspace's failure is its own: one unavailable line
             job.outcome = ("error", _reason(exc))
+
+    def _chat(self, job: _Job, call):
+        from .honcho import Unavailable
+
+        try:
+            return call(self._left(job))
+        except Unavailable as exc:
+            # A chat that reached the server and timed out is still running there.
+            if exc.kind == "timed out" and not exc.unsent:
+                self.stalled = True
+            raise
 
     @staticmethod
     def _left(job: _Job) -> float:
@@ -247,6 +281,10 @@ def ask(config: Config, question: str, names: list[str], reasoning: str = "minim
     while (waiting or running) and time.monotonic() < run.end:
         while waiting and len(running) < AT_ONCE:
             job = waiting.popleft()
+            why = run.why_not()
+            if why:
+                _fail(states[job.target.name], job, why)
+                continue
             job.ends = min(time.monotonic() + ASK_TIMEOUT_S, run.end)
             job.thread = threading.Thread(target=run.work, args=(job,), daemon=True, name=f"ask-{job.target.name}")
             job.thread.start()
@@ -257,24 +295,25 @@ def ask(config: Config, question: str, names: list[str], reasoning: str = "minim
                 waiting.extendleft(reversed(_settle(config, states[job.target.name], job)))
         if running and running[0].thread is not None:
             running[0].thread.join(min(0.02, max(0.0, run.end - time.monotonic())))
-    for job in [*running, *waiting]:  # the whole command's deadline came first
-        state = states[job.target.name]
-        reason = f"no answer within {deadline:g} s"
-        if job.peer is None:
-            state.failure = reason
-        else:
-            state.failures[job.peer] = reason
+    for job in running:  # the whole command's deadline came first
+        _fail(states[job.target.name], job, f"no answer within {deadline:g} s")
+    for job in waiting:
+        _fail(states[job.target.name], job, run.why_not() or f"not asked within the {deadline:g} s deadline")
     return _result(states)
+
+
+def _fail(state: _State, job: _Job, reason: str) -> None:
+    if job.peer is None:
+        state.failure = reason
+    else:
+        state.failures[job.peer] = reason
 
 
 def _settle(config: Config, state: _State, job: _Job) -> list[_Job]:
     """Record a finished job; the peer chats to run next, if the workspace needs them."""
     kind, value = job.outcome or ("error", "the request ended without an answer")
     if kind == "error":
-        if job.peer is None:
-            state.failure = str(value)
-        else:
-            state.failures[job.peer] = str(value)
+        _fail(state, job, str(value))
     elif kind == "answer":
         state.answer = str(value)
     elif kind == "peer":
@@ -293,6 +332,7 @@ def _result(states: dict[str, _State]) -> AskResult:
     result = AskResult()
     for name, state in states.items():
         t = state.target
+        result.workspace_of[name] = state.workspace
         if state.failure is not None:
             result.unavailable[name] = state.failure
         elif state.answer is not None:
@@ -329,7 +369,7 @@ def render_plain(result: AskResult) -> str:
             head += " | " + field(answer.note, 300)
         lines.append(head)
         lines.extend(content(answer.text))
-    lines += [f"{field(name)}: unavailable ({field(reason)})" for name, reason in result.unavailable.items()]
+    lines += [f"{field(name)}: unavailable ({field(reason, 300)})" for name, reason in result.unavailable.items()]
     return "\n".join([*lines, closing("ask", tag)])
 
 
@@ -340,5 +380,7 @@ def render_json(result: AskResult) -> dict:
         "label": {"untrusted": result.untrusted, "class": result.klass},
         "text": render_plain(result),
         "answers": [a.as_json() for a in result.answers],
-        "unavailable": [{"workspace": w, "reason": r} for w, r in result.unavailable.items()],
+        # `workspace` is the Honcho workspace, as in `answers` (bxmem.ask/1 gave the name as asked there).
+        "unavailable": [{"name": n, "workspace": result.workspace_of.get(n, n), "reason": r}
+                        for n, r in result.unavailable.items()],
     }

@@ -56,7 +56,12 @@ class KeyRefused(Refused):
 
 
 class Missing(Refused):
-    """404: the route or the resource does not exist."""
+    """404: the route or the resource does not exist. `no_route`: the server has
+    no such route at all (a version without it), told from a missing resource
+    by the framework's own answer, `{"detail": "Not Found"}`, where a missing
+    resource is named (`Workspace W not found`)."""
+
+    no_route = False
 
 
 _TLS = None
@@ -184,7 +189,9 @@ class WorkspaceClient:
         if status in (401, 403):
             raise KeyRefused(self.workspace, operation, f"HTTP {status}", status)
         if status == 404:
-            raise Missing(self.workspace, operation, "HTTP 404", status)
+            missing = Missing(self.workspace, operation, "HTTP 404", status)
+            missing.no_route = _no_route(response)
+            raise missing
         if status >= 400:
             raise Refused(self.workspace, operation, f"HTTP {status}", status)
         if status >= 300:
@@ -328,7 +335,7 @@ class ReadClient(WorkspaceClient):
         return _expect_list(body, self.workspace, "query conclusions")
 
     def chat(self, query: str, reasoning: str, timeout: float) -> dict:
-        """Workspace chat (Honcho 3.2+); raises Missing on a server without it."""
+        """Workspace chat (Honcho 3.2+); raises Missing with `no_route` on a server without it."""
         body = self.request(
             "POST", self._ws_path("/chat"), "workspace chat",
             json={"query": query, "reasoning_level": reasoning, "stream": False},
@@ -350,6 +357,20 @@ class AuditClient(ReadClient):
 
     def sessions(self) -> Iterator[dict]:
         yield from self._pages(self._ws_path("/sessions/list"), "list sessions", None)
+
+
+# What FastAPI (Starlette) answers for a path it has no route for.
+NO_ROUTE_BODY = {"detail": "Not Found"}
+
+
+def _no_route(response: httpx.Response) -> bool:
+    """Compared whole with a constant: nothing of the body is kept or shown."""
+    if len(response.content) > 64:
+        return False
+    try:
+        return bool(response.json() == NO_ROUTE_BODY)
+    except ValueError:
+        return False
 
 
 def _expect_list(value: Any, workspace: str, operation: str) -> list[dict]:

@@ -160,10 +160,12 @@ def c11_ask(ctx: Ctx) -> None:
     fake = ctx.backend.fake
     if ctx.backend.auth:  # with auth off no workspace has a key, and none needs one
         before = len(fake.requests) if fake else 0
-        refused, _s, code = ctx.ask(a, "when is the heron report due", "ed")
-        sent = fake.requests[before:] if fake else []  # this ask names only ed: any request at all is one too many
-        ctx.check("-", "a workspace with no key is refused before any request", not refused.answers and code != 0 and not sent,
-                  "leak", f"exit {code}, {len(sent)} requests")
+        keyless, _s, code = ctx.ask(a, "when is the heron report due", "ed")
+        sent = fake.requests[before:] if fake else []  # this ask names only ed: no key of another workspace may go with it
+        ctx.check("-", "a workspace with no key is asked without one: unavailable (401), never bad input",
+                  not keyless.answers and code == 7 and keyless.unavailable.get("ed", "").startswith("HTTP 401")
+                  and not [r for r in sent if "authorization" in r.headers], "leak",
+                  f"exit {code}, {len([r for r in sent if 'authorization' in r.headers])} requests with a key")
     before = len(fake.requests) if fake else 0
     stranger, _s, code = ctx.ask(a, "anything", "stranger")
     ctx.check("-", "an unknown workspace name is refused before any request",

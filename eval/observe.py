@@ -3,7 +3,7 @@
 Every case asserts on what this module extracts, never on the JSON directly,
 so when the output contract changes only this file is re-pointed. It reads
 the contract of issue 11: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
-and ask.schema.json (`bxmem.ask/1`), whose `text` is the model-facing text
+and ask.schema.json (`bxmem.ask/2`), whose `text` is the model-facing text
 framed as bxmem/render.py describes (a nonce fence, `[n] ` headers, every
 stored line behind CONTENT). Any other shape does not parse: a case that
 reads it fails rather than guessing.
@@ -136,13 +136,13 @@ def _peers_of(item: dict) -> list[str]:
 
 
 def ask(stdout: str) -> Ask:
-    data = _document(stdout, "bxmem.ask/1")
+    data = _document(stdout, "bxmem.ask/2")
     if data is None:
         return Ask(ok=False, raw_chars=len(stdout))
     untrusted, klass = _label(data)
     answers = [Answer(str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""),
                       _peers_of(a)) for a in data.get("answers") or []]
-    unavailable = {str(e.get("workspace")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
+    unavailable = {str(e.get("name")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
     return Ask(True, answers, untrusted, klass, unavailable, len(stdout), str(data.get("text") or ""))
 
 

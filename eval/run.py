@@ -40,7 +40,7 @@ CASES = [
     ("08", c2.c08_down, "Honcho down", "local hits in time; each source named", "Honcho hits; answers from ask"),
     ("09", c2.c09_long, "long history", "planted fact; median/p95 wall", "any output over its bounds"),
     ("10", c2.c10_two_agents, "two agents", "each other's fleet note, tainted, named", "the other's trusted turns (unless read)"),
-    ("11", c2.c11_ask, "ask", "each ws named, labelled; peers named", "keyless or unknown ws asked"),
+    ("11", c2.c11_ask, "ask", "each ws named, labelled; peers named", "unknown ws asked; keyless ws as bad input"),
     ("12", c2.c12_supersede, "correction supersedes", "new entry first; old text dated", "old text as identity"),
 ]
 AUTH_CASES = {"11"}  # run with keys on the fake too: "no key" needs a server that wants keys

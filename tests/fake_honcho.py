@@ -32,8 +32,11 @@ import referencing.jsonschema
 OPENAPI = Path(os.environ.get("BXMEM_OPENAPI") or Path(__file__).resolve().parent / "fixtures" / "honcho-3.0.12-openapi.json")
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 # Routes of later Honcho versions that bxmem probes on purpose: 3.0.12's document
-# lacks them and its server answers 404 (the fake does too, unless told it is 3.2).
+# lacks them and its server answers 404 (the fake does too, unless told it has
+# workspace chat). Their bodies are checked against a later server's document
+# (an excerpt: tests/fixtures/README.md).
 LATER_ROUTES = [("POST", re.compile(r"^/v3/workspaces/[^/]+/chat$"))]
+LATER_OPENAPI = Path(__file__).resolve().parent / "fixtures" / "honcho-261d885c-workspace-chat.json"
 
 
 def _now() -> str:
@@ -116,6 +119,7 @@ class FakeHoncho:
     def __init__(self, keys: dict[str, str] | None = None, checker: OpenAPIChecker | None = None) -> None:
         self.keys = dict(keys or {})  # workspace -> the key it accepts; absent: auth off for it
         self.checker = checker or OpenAPIChecker()
+        self.later_checker = OpenAPIChecker(LATER_OPENAPI)
         self.lock = threading.RLock()
         self.workspaces: dict[str, dict] = {}
         self.peers: dict[tuple[str, str], dict] = {}
@@ -324,7 +328,9 @@ class FakeHoncho:
             return 200, found[: body.get("limit", 10)]
         if rest == ["chat"] and method == "POST":
             if not self.workspace_chat:
-                return 404, {"detail": "Not Found"}
+                return 404, {"detail": "Not Found"}  # no such route: 3.0.12
+            if ws not in self.workspaces:  # as the workspace-chat build answers, creating nothing
+                return 404, {"detail": f"Workspace {ws} not found"}
             return self._chat(f"workspace {ws}", body)
         if len(rest) == 3 and rest[0] == "peers" and rest[2] == "chat" and method == "POST":
             self._ensure_ws(ws)  # 3.0.12 creates a missing workspace even here
@@ -542,7 +548,10 @@ def _make_handler(fake: FakeHoncho):
                 self.close_connection = True
                 return
             later = any(m == method and p.match(split.path) for m, p in LATER_ROUTES)
-            problems = [] if later else fake.checker.check(method, split.path, query, body)
+            if later and not fake.workspace_chat:
+                problems = []  # 3.0.12 has no such route: it answers 404 whatever the body
+            else:
+                problems = (fake.later_checker if later else fake.checker).check(method, split.path, query, body)
             if problems:
                 fake.violations.extend(problems)
                 record.status = 422

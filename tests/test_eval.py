@@ -115,5 +115,5 @@ def test_the_adapter_reads_the_contract_and_nothing_else():
     assert got.ok and got.hits[0].session == "s-2" and got.hits[0].date == "2026-09-01"
     assert not observe.recall(json.dumps({"hits": [hit]})).ok  # no schema: not the contract
     answer = {"name": "own", "text": "a", "peers": ["kyle", "ea"], "note": None}
-    ask = observe.ask(json.dumps({"schema": "bxmem.ask/1", "answers": [answer], "unavailable": []}))
+    ask = observe.ask(json.dumps({"schema": "bxmem.ask/2", "answers": [answer], "unavailable": []}))
     assert ask.ok and ask.answers[0].peers == ["kyle", "ea"]

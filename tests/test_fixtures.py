@@ -40,6 +40,19 @@ def test_the_openapi_fixture_matches_its_provenance():
     assert "ddbb90e36f2d148c7982f6ed85b09d31cabf5944" in provenance
 
 
+def test_the_workspace_chat_excerpt_matches_its_provenance():
+    provenance = (FIXTURES / "README.md").read_text()
+    stated = re.search(r"sha256 of the excerpt \| `([0-9a-f]{64})`", provenance)
+    assert stated and hashlib.sha256(fake_honcho.LATER_OPENAPI.read_bytes()).hexdigest() == stated.group(1)
+    doc = json.loads(fake_honcho.LATER_OPENAPI.read_text())
+    assert list(doc["paths"]) == ["/v3/workspaces/{workspace_id}/chat"]
+    assert "261d885c5cd9c415441a16c2b3504c4f359a7ee1" in provenance
+    checker = fake_honcho.OpenAPIChecker(fake_honcho.LATER_OPENAPI)
+    assert checker.check("POST", "/v3/workspaces/w/chat", {}, {"query": "hi", "reasoning_level": "minimal", "stream": False}) == []
+    assert checker.check("POST", "/v3/workspaces/w/chat", {}, {"query": "hi", "reasoning_level": "none"})
+    assert checker.check("POST", "/v3/workspaces/w/chat", {}, {"query": ""})
+
+
 def test_nothing_in_the_repository_reads_outside_it():
     # The suite once read ../shared/honcho/openapi.json, so a bare clone failed 114 tests.
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False)
