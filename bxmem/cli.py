@@ -193,12 +193,15 @@ def ask(
 @global_options_too
 def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
                                   help="anthropic (default: name, description, input_schema) or openai (function calling).")) -> int:
-    """Print the recall and ask_memory tool definitions for the host's tools array, as JSON."""
-    from . import tools as tools_module
-    from .paths import check_named, config_source
+    """Print the tool definitions for the host's tools array, as JSON: recall, and ask_memory unless local-only.
 
-    check_named(*config_source(ctx.obj.config))  # the definitions need no config, but a named one that is missing is a mistake to report
-    return jobs.show_text(tools_module.render(fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
+    Generated from the configuration: ask_memory's workspaces are the names ask
+    takes (own, untrusted, fleet and each [[honcho.read]] agent).
+    """
+    from . import tools as tools_module
+
+    config = _setup(ctx, "tools")
+    return jobs.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
 @index_app.command("rebuild")

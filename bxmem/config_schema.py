@@ -38,6 +38,12 @@ def _check_port(url: str) -> None:
         raise ValueError(f"port {raw!r} is out of range: a port is a number from 1 to 65535")
 
 
+# What recall names its own sources and ask its own workspaces: an agent of that
+# name would be taken for one of them (its hits merged with the local index's,
+# `ask -w fleet` asking it).
+RESERVED_AGENT_NAMES = ("local", "own", "untrusted", "fleet")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -89,6 +95,9 @@ class HonchoSection(_Strict):
                 raise ValueError(f"read: {source.workspace!r} is one of this agent's own workspaces")
             if source.agent == self.agent:
                 raise ValueError("read: an agent cannot read itself")
+            if source.agent in RESERVED_AGENT_NAMES:
+                raise ValueError(f"read: agent {source.agent!r} is a name recall or ask gives a source of its own "
+                                 f"({', '.join(RESERVED_AGENT_NAMES)})")
         return self
 
 

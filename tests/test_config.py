@@ -29,6 +29,7 @@ GOOD = honcho_config("http://127.0.0.1:8000")
         (GOOD.replace("127.0.0.1:8000", "127.0.0.1:0"), "honcho.url: port '0' is out of range"),
         (GOOD.replace("127.0.0.1:8000", "[::1]:70000"), "honcho.url: port '70000' is out of range"),
         (GOOD + "[surprise]\n", "surprise: unknown key"),
+
         ("[honcho\n", "not valid TOML"),
     ],
 )
@@ -41,6 +42,17 @@ def test_each_mistake_is_one_line_and_exit_78(config_file, text, expected):
         assert len(lines) == 1 and expected in lines[0], lines
         assert "(runbook honcho-config-invalid)" in lines[0]
         assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", ["local", "own", "untrusted", "fleet"])
+def test_a_read_agent_may_not_take_a_name_recall_or_ask_gives_its_own_sources(config_file, name):
+    """Failed before: accepted, and an agent named `fleet` was what `ask -w fleet` asked,
+    one named `local` shared recall's outcome slot with the local index."""
+    config_file.write_text(GOOD + f'[[honcho.read]]\nagent = "{name}"\nworkspace = "x-trusted"\n')
+    result = bxmem_inprocess("config", "check")
+    assert result.returncode == 78
+    assert f"read: agent '{name}' is a name recall or ask gives a source of its own (local, own, untrusted, fleet)" \
+        in result.stderr
 
 
 def test_read_sources_default_to_untrusted_and_private(config_file):

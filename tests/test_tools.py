@@ -1,16 +1,22 @@
-"""`bxmem tools`: the definitions the host puts in the model's tools array."""
+"""`bxmem tools`: the definitions the host puts in the model's tools array,
+generated from the configuration."""
 
 from __future__ import annotations
 
 import json
 
 import jsonschema
-from conftest import bxmem_inprocess, run_bxmem
+from conftest import bxmem_inprocess, honcho_config, run_bxmem
 
 from bxmem import ask, recall, tools
+from bxmem import config as config_module
+
+AGENTS = ["boxmaker1", "boxmaker2", "scout", "ana-bot", "relay_7"]
+READS = "".join(f'\n[[honcho.read]]\nagent = "{a}"\nworkspace = "{a}-trusted"\n' for a in AGENTS)
 
 
-def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat():
+def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat(configure):
+    configure("http://127.0.0.1:8000", extra=READS)
     result = run_bxmem("tools")
     assert result.returncode == 0, result.stderr
     defs = json.loads(result.stdout)
@@ -24,7 +30,7 @@ def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat():
     assert set(recall_in["properties"]) == {"query", "k"} and recall_in["required"] == ["query"]
     assert set(ask_in["properties"]) == {"question", "workspaces", "reasoning"} and ask_in["required"] == ["question"]
     assert ask_in["properties"]["question"]["maxLength"] == ask.MAX_QUESTION_CHARS == tools.MAX_QUESTION_CHARS
-    assert ask_in["properties"]["reasoning"]["enum"] == list(ask.REASONING)
+    assert ask_in["properties"]["reasoning"]["enum"] == list(ask.REASONING) == list(tools.REASONING)
     assert recall_in["properties"]["k"]["default"] == recall.DEFAULT_K == tools.DEFAULT_K
     validator = jsonschema.Draft202012Validator(ask_in)
     assert validator.is_valid({"question": "what about backups?", "workspaces": ["own", "fleet"]})
@@ -32,18 +38,62 @@ def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat():
     assert not validator.is_valid({"question": "hi", "reasoning": "high"})
 
 
-def test_the_output_is_exactly_the_compact_definitions():
+def test_ask_memory_lists_every_configured_agent_and_takes_them_all(configure):
+    """Failed before: the agents of [[honcho.read]] were not listed (the model could not
+    know them), and maxItems was 4, below the eight names five agents make."""
+    configure("http://127.0.0.1:8000", extra=READS)
+    ask_in = tools.definitions(config_module.load())[1]["input_schema"]
+    names = ["own", "untrusted", "fleet", *AGENTS]
+    workspaces = ask_in["properties"]["workspaces"]
+    assert workspaces["items"] == {"type": "string", "enum": names}
+    assert (workspaces["minItems"], workspaces["maxItems"], workspaces["uniqueItems"]) == (1, 8, True)
+    assert "an agent's name" in workspaces["description"]
+    validator = jsonschema.Draft202012Validator(ask_in)
+    assert validator.is_valid({"question": "q", "workspaces": names})
+    assert not validator.is_valid({"question": "q", "workspaces": ["stranger"]})
+    assert not validator.is_valid({"question": "q", "workspaces": ["own", "own"]})
+    # Every name offered is one ask takes, in the order it reports them.
+    assert [t.name for t in ask.targets(config_module.load(), names)] == names
+
+
+def test_local_only_offers_recall_alone_and_says_what_it_searches(configure):
+    """Failed before: ask_memory was offered while local-only, where ask always exits 6,
+    and recall said it searched the fleet's notes."""
+    configure(None)
+    defs = json.loads(bxmem_inprocess("tools").stdout)
+    assert [d["name"] for d in defs] == ["recall"]
+    assert defs[0]["description"].startswith("Search this agent's memory by keywords. ")
+    assert "fleet" not in defs[0]["description"]
+
+
+def test_without_read_agents_no_agent_is_mentioned(configure):
+    configure("http://127.0.0.1:8000")
+    workspaces = tools.definitions(config_module.load())[1]["input_schema"]["properties"]["workspaces"]
+    assert workspaces["items"]["enum"] == ["own", "untrusted", "fleet"] and workspaces["maxItems"] == 3
+    assert "agent's name" not in workspaces["description"]
+
+
+def test_the_output_is_exactly_the_compact_definitions(configure):
     """The host embeds these bytes as they are (bench/run counts them): one line of
-    compact JSON, non-ASCII kept, a newline, nothing on stderr."""
+    compact JSON, non-ASCII kept, a newline, nothing on stderr; the same bytes each time."""
+    configure("http://127.0.0.1:8000", extra=READS)
     result = bxmem_inprocess("tools")
     assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout == json.dumps(tools.TOOLS, separators=(",", ":"), ensure_ascii=False) + "\n"
+    expected = json.dumps(tools.definitions(config_module.load()), separators=(",", ":"), ensure_ascii=False) + "\n"
+    assert result.stdout == expected == bxmem_inprocess("tools").stdout
 
 
-def test_the_openai_shape_and_a_bad_format():
+def test_the_openai_shape_and_a_bad_format(configure):
+    configure("http://127.0.0.1:8000", extra=READS)
     result = bxmem_inprocess("tools", "--format", "openai")
     defs = json.loads(result.stdout)
     assert [(d["type"], d["function"]["name"]) for d in defs] == [("function", "recall"), ("function", "ask_memory")]
-    assert defs[0]["function"]["parameters"] == tools.TOOLS[0]["input_schema"]
+    assert defs[1]["function"]["parameters"] == tools.definitions(config_module.load())[1]["input_schema"]
     bad = bxmem_inprocess("tools", "--format", "xml")
     assert bad.returncode == 2 and bad.stderr.strip() == "bxmem: error: --format must be anthropic or openai, not 'xml'"
+
+
+def test_an_invalid_configuration_gives_no_definitions(config_file):
+    config_file.write_text("[honcho]\nurl = 'ftp://x'\n")
+    result = bxmem_inprocess("tools")
+    assert result.returncode == 78 and result.stdout == ""
