@@ -15,9 +15,9 @@ from pathlib import Path
 import typer
 
 from . import __version__, jobs
-from .errors import BxmemError, ExitCode, Refused, boundary
+from .errors import BxmemError, ExitCode, Refused, UsageError, boundary
 from .grammar import GLOBAL
-from .recall import DEFAULT_K
+from .recall import DEFAULT_K, MAX_K
 
 app = typer.Typer(
     name="bxmem",
@@ -160,7 +160,8 @@ def undo(
 def recall(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for (plain words; no search syntax)."),
-    k: int = typer.Option(DEFAULT_K, "-k", metavar="N", help="At most this many hits, interleaved across sources."),
+    k: str | None = typer.Option(None, "-k", metavar="N", show_default=False,
+                                 help=f"At most this many hits, interleaved across sources: 1 to {MAX_K}, default {DEFAULT_K}."),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
@@ -289,10 +290,35 @@ def run_cli(args: list[str]) -> int:
     return boundary(_run_typer, args)
 
 
+# click's exception classes, found from one typer exports: typer has vendored click
+# (typer._click) since 0.2x, and used the click package before.
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
 def _run_typer(args: list[str]) -> int:
+    """typer's parse and run. A usage error is one line, through the boundary like
+    every other error (click's own is a usage block, a hint and a blank line); a
+    command line with nothing after `bxmem` still gets the help."""
     command = typer.main.get_command(app)
     try:
-        command.main(args=args, prog_name="bxmem", standalone_mode=True)
+        code = command.main(args=args, prog_name="bxmem", standalone_mode=False)
+    except _CLICK_ERROR as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()
+            return exc.exit_code
+        raise UsageError(_usage_line(exc)) from None
+    except typer.Abort:
+        raise BxmemError("aborted") from None
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
-    return ExitCode.OK
+    return code if isinstance(code, int) else ExitCode.OK
+
+
+def _usage_line(exc) -> str:
+    """`recall: Missing argument 'query' (bxmem recall --help)`: what click says, where, and where help is."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    where = ctx.command_path.removeprefix("bxmem").strip()
+    return f"{where + ': ' if where else ''}{message} ({ctx.command_path} --help)"

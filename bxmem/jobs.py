@@ -105,15 +105,16 @@ def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: 
     return finish(job.run(config), config, as_json)
 
 
-def recall(config_path, query: str, k: int | None, as_json: bool, verbose: bool = False, quiet: bool = False) -> int:
+def recall(config_path, query: str, k: str | None, as_json: bool, verbose: bool = False, quiet: bool = False) -> int:
     """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
-    k None: recall.DEFAULT_K (the only place the default is written)."""
+    k: as written after -k, None when absent (recall.parse_k: the one check, and the default)."""
     from . import config as config_module
     from . import recall as recall_module
 
+    count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
     # No logging set up: recall logs nothing, and `logging` would cost the agent's every call ~5 ms.
     config = config_module.load(config_path)
-    result = recall_module.recall(config, query) if k is None else recall_module.recall(config, query, k)
+    result = recall_module.recall(config, query, count)
     if as_json:
         emit_json(recall_module.render_json(result))
     else:

@@ -18,8 +18,7 @@ def run(parsed) -> int:
     if parsed.command == "recall":
         from .jobs import recall
 
-        k = options.get("k")
-        return recall(options.get("config"), options["query"], None if k is None else int(k), bool(options.get("json")),
+        return recall(options.get("config"), options["query"], options.get("k"), bool(options.get("json")),
                       verbose=bool(options.get("verbose")), quiet=bool(options.get("quiet")))
     from .jobs import JOBS
 

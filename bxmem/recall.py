@@ -31,6 +31,7 @@ LOCAL_TIMEOUT_S = 2.0
 HONCHO_TIMEOUT_S = 5.0
 SNIPPET_CHARS = 600
 DEFAULT_K = 8
+MAX_K = 100
 MAX_QUERY_CHARS = 10_000
 
 
@@ -81,6 +82,15 @@ class RecallResult:
 def snippet(text: str) -> str:
     text = neutralise(text).strip()
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+def parse_k(value: str | None) -> int:
+    """-k as written on the command line (None: absent), the same on the lean path and typer's."""
+    if value is None:
+        return DEFAULT_K
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_K:
+        raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {value!r}")
+    return int(value)
 
 
 def check_query(query: str) -> str:
@@ -235,8 +245,8 @@ def _describe(exc: BaseException) -> str:
 
 def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     check_query(query)
-    if not 1 <= k <= 100:
-        raise UsageError("-k must be between 1 and 100")
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
     sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
     if config.honcho:
         from functools import partial  # loaded already: threading imports it

@@ -100,12 +100,13 @@ def test_typer_declares_every_option_of_the_grammar():
         for name in [*GLOBAL, *own]:
             assert name in params, f"bxmem {command} {name}: typer does not know it"
             assert params[name].is_flag == (name not in VALUED), f"bxmem {command} {name}: flag or value differ"
-    assert group.commands["recall"].params[[p.name for p in group.commands["recall"].params].index("k")].default == recall.DEFAULT_K
+    k = group.commands["recall"].params[[p.name for p in group.commands["recall"].params].index("k")]
+    assert k.default is None and f"default {recall.DEFAULT_K}" in k.help  # absent is absent on both paths
 
 
 @pytest.mark.parametrize("argv, blamed", [
     (["decide", "-q", "--bogus"], "No such option: --bogus"),  # typer blamed -q
-    (["recall", "foo", "--config", "X", "-k", "x"], "Invalid value for '-k'"),  # typer said "No such option: --config"
+    (["recall", "foo", "--config", "X", "-k", "x"], "-k must be a whole number from 1 to 100, not 'x'"),  # typer said "No such option: --config"
     (["send", "--json", "-v", "--bogus"], "No such option: --bogus"),
 ])
 def test_typer_blames_the_wrong_word_not_a_global_option(argv, blamed, capsys):
@@ -123,3 +124,26 @@ def test_typer_blames_the_wrong_word_not_a_global_option(argv, blamed, capsys):
 ])
 def test_shapes_typer_reads_otherwise_are_left_to_typer(argv):
     assert parse(["bxmem", *argv]) is None
+
+
+@pytest.mark.parametrize("k", ["abc", "1.5", "0", "101", "-5", "\u0663", "\u00b2", " 3", ""])
+def test_a_bad_k_is_one_line_on_every_path(k, capsys):
+    """Failed before: typer's 4-line usage block for a non-integer (`Invalid value for '-k':
+    Input should be a valid integer...`), and another message for 0 or 101 on the lean path."""
+    expected = f"bxmem: error: -k must be a whole number from 1 to 100, not {k!r}\n"
+    for argv in (["bxmem", "recall", "-k", k, "--", "q"], ["bxmem", "recall", "--json", "q", "-k", k],
+                 ["bxmem", "recall", f"-k={k}", "q"]):
+        for run in (entry.main, lambda a: cli.run_cli(a[1:])):
+            code = run(argv)
+            out, err = capsys.readouterr()
+            shown = k if not argv[2].startswith("-k=") else f"={k}"  # click reads -k=3 as "=3"
+            assert (code, out, err) == (2, "", expected.replace(repr(k), repr(shown))), argv
+
+
+def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys):
+    for argv, line in ((["ask"], "ask: Missing argument 'question' (bxmem ask --help)"),
+                       (["recall", "--bogus", "q"], "recall: No such option: --bogus"),
+                       (["nosuch"], "No such command 'nosuch' (bxmem --help)")):
+        assert cli.run_cli(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"bxmem: error: {line}") and err.count("\n") == 1, err

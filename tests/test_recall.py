@@ -260,7 +260,8 @@ def test_ask_never_creates_a_workspace(home, honcho, configure):
     configure(honcho.url)
     result = run_bxmem("ask", "anything?", "-w", "fleet", "--json")
     assert result.returncode == 7
-    assert json.loads(result.stdout)["unavailable"] == [{"workspace": "fleet", "reason": "the workspace does not exist yet"}]
+    assert json.loads(result.stdout)["unavailable"] == [
+        {"name": "fleet", "workspace": "fleet", "reason": "the workspace does not exist yet"}]
     assert honcho.workspaces == {}
 
 
