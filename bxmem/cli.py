@@ -205,6 +205,27 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     return jobs.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
+SCHEMAS = ("recall", "ask")
+
+
+@app.command()
+@exits
+@global_options_too
+def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|ask",
+                                                         help="Whose --json output: recall or ask.")) -> int:
+    """Print the JSON Schema of `recall --json` or `ask --json`: the contract a host validates the output against."""
+    from pathlib import Path
+
+    from .paths import check_named, config_source
+
+    check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
+    if name not in SCHEMAS:
+        raise UsageError(f"schema: there are schemas for {' and '.join(SCHEMAS)}, not {name!r}")
+    # The files the package ships (bxmem/schemas/), printed as they are.
+    text = (Path(__file__).parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
+    return jobs.show_text(text.rstrip("\n"))
+
+
 @index_app.command("rebuild")
 @exits
 @global_options_too

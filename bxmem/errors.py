@@ -73,6 +73,7 @@ COMMAND_EXITS = {
     "sync": _EVERY + (ExitCode.ATTENTION,),
     "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
     "tools": _EVERY,
+    "schema": _EVERY,
     "demo": _EVERY,  # CONFIG: a --honcho URL that is not one
     "config check": _EVERY,
     "index rebuild": _EVERY,

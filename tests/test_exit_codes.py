@@ -20,7 +20,7 @@ from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
 ROOT = Path(__file__).resolve().parents[1]
 
 # The arguments each command needs to get past its own command line.
-ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"]}
+ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"]}
 
 
 def leaf_commands() -> list[str]:
@@ -109,7 +109,10 @@ def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_pa
     else:
         check(command, run_bxmem(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
         check(command, run_bxmem(*argv(command)))  # local-only
-    check(command, run_bxmem(*argv(command, "--no-such-option")), ExitCode.USAGE)
+    mistake = run_bxmem(*argv(command, "--no-such-option"))
+    check(command, mistake, ExitCode.USAGE)
+    # One line, as every other error: click's own was a usage block, a hint and a blank line.
+    assert mistake.stderr.startswith("bxmem: error: ") and len(mistake.stderr.splitlines()) == 1, mistake.stderr
 
 
 def test_local_only_ask_and_audit_are_refused_not_bugs_or_usage(home):

@@ -97,3 +97,20 @@ def test_an_invalid_configuration_gives_no_definitions(config_file):
     config_file.write_text("[honcho]\nurl = 'ftp://x'\n")
     result = bxmem_inprocess("tools")
     assert result.returncode == 78 and result.stdout == ""
+
+
+def test_bxmem_schema_prints_the_shipped_schemas():
+    """Failed before: no command said where the JSON Schemas are."""
+    from pathlib import Path
+
+    import bxmem
+
+    for name in ("recall", "ask"):
+        result = bxmem_inprocess("schema", name)
+        assert (result.returncode, result.stderr) == (0, "")
+        shipped = (Path(bxmem.__file__).parent / "schemas" / f"{name}.schema.json").read_text()
+        assert result.stdout == shipped.rstrip("\n") + "\n"
+        jsonschema.Draft202012Validator.check_schema(json.loads(result.stdout))
+    bad = bxmem_inprocess("schema", "audit")
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == "bxmem: error: schema: there are schemas for recall and ask, not 'audit'\n"
