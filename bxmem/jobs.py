@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import ExitCode
+from .errors import ConfigInvalid, ExitCode
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -114,6 +114,12 @@ def recall(config_path, query: str, k: str | None, as_json: bool, verbose: bool 
     count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
     # No logging set up: recall logs nothing, and `logging` would cost the agent's every call ~5 ms.
     config = config_module.load(config_path)
+    if not config.paths.home.is_dir():
+        # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
+        # with the wrong HOME, would otherwise say to the model while looking normal.
+        raise ConfigInvalid(f"the Boxmaker home {config.paths.home} does not exist: run bxmem as the user the timer "
+                            "jobs run as, with their environment (BOXMAKER_HOME, or HOME and XDG_DATA_HOME; "
+                            "docs/agent-tools.md)")
     result = recall_module.recall(config, query, count)
     if as_json:
         emit_json(recall_module.render_json(result))
