@@ -96,6 +96,7 @@ def test_agent_tools_lists_exactly_the_codes_recall_and_ask_can_return():
     from bxmem.errors import COMMAND_EXITS
 
     text = (ROOT / "docs" / "agent-tools.md").read_text()
-    section = text[text.index("## Exit codes"):text.index("## What the host does with the output")]
+    start = text.index("### Exit codes")
+    section = text[start:text.index("\n## ", start)]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
     assert documented == set(COMMAND_EXITS["recall"]) | set(COMMAND_EXITS["ask"])
