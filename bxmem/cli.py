@@ -313,7 +313,7 @@ def run_cli(args: list[str]) -> int:
 
 # click's exception classes, found from one typer exports: typer has vendored click
 # (typer._click) since 0.2x, and used the click package before.
-_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_CLICK_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def _run_typer(args: list[str]) -> int:
@@ -325,8 +325,8 @@ def _run_typer(args: list[str]) -> int:
         code = command.main(args=args, prog_name="bxmem", standalone_mode=False)
     except _CLICK_ERROR as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
-            exc.show()
-            return exc.exit_code
+            exc.show()  # type: ignore[attr-defined]  # a click UsageError
+            return int(exc.exit_code)  # type: ignore[attr-defined]
         raise UsageError(_usage_line(exc)) from None
     except typer.Abort:
         raise BxmemError("aborted") from None

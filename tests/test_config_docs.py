@@ -87,3 +87,14 @@ def test_the_plain_config_classes_take_exactly_the_schemas_fields():
 
     assert set(config.HonchoSettings.__slots__) == set(HonchoSection.model_fields)
     assert set(config.ReadSource.__slots__) == set(ReadSection.model_fields)
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_every_documented_example_has_a_key_for_every_workspace_or_none(name, tmp_path):
+    """A partial key set is what config check and sync warn about. Failed before: the
+    README's example had one key, config.md's two of five."""
+    for block in toml_blocks(DOCS[name]):
+        data = validate(tomllib.loads(block), tmp_path / "bxmem.toml")
+        every = {"honcho_trusted", "honcho_untrusted", "honcho_fleet"}
+        every |= {f"honcho_read_{source['agent']}" for source in data["honcho"]["read"]}
+        assert set(data["secrets"]) in (set(), every), f"{name}: keys for {sorted(data['secrets'])} only"

@@ -100,3 +100,15 @@ def test_agent_tools_lists_exactly_the_codes_recall_and_ask_can_return():
     section = text[start:text.index("\n## ", start)]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
     assert documented == set(COMMAND_EXITS["recall"]) | set(COMMAND_EXITS["ask"])
+
+
+def test_the_owner_reads_what_goes_nowhere_means_on_the_host():
+    """Failed before: the README said a secret session "goes nowhere", while recall on
+    the host returns its turns and a turn holding a key, labelled secret."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "is sent to no Honcho workspace. It does not leave the host, but it stays on it" in readme
+    assert "and a turn holding a key (the key included), back to the agent, labelled `secret`" in readme
+    design = (ROOT / "docs" / "design.md").read_text()
+    threats = " ".join(design[design.index("## Threat model"):].split())
+    assert "on the host, nothing is withheld from this agent by class." in threats
+    assert "the key's text included, labelled `secret`" in threats

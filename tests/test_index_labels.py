@@ -27,3 +27,19 @@ def test_a_note_or_entry_holding_a_known_prefix_secret_is_recalled_as_secret(hom
     assert classes[f"Kyle's deploy key is {FAKE_AWS_KEY}"] == "secret"
     assert classes["the key rotation is monthly"] == "private"
     assert result.klass == "secret"
+
+
+def test_a_turn_holding_a_known_prefix_key_goes_nowhere_yet_is_recalled_as_secret(home, brokerd, configure):
+    """What README and the threat model say "goes nowhere" means: sent to no workspace,
+    and recalled on the host with the key's text, labelled secret."""
+    configure("http://127.0.0.1:9")
+    write_log(home, "s1", turn_lines(1, f"the deploy key is {FAKE_AWS_KEY}", "stored"))
+    write_log(home, "s2", turn_lines(1, "the deploy runs at noon", "ok"))
+    decide.run(config_module.load())
+    from conftest import decisions
+
+    assert decisions(home)["turn:s1:1"]["ws"] is None and decisions(home)["turn:s2:1"]["ws"] == "bm0-trusted"
+    result = recall.recall(config_module.load(), "deploy", k=10)
+    classes = {hit.text: hit.klass for hit in result.hits if hit.source == "local"}
+    assert classes == {f"the deploy key is {FAKE_AWS_KEY}\nstored": "secret", "the deploy runs at noon\nok": "private"}
+    assert result.klass == "secret"

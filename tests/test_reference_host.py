@@ -17,8 +17,8 @@ import pytest
 from conftest import CAPTURED, register_secret, write_log
 from reference_host import FAIL_CLOSED, NOTHING_READ, Host
 
-from bxmem import decide, mirror, send
 from bxmem import config as config_module
+from bxmem import decide, mirror, send
 from bxmem.demo.sample import FAKE_AWS_KEY, turn_lines, write_journal
 from bxmem.errors import COMMAND_EXITS
 
@@ -232,3 +232,29 @@ def test_anything_but_a_document_or_a_known_refusal_fails_closed(fleet, code, st
 def test_every_code_recall_and_ask_can_return_is_exercised_above():
     exercised = {0, 1, 2, 6, 7, 78, 130}
     assert set(COMMAND_EXITS["recall"]) | set(COMMAND_EXITS["ask"]) == exercised
+
+
+def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_file, monkeypatch, tmp_path):
+    """What section 5 labels them by: neither the local index nor Honcho is read."""
+    from conftest import bxmem_inprocess
+
+    from bxmem import index
+
+    opened = []
+    monkeypatch.setattr(index.Index, "open_readonly", lambda self: opened.append(self) or 1 / 0)
+    refused = {
+        ("recall", "--json", "--", "   "): 2, ("recall", "--json", "-k", "0", "--", "restic"): 2,
+        ("ask", "--json", "--", "  "): 2, ("ask", "--json", "-w", "stranger", "--", "hi?"): 2,
+        ("ask", "--json", "--reasoning", "high", "--", "hi?"): 2,
+    }
+    for argv, code in refused.items():
+        assert bxmem_inprocess(*argv).returncode == code, argv
+    saved = config_file.read_text()
+    config_file.write_text("")
+    assert bxmem_inprocess("ask", "--json", "--", "hi?").returncode == 6
+    config_file.write_text(saved)
+    assert bxmem_inprocess("recall", "--json", "--", "restic", env={"BXMEM_CONFIG": str(tmp_path / "gone.toml")}).returncode == 78
+    assert bxmem_inprocess("recall", "--json", "--", "restic", env={"BOXMAKER_HOME": str(tmp_path / "gone")}).returncode == 78
+    assert opened == [] and honcho.requests == []
+    bxmem_inprocess("recall", "--json", "--", "restic")  # the probes do see a read
+    assert opened and honcho.requests

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from conftest import bxmem_inprocess, honcho_config, run_bxmem
+from conftest import bxmem_inprocess, run_bxmem
 
 from bxmem import ask, recall, tools
 from bxmem import config as config_module
