@@ -320,7 +320,7 @@ def test_recall_and_ask_name_the_refused_key_and_answer_from_the_rest(home, tmp_
     assert data["unavailable"] == [{"source": "fleet", "reason": reason}]
     asked = bxmem_inprocess("ask", "--json", "-w", "fleet", "hello?")
     assert asked.returncode == 7
-    assert json.loads(asked.stdout)["unavailable"] == [{"workspace": "fleet", "reason": reason}]
+    assert json.loads(asked.stdout)["unavailable"] == [{"name": "fleet", "workspace": "fleet", "reason": reason}]
 
 
 def test_send_never_reads_a_key_it_refused_until_the_file_changes(home, tmp_path, honcho, configure, two_sessions,

@@ -78,6 +78,6 @@ def test_recall_and_ask_over_every_workspace_with_its_own_key(tmp_path):
     print("$ bxmem ask --json -w own -w untrusted -w fleet -w rigB -- ...\n" + asked.stdout, asked.stderr)
     answers = json.loads(asked.stdout)
     assert not [u for u in answers["unavailable"] if u["reason"].startswith("HTTP 4")], answers["unavailable"]
-    assert {a["name"] for a in answers["answers"]} | {u["workspace"] for u in answers["unavailable"]} == \
+    assert {a["name"] for a in answers["answers"]} | {u["name"] for u in answers["unavailable"]} == \
         {"own", "untrusted", "fleet", "rigB"}
     assert answers["label"]["untrusted"] is True or not answers["answers"]
