@@ -154,9 +154,13 @@ def c11_ask(ctx: Ctx) -> None:
               all(n in got and got[n].workspace == ws and got[n].tag == tag for n, (ws, tag) in want.items())
               and ans.untrusted is True)
     own = got.get("own")
-    ctx.check("+", "without workspace chat, the peers asked are named (own: the owner's and the agent's)",
-              own is not None and {OWNER, "ea"} <= set(own.peers) and all(x.peers for x in ans.answers),
-              why=f"own peers: {len(own.peers) if own else 0}")
+    if any(x.peers for x in ans.answers):  # a server without workspace chat (3.0.12, the fake by default)
+        ctx.check("+", "without workspace chat, the peers asked are named (own: the owner's and the agent's)",
+                  own is not None and {OWNER, "ea"} <= set(own.peers) and all(x.peers for x in ans.answers),
+                  why=f"own peers: {len(own.peers) if own else 0}")
+    else:  # workspace chat answered: the model's text names no peer either
+        ctx.check("+", "with workspace chat, the text names no peers asked",
+                  not [line for line in ans.text.splitlines() if line.startswith("[") and "| peers " in line])
     fake = ctx.backend.fake
     if ctx.backend.auth:  # with auth off no workspace has a key, and none needs one
         before = len(fake.requests) if fake else 0
