@@ -18,7 +18,6 @@ NOTHING_READ = {"untrusted": False, "class": "public"}  # section 5: exits 2, 6,
 FAIL_CLOSED = {"untrusted": True, "class": "secret"}  # section 5: anything else
 TIMEOUTS = {"recall": 15.0, "ask_memory": 165.0}  # section 4
 KILL_AFTER = 2.0  # section 4: SIGTERM, then SIGKILL this much later
-MAX_STDOUT = 1 << 20  # section 5
 DOCUMENT_EXITS = (0, 7)
 NOTHING_READ_EXITS = (2, 6, 78)
 SCHEMA_OF = {"recall": "recall", "ask_memory": "ask"}
@@ -103,18 +102,16 @@ class Host:
             document = self._document(tool, done.stdout)
             if document is not None:
                 return ToolResult(document["text"], document["label"], False, code, log)
-        elif code == 2:
+        elif code == 2:  # stdout is not used: bxmem read nothing it could hold
             lines = done.stderr.splitlines()
-            if len(lines) == 1 and lines[0].startswith("bxmem: error: ") and not done.stdout:
+            if len(lines) == 1 and lines[0].startswith("bxmem: error: "):
                 return ToolResult(lines[0], NOTHING_READ, True, code, log)
-        elif code in NOTHING_READ_EXITS and not done.stdout:
+        elif code in NOTHING_READ_EXITS:
             return ToolResult(f"the {tool} tool is unavailable (bxmem exit {code})", NOTHING_READ, True, code, log)
         what = f"killed by signal {-code}" if code < 0 else f"exit {code}"
         return ToolResult(f"the {tool} tool failed (bxmem {what})", FAIL_CLOSED, True, code, log)
 
     def _document(self, tool: str, stdout: str) -> dict | None:
-        if len(stdout.encode("utf-8", "surrogateescape")) > MAX_STDOUT:
-            return None
         try:
             data = json.loads(stdout)
         except ValueError:
