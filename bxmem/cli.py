@@ -226,6 +226,18 @@ def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|a
     return jobs.show_text(text.rstrip("\n"))
 
 
+@app.command()
+@exits
+@global_options_too
+def runbook(ctx: typer.Context,
+            name: str | None = typer.Argument(None, metavar="NAME", help="The entry to print (default: list them).")) -> int:
+    """Print a runbook entry: what a state bxmem reports means and what to do (log lines name the entry)."""
+    from .paths import check_named, config_source
+
+    check_named(*config_source(ctx.obj.config))  # needs no config, but a named one that is missing is a mistake
+    return jobs.show_runbook(name)
+
+
 @index_app.command("rebuild")
 @exits
 @global_options_too

@@ -56,7 +56,7 @@ MEANINGS = {
                       "while local-only); nothing written",
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
                           "answer; the audit is incomplete)",
-    ExitCode.CONFIG: "the configuration is invalid or missing (runbook honcho-config-invalid)",
+    ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -77,7 +77,14 @@ COMMAND_EXITS = {
     "demo": _EVERY,  # CONFIG: a --honcho URL that is not one
     "config check": _EVERY,
     "index rebuild": _EVERY,
+    "runbook": _EVERY + (ExitCode.NOT_FOUND,),
 }
+
+
+def cite_runbook(entry: str) -> str:
+    """How every line that names a runbook entry names it: a command that prints
+    the entry (`bxmem runbook`), so the owner can open it wherever bxmem is installed."""
+    return f" (see: bxmem runbook {entry})"
 
 
 class BxmemError(Exception):
@@ -89,7 +96,7 @@ class BxmemError(Exception):
     def one_line(self) -> str:
         text = " ".join(str(self).split())
         if self.runbook:
-            text += f" (runbook {self.runbook})"
+            text += cite_runbook(self.runbook)
         return text
 
 

@@ -196,6 +196,20 @@ def show(result, as_json: bool) -> int:
     return result.exit_code
 
 
+def show_runbook(name: str | None) -> int:
+    """`bxmem runbook [NAME]`: the entry as written, or the list of entries and where they are."""
+    from . import runbooks
+
+    if name is not None:
+        sys.stdout.write(runbooks.text(name))
+        return ExitCode.OK
+    _echo(f"The runbook: `bxmem runbook NAME` prints an entry (the files: {runbooks.folder()}).")
+    width = max(map(len, runbooks.ENTRIES))
+    for entry, about in runbooks.ENTRIES.items():
+        _echo(f"  {entry:{width}}  {about}")
+    return ExitCode.OK
+
+
 def show_text(text: str) -> int:
     """A command whose output is one text (`tools`, `--version`)."""
     _echo(text)

@@ -12,14 +12,7 @@ import logging
 import os
 import sys
 
-RUNBOOK_ENTRIES = (
-    "honcho-unreachable",
-    "honcho-send-refused",
-    "honcho-key-refused",
-    "broker-state-unavailable",
-    "honcho-config-invalid",
-    "honcho-held-by-config",
-)
+from .runbooks import ENTRIES as RUNBOOK_ENTRIES
 
 log = logging.getLogger("bxmem")
 
@@ -27,9 +20,12 @@ _PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERRO
 
 
 def runbook(entry: str) -> str:
+    """The citation a log line ends with: a command the owner can run to read the entry."""
+    from .errors import cite_runbook
+
     if entry not in RUNBOOK_ENTRIES:
         raise ValueError(f"no runbook entry {entry!r}")
-    return f" (runbook {entry})"
+    return cite_runbook(entry)
 
 
 def _stderr_is_journal() -> bool:

@@ -10,7 +10,7 @@ import time
 from datetime import datetime
 
 from .config import Config
-from .errors import ExitCode
+from .errors import ExitCode, cite_runbook
 from .ledger import Ledger
 from .ledger_events import requeued
 from .outbox import KIND, OFFSET, Outbox
@@ -96,22 +96,22 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                       for ws in config.workspaces()]
     attention = []
     if failed:
-        attention.append(f"{len(failed)} failed item(s) (runbook honcho-send-refused)")
+        attention.append(f"{len(failed)} failed item(s)" + cite_runbook("honcho-send-refused"))
     for group in held:
         attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
-                         f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them "
-                         "(runbook honcho-held-by-config)")
+                         f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them"
+                         + cite_runbook("honcho-held-by-config"))
     if refused:
-        attention.append(f"{len(refused)} workspace key(s) refused (runbook honcho-key-refused)")
+        attention.append(f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:
-        attention.append("Honcho unreachable for over 10 minutes (runbook honcho-unreachable)")
+        attention.append("Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
     if broker["unavailable_since"]:
-        attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer (runbook broker-state-unavailable)")
+        attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
             stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
-            attention.append(f"{checked['problem']}: {stops} until it is fixed (runbook honcho-key-refused)")
+            attention.append(f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,

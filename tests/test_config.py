@@ -40,7 +40,7 @@ def test_each_mistake_is_one_line_and_exit_78(config_file, text, expected):
         assert result.returncode == 78, (command, result.stderr)
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and expected in lines[0], lines
-        assert "(runbook honcho-config-invalid)" in lines[0]
+        assert "(see: bxmem runbook honcho-config-invalid)" in lines[0]
         assert "Traceback" not in result.stderr
 
 

@@ -28,10 +28,10 @@ def test_cli_reference_is_generated_from_the_current_help():
 
 def test_every_runbook_entry_exists_and_says_what_to_do():
     for entry in RUNBOOK_ENTRIES:
-        text = (ROOT / "runbook" / f"{entry}.md").read_text()
+        text = (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
         for heading in ("## What you see", "## What it means", "## What to do"):
             assert heading in text, (entry, heading)
-    assert {p.stem for p in (ROOT / "runbook").glob("*.md")} == set(RUNBOOK_ENTRIES)
+    assert {p.stem for p in (ROOT / "bxmem" / "runbook").glob("*.md")} == set(RUNBOOK_ENTRIES)
 
 
 def test_every_runbook_reference_in_code_names_an_entry():
@@ -41,7 +41,28 @@ def test_every_runbook_reference_in_code_names_an_entry():
         named |= set(re.findall(r'runbook\("([a-z-]+)"\)', text))
         named |= set(re.findall(r'runbook = "([a-z-]+)"', text))
         named |= set(re.findall(r"\(runbook ([a-z-]+)\)", text))
+        named |= set(re.findall(r"bxmem runbook ([a-z-]+)", text))
     assert named and named <= set(RUNBOOK_ENTRIES), named - set(RUNBOOK_ENTRIES)
+
+
+def test_a_runbook_citation_is_a_command_that_prints_the_entry(capsys):
+    """Log lines, errors and sync's attention lines end with one form, naming a
+    command the owner can run wherever bxmem is installed (the entries are package data)."""
+    from bxmem.cli import run_cli
+    from bxmem.errors import ConfigInvalid
+    from bxmem.log import runbook
+
+    assert runbook("honcho-unreachable") == " (see: bxmem runbook honcho-unreachable)"
+    assert ConfigInvalid("bxmem.toml: x").one_line() == "bxmem.toml: x (see: bxmem runbook honcho-config-invalid)"
+    for entry in RUNBOOK_ENTRIES:
+        assert run_cli(["runbook", entry]) == 0
+        assert capsys.readouterr().out == (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
+    assert run_cli(["runbook"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"The runbook: `bxmem runbook NAME` prints an entry (the files: {ROOT / 'bxmem' / 'runbook'})."
+    assert [line.split()[0] for line in lines[1:]] == list(RUNBOOK_ENTRIES)
+    assert run_cli(["runbook", "honcho-down"]) == 5
+    assert capsys.readouterr().err.startswith("bxmem: error: no runbook entry 'honcho-down'")
 
 
 def test_readme_opens_with_the_two_commands_and_names_every_command():

@@ -172,7 +172,7 @@ def test_the_error_boundary_is_one_line_for_the_owner_and_loud_for_bugs(capsys):
     assert report(ConfigInvalid("bxmem.toml: honcho.url: bad")) == ExitCode.CONFIG
     assert report(OSError(errno.EROFS, "Read-only file system", "/h/memory")) == ExitCode.ERROR
     assert capsys.readouterr().err.splitlines() == [
-        "bxmem: error: bxmem.toml: honcho.url: bad (runbook honcho-config-invalid)",
+        "bxmem: error: bxmem.toml: honcho.url: bad (see: bxmem runbook honcho-config-invalid)",
         "bxmem: error: Read-only file system: /h/memory",
     ]
     with pytest.raises(KeyError):

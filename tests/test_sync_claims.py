@@ -148,7 +148,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     outbox = [line for line in out if line.startswith(f"outbox {long}-trusted (trusted): 1 turn(s)")]
     assert len(outbox) == 1 and "oldest turn:a-rather-long-session-name-" + "s" * 40 + ":1" in outbox[0]
     attention = [line for line in out if line.startswith("attention: ")]
-    assert len(attention) == 1 and attention[0].endswith("(runbook honcho-key-refused)") and len(attention[0]) > 80
+    assert len(attention) == 1 and attention[0].endswith("(see: bxmem runbook honcho-key-refused)") and len(attention[0]) > 80
     assert not any(line.startswith(" ") or "…" in line for line in out), out
     from bxmem import sync
 
