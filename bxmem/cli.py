@@ -53,7 +53,7 @@ class Options:
 
 # The global options, as grammar.GLOBAL names them (tests/test_argv.py holds the two together).
 CONFIG_HELP = "bxmem.toml to use (default: $BXMEM_CONFIG, else the user config dir)."
-VERBOSE_HELP, QUIET_HELP = "Log debug lines too.", "Log warnings and errors only."
+VERBOSE_HELP, QUIET_HELP = "Log debug lines too.", "Log only notices (an outage's end), warnings and errors."
 _NAMES = {key: sorted((name for name, k in GLOBAL.items() if k == key), key=len) for key in set(GLOBAL.values())}
 
 

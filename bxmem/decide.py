@@ -26,7 +26,7 @@ from .errors import ExitCode
 from .jobrun import run_locked
 from .ledger import Ledger, now_iso
 from .ledger_events import TURN, DecidedTurn, decided_turn, is_decided
-from .log import log, runbook
+from .log import log, notice, runbook
 from .rules import TurnFacts, log_labels, route_turn
 from .sources import brokerd
 from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
@@ -272,5 +272,5 @@ def _note_broker(state: dict, report: DecideReport) -> None:
                 + runbook("broker-state-unavailable")
             )
     elif state["broker_down_since"] is not None and not state["undecided"]:
-        log.info(f"brokerd answers again (unavailable since {state['broker_down_since']}); waiting turns decided")
+        notice(f"brokerd answers again (unavailable since {state['broker_down_since']}); waiting turns decided")
         state["broker_down_since"] = None

@@ -1,9 +1,12 @@
 """One line per event on stderr, ready for journald.
 
 Under systemd (JOURNAL_STREAM names our stderr) each line gets an sd-daemon
-priority prefix so `journalctl -p warning` works. Callers pass only ids,
-counts, statuses and reasons: never message text, never a key, never an
-HTTP error body.
+priority prefix so `journalctl -p warning` works, and the units' LogLevelMax=
+can keep what matters. Besides Python's levels there is NOTICE: the end of
+something a warning or an error began (Honcho or brokerd answers again, a
+refused key was replaced). `--quiet`, as the units run the jobs, keeps
+notices, warnings and errors. Callers pass only ids, counts, statuses and
+reasons: never message text, never a key, never an HTTP error body.
 """
 
 from __future__ import annotations
@@ -16,7 +19,15 @@ from .runbooks import ENTRIES as RUNBOOK_ENTRIES
 
 log = logging.getLogger("bxmem")
 
-_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
+NOTICE = 25  # between INFO and WARNING, as syslog's notice is
+logging.addLevelName(NOTICE, "NOTICE")
+
+_PRIORITY = {logging.DEBUG: 7, logging.INFO: 6, NOTICE: 5, logging.WARNING: 4, logging.ERROR: 3, logging.CRITICAL: 2}
+
+
+def notice(message: str) -> None:
+    """Something a warning or an error began is over: the owner sees it under --quiet too."""
+    log.log(NOTICE, message)
 
 
 def runbook(entry: str) -> str:
@@ -56,4 +67,4 @@ def setup(job: str, verbose: bool = False, quiet: bool = False) -> None:
     handler.setFormatter(_Formatter(job, _stderr_is_journal()))
     log.handlers[:] = [handler]
     log.propagate = False
-    log.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    log.setLevel(logging.DEBUG if verbose else NOTICE if quiet else logging.INFO)

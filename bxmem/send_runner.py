@@ -26,7 +26,7 @@ from .honcho import (
 )
 from .lanes import Call, Lane
 from .ledger import Ledger, now_iso
-from .log import log, runbook
+from .log import log, notice, runbook
 from .outbox import KIND, OFFSET, Outbox
 from .retry import Hold, iso, next_backoff
 from .send_edits import EditActions, merge_ids
@@ -220,7 +220,7 @@ class Sender:
 
     def _succeeded(self) -> None:
         if self.box.backoff:
-            log.info(f"Honcho at {self.honcho.url} answers again (unreachable since {self.box.backoff['since']})")
+            notice(f"Honcho at {self.honcho.url} answers again (unreachable since {self.box.backoff['since']})")
             self.box.backoff = None
 
     def _outage(self, exc: Unavailable) -> None:
@@ -266,7 +266,7 @@ class Sender:
             current = key_fingerprint(workspace.key_file) if workspace else None
             if workspace is not None and current != refusal.get("key"):
                 self.record([ledger_events.key_resumed(ws, "key file changed")])
-                log.info(f"the key for workspace {ws} changed; resuming its sends")
+                notice(f"the key for workspace {ws} changed; resuming its sends")
 
     def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None) -> None:
         self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results) for i in items])
