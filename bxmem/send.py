@@ -28,20 +28,36 @@ import random
 from pathlib import Path
 
 from .config import Config
+from .errors import BxmemError
 from .jobrun import run_locked
 from .ledger import Ledger
 from .outbox import Outbox
 from .retry import Hold
 from .send_report import SendReport
-from .send_runner import RUN_BUDGET_S, Sender
 from .write_policy import Holds
 
-__all__ = ["RUN_BUDGET_S", "SendReport", "Sender", "run", "write_idle_summary"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from .send_runner import Sender
+
+__all__ = ["SendReport", "run", "write_idle_summary"]  # and, through __getattr__, RUN_BUDGET_S and Sender
+
+
+def __getattr__(name: str):
+    """The runner, and httpx with it, is imported only by a run that may send."""
+    if name in ("RUN_BUDGET_S", "Sender"):
+        from . import send_runner
+
+        return getattr(send_runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
     if config.local_only:
+        _local_only_summary(config)
         return SendReport(local_only=True)
+    from .send_runner import Sender
+
     report = SendReport()
     senders: list[Sender] = []
 
@@ -61,6 +77,17 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
                            senders[0].holds if senders else None)
 
     return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
+
+
+def _local_only_summary(config: Config) -> None:
+    """Local-only, send has nothing to do until the configuration changes, and every
+    idle summary holds the config file's version: the next runs are idle ones."""
+    from .fastpath import write_summary
+
+    try:
+        write_summary(config.paths.ensure_state_dir(), "send", config, {}, None)
+    except (OSError, BxmemError):
+        pass  # a home that cannot be written: the next run asks again, slower, never wrong
 
 
 def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None,

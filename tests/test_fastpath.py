@@ -126,6 +126,37 @@ def test_send_idle_before_any_ledger_exists(home, honcho, configure):
     assert is_idle(["bxmem", "send"])
 
 
+LOCAL_ONLY_PROBE = (
+    "import sys; from bxmem.entry import main; code = main(['bxmem', '--quiet', '{job}']); "
+    "print(code, sorted({{m.split('.')[0] for m in sys.modules}} & {{'httpx', 'httpcore', 'typer', 'rich'}}))"
+)
+
+
+@pytest.mark.parametrize("job", ["send", "decide", "mirror"])
+def test_every_job_is_idle_local_only_and_send_never_imports_httpx_to_send_nothing(home, brokerd, configure, config_file, job):
+    """No [honcho] section: one real run, then the fast path answers; adding
+    [honcho] (a new config version) wakes the job."""
+    import subprocess
+    import sys
+
+    configure(None)
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    first = subprocess.run([sys.executable, "-c", LOCAL_ONLY_PROBE.format(job=job)], capture_output=True, text=True, check=True)
+    assert first.stdout.split(None, 1) == ["0", "[]\n"], first
+    assert is_idle(["bxmem", job])
+    assert run_bxmem(job).returncode == 0 and is_idle(["bxmem", job])
+    configure("http://127.0.0.1:9")
+    assert not is_idle(["bxmem", job])
+
+
+def test_local_only_send_where_no_state_can_be_written_still_says_nothing_is_sent(home, configure):
+    configure(None)
+    (home / "memory").write_text("")  # a file where bxmem's folder would go: no summary can be written
+    result = run_bxmem("send")
+    assert result.returncode == 0 and "nothing is sent" in result.stderr
+    assert not is_idle(["bxmem", "send"])  # so every run asks again: slower, never wrong
+
+
 def test_mirror_idle_until_the_journal_grows(home, configure):
     from bxmem.demo.sample import write_journal
 
