@@ -44,6 +44,14 @@ def _check_port(url: str) -> None:
 RESERVED_AGENT_NAMES = ("local", "own", "untrusted", "fleet")
 
 
+def check_url(value: str) -> str:
+    """honcho.url's rule (and `demo --honcho`'s): the URL, without a trailing slash."""
+    if not re.fullmatch(r"https?://[^\s/?#@]+(/[^\s?#]*)?", value):
+        raise ValueError("must be an http:// or https:// URL with no user, query or fragment")
+    _check_port(value)
+    return value.rstrip("/")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -74,10 +82,7 @@ class HonchoSection(_Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.fullmatch(r"https?://[^\s/?#@]+(/[^\s?#]*)?", value):
-            raise ValueError("must be an http:// or https:// URL with no user, query or fragment")
-        _check_port(value)
-        return value.rstrip("/")
+        return check_url(value)
 
     @model_validator(mode="after")
     def _distinct(self) -> HonchoSection:

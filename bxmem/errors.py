@@ -46,7 +46,8 @@ MEANINGS = {
     ExitCode.OK: "done",
     ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
     ExitCode.USAGE: "the command line was wrong",
-    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer; work waits for a later run, nothing lost",
+    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer; work waits for a later run, nothing lost "
+                       "(`demo`: what Honcho was not sent goes with the demo's temporary home, unless --keep kept it)",
     ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
                         "refused key or a key file send would refuse, a long outage, brokerd unavailable), `send` (it "
                         "holds items the configuration no longer lets go where they were decided to; the rest was sent), "
@@ -74,7 +75,7 @@ COMMAND_EXITS = {
     "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
     "tools": _EVERY,
     "schema": _EVERY,
-    "demo": _EVERY,  # CONFIG: a --honcho URL that is not one
+    "demo": _EVERY + (ExitCode.DEGRADED,),  # USAGE: a --honcho that is not a URL; DEGRADED: it did not answer
     "config check": _EVERY,
     "index rebuild": _EVERY,
     "runbook": _EVERY + (ExitCode.NOT_FOUND,),

@@ -303,4 +303,4 @@ def show_demo(result, honcho: str | None) -> int:
         base = result.home.parent
         out.print(f"The temporary folder {escape(str(base))} " + (
             "could not be removed: remove it by hand." if base.exists() else "has been removed."))
-    return ExitCode.OK
+    return result.exit_code  # DEGRADED when Honcho did not answer: the demo did not do what was asked

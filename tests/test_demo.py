@@ -104,3 +104,56 @@ def test_demo_never_writes_into_a_directory_that_holds_something(tmp_path, tmpdi
     assert result.stderr.strip().count("\n") == 0 and str(kept) in result.stderr
     assert mine.read_text() == "the owner's own log\n"
     assert sorted(p.name for p in kept.rglob("*")) == ["home", "logs", "s-clean.jsonl"]
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://example.org", "http://user@example.org", "http://127.0.0.1:99999", "",
+                                 "http://example.org/?q=1"])
+def test_a_honcho_option_that_is_not_a_url_is_a_usage_error_naming_it(url, tmpdir_for_demo, monkeypatch):
+    from bxmem.demo import run_demo
+    from bxmem.errors import UsageError
+
+    monkeypatch.setenv("TMPDIR", str(tmpdir_for_demo))
+    tempfile.tempdir = None  # read TMPDIR again
+    try:
+        with pytest.raises(UsageError, match=r"^--honcho '.*': (must be an http|port )"):
+            run_demo(url)
+    finally:
+        tempfile.tempdir = None
+    assert list(tmpdir_for_demo.iterdir()) == [], "nothing is written before the option is checked"
+
+
+def test_the_usage_error_is_one_line_and_exit_2(tmpdir_for_demo):
+    result = demo("--honcho", "notaurl", tmpdir=tmpdir_for_demo)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("bxmem: error: --honcho 'notaurl': must be an http:// or https:// URL with no user, "
+                             "query or fragment\n")
+
+
+def test_a_honcho_that_does_not_answer_is_not_called_a_success(tmpdir_for_demo):
+    result = demo("--honcho", "http://127.0.0.1:9", tmpdir=tmpdir_for_demo)
+    out = " ".join(result.stdout.split())
+    assert result.returncode == 3, result.stderr  # DEGRADED: Honcho did not answer
+    assert "send: Honcho at http://127.0.0.1:9 did not answer (" in out
+    assert "15 item(s) not sent; they were in this demo's outbox, in its temporary home, which is removed now with them" in out
+    assert "send: 0 items" not in out and "the outbox keeps everything" not in out
+    assert "has been removed" in out and list(tmpdir_for_demo.iterdir()) == []
+
+
+def test_a_kept_demo_keeps_what_honcho_was_not_sent_and_says_how_to_send_it(tmp_path, tmpdir_for_demo):
+    kept = tmp_path / "kept"
+    result = demo("--honcho", "http://127.0.0.1:9", "--keep", str(kept), tmpdir=tmpdir_for_demo)
+    out = " ".join(result.stdout.split())
+    assert result.returncode == 3, result.stderr
+    assert (f"15 item(s) not sent; they wait in this demo's outbox under {kept / 'home'}; "
+            f"`bxmem --config {kept / 'bxmem.toml'} send` sends them once Honcho answers") in out
+    status = run_bxmem("--config", str(kept / "bxmem.toml"), "sync", "--json", env={"BOXMAKER_HOME": str(kept / "home")})
+    import json
+
+    pending = sum(w["pending_turns"] + w["pending_edits"] for w in json.loads(status.stdout)["workspaces"].values())
+    assert pending == 15
+
+
+def test_the_owner_view_sees_brokerd_as_the_jobs_did(tmpdir_for_demo):
+    result = demo(tmpdir=tmpdir_for_demo)
+    assert result.returncode == 0
+    assert "brokerd now: answering" in result.stdout and "brokerd now: cannot answer" not in result.stdout

@@ -105,7 +105,7 @@ def check(command: str, result, expected: int | None = None) -> None:
 @pytest.mark.parametrize("command", sorted(COMMAND_EXITS))
 def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_path, command):
     if command == "demo":
-        check(command, run_bxmem("demo", "--honcho", "ftp://not-a-url", timeout=120), ExitCode.CONFIG)
+        check(command, run_bxmem("demo", "--honcho", "ftp://not-a-url", timeout=120), ExitCode.USAGE)
     else:
         check(command, run_bxmem(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
         check(command, run_bxmem(*argv(command)))  # local-only
