@@ -4,6 +4,7 @@ promises is missing."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -99,3 +100,59 @@ def test_the_changelog_has_a_release_section_for_the_packaged_version():
     # A first release is described as what it does, not against a version that never shipped.
     section = text[release.end():].split("\n## ", 1)[0]
     assert not re.search(r"\(was |\bwas \d", section), "the release section compares against an unshipped version"
+
+
+@pytest.mark.slow  # a venv and an editable install with pip
+def test_the_editable_install_dev_makes_is_a_plain_path_entry_without_a_warning_box(tmp_path):
+    """./dev's first run: setuptools used to pick its import-hook strategy for the flat
+    layout and print an "Editable installation" box; with package-dir said outright it
+    writes one .pth line naming the checkout."""
+    source = tmp_path / "source"
+    for name in tracked_files():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "-e", str(source)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    assert "Editable installation" not in installed.stderr and "*****" not in installed.stderr, installed.stderr
+    (site,) = venv.glob("lib/python3*/site-packages")
+    assert not list(site.glob("__editable___bxmem*finder.py")), "an import hook, not a path entry"
+    (pth,) = site.glob("__editable__.bxmem-*.pth")
+    assert pth.read_text().split() == [str(source.resolve())]
+
+
+def test_dev_says_what_its_first_run_is_doing_and_later_runs_say_nothing(tmp_path):
+    """./dev bootstraps .venv with a stand-in python that records what it is asked to do."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy2(ROOT / "dev", checkout / "dev")
+    shutil.copy2(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    calls = tmp_path / "calls"
+    stand_in = tmp_path / "python3"
+    # `python3 -m venv DIR` makes DIR/bin/python (this script again) and DIR/bin/bxmem;
+    # every other call (pip) is recorded and succeeds.
+    stand_in.write_text(f"""#!/bin/sh
+echo "$*" >> {calls}
+if [ "$1 $2" = "-m venv" ]; then
+    mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && printf '#!/bin/sh\\necho "bxmem $*"\\n' > "$3/bin/bxmem"
+    chmod +x "$3/bin/bxmem"
+fi
+[ "$1" = --version ] && echo "Python 3.11.7"
+exit 0
+""")
+    stand_in.chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "PYTHON": str(stand_in)}
+    first = subprocess.run([str(checkout / "dev"), "bxmem", "--version"], capture_output=True, text=True, env=env, check=True)
+    assert first.stderr.splitlines() == [
+        "./dev: creating the virtual environment .venv (Python 3.11.7)",
+        "./dev: installing bxmem (editable) with its test and lint tools into .venv: pip, 20-60 s",
+        "./dev: .venv is ready",
+    ]
+    assert first.stdout == "bxmem --version\n"
+    assert "-m pip install --quiet --disable-pip-version-check -e .[test,lint]" in calls.read_text()
+    again = subprocess.run([str(checkout / "dev"), "bxmem", "--version"], capture_output=True, text=True, env=env, check=True)
+    assert again.stderr == "" and again.stdout == "bxmem --version\n"
