@@ -76,3 +76,56 @@ def test_directives_a_user_manager_ignores_say_so_beside_them(service):
     for directive in ("ProtectProc", "ProcSubset", "IPAddressDeny"):
         if directive in d:
             assert "system manager" in comments_before(service, directive), directive
+
+
+def readme_host_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text[text.index("## Running it on a host"):text.index("## Development")]
+
+
+def rig_blocks() -> list[str]:
+    script = (ROOT / "scripts" / "systemd-rig" / "run.sh").read_text()
+    return re.search(r'^BLOCKS="([^"]+)"$', script, flags=re.M).group(1).split()
+
+
+def test_every_command_of_the_readme_host_section_is_one_the_rig_runs():
+    """scripts/systemd-rig runs the README's blocks by their markers: none of the
+    section's shell blocks goes unmarked, and the rig runs every marked one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    section = readme_host_section()
+    marked = module.blocks(section)
+    assert section.count("```sh") == len(marked), "a shell block in 'Running it on a host' has no systemd-rig marker"
+    assert sorted(marked) == sorted(rig_blocks())
+    assert module.blocks((ROOT / "README.md").read_text()) == marked  # no marked block outside the section
+
+
+@pytest.mark.skipif(__import__("shutil").which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_the_readme_system_units_are_valid_units_run_as_the_user(tmp_path):
+    """The README's loop, as written, with `sudo tee` writing into a folder here."""
+    import importlib.util
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    block = module.blocks(readme_host_section())["system-units"]
+    loop = block[:block.index("done\n") + len("done\n")]
+    out = tmp_path / "system"
+    out.mkdir()
+    shim = f'sudo() {{ [ "$1" = tee ] && exec tee "{out}/${{2##*/}}"; }}\n'
+    subprocess.run(["bash", "-euo", "pipefail", "-c", shim + loop], cwd=ROOT, check=True,
+                   env={"HOME": "/home/owner", "USER": "owner", "PATH": "/usr/bin:/bin"})
+    units = sorted(p.name for p in out.iterdir())
+    assert units == sorted(p.name for p in (ROOT / "systemd").iterdir())
+    for name in units:
+        text = (out / name).read_text()
+        assert "%h" not in text
+        if name.endswith(".service"):
+            assert "\n[Service]\nUser=owner\n" in text and "ExecStart=/home/owner/.local/bin/bxmem --quiet " in text
+            (out / name).write_text(text.replace("/home/owner/.local/bin/bxmem", "/usr/bin/true"))
+    verify = subprocess.run(["systemd-analyze", "verify", *(str(p) for p in sorted(out.iterdir()))], capture_output=True, text=True)
+    assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
