@@ -85,15 +85,15 @@ def _effects(config: Config, edit_id: str) -> list[str]:
             held = check_write(written["ws"], "trusted", roles) if written else None
             if action["do"] == "unconclude" and written and not written.get("deleted_by"):
                 effects.append(f"its conclusion {written['id']} in {written['ws']} will be deleted"
-                               + (f", but not now: {held.explain()} (held, runbook honcho-held-by-config)" if held else ""))
+                               + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
             elif action["do"] == "reconclude":
                 effects.append("the conclusion it deleted will be written again, in its old session"
-                               + (f", but not now: {held.explain()} (held, runbook honcho-held-by-config)" if held else ""))
+                               + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
         elif action["do"] == "retract":
             note = box.fleet.get(action["of"])
             held = check_write(note["ws"], "fleet", roles) if note else None
             effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
-                           + (f", but not now: {held.explain()} (held, runbook honcho-held-by-config)" if held else ""))
+                           + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
     return effects or ["nothing in Honcho: nothing it wrote is there"]
 
 

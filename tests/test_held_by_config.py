@@ -117,7 +117,7 @@ def test_an_edit_is_held_by_what_it_deletes_and_edits_naming_it_wait_behind_it()
 def test_the_runbook_explains_every_held_reason():
     from conftest import ROOT
 
-    text = (ROOT / "runbook" / "honcho-held-by-config.md").read_text()
+    text = (ROOT / "bxmem" / "runbook" / "honcho-held-by-config.md").read_text()
     for reason in (READ_SOURCE, NOT_CONFIGURED, ROLE_CHANGED, ROLE_UNKNOWN, BEHIND_HELD_EDIT):
         assert f"| `{reason}` |" in text, reason
 

@@ -109,7 +109,7 @@ def test_a_symbolic_link_is_refused_and_names_its_target(tmp_path):
     with pytest.raises(KeyFileInvalid) as caught:
         read_key(workspace(link))
     assert caught.value.problem == "is a symbolic link; bxmem reads only a regular file as a key, never through a link"
-    assert caught.value.one_line().endswith(f"name the file itself ({real}) (runbook honcho-config-invalid)")
+    assert caught.value.one_line().endswith(f"name the file itself ({real}) (see: bxmem runbook honcho-config-invalid)")
 
 
 def test_a_file_owned_by_another_user_is_refused(tmp_path):
@@ -225,7 +225,7 @@ def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
     assert result.returncode == 78
     assert result.stderr.strip().splitlines() == [
         f"bxmem: error: secrets.honcho_trusted: key file {fifo} is a named pipe (FIFO), not a regular file "
-        "(runbook honcho-config-invalid)"]
+        "(see: bxmem runbook honcho-config-invalid)"]
 
 
 def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path, honcho, configure, two_sessions):
@@ -244,7 +244,7 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     problem = "has a control character (0x1b) at byte 19; a key is one line of printable ASCII"
     assert first.stderr.strip().splitlines() == [
         f"bxmem send: error: secrets.honcho_trusted: key file {bad} {problem}; sends to bm0-trusted stop until "
-        "secrets.honcho_trusted changes, the other workspaces go on (runbook honcho-key-refused)"]
+        "secrets.honcho_trusted changes, the other workspaces go on (see: bxmem runbook honcho-key-refused)"]
     assert honcho.messages_in("bm0-untrusted") and not honcho.messages_in("bm0-trusted")
     assert not any("bm0-trusted" in r.path for r in honcho.requests)  # never sent with a broken header
     refused = [e for e in ledger_events(home) if e["ev"] == "key_refused"]
@@ -257,7 +257,7 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     assert f"key for bm0-trusted: send would refuse it: secrets.honcho_trusted: key file {bad} {problem}" in status.stdout
     assert "key for bm0-trusted refused by bxmem since " in status.stdout
     assert (f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed "
-            "(runbook honcho-key-refused)") in status.stdout
+            "(see: bxmem runbook honcho-key-refused)") in status.stdout
 
     # logged once: the next run does not try again, nor say it again
     calls = len(honcho.requests)
@@ -303,7 +303,7 @@ def test_a_bad_key_for_another_agents_workspace_does_not_stop_send(home, tmp_pat
     assert json.loads(result.stdout)["stopped"] == []
     status = bxmem_inprocess("sync")
     assert (f"attention: secrets.honcho_read_boxmaker1: key file {bad} has mode 0644: group or others can read it "
-            "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed (runbook honcho-key-refused)"
+            "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed (see: bxmem runbook honcho-key-refused)"
             ) in status.stdout
 
 

@@ -78,7 +78,7 @@ def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configur
     entry = next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")
     problem = f"secrets.honcho_trusted: key file {key} has mode 0644: group or others can read it (chmod 600 it)"
     assert entry["ok"] is False and entry["problem"] == problem and recent(entry["checked_at"])
-    assert f"{problem}: sends to bm0-trusted stop until it is fixed (runbook honcho-key-refused)" in report["attention"]
+    assert f"{problem}: sends to bm0-trusted stop until it is fixed (see: bxmem runbook honcho-key-refused)" in report["attention"]
     assert [(k["workspace"], k["status"], k["problem"]) for k in report["keys_refused"]] == [("bm0-trusted", None, problem)]
     plain = bxmem_inprocess("sync")
     assert plain.returncode == 4
