@@ -107,8 +107,17 @@ def test_send_unit_outlasts_a_send_run():
     text = (ROOT / "systemd" / "bxmem-send.service").read_text()
     timeout = int(re.search(r"TimeoutStartSec=(\d+)", text).group(1))
     assert timeout > send.RUN_BUDGET_S + honcho.CONNECT_TIMEOUT + honcho.READ_TIMEOUT
-    for service in (ROOT / "systemd").glob("*.service"):
-        assert "SuccessExitStatus=3" in service.read_text()
+
+
+def test_units_accept_exactly_the_exits_that_lose_nothing():
+    """3 (degraded: work waits) and 4 (attention: bxmem logged why, sync shows it) are not
+    failures of a timer run; every other non-zero exit is, so systemd marks the unit failed."""
+    from bxmem.errors import COMMAND_EXITS
+
+    for job in ("decide", "mirror", "send"):
+        text = (ROOT / "systemd" / f"bxmem-{job}.service").read_text()
+        accepted = {int(code) for line in re.findall(r"^SuccessExitStatus=(.*)$", text, flags=re.M) for code in line.split()}
+        assert {3, 4} & set(COMMAND_EXITS[job]) <= accepted <= {3, 4}, (job, accepted)
 
 
 def test_agent_tools_lists_exactly_the_codes_recall_and_ask_can_return():
