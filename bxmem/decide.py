@@ -1,9 +1,16 @@
 """`bxmem decide`: where each finished turn goes, recorded at once.
 
 Reads only the new bytes of each session log, asks brokerd once per session
-with finished turns, decides by `rules.route_turn` and appends every decision
-to the ledger in one fsynced write before moving its cursors. A Honcho outage
-cannot change a decision, because Honcho is never asked.
+with finished turns, decides by `rules.route_turn` and appends the decisions
+to the ledger as it goes (decide_state.py says how a turn is decided exactly
+once, whatever stops a run). A Honcho outage cannot change a decision,
+because Honcho is never asked.
+
+A run spends at most RUN_BUDGET_S on the logs and brokerd's answers, well
+inside the unit's TimeoutStartSec=60 (systemd/bxmem-decide.service): one more
+brokerd question (its 2 s deadline), the last append and the state write
+follow. Sessions not reached wait for the next run, which starts where this
+one stopped, so a slow or hostile session cannot keep the others waiting.
 
 If brokerd cannot answer, the session's turns wait undecided in decide's
 state and are decided on a later run from the state then. brokerd's labels
@@ -14,6 +21,7 @@ towards untrusted or nowhere.
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from collections import Counter
@@ -21,19 +29,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import decide_state
 from .config import Config
 from .errors import ExitCode
 from .jobrun import run_locked
 from .ledger import Ledger, now_iso
-from .ledger_events import TURN, DecidedTurn, decided_turn, is_decided
+from .ledger_events import DecidedTurn, decided_turn
 from .log import log, notice, runbook
-from .rules import TurnFacts, log_labels, route_turn
+from .rules import LogLabels, TurnFacts, log_labels, route_turn
 from .sources import brokerd
-from .sources.loopd import FinishedTurn, new_cursor, read_finished_turns, session_id_problem
-from .store import read_json, write_json
+from .sources.loopd import cursor_labels, new_cursor, read_finished_turns, session_id_problem
+from .store import write_json
 
-STATE_FILE = "decide.json"
 FLUSH_EVERY = 1000
+# The logs and brokerd's answers get this long; a run then ends within about
+# 45 s (one more brokerd question, the last append, the state, the index),
+# inside the unit's TimeoutStartSec=60.
+RUN_BUDGET_S = 40.0
+SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
 # A log untouched this long is dormant: idle runs look at it once a sweep
 # interval, so a session that wakes after an hour is decided within a minute
 # (or within a second with systemd/bxmem-decide.path) instead of five seconds.
@@ -48,10 +61,12 @@ class DecideReport:
     undecided: int = 0
     broker_problem: str | None = None
     skipped_lines: int = 0
+    sessions_waiting: int = 0  # sessions with work the run's budget did not reach
+    broker_slowest_s: float | None = None
 
     @property
     def degraded(self) -> bool:
-        return self.undecided > 0
+        return self.undecided > 0 or self.sessions_waiting > 0
 
     # What the command prints (jobs.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
@@ -59,7 +74,9 @@ class DecideReport:
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
         return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
-                "broker_problem": self.broker_problem, "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+                "broker_problem": self.broker_problem, "skipped_lines": self.skipped_lines,
+                "sessions_waiting": self.sessions_waiting, "broker_slowest_s": self.broker_slowest_s,
+                "local_only": config.local_only}
 
     def summary(self, config: Config) -> str | None:
         if self.busy or not self.decided:
@@ -76,41 +93,17 @@ class DecideReport:
         return ExitCode.DEGRADED if self.degraded and not self.busy else ExitCode.OK
 
 
-def _fresh_state() -> dict:
-    return {"ledger_size": 0, "logs": {}, "undecided": {}, "broker_down_since": None, "logs_missing": False}
-
-
-def _recover(state: dict, ledger: Ledger) -> None:
-    """Learn what an earlier run appended but did not get to record in its state
-    (a crash between the ledger append and the state write, or a lost state file)."""
-    if ledger.size() <= state["ledger_size"]:
-        return
-    from .ledger import ReadResult
-
-    for ev in ledger.iter_from(state["ledger_size"], ReadResult()):
-        if not is_decided(ev, TURN):
-            continue
-        session, turn = ev.get("session"), ev.get("turn")
-        if isinstance(session, str) and isinstance(turn, int):
-            # A lost state file starts from ledger offset 0: every decided turn is learnt here.
-            cursor = state["logs"].setdefault(session, new_cursor())
-            cursor["seen"] = max(cursor["seen"], turn)
-        waiting = state["undecided"].get(session)
-        if waiting:
-            state["undecided"][session] = [t for t in waiting if t["turn"] != turn]
-            if not state["undecided"][session]:
-                del state["undecided"][session]
-
-
-def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config, late: bool) -> DecidedTurn:
-    untrusted_by_log, log_class = log_labels(turn["untrusted_by_log"], turn["log_class"], cursor["untrusted"], cursor["class"], late)
+def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Config) -> DecidedTurn:
+    at_end = LogLabels(turn["untrusted_by_log"], turn["log_class"], turn["log_unreadable"])
+    labels = log_labels(at_end, cursor_labels(cursor), turn["late"])
     facts = TurnFacts(
         status=turn["status"],
         has_text=turn["has_text"],
         has_reply=turn["reply"] is not None,
         speaker=turn["speaker"],
-        untrusted_by_log=untrusted_by_log,
-        log_class=log_class,
+        log_unreadable=labels.unreadable is not None,
+        untrusted_by_log=labels.untrusted,
+        log_class=labels.klass,
         untrusted_by_broker=broker.untrusted,
         broker_class=broker.klass,
         secret_in_text=turn["secret"] is not None,
@@ -132,62 +125,86 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
         user=turn["user"],
         reply=turn["reply"],
         at=turn["ts"],
+        macs=turn["macs"],
+        unreadable=labels.unreadable,
     )
 
 
-def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None) -> DecideReport:
+def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic) -> DecideReport:
     report = DecideReport()
     paths = config.paths
+    deadline = clock() + RUN_BUDGET_S
+    modified: dict[str, float] = {}
 
     def load(state_dir: Path, ledger: Ledger) -> dict:
-        state = read_json(state_dir / STATE_FILE) or _fresh_state()
-        _recover(state, ledger)
+        state = decide_state.load(state_dir)
+        decide_state.recover(state, ledger)
         return state
 
     def work(state: dict, ledger: Ledger) -> None:
-        parked = state["undecided"]
-        state["undecided"] = {}
-        buffer: list[DecidedTurn] = []
+        from . import local_key
 
-        def flush() -> None:
+        state_dir = paths.state
+        secret = local_key.load(state_dir)
+        parked = state["undecided"]  # session -> turns waiting for brokerd; kept in the state until decided
+        buffer: dict[str, list[DecidedTurn]] = {}  # per session, in the log's order
+        questions: list[float] = []
+        last_save = clock()
+
+        def flush(*, save: bool = False) -> None:
+            nonlocal last_save
             if buffer:
-                buffer.sort(key=lambda e: (e["at"] or "", e["session"], e["turn"]))
-                state["ledger_size"] = ledger.append(buffer)
+                # Oldest first across sessions, each session in its own order (the merge never reorders one list).
+                lines = list(heapq.merge(*buffer.values(), key=lambda e: e["at"] or ""))
+                state["ledger_size"] = ledger.append(lines)
                 buffer.clear()
+            if save:  # every decision made so far is in the ledger: the state may say so
+                write_json(state_dir / decide_state.STATE_FILE, state)
+                last_save = clock()
 
         def decide_session(session: str, turns: list[dict]) -> None:
             cursor = state["logs"].setdefault(session, new_cursor())
+            asked = clock()
             try:
                 broker = brokerd.session_state(paths.broker_socket, session, broker_timeout)
             except brokerd.BrokerUnavailable as exc:
                 report.broker_problem = str(exc)
-                state["undecided"][session] = turns
+                parked[session] = turns
                 report.undecided += len(turns)
                 return
+            finally:
+                questions.append(clock() - asked)
+            parked.pop(session, None)
             for turn in turns:
-                decided = _decision(turn, broker, cursor, config, late=turn["late"])
+                if not decide_state.add_turn(cursor["decided"], turn["turn"]):
+                    continue  # two ends of one turn in the log: the first one decided it
+                decided = _decision(turn, broker, cursor, config)
                 report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
-                buffer.append(decided)
-            if len(buffer) >= FLUSH_EVERY:
-                flush()  # a long backlog is decided in chunks: memory stays flat
+                buffer.setdefault(session, []).append(decided)
 
-        for session, turns in _read_logs(config, state, report, progress, modified):
-            waited = [{**t, "late": True} for t in parked.pop(session, [])]
-            decide_session(session, waited + [{**vars(t), "late": False} for t in turns])
-        for session, waited in parked.items():
-            decide_session(session, [{**t, "late": True} for t in waited])
+        for session, turns in _sessions(config, state, report, progress, modified, secret, deadline, clock):
+            decide_session(session, turns)
+            # A long backlog, or a slow brokerd: what is decided is kept as the run goes.
+            if clock() - last_save >= SAVE_EVERY_S:
+                flush(save=True)
+            elif sum(len(b) for b in buffer.values()) >= FLUSH_EVERY:
+                flush()
         flush()
+        if questions:
+            report.broker_slowest_s = round(max(questions), 3)
+        state["last_run"] = {"at": now_iso(), "budget_s": RUN_BUDGET_S, "sessions_waiting": report.sessions_waiting,
+                             "broker_questions": len(questions), "broker_slowest_s": report.broker_slowest_s}
         _note_broker(state, report)
 
     def save(state_dir: Path, state: dict) -> None:
-        write_json(state_dir / STATE_FILE, state)
-        _write_idle_summary(config, state, state_dir, modified)
+        write_json(state_dir / decide_state.STATE_FILE, state)
+        _write_idle_summary(config, state, state_dir, modified, again=report.sessions_waiting > 0)
 
-    modified: dict[str, float] = {}
     return run_locked(config, "decide", report, load, work, save)
 
 
-def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float]) -> None:
+def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool) -> None:
     """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
     the others, which on a long-lived host are nearly all of them, once a
     minute. A new log changes the folder, which is always compared."""
@@ -201,13 +218,53 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
         if not cursor.get("ignored") and not cursor.get("gone") and cursor["ino"] is not None:
             active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
             (watch if active else dormant)[str(logs / f"{stem}.jsonl")] = ("size", [cursor["ino"], cursor["offset"]])
-    write_summary(state_dir, "decide", config, watch, 0.0 if state["undecided"] else None, dormant, SWEEP_EVERY_S)
+    wake = 0.0 if state["undecided"] or again else None
+    write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S)
 
 
-def _read_logs(config: Config, state: dict, report: DecideReport, progress=None,
-               modified: dict[str, float] | None = None) -> Iterator[tuple[str, list[FinishedTurn]]]:
-    """(session, its newly finished turns) for each log with new complete lines;
-    `modified` gets each log's mtime."""
+def _sessions(config: Config, state: dict, report: DecideReport, progress, modified: dict[str, float],
+              secret: bytes | None, deadline: float, clock: Callable[[], float]) -> Iterator[tuple[str, list[dict]]]:
+    """(session, its turns to decide now: those waiting for brokerd, then those
+    newly finished) for each session with either, in name order starting where
+    the last run stopped; `modified` gets each log's mtime. Once the deadline
+    has passed no further session is started: the rest wait, counted."""
+    todo = _logs_to_read(config, state, modified)
+    names = sorted(set(todo) | set(state["undecided"]))
+    resume = state.get("resume_at")
+    if resume is not None:
+        first = next((i for i, name in enumerate(names) if name >= resume), 0)
+        names = names[first:] + names[:first]
+    state["resume_at"] = None
+    total, done = sum(size for _path, _cursor, size in todo.values()), 0
+
+    def warn(message: str) -> None:
+        report.skipped_lines += 1
+        log.warning(message)
+
+    for index, session in enumerate(names):
+        if clock() > deadline:
+            state["resume_at"] = session
+            report.sessions_waiting = len(names) - index
+            log.info(f"decide's {RUN_BUDGET_S:g} s budget is spent; {report.sessions_waiting} session(s) wait for the next run")
+            return
+        turns = [{**t, "late": True} for t in state["undecided"].get(session, [])]
+        if session in todo:
+            path, cursor, size = todo[session]
+            if progress:
+                progress(done, total)
+            done += size
+            try:
+                finished = read_finished_turns(path, cursor, warn, secret, deadline)
+            except OSError as exc:
+                log.warning(f"{path}: cannot read: {exc.strerror}; will try again")
+                finished = []
+            turns += [{**vars(t), "late": False} for t in finished if not decide_state.has_turn(cursor["decided"], t.turn)]
+        if turns:
+            yield session, turns
+
+
+def _logs_to_read(config: Config, state: dict, modified: dict[str, float]) -> dict[str, tuple[Path, dict, int]]:
+    """session -> (its log, its cursor, new bytes) for each log with new bytes."""
     logs_dir = config.paths.logs
     try:
         entries = list(os.scandir(logs_dir))
@@ -215,17 +272,12 @@ def _read_logs(config: Config, state: dict, report: DecideReport, progress=None,
         if not state.get("logs_missing"):
             log.warning(f"no logs folder at {logs_dir}: nothing to decide until loopd writes one")
             state["logs_missing"] = True
-        return
+        return {}
     state["logs_missing"] = False
     present = {e.name[: -len(".jsonl")] for e in entries if e.name.endswith(".jsonl")}
     for stem, cursor in state["logs"].items():
         cursor["gone"] = stem not in present  # kept, so a log that comes back is not decided twice
-
-    def warn(message: str) -> None:
-        report.skipped_lines += 1
-        log.warning(message)
-
-    todo = []
+    todo = {}
     for entry in entries:
         if not entry.name.endswith(".jsonl") or not entry.is_file():
             continue
@@ -240,26 +292,11 @@ def _read_logs(config: Config, state: dict, report: DecideReport, progress=None,
         if cursor.get("ignored"):
             continue
         st = entry.stat()
-        if modified is not None:
-            modified[stem] = st.st_mtime
+        modified[stem] = st.st_mtime
         if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"]:
             continue
-        todo.append((entry, stem, cursor, max(0, st.st_size - cursor["offset"])))
-    total = sum(size for *_rest, size in todo)
-    done = 0
-    for entry, stem, cursor, size in todo:
-        if progress:
-            progress(done, total)
-        done += size
-        try:
-            turns = read_finished_turns(Path(entry.path), cursor, warn)
-        except OSError as exc:
-            log.warning(f"{entry.path}: cannot read: {exc.strerror}; will try again")
-            continue
-        fresh = [turn for turn in turns if turn.turn > cursor["seen"]]
-        if fresh:
-            cursor["seen"] = max(turn.turn for turn in fresh)
-            yield stem, fresh
+        todo[stem] = (Path(entry.path), cursor, max(0, st.st_size - cursor["offset"]))
+    return todo
 
 
 def _note_broker(state: dict, report: DecideReport) -> None:

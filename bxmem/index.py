@@ -293,15 +293,17 @@ def catch_up(index: Index, paths) -> int:
     one transaction with the new offsets: a crash leaves the index as it was."""
     from .ledger import Ledger
     from .ledger_events import TURN, is_decided
+    from .local_key import load as load_key
     from .sources import journal
-    from .sources.loopd import SpanReader
+    from .sources.loopd import SpanChanged, SpanReader
 
     ledger = Ledger(paths.ledger)
     journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
         return 0
     applied = 0
-    with index.transaction(), SpanReader() as spans:
+    changed = 0
+    with index.transaction(), SpanReader(load_key(paths.state, create=False)) as spans:
         # Offsets are read again under the write lock: decide and mirror may catch up at once.
         ledger_at = _meta(index, "ledger_offset")
         journal_at = _meta(index, "journal_offset")
@@ -312,28 +314,31 @@ def catch_up(index: Index, paths) -> int:
             # A decision is final: a second one for an indexed turn changes nothing (outbox.py).
             if not is_decided(ev, TURN) or db.execute("SELECT 1 FROM docs WHERE key = ?", (ev.get("item"),)).fetchone():
                 continue
-            log_path = paths.logs / ev["log"]
             try:
-                user = "\n".join(spans.text(log_path, span) for span in ev.get("user") or [])
-                reply = spans.text(log_path, ev["reply"]) if ev.get("reply") else None
-            except (OSError, ValueError):
-                continue  # the log is gone or shorter: nothing to index
-            index_turn(index, ev, user, reply)
+                texts, reply = spans.turn_texts(paths.logs, ev)
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # the log is gone, shorter, or changed
+                changed += isinstance(exc, SpanChanged)  # another line's text is never indexed under these labels
+                continue
+            index_turn(index, ev, "\n".join(texts), reply)
             applied += 1
         _set_meta(index, "ledger_offset", result.end)
         if paths.journal.exists():
             pos = journal_at
             with open(paths.journal, "rb") as f:
-                for start, raw in journal.lines(f, journal_at):
-                    pos = start + len(raw)
+                for start, end, raw in journal.lines(f, journal_at):
+                    pos = end
                     record = journal.parse(raw)
-                    if record is None or not isinstance(record.get("id"), str):
+                    if record is None or raw is None:
                         continue
                     index.db().execute("INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw)))
                     target = _journal_record(index, f, record.get("target")) if record.get("op") == "undo" else None
                     index_edit(index, record, target)
                     applied += 1
             _set_meta(index, "journal_offset", pos)
+    if changed:
+        from .log import log
+
+        log.warning(f"{changed} decided turn(s) not indexed: their log changed since they were decided")
     return applied
 
 

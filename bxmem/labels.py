@@ -19,20 +19,30 @@ def higher_class(a: str, b: str) -> str:
     return a if CLASS_RANK[a] >= CLASS_RANK[b] else b
 
 
-def tool_result_label(label: object) -> tuple[bool, str]:
-    """(untrusted, class) of one tool result, from the label loopd logged with it:
+def tool_result_label(label: object) -> tuple[bool, str] | None:
+    """(untrusted, class) of one tool result, from the label loopd logged with it,
+    or None when it cannot be read:
 
-    | the result's label                  | untrusted            | class                  |
-    | not an object (missing, unreadable) | yes                  | secret                 |
-    | an object                           | unless it says false | its class, else public |
-    | an object whose class is no string  | (as above)           | secret                 |
+    | the result's label                                    | untrusted | class    |
+    | an object with `untrusted` true or false and a `class` | as given  | as given |
+    | of public, private or secret (other fields ignored)    |           |          |
+    | anything else: missing, not an object, `untrusted`    | unreadable: the line  |
+    | not a boolean, `class` missing or not one of the three | taints its session    |
 
-    The worst case for what cannot be read: the session it taints goes nowhere.
-    A string class is passed on as given; higher_class counts an unknown one as secret."""
+    An unreadable label makes its line unreadable, which counts as untrusted
+    and secret from that line on (UNREADABLE_LINE, rules.log_labels)."""
     if not isinstance(label, dict):
-        return True, "secret"
-    klass = label.get("class", "public")
-    return label.get("untrusted") is not False, klass if isinstance(klass, str) else "secret"
+        return None
+    untrusted, klass = label.get("untrusted"), label.get("class")
+    if not isinstance(untrusted, bool) or not isinstance(klass, str) or klass not in CLASS_RANK:
+        return None
+    return untrusted, klass
+
+
+# What a line of a session log that bxmem cannot read counts as, from that line
+# on: the worst label there is (seed section 5: nothing reaches a trusted
+# workspace unless both labels say clean; a secret session reaches none).
+UNREADABLE_LINE = (True, "secret")
 
 
 def label_of(items) -> tuple[bool, str]:

@@ -7,9 +7,11 @@ and every line is built there; this module only reads and appends lines. No
 line ever holds message text or a key.
 
 Writers hold an exclusive flock on the file for one append of whole lines and
-fsync before letting go. Readers read complete lines only; a crash mid-write
-leaves an unterminated tail, which the next writer closes off with a newline
-so that it reads as one malformed line, skipped and counted.
+fsync before letting go; an append that fails part-way (a full disk) is cut
+back off, so it leaves nothing. Readers read complete lines only; a crash
+mid-write leaves an unterminated tail, which the next writer closes off with
+a newline so that it reads as one malformed line, skipped and counted (or,
+when the crash fell just before the newline, as the whole line it is).
 """
 
 from __future__ import annotations
@@ -58,10 +60,36 @@ class ReadResult:
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
 
 
+def append_whole(fd: int, data: bytes) -> int:
+    """Append `data` to the file open at `fd` (O_APPEND, under the caller's
+    exclusive flock) whole or not at all, fsync, and return the new size.
+
+    A torn last line left by a crash is closed off with a newline first, so it
+    reads as one malformed line and nothing is glued to it. A write that fails
+    part-way (a full disk) is cut back off before the error is raised: the
+    file is as it was, and no reader ever sees half of it."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        data = b"\n" + data
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        except OSError:
+            pass  # still torn: the next append closes it off
+        raise
+    return os.fstat(fd).st_size
+
+
 def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
     """Append JSON lines to an append-only file under an exclusive flock on the
-    file itself, close off a torn last line first, fsync, return the new size.
-    The journal's writers (memoryd, `bxmem undo`) and the ledger's share this."""
+    file itself (`append_whole`), and return the new size. The journal's
+    writers (memoryd, `bxmem undo`) take the same lock."""
     from .store import Flock
 
     payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
@@ -71,20 +99,13 @@ def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError as exc:
         raise StorageError(f"cannot open {what} {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "r+b", buffering=0) as f, Flock(fd, exclusive=True):
-        try:
-            size = os.fstat(fd).st_size
-            if size:
-                f.seek(size - 1)
-                if f.read(1) != b"\n":
-                    data = b"\n" + data  # close off a torn line left by a crash
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            return os.fstat(fd).st_size
-        except OSError as exc:
-            raise StorageError(f"cannot append to {what} {path}: {exc.strerror}") from None
+    try:
+        with Flock(fd, exclusive=True):
+            return append_whole(fd, data)
+    except OSError as exc:
+        raise StorageError(f"cannot append to {what} {path}: {exc.strerror}; nothing of this append was kept") from None
+    finally:
+        os.close(fd)
 
 
 class Ledger:
@@ -132,11 +153,16 @@ class Ledger:
         result.events = list(self.iter_from(offset, result))
         return result
 
-    def iter_from(self, offset: int, result: ReadResult) -> Iterator[dict]:
+    def iter_from(self, offset: int, result: ReadResult, *, tail: bool = False) -> Iterator[dict]:
         """Complete lines from `offset` on, one at a time, so a long ledger is never
         held in memory; `result` gets the end offset and the malformed lines.
         A shared lock keeps a writer's half-written line from being mistaken for
-        a torn one; it is taken per chunk, so writers are never held up long."""
+        a torn one; it is taken per chunk, so writers are never held up long.
+
+        `tail`: also the torn last line (a crash or a full disk mid-append) when
+        it is a whole event that lacks only its newline. The next append closes
+        it off with one, making it a line like any other; the jobs' recovery
+        must therefore count it as written (`result.end` stays before it)."""
         from .store import Flock
 
         result.end = offset
@@ -150,25 +176,15 @@ class Ledger:
                 with Flock(f.fileno(), exclusive=False):
                     f.seek(pos)
                     chunk = f.read(CHUNK_BYTES)
+                    if chunk and chunk.rfind(b"\n") < 0 and len(chunk) == CHUNK_BYTES:
+                        chunk = chunk + f.readline()  # a line longer than a chunk
                 if not chunk:
                     return
                 last_newline = chunk.rfind(b"\n")
-                if last_newline < 0:
-                    if len(chunk) < CHUNK_BYTES:
-                        result.torn_tail = True
-                        return
-                    chunk = chunk + f.readline()  # a line longer than a chunk
-                    last_newline = len(chunk) - 1 if chunk.endswith(b"\n") else -1
-                    if last_newline < 0:
-                        result.torn_tail = True
-                        return
                 complete = chunk[: last_newline + 1]
                 for line in complete.splitlines(keepends=True):
-                    try:
-                        value = json.loads(line)
-                        if not isinstance(value, dict) or "ev" not in value:
-                            raise ValueError
-                    except ValueError:
+                    value = _event(line)
+                    if value is None:
                         if line.strip():
                             result.malformed.append(pos)
                         pos += len(line)
@@ -178,6 +194,19 @@ class Ledger:
                     pos += len(line)
                     result.end = pos
                     yield value
-                if last_newline + 1 < len(chunk) and len(chunk) < CHUNK_BYTES:
+                if (last_newline + 1 < len(chunk) and len(chunk) < CHUNK_BYTES) or last_newline < 0:
                     result.torn_tail = True
+                    torn = _event(chunk[last_newline + 1 :]) if tail else None
+                    if torn is not None:
+                        result.at = pos
+                        yield torn
                     return
+
+
+def _event(line: bytes) -> dict | None:
+    """A ledger line's event, or None for a line that is not one."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and "ev" in value else None

@@ -55,6 +55,10 @@ DecidedTurn = TypedDict("DecidedTurn", {
     "session": str, "turn": int, "role": "str | None", "ws": "str | None", "reason": str,
     "peer": "str | None", "class": str, "untrusted_by": "list[str]", "secret_rule": "str | None",
     "log": str, "user": "list[list[int]]", "reply": "list[int] | None", "at": "str | None",
+    # Since line HMACs: {"key", "user", "reply"}; absent from lines written before, and when no key was at hand.
+    "macs": NotRequired[dict],
+    # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
+    "unreadable": NotRequired[dict],
 })
 
 
@@ -146,11 +150,19 @@ class KeyResumed(Event):
 
 def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, reason: str, peer: str | None,
                  klass: str, untrusted_by: list[str], secret_rule: str | None, log: str,
-                 user: list, reply: list | None, at: str | None) -> DecidedTurn:
+                 user: list, reply: list | None, at: str | None, macs: dict | None = None,
+                 unreadable: dict | None = None) -> DecidedTurn:
+    """`macs`: the keyed HMACs of the lines at `user` and `reply` (send and the index
+    check them); `unreadable`: the line of the log that made the turn go nowhere."""
+    extra: dict = {}
+    if macs is not None:
+        extra["macs"] = macs
+    if unreadable is not None:
+        extra["unreadable"] = unreadable
     return cast(DecidedTurn, event(
         DECIDED, item=turn_item(session, turn), kind=TURN, session=session, turn=turn, role=role, ws=ws,
         reason=reason, peer=peer, **{"class": klass}, untrusted_by=untrusted_by, secret_rule=secret_rule,
-        log=log, user=user, reply=reply, at=at,
+        log=log, user=user, reply=reply, at=at, **extra,
     ))
 
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import local_key
 from .config import Config
 from .errors import ExitCode
 from .jobrun import run_locked
@@ -39,7 +39,7 @@ from .sources.journal import Edit, field_of, read_edits, text_spec
 from .store import read_json, write_json
 
 STATE_FILE = "mirror.json"
-KEY_FILE = "entry.key"
+KEY_FILE = local_key.KEY_FILE
 
 
 @dataclass
@@ -80,7 +80,7 @@ def _entry_key(secret: bytes, about: str, text: str) -> str:
 
 def _key_id(secret: bytes) -> str:
     """Names the secret in the state file without revealing it."""
-    return hmac.new(secret, b"bxmem mirror state", hashlib.sha256).hexdigest()[:16]
+    return local_key.key_id(secret)
 
 
 def _load_state(state_dir: Path, secret: bytes) -> dict:
@@ -103,17 +103,9 @@ def _load_state(state_dir: Path, secret: bytes) -> dict:
 
 
 def _secret(state_dir: Path) -> bytes:
-    path = state_dir / KEY_FILE
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            secret = os.urandom(32)
-            f.write(secret)
-            f.flush()
-            os.fsync(f.fileno())
-        return secret
+    secret = local_key.load(state_dir)
+    assert secret is not None  # created when missing
+    return secret
 
 
 class Model:
@@ -160,13 +152,15 @@ def _field(record: dict, action: dict) -> str | None:
 
 
 def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
-    """Each action says where its text is (a journal span and field), so send
-    can read it back; the ledger never holds the text itself."""
+    """Each action says where its text is (a journal span and field, and the
+    line's keyed HMAC), so send can read it back and check it is still that
+    line; the ledger never holds the text itself."""
     actions = []
     for action in plan.actions:
         action = dict(action)
         if action["do"] in ("conclude", "fleet-message"):
-            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None))
+            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None), mac=edit.mac,
+                                       key=_key_id(model.secret) if edit.mac else None)
         elif action["do"] in ("reconclude", "retract"):
             creator = _action_of(model, action["of"])
             if creator is not None:
@@ -259,7 +253,7 @@ def run(config: Config) -> MirrorReport:
             report.skipped_lines += 1
             log.warning(message)
 
-        for edit in read_edits(config.paths.journal, state["cursor"], warn):
+        for edit in read_edits(config.paths.journal, state["cursor"], warn, secret):
             if edit.id in state["edits"]:
                 warn(f"{config.paths.journal}:{edit.line}: edit id {edit.id} was used before; line skipped")
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .labels import higher_class
 from .sanitize import find_secret
@@ -75,6 +75,7 @@ class TurnFacts:
     has_text: bool  # the speaker's message was logged with its text
     has_reply: bool  # a final assistant line exists
     speaker: str | None  # as loopd logged it (None: absent, null, or several people)
+    log_unreadable: bool  # a line of the session's log bxmem could not read came before the turn's end
     untrusted_by_log: bool  # any tool_result of the session so far was labelled untrusted
     log_class: str  # the highest label class of the session's tool results so far
     untrusted_by_broker: bool
@@ -90,17 +91,41 @@ class Route:
     peer: str | None = None  # the speaker's peer, when the turn goes somewhere
 
 
-def log_labels(turn_untrusted: bool, turn_class: str, now_untrusted: bool, now_class: str, late: bool) -> tuple[bool, str]:
+class LogLabels(NamedTuple):
+    """What a session's log says of it, up to some line."""
+
+    untrusted: bool
+    klass: str
+    unreadable: dict | None  # the first line bxmem could not read ({"line", "why"}), if any
+
+
+CLEAN_LOG = LogLabels(False, "public", None)
+
+
+def after_line(labels: LogLabels, untrusted: bool, klass: str, unreadable: dict | None = None) -> LogLabels:
+    """The session's log labels after one more labelled line (seed section 5;
+    interfaces section 2):
+
+    | the line                               | untrusted         | class            | unreadable      |
+    | a tool result with a readable label    | sticky: or-ed in  | the higher       | as before       |
+    | a line bxmem cannot read (`unreadable`) | yes (labels.UNREADABLE_LINE: untrusted, secret) | the first one |
+
+    Labels only ever rise: a session untrusted, secret or unreadable stays so."""
+    return LogLabels(labels.untrusted or untrusted, higher_class(labels.klass, klass), labels.unreadable or unreadable)
+
+
+def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:
     """The log's labels a turn is decided with (seed section 5, step 3).
 
     | decided                        | takes the log's labels                   |
-    | on time                        | up to and including the turn itself      |
+    | on time                        | up to and including the turn's end       |
     | late (brokerd did not answer)  | as of now, like brokerd's: never lower   |
 
-    So a late decision can only move a turn towards untrusted or nowhere."""
+    So a late decision can only move a turn towards untrusted or nowhere; a
+    line unreadable since its end makes a late turn unreadable too."""
     if not late:
-        return turn_untrusted, turn_class
-    return turn_untrusted or now_untrusted, higher_class(turn_class, now_class)
+        return at_end
+    return after_line(at_end, now.untrusted, now.klass, now.unreadable)
 
 
 def route_turn(facts: TurnFacts, agent_peer: str, owner_peer: str | None = None) -> Route:
@@ -108,6 +133,8 @@ def route_turn(facts: TurnFacts, agent_peer: str, owner_peer: str | None = None)
     the first row that holds deciding:
 
     | the turn's session at its end                         | goes to   | reason                  |
+    | its log holds a line bxmem could not read, before     | nowhere   | log-unreadable          |
+    | the turn's end (untrusted and secret from that line)  |           |                         |
     | not completed                                         | nowhere   | turn-not-completed      |
     | no user text                                          | nowhere   | no-user-text            |
     | no final reply                                        | nowhere   | no-final-reply          |
@@ -128,6 +155,9 @@ def route_turn(facts: TurnFacts, agent_peer: str, owner_peer: str | None = None)
     def nowhere(reason: str) -> Route:
         return Route(None, reason, session_class)
 
+    if facts.log_unreadable:
+        # First: what the log says of the turn (its status, text, reply) cannot be relied on.
+        return nowhere("log-unreadable")
     if facts.status != "completed":
         return nowhere("turn-not-completed")
     if not facts.has_text:

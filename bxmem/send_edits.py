@@ -14,6 +14,7 @@ from .log import log
 from .sanitize import chunks, neutralise
 from .send_lookup import present_parts, qualified
 from .send_plan import LocalFailure, Tally
+from .sources.journal import LineChanged
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import session_id_problem
 
@@ -50,6 +51,9 @@ class EditActions:
         self._attempt = attempt
         self._fail = fail
         self._succeeded = succeeded
+        from .local_key import load as load_key
+
+        self._secret = load_key(config.paths.state, create=False)  # checks each span holds the line decided
 
     def send(self, item: dict) -> None:
         key = item["item"]
@@ -81,12 +85,16 @@ class EditActions:
         self._succeeded()
         self.report.sent += 1
 
-    def _journal_text(self, spec: dict | None) -> str:
+    def _journal_text(self, spec: dict | None, edit_id: str | None = None) -> str:
+        """The text a spec names, once its span is checked (journal.read_field);
+        `edit_id`: the edit whose own line it is, when the action is its own."""
         if not spec:
             raise LocalFailure("the edit names no text")
         try:
-            return neutralise(read_journal_field(self.config.paths.journal, spec))
-        except (OSError, ValueError, KeyError, IndexError) as exc:
+            return neutralise(read_journal_field(self.config.paths.journal, spec, self._secret, edit_id))
+        except LineChanged as exc:
+            raise LocalFailure(f"not sent: {exc}") from None
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise LocalFailure(f"cannot read the entry back from the journal: {exc}") from None
 
     def _session_for_writes(self, ws: str, bx_session: str | None) -> str:
@@ -113,7 +121,7 @@ class EditActions:
                 hsession = original["hsession"]  # written again with the session of the one it replaces
             else:
                 hsession = self._session_for_writes(ws, item["session"])
-            text = self._journal_text(action.get("text"))
+            text = self._journal_text(action.get("text"), item["edit"] if do == "conclude" else None)
             peer = self.honcho.owner if action.get("about") == "owner" else self.honcho.agent
             if in_doubt:
                 known = {c["id"] for c in self.box.conclusions.values()}
@@ -137,7 +145,8 @@ class EditActions:
                     return {**result, "skipped": "the note never reached the fleet"}
                 hsession, text = original["hsession"], "retracted: " + self._journal_text(action.get("text"))
             else:
-                hsession, text = self._session_for_writes(ws, item["session"]), self._journal_text(action.get("text"))
+                hsession = self._session_for_writes(ws, item["session"])
+                text = self._journal_text(action.get("text"), item["edit"])
             pieces = chunks(text, MAX_MESSAGE_CHARS)
             agent = self.honcho.agent
             messages = [

@@ -17,7 +17,7 @@ from .rules import send_veto
 from .sanitize import chunks, neutralise
 from .send_lookup import qualified
 from .send_plan import LocalFailure
-from .sources.loopd import SpanReader
+from .sources.loopd import SpanChanged, SpanReader
 
 
 def build(item: dict, speaker_text: str, reply: str, agent: str) -> list[dict]:
@@ -65,9 +65,9 @@ class Messages:
     """Items' whole decisions and messages, read back for the run and kept until
     the group that needs them is sent (`forget`)."""
 
-    def __init__(self, ledger: Ledger, logs: Path, agent: str) -> None:
+    def __init__(self, ledger: Ledger, logs: Path, agent: str, secret: bytes | None = None) -> None:
         self.ledger, self.logs, self.agent = ledger, logs, agent
-        self._spans = SpanReader()
+        self._spans = SpanReader(secret)  # `secret`: entry.key, which checks each span holds the line decided
         self._messages: dict[str, list[dict]] = {}
         self._events: dict[str, dict] = {}
 
@@ -85,12 +85,14 @@ class Messages:
         if key in self._messages:
             return self._messages[key]
         item = self.full(item)
-        log_path = self.logs / item["log"]
         try:
-            texts = [self._spans.text(log_path, span) for span in item["user"]]
-            reply = self._spans.text(log_path, item["reply"])
+            texts, reply = self._spans.turn_texts(self.logs, item)
+        except SpanChanged as exc:
+            raise LocalFailure(f"not sent: {exc}") from None
         except (OSError, ValueError) as exc:
-            raise LocalFailure(f"cannot read the turn back from {log_path}: {exc}") from None
+            raise LocalFailure(f"cannot read the turn back from {self.logs / item['log']}: {exc}") from None
+        if reply is None:
+            raise LocalFailure("the decision names no reply")
         self._messages[key] = build(item, "\n".join(texts), reply, self.agent)
         return self._messages[key]
 

@@ -26,6 +26,7 @@ from .honcho import (
 )
 from .lanes import Call, Lane
 from .ledger import Ledger, now_iso
+from .local_key import load as load_key
 from .log import log, notice, runbook
 from .outbox import KIND, OFFSET, Outbox
 from .retry import Hold, iso, next_backoff
@@ -80,7 +81,7 @@ class Sender:
         self._poster, self._opener = Lane(), Lane()
         self._background: list[Call] = []
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
-        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent)
+        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent, load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self._fail, succeeded=self._succeeded)
         self.planner: Planner | None = None

@@ -19,6 +19,8 @@ from .store import read_json
 from .write_policy import roles_of
 
 LONG_OUTAGE_S = 600
+# brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
+SLOW_BROKER_S = 1.0
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
@@ -76,7 +78,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         outage = {"since": box.backoff.get("since"), "for_s": since_age, "next_try_in_s": max(0.0, box.backoff["until"] - now)}
     decide_state = read_json(state_dir / "decide.json") or {}
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
-    broker = {"undecided_turns": waiting, "unavailable_since": decide_state.get("broker_down_since")}
+    last_run: dict = decide_state.get("last_run") or {}
+    broker = {"undecided_turns": waiting, "unavailable_since": decide_state.get("broker_down_since"),
+              "last_run": last_run or None}
     nowhere: dict[str, int] = {}
     local_only = {"turns": 0, "edits": 0}
     for key, count in box.decided.items():
@@ -107,6 +111,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         attention.append("Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
     if broker["unavailable_since"]:
         attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
+    if last_run.get("sessions_waiting") and (last_run.get("broker_slowest_s") or 0) >= SLOW_BROKER_S:
+        attention.append(f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
+                         f"questions took up to {last_run['broker_slowest_s']:g} s" + cite_runbook("broker-state-unavailable"))
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
@@ -192,6 +199,12 @@ def lines(report: dict) -> list[str]:
                    f"{broker['undecided_turns']} turn(s) undecided")
     else:
         out.append(f"brokerd as decide recorded: no outage; {broker['undecided_turns']} turn(s) undecided")
+    last_run = broker["last_run"]
+    if last_run:
+        slowest = f", the slowest took {last_run['broker_slowest_s']:g} s" if last_run["broker_slowest_s"] is not None else ""
+        out.append(f"decide's last run (at {last_run['at']}): {last_run['broker_questions']} brokerd question(s){slowest}; "
+                   + (f"{last_run['sessions_waiting']} session(s) wait for the next run ({last_run['budget_s']:g} s budget spent)"
+                      if last_run["sessions_waiting"] else "every session reached"))
     for name, ws in report["workspaces"].items():
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
         out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "

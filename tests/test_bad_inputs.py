@@ -64,7 +64,8 @@ def test_raw_nul_and_control_bytes_in_a_line_are_one_skipped_line(live):
             f.write(json.dumps(line).encode() + b"\n")
     result = run_bxmem("decide", "--json")
     assert json.loads(result.stdout)["skipped_lines"] == 1 and f"{path}:1: not valid JSON" in result.stderr
-    assert decisions(live)["turn:s:1"]["role"] == "trusted"
+    # An unreadable line taints its session from there on: the turn it falls in goes nowhere.
+    assert (decisions(live)["turn:s:1"]["role"], decisions(live)["turn:s:1"]["reason"]) == (None, "log-unreadable")
 
 
 @pytest.mark.parametrize("name", ["a.b", "a b", "x" * 501, "", "über", "a/b"])

@@ -157,7 +157,9 @@ def test_malformed_lines_are_skipped_counted_and_named(home, honcho_url_config, 
     assert f"{path}:2: not valid JSON; line skipped" in result.stderr
     assert f"{path}:3: field 'turn' is not a positive integer" in result.stderr
     assert f"{path}:4: not valid UTF-8" in result.stderr
-    assert decisions(home)["turn:s:1"]["role"] == "trusted"
+    # Skipped for their content, and tainting: the turn they fall in goes nowhere, naming the first.
+    decided = decisions(home)["turn:s:1"]
+    assert (decided["role"], decided["reason"], decided["unreadable"]) == (None, "log-unreadable", {"line": 2, "why": "not valid JSON"})
 
 
 def test_a_log_whose_name_is_not_a_session_id_is_ignored_once(home, honcho_url_config, brokerd):

@@ -18,12 +18,13 @@ def test_lines_stop_at_an_unfinished_line_unless_asked_and_survive_seeks(tmp_pat
     _write(path, {"id": "a", "op": "note"}, {"id": "b", "op": "note"}, tail=b'{"id":"c"')
     with open(path, "rb") as f:
         seen = []
-        for pos, raw in journal.lines(f, 0):
+        for pos, end, raw in journal.lines(f, 0):
+            assert end == pos + len(raw)
             f.seek(0)  # a reader looking up an undo's target in between
             f.read(3)
             seen.append((pos, json.loads(raw)["id"]))
         assert [i for _, i in seen] == ["a", "b"] and seen[1][0] == len(json.dumps({"id": "a", "op": "note"})) + 1
-        assert [raw for _, raw in journal.lines(f, 0, tail=True)][-1] == b'{"id":"c"'
+        assert [raw for _, _, raw in journal.lines(f, 0, tail=True)][-1] == b'{"id":"c"'
         assert journal.record_at(f, *(seen[1][0], 10)) is None  # a cut line is no record
         assert journal.record_at(f, 0, seen[1][0])["id"] == "a"
 
@@ -68,5 +69,30 @@ def test_a_text_spec_reads_back_the_field_it_names(tmp_path):
     assert journal.field_of(record, {"field": "dropped", "index": 5}) is None
     with pytest.raises(ValueError, match="no text in old"):
         journal.read_field(path, journal.text_spec(span, "old"))
-    with pytest.raises(ValueError, match="shorter"):
+    with pytest.raises(journal.LineChanged, match="cut short"):
         journal.read_field(path, journal.text_spec([0, span[1] + 5], "entry"))
+
+
+def test_read_field_checks_the_span_still_holds_the_line_decided(tmp_path):
+    from bxmem.local_key import key_id, line_mac
+
+    secret, other = b"k" * 32, b"o" * 32
+    path = tmp_path / "journal.jsonl"
+    _write(path, {"id": "e1", "op": "note", "entry": "the first"})
+    raw = path.read_bytes()
+    spec = journal.text_spec([0, len(raw)], "entry", mac=line_mac(secret, raw), key=key_id(secret))
+    assert journal.read_field(path, spec, secret, "e1") == "the first"
+    # Replaced by a line of the same length: another edit's, then the same edit's with another text.
+    for record in ({"id": "e9", "op": "note", "entry": "the first"}, {"id": "e1", "op": "note", "entry": "the fir5t"}):
+        _write(path, record)
+        assert path.stat().st_size == len(raw)
+        with pytest.raises(journal.LineChanged, match="not the one decided"):
+            journal.read_field(path, spec, secret)
+    # Without the key it was made with (entry.key replaced): the edit's own id is still checked.
+    _write(path, {"id": "e9", "op": "note", "entry": "the first"})
+    with pytest.raises(journal.LineChanged, match="not edit e1's"):
+        journal.read_field(path, spec, other, "e1")
+    assert journal.read_field(path, spec, other) == "the first"  # another edit's line is all it can tell
+    path.write_bytes(b"[" * (len(raw) - 1) + b"\n")
+    with pytest.raises(journal.LineChanged, match="unreadable: not valid JSON"):
+        journal.read_field(path, journal.text_spec([0, len(raw)], "entry"))

@@ -9,22 +9,35 @@ from conftest import write_log
 from bxmem import config as config_module
 from bxmem import decide, mirror, recall
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.labels import FLEET_LABEL, OWN_LABELS, entry_class, note_tag, read_tag, tool_result_label, turn_labels
+from bxmem.labels import (
+    FLEET_LABEL,
+    OWN_LABELS,
+    UNREADABLE_LINE,
+    entry_class,
+    note_tag,
+    read_tag,
+    tool_result_label,
+    turn_labels,
+)
 
 
 @pytest.mark.parametrize(
     "label, expected",
     [
-        # a result without a readable label is the worst case
-        (None, (True, "secret")),
-        ("untrusted", (True, "secret")),
-        (["private"], (True, "secret")),
-        # a label: untrusted unless it says false; public when it names no class
+        # a label as the interfaces give it: both fields, as they are
         ({"untrusted": False, "class": "private"}, (False, "private")),
-        ({"untrusted": False}, (False, "public")),
-        ({"class": "public"}, (True, "public")),
-        ({"untrusted": 0, "class": "public"}, (True, "public")),  # only false itself is clean
         ({"untrusted": True, "class": "secret"}, (True, "secret")),
+        ({"untrusted": False, "class": "public", "source": "local"}, (False, "public")),  # other fields ignored
+        # anything else cannot be read (None): its line taints the session, untrusted and secret
+        (None, None),
+        ("untrusted", None),
+        (["private"], None),
+        ({"untrusted": False}, None),  # no class
+        ({"class": "public"}, None),  # no untrusted
+        ({"untrusted": 0, "class": "public"}, None),  # not a boolean
+        ({"untrusted": "false", "class": "public"}, None),
+        ({"untrusted": False, "class": "internal"}, None),  # not one of the three
+        ({"untrusted": False, "class": ["private"]}, None),
     ],
 )
 def test_tool_result_label(label, expected):
@@ -69,12 +82,13 @@ def test_recall_and_ask_tags():
 # --- labels that are not what the tables expect: no crash, the worst case ---------------
 
 
-def test_a_tool_result_class_that_is_not_a_string_counts_as_secret(home, brokerd):
+def test_a_tool_result_class_that_is_not_a_string_taints_the_session(home, brokerd):
     # A list made higher_class raise (unhashable), so decide failed on that log every run.
-    assert tool_result_label({"untrusted": False, "class": ["private"]}) == (False, "secret")
+    assert tool_result_label({"untrusted": False, "class": ["private"]}) is None
+    assert UNREADABLE_LINE == (True, "secret")
     write_log(home, "s", turn_lines(1, "hi", "ok", results=[{"untrusted": False, "class": ["private"]}]))
     report = decide.run(config_module.load())
-    assert report.decided == {"none/secret-session": 1}
+    assert report.decided == {"none/log-unreadable": 1}
 
 
 def test_a_note_whose_trust_is_not_a_string_is_indexed_as_tainted(home):

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bxmem import audit, decide, index, mirror
+from bxmem import audit, decide_state, index, mirror
 from bxmem.ledger import Ledger
 from bxmem.outbox import Outbox
 
@@ -39,7 +39,11 @@ def _index_fold(ledger_path: Path, state_dir: Path, monkeypatch) -> list:
     from bxmem.sources import loopd
 
     turns = []
-    monkeypatch.setattr(loopd.SpanReader, "text", lambda self, path, span: f"{path.name}@{span[0]}")
+    def texts(self, logs, ev):
+        reply = f"{ev['log']}@{ev['reply'][0]}" if ev.get("reply") else None
+        return [f"{ev['log']}@{span[0]}" for span in ev.get("user") or []], reply
+
+    monkeypatch.setattr(loopd.SpanReader, "turn_texts", texts)
     monkeypatch.setattr(index, "index_turn", lambda _ix, ev, user, reply: turns.append([ev["item"], *index.turn_labels(ev), user, reply]))
     paths = SimpleNamespace(ledger=ledger_path, logs=state_dir, journal=state_dir / "no-journal.jsonl", state=state_dir)
     index.update(paths)
@@ -60,11 +64,18 @@ def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
     # audit keeps each decision's role and each item's message ids now; then, the workspace and the count.
     decided = {item: ws for item, (ws, _role) in expected.decided.items()}
     sent = {item: (ws, len(ids)) for item, (ws, ids) in expected.sent.items()}
-    decide_state = decide._fresh_state()
-    decide._recover(decide_state, ledger)
     recovered_edits = mirror._recover(mirror._fresh_state(), ledger)
     return _plain({"index": _index_fold(ledger_path, state_dir, monkeypatch), "outbox": outbox, "audit": {"decided": decided, "sent": sent},
-                   "decide_recover": decide_state, "mirror_recover": recovered_edits})
+                   "mirror_recover": recovered_edits})
+
+
+def decided_turns(ledger_path: Path) -> dict[str, set[int]]:
+    turns: dict[str, set[int]] = {}
+    for line in ledger_path.read_text().splitlines():
+        ev = json.loads(line)
+        if ev["ev"] == "decided" and ev["kind"] == "turn":
+            turns.setdefault(ev["session"], set()).add(ev["turn"])
+    return turns
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -75,9 +86,19 @@ def test_an_old_ledger_folds_as_it_did(name, tmp_path, monkeypatch):
     state.mkdir()
     got = folds(ledger_path, state, monkeypatch)
     expected_path = LEDGERS / f"{name}.fold.json"
+    expected = json.loads(expected_path.read_text())
+    old_decide = expected.pop("decide_recover")  # the highest decided turn per session, as decide kept it then
     if os.environ.get("BXMEM_WRITE_FOLDS"):
-        expected_path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
-    assert got == json.loads(expected_path.read_text())
+        expected_path.write_text(json.dumps({**got, "decide_recover": old_decide}, indent=1, sort_keys=True) + "\n")
+    assert got == expected
+    # decide's recovery learns the exact set of decided turns now (it kept the highest
+    # before, and lost turns decided out of order): the same turns, and every one.
+    recovered = decide_state.fresh_state()
+    decide_state.recover(recovered, Ledger(ledger_path))
+    sets = {s: {n for lo, hi in c["decided"] for n in range(lo, hi + 1)} for s, c in recovered["logs"].items()}
+    assert sets == decided_turns(ledger_path)
+    assert {s: max(t) for s, t in sets.items()} == {s: c["seen"] for s, c in old_decide["logs"].items()}
+    assert recovered["ledger_size"] == ledger_path.stat().st_size  # learnt to the end: read once
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -8,9 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bxmem.rules import (
+    CLEAN_LOG,
     DOT,
     PEER_RE,
+    LogLabels,
     TurnFacts,
+    after_line,
     higher_class,
     log_labels,
     look_alike,
@@ -30,6 +33,7 @@ def facts(**overrides) -> TurnFacts:
         has_text=True,
         has_reply=True,
         speaker="kyle",
+        log_unreadable=False,
         untrusted_by_log=False,
         log_class="public",
         untrusted_by_broker=False,
@@ -71,6 +75,11 @@ TURN_ROWS = [
     ({"status": None}, None, "turn-not-completed"),
     ({"has_text": False}, None, "no-user-text"),
     ({"has_reply": False}, None, "no-final-reply"),
+    # bxmem: the session's log holds a line bxmem could not read before the turn's end;
+    # first, since what the log says of the turn cannot be relied on
+    ({"log_unreadable": True}, None, "log-unreadable"),
+    ({"log_unreadable": True, "status": "error", "has_reply": False}, None, "log-unreadable"),
+    ({"log_unreadable": True, "untrusted_by_log": True, "log_class": "secret"}, None, "log-unreadable"),
 ]
 
 
@@ -105,28 +114,47 @@ def test_speaker_named_like_the_agent_goes_nowhere_even_with_a_dot():
 
 
 # Seed 000 section 5, step 3: a late decision moves only towards untrusted or nowhere.
+WHERE = {"line": 7, "why": "not valid JSON"}
 LOG_LABEL_ROWS = [
-    # (turn's own labels, the session's labels now, late) -> labels decided with
-    ((False, "public"), (True, "secret"), False, (False, "public")),  # on time: up to the turn only
-    ((True, "private"), (False, "public"), False, (True, "private")),
-    ((False, "public"), (True, "secret"), True, (True, "secret")),  # late: as of now
-    ((False, "private"), (False, "public"), True, (False, "private")),  # never lower
-    ((True, "public"), (False, "private"), True, (True, "private")),  # untrusted sticks
+    # (the labels at the turn's end, the session's labels now, late) -> labels decided with
+    ((False, "public", None), (True, "secret", None), False, (False, "public", None)),  # on time: up to the turn's end
+    ((True, "private", None), (False, "public", None), False, (True, "private", None)),
+    ((False, "public", None), (True, "secret", None), True, (True, "secret", None)),  # late: as of now
+    ((False, "private", None), (False, "public", None), True, (False, "private", None)),  # never lower
+    ((True, "public", None), (False, "private", None), True, (True, "private", None)),  # untrusted sticks
+    ((False, "public", None), (True, "secret", WHERE), False, (False, "public", None)),  # unreadable after the end
+    ((False, "public", None), (True, "secret", WHERE), True, (True, "secret", WHERE)),  # ...but before a late decision
+    ((True, "secret", WHERE), (True, "secret", {"line": 9, "why": "x"}), True, (True, "secret", WHERE)),  # the first one
 ]
 
 
 @pytest.mark.parametrize("turn, now, late, expected", LOG_LABEL_ROWS)
 def test_log_labels(turn, now, late, expected):
-    assert log_labels(*turn, *now, late) == expected
+    assert log_labels(LogLabels(*turn), LogLabels(*now), late) == LogLabels(*expected)
+
+
+@pytest.mark.parametrize("before, line, expected", [
+    (CLEAN_LOG, (False, "private"), (False, "private", None)),
+    ((True, "public", None), (False, "public"), (True, "public", None)),  # untrusted sticks
+    ((False, "private", None), (False, "public"), (False, "private", None)),  # the class never falls
+    (CLEAN_LOG, (True, "secret", WHERE), (True, "secret", WHERE)),  # an unreadable line: labels.UNREADABLE_LINE
+    ((True, "secret", WHERE), (False, "public", {"line": 9, "why": "x"}), (True, "secret", WHERE)),
+])
+def test_after_line(before, line, expected):
+    assert after_line(LogLabels(*before), *line) == LogLabels(*expected)
+
+
+labels_ = st.builds(LogLabels, st.booleans(), classes, st.none() | st.just(WHERE))
 
 
 @settings(max_examples=500)
-@given(st.booleans(), classes, st.booleans(), classes)
-def test_a_late_decision_is_never_more_trusted_than_one_on_time(turn_untrusted, turn_class, now_untrusted, now_class):
-    on_time = log_labels(turn_untrusted, turn_class, now_untrusted, now_class, late=False)
-    late = log_labels(turn_untrusted, turn_class, now_untrusted, now_class, late=True)
-    assert late[0] >= on_time[0]
-    assert higher_class(late[1], on_time[1]) == late[1]
+@given(labels_, labels_)
+def test_a_late_decision_is_never_more_trusted_than_one_on_time(at_end, now):
+    on_time = log_labels(at_end, now, late=False)
+    late = log_labels(at_end, now, late=True)
+    assert late.untrusted >= on_time.untrusted
+    assert higher_class(late.klass, on_time.klass) == late.klass
+    assert (late.unreadable is not None) >= (on_time.unreadable is not None)
 
 
 @pytest.mark.parametrize(
@@ -227,6 +255,7 @@ def test_only_the_owner_is_written_as_the_owner(speaker, owner):
     has_text=st.booleans(),
     has_reply=st.booleans(),
     speaker=st.one_of(st.none(), st.text(max_size=20)),
+    log_unreadable=st.booleans(),
     untrusted_by_log=st.booleans(),
     untrusted_by_broker=st.booleans(),
     log_class=classes,
@@ -243,7 +272,7 @@ def test_the_guarantee(**kwargs):
         assert f.broker_class in ("public", "private") and f.log_class in ("public", "private")
     if f.broker_class not in ("public", "private") or f.log_class not in ("public", "private"):
         assert route.role is None  # secret, or a class nobody knows
-    if f.secret_in_text or f.status != "completed" or f.speaker is None:
+    if f.secret_in_text or f.status != "completed" or f.speaker is None or f.log_unreadable:
         assert route.role is None
     if route.role is not None:
         assert route.peer is not None and route.peer != AGENT

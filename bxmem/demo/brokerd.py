@@ -21,6 +21,7 @@ class StubBrokerd:
         self.states: dict[str, tuple[str, bool]] = dict(states or {})
         self.delay = 0.0  # seconds before answering
         self.garbage = False
+        self.raw_reply: bytes | None = None  # sent as it is instead of a reply
         self.late_once: set[str] = set()  # sessions whose first question is answered after `late_delay`
         self.late_delay = 3.0
         self.requests: list[str] = []
@@ -89,6 +90,9 @@ class StubBrokerd:
                     time.sleep(self.delay)
                 if self.garbage:
                     conn.sendall(b"{not json\n")
+                    return
+                if self.raw_reply is not None:
+                    conn.sendall(self.raw_reply)
                     return
                 klass, untrusted = self.states.get(session, ("private", False))
                 reply = {"SessionStateReply": {"class": klass, "untrusted": untrusted}}

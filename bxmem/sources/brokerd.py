@@ -36,6 +36,8 @@ def _check_directory(sock_path: Path) -> None:
         st = directory.stat()
     except FileNotFoundError:
         raise BrokerUnavailable(f"{directory} does not exist") from None
+    except OSError as exc:
+        raise BrokerUnavailable(f"cannot look at {directory}: {exc.strerror}") from None
     if st.st_uid != os.getuid():
         raise BrokerUnavailable(f"{directory} is not owned by this user")
     if stat.S_IMODE(st.st_mode) != 0o700:
@@ -86,11 +88,15 @@ def session_state(sock_path: Path, session: str, timeout: float = TIMEOUT_S) -> 
 
 
 def _parse(reply: bytes) -> SessionState:
-    try:
-        body = json.loads(reply)["SessionStateReply"]
-        klass, untrusted = body["class"], body["untrusted"]
-    except (ValueError, KeyError, TypeError):
-        raise BrokerUnavailable("the reply did not parse") from None
-    if klass not in ("public", "private", "secret") or not isinstance(untrusted, bool):
+    """The reply's state; anything but the one shape the interfaces give (nested
+    too deep, a key twice, wrong types, not UTF-8) did not parse."""
+    from .jsonline import parse_object
+
+    message = parse_object(reply)
+    body = message.get("SessionStateReply") if isinstance(message, dict) else None
+    if not isinstance(body, dict):
+        raise BrokerUnavailable("the reply did not parse")
+    klass, untrusted = body.get("class"), body.get("untrusted")
+    if not isinstance(klass, str) or klass not in ("public", "private", "secret") or not isinstance(untrusted, bool):
         raise BrokerUnavailable("the reply did not parse")
     return SessionState(klass=klass, untrusted=untrusted)

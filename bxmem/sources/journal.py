@@ -2,21 +2,28 @@
 that reads it, finds an edit in it, reads a field back and appends to it.
 
 Like the logs, only byte spans are kept: the entry's text is read back from
-the journal by `send` when it writes it to Honcho. Readers: `mirror` (new
-lines, from a cursor), the index (new lines, and an undo's target by span),
-`undo` (an edit by id); the only writer besides memoryd is `undo`, through
-`append_checked`.
+the journal by `send` when it writes it to Honcho, after checking that the
+span still holds the line decided. Readers: `mirror` (new lines, from a
+cursor), the index (new lines, and an undo's target by span), `undo` (an edit
+by id); the only writer besides memoryd is `undo`, through `append_checked`.
+
+A line that cannot be read (jsonline.parse_object: not UTF-8, not JSON, not
+an object, nested too deep, a key twice, longer than the line bound) or that
+lacks a valid `id` or `op` is no edit: skipped, counted, warned about by
+`read_edits`, never fatal.
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from .jsonline import complete_lines, parse_object, why_too_long
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
@@ -29,11 +36,10 @@ class Edit:
     span: list[int]  # [offset, length] of the journal line
     line: int
     record: dict  # the parsed line (read for its fields, never copied into the ledger)
+    mac: str | None = None  # the keyed HMAC of the line (local_key.line_mac), when read with a key
 
 
-def _problem(record: object) -> str | None:
-    if not isinstance(record, dict):
-        return "not a JSON object"
+def _problem(record: dict) -> str | None:
     edit_id = record.get("id")
     if not isinstance(edit_id, str) or not EDIT_ID_RE.fullmatch(edit_id):
         return "field 'id' is missing or not a valid edit id"
@@ -42,28 +48,32 @@ def _problem(record: object) -> str | None:
     return None
 
 
-def lines(f: IO[bytes], pos: int = 0, *, tail: bool = False) -> Iterator[tuple[int, bytes]]:
-    """(offset, raw line) from byte `pos` on. An unterminated last line is a
-    line memoryd has not finished: left out, unless `tail`. The caller may seek
-    `f` between lines (to read an undo's target): each line is read from its
-    own offset."""
-    while True:
-        f.seek(pos)
-        raw = f.readline()
-        if not raw or (not tail and not raw.endswith(b"\n")):
-            return
-        yield pos, raw
-        pos += len(raw)
+def read_line(raw: bytes | None) -> dict | str:
+    """One journal line as an edit's record, or why it is not one."""
+    if raw is None:
+        return why_too_long()
+    record = parse_object(raw)
+    if isinstance(record, str):
+        return record
+    return _problem(record) or record
 
 
-def parse(raw: bytes) -> dict | None:
-    """A line's record, or None for a line that is not a JSON object (skipped
-    silently here: `read_edits` is the reader that reports bad lines)."""
-    try:
-        record = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
+def lines(f: IO[bytes], pos: int = 0, *, tail: bool = False) -> Iterator[tuple[int, int, bytes | None]]:
+    """(offset, end, raw line) from byte `pos` on; raw is None for a line longer
+    than the line bound. An unterminated last line is a line memoryd has not
+    finished: left out, unless `tail`. The caller may seek `f` between lines
+    (to read an undo's target): each line is read from its own offset."""
+    for line in complete_lines(f, pos, tail=tail):
+        if not line.ended:
+            return  # an over-long line memoryd is still writing: looked at again once it ends
+        yield line.start, line.end, line.raw
+
+
+def parse(raw: bytes | None) -> dict | None:
+    """A line's record, or None for a line that is no edit (skipped silently
+    here: `read_edits` is the reader that reports bad lines)."""
+    record = read_line(raw)
+    return None if isinstance(record, str) else record
 
 
 def record_at(f: IO[bytes], offset: int, length: int) -> dict | None:
@@ -77,7 +87,7 @@ def find_edit(f: IO[bytes], edit_id: str) -> tuple[dict | None, str | None]:
     already naming it. Reads every line, an unterminated last one too: an undo
     appended after it closes it off, so it is an edit mirror will read."""
     target, undone_by = None, None
-    for _pos, raw in lines(f, 0, tail=True):
+    for _pos, _end, raw in lines(f, 0, tail=True):
         record = parse(raw)
         if record is None:
             continue
@@ -91,28 +101,36 @@ def find_edit(f: IO[bytes], edit_id: str) -> tuple[dict | None, str | None]:
 def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None]) -> None:
     """Append one record under one hold of the journal's flock (the lock memoryd
     takes), after `check(f)` has read the journal under the same hold and not
-    raised: two undos of one edit at once cannot both pass their check. A torn
-    line left by a crash is closed off first. The journal must exist
+    raised: two undos of one edit at once cannot both pass their check. Whole
+    or not at all (ledger.append_whole: a torn line left by a crash is closed
+    off first; a full disk leaves nothing). The journal must exist
     (FileNotFoundError): bxmem never creates memoryd's file."""
+    import json
+
+    from ..errors import StorageError
+    from ..ledger import append_whole
     from ..store import Flock
 
-    with open(path, "r+b") as f, Flock(f.fileno(), exclusive=True):
+    data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    with open(path, "rb") as f, Flock(f.fileno(), exclusive=True):
         check(f)
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        if size:
-            f.seek(size - 1)
-            if f.read(1) != b"\n":
-                data = b"\n" + data  # close off a torn line left by a crash
-            f.seek(0, os.SEEK_END)
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            raise StorageError(f"cannot open the journal {path}: {exc.strerror}") from None
+        try:
+            append_whole(fd, data)
+        except OSError as exc:
+            raise StorageError(f"cannot append to the journal {path}: {exc.strerror}; nothing was written") from None
+        finally:
+            os.close(fd)
 
 
-def read_edits(path: Path, cursor: dict, warn: Callable[[str], None]) -> Iterator[Edit]:
-    """Complete new lines from the cursor on; advances the cursor as it goes."""
+def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: bytes | None = None) -> Iterator[Edit]:
+    """Complete new lines from the cursor on; advances the cursor as it goes.
+    With `secret`, each edit carries the keyed HMAC of its line."""
+    from ..local_key import line_mac
+
     try:
         f = open(path, "rb")  # noqa: SIM115 - only the open may raise FileNotFoundError; `with f` below
     except FileNotFoundError:
@@ -124,33 +142,31 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None]) -> Iterato
             cursor.update(offset=0, line=0)
         cursor["ino"] = st.st_ino
         line_no = cursor["line"]
-        for start, raw in lines(f, cursor["offset"]):
+        for start, end, raw in lines(f, cursor["offset"]):
             line_no += 1
-            cursor["offset"], cursor["line"] = start + len(raw), line_no
-            if not raw.strip():
+            cursor["offset"], cursor["line"] = end, line_no
+            if raw is not None and not raw.strip():
                 continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                warn(f"{path}:{line_no}: not valid UTF-8; line skipped")
+            record = read_line(raw)
+            if isinstance(record, str):
+                warn(f"{path}:{line_no}: {record}; line skipped, not mirrored")
                 continue
-            except ValueError:
-                warn(f"{path}:{line_no}: not valid JSON; line skipped")
-                continue
-            problem = _problem(record)
-            if problem:
-                warn(f"{path}:{line_no}: {problem}; line skipped")
-                continue
+            assert raw is not None
             session = record.get("session")
-            yield Edit(record["id"], record["op"], session if isinstance(session, str) else None, [start, len(raw)], line_no, record)
+            yield Edit(record["id"], record["op"], session if isinstance(session, str) else None, [start, len(raw)],
+                       line_no, record, line_mac(secret, raw) if secret else None)
 
 
-def text_spec(span: list[int], field: str, index: int | None = None) -> dict:
+def text_spec(span: list[int], field: str, index: int | None = None, *, mac: str | None = None,
+              key: str | None = None) -> dict:
     """Where an action's text is: {"span": [offset, length], "field": "entry" |
-    "old" | "dropped", "index": n}. The ledger keeps this, never the text."""
+    "old" | "dropped", "index": n, "mac": the line's keyed HMAC, "key": its key's
+    id}. The ledger keeps this, never the text."""
     spec: dict = {"span": span, "field": field}
     if index is not None:
         spec["index"] = index
+    if mac is not None:
+        spec["mac"], spec["key"] = mac, key
     return spec
 
 
@@ -163,14 +179,32 @@ def field_of(record: dict, spec: dict) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def read_field(path: Path, spec: dict) -> str:
-    """The text a spec (see `text_spec`) names, read back from the journal."""
+class LineChanged(ValueError):
+    """The span no longer holds the journal line that was decided."""
+
+
+def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str | None = None) -> str:
+    """The text a spec (see `text_spec`) names, read back from the journal, once
+    the span is checked: it must hold a readable edit line (of `edit_id`, when
+    the caller knows whose line it is); and, when the spec has an HMAC made with
+    `secret`, exactly the bytes decided. LineChanged (a ValueError) if not."""
+    from ..local_key import key_id, line_mac
+
+    offset, length = spec["span"]
     with open(path, "rb") as f:
-        f.seek(spec["span"][0])
-        raw = f.read(spec["span"][1])
-    if len(raw) != spec["span"][1]:
-        raise ValueError("the journal is shorter than when the edit was decided")
-    value = field_of(json.loads(raw.decode("utf-8")), spec)
+        f.seek(offset)
+        raw = f.read(length)
+    where = f"the line at byte {offset} of {path}"
+    if len(raw) != length:
+        raise LineChanged(f"{where} is cut short (the journal changed since the edit was decided)")
+    if spec.get("mac") and secret and spec.get("key") == key_id(secret) and not hmac.compare_digest(line_mac(secret, raw), spec["mac"]):
+        raise LineChanged(f"{where} is not the one decided (the journal changed since the edit was decided)")
+    record = read_line(raw)
+    if isinstance(record, str):
+        raise LineChanged(f"{where} is unreadable: {record} (the journal changed since the edit was decided)")
+    if edit_id is not None and record["id"] != edit_id:
+        raise LineChanged(f"{where} is not edit {edit_id}'s (the journal changed since the edit was decided)")
+    value = field_of(record, spec)
     if value is None:
         raise ValueError(f"the journal line has no text in {spec['field']}")
     return value

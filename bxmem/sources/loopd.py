@@ -1,33 +1,97 @@
 """loopd's session logs, read incrementally (interfaces section 2).
 
 A cursor per log remembers the byte offset read so far and, for turns still
-open, only byte spans and flags: no text is kept in bxmem's state. `send`
-reads the turn's text back from the log by its span when it sends it.
+open, only byte spans, flags and keyed HMACs of the lines: no text is kept in
+bxmem's state. `send` and the index read a turn's text back from the log by
+its span, and check first that the span still holds the line decided.
+
+A line bxmem cannot read or validate (`record_problem`, jsonline.parse_object)
+is skipped for its content, counted and warned about, never fatal; and it
+counts as a tool result labelled untrusted and secret (labels.UNREADABLE_LINE)
+from that line on: every turn that ends after it is decided nowhere, reason
+`log-unreadable` (rules.route_turn).
 """
 
 from __future__ import annotations
 
-import json
+import hmac
 import os
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..labels import higher_class, tool_result_label
+from ..labels import UNREADABLE_LINE, tool_result_label
+from ..local_key import key_id, line_mac
+from ..rules import LogLabels, after_line, peer_name
 from ..sanitize import find_secret
+from .jsonline import complete_lines, parse_object, why_too_long
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from io import BufferedReader
 
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{1,500}$")  # leaves room for the -2, -3 suffixes
+KNOWN_TYPES = ("user", "tool_call", "tool_result", "assistant", "turn_end")
+MAX_TURN = 2**53 - 1  # what every JSON reader holds exactly
+DEADLINE_EVERY = 512  # lines between looks at the clock
 
 
 def session_id_problem(stem: str) -> str | None:
     if SESSION_RE.fullmatch(stem):
         return None
     return "its name is not a valid session id (1 to 500 characters of A-Z a-z 0-9 _ -)"
+
+
+def record_problem(record: Mapping) -> str | None:
+    """Why a parsed line is not a record bxmem can use, or None. A known type must
+    carry every field bxmem reads from it, of the type the interfaces give it; an
+    unknown type (a string) is ignored whatever it holds, and so are unknown fields.
+
+    | type        | fields read, and what they must be                                |
+    | any         | `type`: a string                                                  |
+    | known       | `turn`: an integer from 1 to 2^53 - 1 (not a boolean)             |
+    | user        | `text`: a string; `speaker`, `ts`: a string or null, or absent    |
+    | assistant   | `final`: true or false; `text`: a string                          |
+    | tool_result | `label`: readable (labels.tool_result_label)                      |
+    | turn_end    | `status`: a string                                                |
+    """
+    kind = record.get("type")
+    if not isinstance(kind, str):
+        return "field 'type' is missing or not a string"
+    if kind not in KNOWN_TYPES:
+        return None
+    turn = record.get("turn")
+    if type(turn) is not int or not 1 <= turn <= MAX_TURN:
+        return "field 'turn' is not a positive integer"
+    if kind == "user":
+        if not isinstance(record.get("text"), str):
+            return "field 'text' is not a string"
+        for name in ("speaker", "ts"):
+            if record.get(name) is not None and not isinstance(record[name], str):
+                return f"field '{name}' is not a string or null"
+    elif kind == "assistant":
+        if not isinstance(record.get("final"), bool):
+            return "field 'final' is not true or false"
+        if not isinstance(record.get("text"), str):
+            return "field 'text' is not a string"
+    elif kind == "tool_result":
+        if tool_result_label(record.get("label")) is None:
+            return "field 'label' is not a readable label"
+    elif kind == "turn_end" and not isinstance(record.get("status"), str):
+        return "field 'status' is not a string"
+    return None
+
+
+def read_line(raw: bytes | None) -> dict | str:
+    """One line of a log as a record bxmem can use, or why it cannot be read."""
+    if raw is None:
+        return why_too_long()
+    record = parse_object(raw)
+    if isinstance(record, str):
+        return record
+    return record_problem(record) or record
 
 
 @dataclass
@@ -39,102 +103,106 @@ class FinishedTurn:
     reply: list[int] | None  # [offset, length] of the last final assistant line
     speaker: str | None
     ts: str | None
-    has_text: bool  # at least one user line, each with a text
+    has_text: bool  # at least one user line
     secret: str | None  # the name of the secret rule that matched, if any
     untrusted_by_log: bool
     log_class: str
+    log_unreadable: dict | None  # the first line of the log bxmem could not read, before the turn's end
+    macs: dict | None  # {"key", "user", "reply"}: HMACs of the lines at the spans; None without a key
 
 
 def new_cursor() -> dict:
-    return {"offset": 0, "line": 0, "ino": None, "untrusted": False, "class": "public", "open": {}, "seen": 0}
+    return {"offset": 0, "line": 0, "ino": None, "untrusted": False, "class": "public", "unreadable": None,
+            "skipping": False, "open": {}, "decided": []}
+
+
+def cursor_labels(cursor: Mapping) -> LogLabels:
+    return LogLabels(cursor["untrusted"], cursor["class"], cursor.get("unreadable"))
 
 
 Warn = Callable[[str], None]
 
 
-def read_finished_turns(path: Path, cursor: dict, warn: Warn) -> list[FinishedTurn]:
+def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | None = None,
+                        deadline: float | None = None) -> list[FinishedTurn]:
     """Advance `cursor` over the complete new lines of one log; return the turns that ended.
 
     A line not yet ended by a newline is still being written: it is left for
-    the next run. A malformed line is skipped with one warning naming it.
+    the next run. An unreadable line is warned about once, naming it, and
+    taints the session from there on. With a `deadline` (time.monotonic),
+    reading stops at a line boundary once it has passed; the rest waits.
     """
     session = path.stem
     finished: list[FinishedTurn] = []
+    mac = (key_id(secret), secret) if secret else None
     with open(path, "rb") as f:
         st = os.fstat(f.fileno())
         if cursor["ino"] is not None and (st.st_ino != cursor["ino"] or st.st_size < cursor["offset"]):
             warn(f"{path}: truncated or replaced; reading it again from the start (decided turns are kept)")
-            cursor.update(offset=0, line=0, open={})
+            cursor.update(offset=0, line=0, open={}, skipping=False)
         cursor["ino"] = st.st_ino
-        f.seek(cursor["offset"])
-        pos = cursor["offset"]
         line_no = cursor["line"]
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break
+        count = 0
+        for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
+            cursor["offset"], cursor["skipping"] = line.end, not line.ended
+            if line.rest:
+                continue
             line_no += 1
-            start, pos = pos, pos + len(raw)
-            if not raw.strip():
+            cursor["line"] = line_no
+            if line.raw is not None and not line.raw.strip():
                 continue
-            record = _parse(raw)
+            record = read_line(line.raw)
             if isinstance(record, str):
-                warn(f"{path}:{line_no}: {record}; line skipped")
-                continue
-            done = _apply(record, [start, len(raw)], cursor, session)
-            if done is not None:
-                finished.append(done)
-        cursor["offset"] = pos
-        cursor["line"] = line_no
+                _unreadable(cursor, line_no, record)
+                warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
+                     "from this line on (turns ending after it go nowhere)")
+            else:
+                assert line.raw is not None
+                done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac)
+                if done is not None:
+                    finished.append(done)
+            count += 1
+            if deadline is not None and count % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+                break
     return finished
 
 
-def _parse(raw: bytes) -> dict | str:
-    try:
-        text = raw.decode("utf-8")  # decoded here: json.loads(bytes) would guess UTF-16 from a BOM
-    except UnicodeDecodeError:
-        return "not valid UTF-8"
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return "not valid JSON"
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    if record.get("type") in ("user", "tool_result", "assistant", "turn_end", "tool_call"):
-        turn = record.get("turn")
-        if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
-            return "field 'turn' is not a positive integer"
-    return record
+def _unreadable(cursor: dict, line_no: int, why: str) -> None:
+    labels = after_line(cursor_labels(cursor), *UNREADABLE_LINE, {"line": line_no, "why": why})
+    cursor["untrusted"], cursor["class"], cursor["unreadable"] = labels
 
 
-def _apply(record: dict, span: list[int], cursor: dict, session: str) -> FinishedTurn | None:
-    kind = record.get("type")
+def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str,
+           mac: tuple[str, bytes] | None) -> FinishedTurn | None:
+    kind = record["type"]
     if kind == "tool_result":
-        untrusted, klass = tool_result_label(record.get("label"))
-        if untrusted:
-            cursor["untrusted"] = True
-        cursor["class"] = higher_class(cursor["class"], klass)
+        label = tool_result_label(record["label"])
+        assert label is not None  # record_problem checked it
+        labels = after_line(cursor_labels(cursor), *label)
+        cursor["untrusted"], cursor["class"] = labels.untrusted, labels.klass
         return None
     if kind not in ("user", "assistant", "turn_end"):
         return None  # tool calls, reasoning and unknown types are not written
     key = str(record["turn"])
-    turn = cursor["open"].setdefault(key, {"user": [], "speakers": [], "ts": None, "reply": None, "secret": None, "reply_secret": None})
+    turn = cursor["open"].setdefault(key, {"user": [], "speakers": [], "ts": None, "reply": None, "secret": None,
+                                           "reply_secret": None, "key": mac[0] if mac else None, "macs": [],
+                                           "reply_mac": None})
+    if mac is not None and turn.get("key") != mac[0]:
+        turn["key"] = None  # lines of one turn read with two keys (entry.key replaced meanwhile): no HMACs
     if kind == "user":
-        speaker = record.get("speaker")
         turn["user"].append(span)
-        turn["speakers"].append(speaker if isinstance(speaker, str) else None)
+        turn["speakers"].append(record.get("speaker"))
         if turn["ts"] is None and isinstance(record.get("ts"), str):
             turn["ts"] = record["ts"]
-        text = record.get("text")
-        if isinstance(text, str):
-            turn["secret"] = turn["secret"] or find_secret(text)
-        else:
-            turn["no_text"] = True
+        turn["secret"] = turn["secret"] or find_secret(record["text"])
+        if mac is not None:
+            turn["macs"].append(line_mac(mac[1], raw))
         return None
     if kind == "assistant":
-        text = record.get("text")
-        if record.get("final") is True and isinstance(text, str):
+        if record["final"] is True:
             turn["reply"] = span
-            turn["reply_secret"] = find_secret(text)
+            turn["reply_secret"] = find_secret(record["text"])
+            turn["reply_mac"] = line_mac(mac[1], raw) if mac is not None else None
         return None
     # turn_end
     del cursor["open"][key]
@@ -142,33 +210,67 @@ def _apply(record: dict, span: list[int], cursor: dict, session: str) -> Finishe
     # Two user lines from different people are a burst of several speakers:
     # incomplete speaker information, like a null speaker.
     speaker = speakers[0] if speakers and all(s == speakers[0] for s in speakers) else None
-    status = record.get("status")
+    macs = None
+    if turn.get("key") is not None and len(turn["macs"]) == len(turn["user"]):
+        macs = {"key": turn["key"], "user": turn["macs"], "reply": turn["reply_mac"] if turn["reply"] else None}
     return FinishedTurn(
         session=session,
         turn=record["turn"],
-        status=status if isinstance(status, str) else None,
+        status=record["status"],
         user=turn["user"],
         reply=turn["reply"],
         speaker=speaker,
         ts=turn["ts"],
-        has_text=bool(turn["user"]) and not turn.get("no_text"),
+        has_text=bool(turn["user"]),
         secret=turn["secret"] or turn["reply_secret"],
         untrusted_by_log=bool(cursor["untrusted"]),
         log_class=cursor["class"],
+        log_unreadable=cursor.get("unreadable"),
+        macs=macs,
     )
 
 
-class SpanReader:
-    """Reads the text of log lines by span, keeping the last log open: the turns
-    a job reads back come in runs from one log, and opening the file for each
-    span cost more than parsing the line."""
+class SpanChanged(ValueError):
+    """The span no longer holds the line that was decided (the log changed since)."""
 
-    def __init__(self) -> None:
+
+class SpanReader:
+    """Reads a decided turn's texts back by span, keeping the last log open: the
+    turns a job reads back come in runs from one log, and opening the file for
+    each span cost more than parsing the line.
+
+    Every span is checked before its text is used: it must hold a readable line
+    of the type and turn decided (a `user` line of the decided speaker, the
+    final `assistant` line); and, when the decision recorded an HMAC with the
+    key this reader holds, exactly the bytes decided. A decision made with
+    another key (entry.key deleted or replaced since) or by a version that
+    recorded no HMACs is checked without one (`unkeyed` counts them)."""
+
+    def __init__(self, secret: bytes | None = None) -> None:
         self._path: Path | None = None
         self._file: BufferedReader | None = None
+        self._secret = secret
+        self._key = key_id(secret) if secret else None
+        self.unkeyed = 0
 
-    def text(self, path: Path, span: list[int]) -> str:
-        """The `text` field of the log line at `span`; ValueError if it is not there any more."""
+    def turn_texts(self, logs: Path, decided: Mapping) -> tuple[list[str], str | None]:
+        """The texts of the user lines and of the reply (None without one) of a
+        decided turn; SpanChanged or OSError when they cannot be read back."""
+        path = logs / decided["log"]
+        macs = decided.get("macs") or {}
+        keyed = macs.get("key") is not None and macs.get("key") == self._key
+        if not keyed:
+            self.unkeyed += 1
+        user_macs = macs.get("user") or []
+        peer = decided.get("peer")
+        texts = [self._line(path, span, "user", decided["turn"], user_macs[i] if keyed and i < len(user_macs) else None,
+                            peer) for i, span in enumerate(decided.get("user") or [])]
+        reply = None
+        if decided.get("reply"):
+            reply = self._line(path, decided["reply"], "assistant", decided["turn"], macs.get("reply") if keyed else None, None)
+        return texts, reply
+
+    def _line(self, path: Path, span: list[int], kind: str, turn: int, mac: str | None, peer: str | None) -> str:
         file = self._file
         if file is None or path != self._path:
             self.close()
@@ -176,13 +278,22 @@ class SpanReader:
             self._file, self._path = file, path
         file.seek(span[0])
         raw = file.read(span[1])
+
+        def changed(why: str) -> SpanChanged:
+            return SpanChanged(f"the line at byte {span[0]} of {path} {why} (the log changed since the turn was decided)")
+
         if len(raw) != span[1]:
-            raise ValueError("the log is shorter than when the turn was decided")
-        record = json.loads(raw)
-        text = record.get("text") if isinstance(record, dict) else None
-        if not isinstance(text, str):
-            raise ValueError("the log line has no text")
-        return text
+            raise changed("is cut short")
+        if mac is not None and self._secret is not None and not hmac.compare_digest(line_mac(self._secret, raw), mac):
+            raise changed("is not the one decided")
+        record = read_line(raw)
+        if isinstance(record, str):
+            raise changed(f"is unreadable: {record}")
+        if record["type"] != kind or record["turn"] != turn or (kind == "assistant" and record["final"] is not True):
+            raise changed(f"is not the {'final reply' if kind == 'assistant' else 'user line'} of turn {turn}")
+        if peer is not None and peer_name(record.get("speaker")) != peer:
+            raise changed("is not from the speaker decided")
+        return record["text"]
 
     def close(self) -> None:
         if self._file is not None:

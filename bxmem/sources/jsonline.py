@@ -1,0 +1,142 @@
+"""JSON lines as bxmem reads them from files it does not write (loopd's logs,
+memoryd's journal) and from brokerd: bounded, and never raising.
+
+`complete_lines` reads a file line by line in pieces of at most
+MAX_LINE_BYTES, so a line of any length costs bounded memory; a line longer
+than that is reported by its span, its bytes skipped. `parse_object` turns one
+line into its object, or into a short reason why it cannot be read: it never
+raises, whatever the bytes (RecursionError and all).
+
+A line is readable when it is UTF-8, one JSON value that is an object, nested
+at most MAX_DEPTH levels, with no key twice in any object. JSON's own escapes
+are text like any other (a lone surrogate escape among them: the senders
+replace it when the text leaves).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from typing import IO
+
+# loopd logs a user message of 1,000,000 characters (4 MB as UTF-8 at worst)
+# and tool results of pages; past this a line is unreadable, not read whole.
+MAX_LINE_BYTES = 8 << 20
+SKIP_PIECE = 1 << 20
+# serde_json, which writes loopd's logs and brokerd's replies, reads at most 128
+# levels; twice that is still far inside Python's own recursion limit.
+MAX_DEPTH = 256
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but brackets, deleted by translate
+
+
+@dataclass
+class Line:
+    start: int  # byte offset of the line
+    end: int  # just past what was read of it (its newline, when it has one)
+    raw: bytes | None  # None: longer than MAX_LINE_BYTES (its bytes skipped), or `rest`
+    ended: bool = True  # False: an over-long line whose newline is not written yet
+    rest: bool = False  # only the rest of an over-long line reported before: no new line
+
+
+def complete_lines(f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False) -> Iterator[Line]:
+    """Lines from byte `pos` on. A last line without its newline is still being
+    written: left out, unless `tail`. `skipping`: `pos` is inside an over-long
+    line reported before, whose rest is skipped first (one `rest` Line).
+    The caller may seek `f` between lines: each is read from its own offset."""
+    limit = MAX_LINE_BYTES  # read per call: tests narrow it
+    if skipping:
+        f.seek(pos)
+        end, ended = _skip_rest(f, pos)
+        yield Line(pos, end, None, ended=ended, rest=True)
+        if not ended:
+            return
+        pos = end
+    while True:
+        f.seek(pos)
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        if raw.endswith(b"\n"):
+            yield Line(pos, pos + len(raw), raw)
+            pos += len(raw)
+            continue
+        if len(raw) <= limit:
+            if tail:
+                yield Line(pos, pos + len(raw), raw)
+            return
+        end, ended = _skip_rest(f, pos + len(raw))
+        yield Line(pos, end, None, ended=ended)
+        if not ended:
+            return
+        pos = end
+
+
+def _skip_rest(f: IO[bytes], pos: int) -> tuple[int, bool]:
+    """Read on to just past the next newline, in bounded pieces: (offset, found it)."""
+    while True:
+        piece = f.readline(SKIP_PIECE)
+        if not piece:
+            return pos, False
+        pos += len(piece)
+        if piece.endswith(b"\n"):
+            return pos, True
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        raise _DuplicateKey
+    return record
+
+
+def too_deep(raw: bytes) -> bool:
+    """Nested deeper than MAX_DEPTH. Only a line holding that many brackets can
+    be: others are never scanned."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for byte in _STRING.sub(b"", raw).translate(None, _BRACKETS):
+        if byte in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def parse_object(raw: bytes) -> dict | str:
+    """The line's object, or why it cannot be read (a few words, never its bytes)."""
+    try:
+        text = raw.decode("utf-8")  # strict: surrogates and overlong forms are not UTF-8
+    except UnicodeDecodeError:
+        return "not valid UTF-8"
+    try:
+        if too_deep(raw):
+            return f"nested deeper than {MAX_DEPTH} levels"
+        value = json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey:
+        return "a key appears twice in one object"
+    except ValueError:
+        return "not valid JSON"
+    except RecursionError:
+        return f"nested deeper than {MAX_DEPTH} levels"
+    except Exception:  # whatever else the parser meets: a line bxmem cannot read
+        return "could not be parsed"
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    return value
+
+
+def why_too_long() -> str:
+    return f"longer than {MAX_LINE_BYTES:,} bytes"
