@@ -199,3 +199,51 @@ def test_every_ledger_line_is_built_by_ledger_events():
             if re.search(r"\bevent\(\s*\"|[\"']ev[\"']\s*:", text):
                 offenders.append(f"{path.relative_to(root)}:{n}: {text.strip()}")
     assert offenders == []
+
+
+def _log_for(ev: dict, speaker: str | None) -> bytes:
+    """A log whose bytes at the decision's spans are its turn's user line and final
+    reply (padded to the recorded lengths), blank lines in between."""
+    spans = [("user", span) for span in ev["user"]] + ([("assistant", ev["reply"])] if ev.get("reply") else [])
+    size = max(offset + length for _kind, (offset, length) in spans)
+    data = bytearray(b" " * size)
+    for kind, (offset, length) in spans:
+        record = {"type": kind, "turn": ev["turn"], "text": ""}
+        record.update({"speaker": speaker} if kind == "user" else {"final": True})
+        pad = length - len(json.dumps(record).encode()) - 1
+        record["text"] = "t" * pad
+        line = json.dumps(record).encode() + b"\n"
+        assert len(line) == length
+        data[offset : offset + length] = line
+        if offset:
+            data[offset - 1 : offset] = b"\n"
+    return bytes(data)
+
+
+def test_old_decisions_without_line_hmacs_are_read_back_with_type_turn_and_speaker_checked(tmp_path):
+    """Decided lines from before line HMACs: send and the index check what needs no key."""
+    from bxmem.sources.loopd import SpanChanged, SpanReader
+
+    checked = 0
+    for name in NAMES:
+        for line in (LEDGERS / f"{name}.jsonl").read_text().splitlines():
+            ev = json.loads(line)
+            if ev["ev"] != "decided" or ev["kind"] != "turn" or not ev.get("reply") or not ev["user"]:
+                continue
+            assert "macs" not in ev
+            logs = tmp_path / name
+            logs.mkdir(exist_ok=True)
+            speaker = ev["peer"] or "kyle"
+            (logs / ev["log"]).write_bytes(_log_for(ev, speaker))
+            reader = SpanReader(b"k" * 32)
+            texts, reply = reader.turn_texts(logs, ev)
+            assert all(set(t) <= {"t"} for t in texts) and set(reply or "t") <= {"t"} and reader.unkeyed == 1
+            if ev["peer"]:
+                (logs / ev["log"]).write_bytes(_log_for(ev, "mallory"))
+                with pytest.raises(SpanChanged, match="not from the speaker decided"):
+                    SpanReader().turn_texts(logs, ev)
+            (logs / ev["log"]).write_bytes(_log_for({**ev, "turn": ev["turn"] + 1}, speaker))
+            with pytest.raises(SpanChanged, match=f"not the user line of turn {ev['turn']}"):
+                SpanReader().turn_texts(logs, ev)
+            checked += 1
+    assert checked >= 3
