@@ -88,4 +88,6 @@ def recover(state: dict, ledger: Ledger) -> None:
             state["undecided"][session] = [t for t in waiting if t["turn"] != turn]
             if not state["undecided"][session]:
                 del state["undecided"][session]
+    if result.torn_event:
+        ledger.close_torn_tail()
     state["ledger_size"] = result.end  # learnt up to here: the next run reads on from it

@@ -58,6 +58,7 @@ class ReadResult:
     at: int = 0  # while iterating: the offset of the line just yielded
     malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
+    torn_event: bool = False  # ...that is a whole event lacking only its newline (iter_from's `tail`)
 
 
 def append_whole(fd: int, data: bytes) -> int:
@@ -136,6 +137,12 @@ class Ledger:
             return self.size()
         return append_lines(self.path, events, "ledger")
 
+    def close_torn_tail(self) -> None:
+        """Give a torn last line its newline now (append_whole's repair, with
+        nothing after it): once a job has counted a whole event there as written,
+        every reader must see it, without waiting for the next append."""
+        append_lines(self.path, [], "ledger")
+
     def event_at(self, offset: int) -> dict:
         """The event on the line that starts at `offset` (the ledger never changes
         what it has written, so an offset names a line for good)."""
@@ -198,7 +205,7 @@ class Ledger:
                     result.torn_tail = True
                     torn = _event(chunk[last_newline + 1 :]) if tail else None
                     if torn is not None:
-                        result.at = pos
+                        result.at, result.torn_event = pos, True
                         yield torn
                     return
 

@@ -222,15 +222,20 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
 
 
 def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
-    """Edits decided in the ledger after the state's last write (a crash, or a lost state file)."""
+    """Edits decided in the ledger after the state's last write (a crash, a full
+    disk, or a lost state file): the exact set, the torn last line too when it is a
+    whole decision (the next append completes it)."""
     if ledger.size() <= state["ledger_size"]:
         return {}
     from .ledger import ReadResult
 
+    result = ReadResult()
     found: dict[str, dict] = {}
-    for ev in ledger.iter_from(state["ledger_size"], ReadResult()):
+    for ev in ledger.iter_from(state["ledger_size"], result, tail=True):
         if is_decided(ev, EDIT) and isinstance(ev.get("edit"), str):
             found.setdefault(ev["edit"], ev)  # the first decision stands, as in every fold (outbox.py)
+    if result.torn_event:
+        ledger.close_torn_tail()
     return found
 
 

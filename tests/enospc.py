@@ -15,6 +15,9 @@ In a test:
         ...
     disk.hit  # whether the budget was reached
 
+`Crash` is the same with the process dying instead (a Killed exception that
+nothing catches): the bytes written so far stay, half a line too.
+
 As a wrapper around a job, for the crash suite (`python tests/enospc.py
 BUDGET FOLDER -- bxmem ARGS`): the job runs in-process through the CLI's
 error boundary with the budget in place and exits with its own status.
@@ -27,9 +30,17 @@ import os
 import sys
 
 
+class Killed(BaseException):
+    """What `Crash` raises: like SIGKILL, nothing in bxmem catches it or cleans up."""
+
+
 class DiskFull:
-    def __init__(self, folder: str | os.PathLike[str], budget: int) -> None:
-        self.folder = os.path.realpath(folder) + os.sep
+    """`where`: a folder (every file under it counts) or one file."""
+
+    def __init__(self, where: str | os.PathLike[str], budget: int) -> None:
+        where = os.path.realpath(where)
+        self.folder = where + os.sep if os.path.isdir(where) else None
+        self.file = None if self.folder else where
         self.budget = budget
         self.written = 0
         self.hit = False
@@ -40,7 +51,10 @@ class DiskFull:
             target = os.readlink(f"/proc/self/fd/{fd}")
         except OSError:
             return False
-        return target.startswith(self.folder)
+        return target == self.file if self.file else target.startswith(self.folder or "")
+
+    def fail(self) -> BaseException:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     def write(self, fd: int, data) -> int:
         if not self._counted(fd):
@@ -48,7 +62,7 @@ class DiskFull:
         room = self.budget - self.written
         if room <= 0:
             self.hit = True
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            raise self.fail()
         view = memoryview(data)[:room]
         done = self._real(fd, view)
         self.written += done
@@ -60,6 +74,13 @@ class DiskFull:
 
     def __exit__(self, *exc: object) -> None:
         os.write = self._real  # type: ignore[assignment]
+
+
+class Crash(DiskFull):
+    """The process dies once `budget` bytes are written: what it wrote stays, half a line too."""
+
+    def fail(self) -> BaseException:
+        return Killed()
 
 
 def main(argv: list[str]) -> int:
