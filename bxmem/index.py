@@ -187,11 +187,10 @@ class Index:
     def _ranked(self, match: str, limit: int, identity_first: bool) -> list[tuple]:
         """The best `limit` of: the newest CANDIDATES matches scored by bm25, and the
         matching identity entries older than them scored 0.0, in search's order.
-        Two queries merged here, not one statement with UNION ALL and GROUP BY:
-        that sorted the whole window again (4.7M instructions, 1.5 ms, on every
-        recall of a common word) and asked for old identity entries when the window
-        was not full, so none could be older (with 200 identity entries, 9.9 ms
-        for a rare word; 0.5 ms now). tests/test_index_search.py holds the two equal."""
+        Two queries merged here, not one statement with UNION ALL and GROUP BY,
+        which sorted the whole window again and asked for old identity entries
+        when none could be older (1.5 ms to 9.9 ms a recall; 0.5 ms now).
+        tests/test_index_search.py holds the two equal."""
         db = self.db()
         first = "(d.kind = 'identity') DESC, " if identity_first else ""
         rows = db.execute(
@@ -377,6 +376,8 @@ def update(paths, rebuild: bool = False) -> tuple[int, str | None]:
         try:
             return catch_up(index, paths), warning
         except (IndexUnavailable, sqlite3.DatabaseError) as exc:
+            if "disk is full" in str(exc) or "disk I/O error" in str(exc):  # refused, not corrupt: nothing to move aside
+                return 0, f"local index not updated ({exc}); it catches up once the disk takes writes again"
             if attempt == 2:
                 return 0, f"local index unusable ({exc}); recall answers without it"
             aside = path.with_name(path.name + ".corrupt")
