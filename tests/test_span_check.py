@@ -165,7 +165,8 @@ def test_the_index_does_not_take_a_replaced_line_under_the_old_labels(decided, h
     replace_log(path, [dumps(record)] + lines[1:])
     log.propagate = True
     caplog.set_level(logging.WARNING, logger="bxmem")
-    applied, _warning = index.update(load().paths, rebuild=True)
+    applied, warning = index.update(load().paths, rebuild=True)
+    assert (applied, warning) == (0, None)  # the one turn, not taken
     hits = run_bxmem("recall", "zebrafish", "--json")
     assert json.loads(hits.stdout)["hits"] == []
     assert any("1 decided turn(s) not indexed: their log changed" in r.getMessage() for r in caplog.records)
