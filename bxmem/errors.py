@@ -21,7 +21,8 @@ class ExitCode:
     #: The command line was wrong (typer's own usage errors use 2 as well).
     USAGE = 2
     #: The job did what it could, but something it needs did not answer
-    #: (brokerd, Honcho): work is left for a later run. Nothing was lost.
+    #: (brokerd, Honcho), or decide's run budget ran out: work is left for a
+    #: later run. Nothing was lost.
     DEGRADED = 3
     #: `bxmem sync`, `bxmem audit`, and `bxmem send` holding items: the owner's attention is needed.
     ATTENTION = 4
@@ -46,8 +47,9 @@ MEANINGS = {
     ExitCode.OK: "done",
     ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
     ExitCode.USAGE: "the command line was wrong",
-    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer; work waits for a later run, nothing lost "
-                       "(`demo`: what Honcho was not sent goes with the demo's temporary home, unless --keep kept it)",
+    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer, or decide ran out of its run budget; "
+                       "work waits for a later run, nothing lost (`demo`: what Honcho was not sent goes with the demo's "
+                       "temporary home, unless --keep kept it)",
     ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
                         "refused key or a key file send would refuse, a long outage, brokerd unavailable), `send` (it "
                         "holds items the configuration no longer lets go where they were decided to; the rest was sent), "
