@@ -63,7 +63,7 @@ def lines(f: IO[bytes], pos: int = 0, *, tail: bool = False) -> Iterator[tuple[i
     than the line bound. An unterminated last line is a line memoryd has not
     finished: left out, unless `tail`. The caller may seek `f` between lines
     (to read an undo's target): each line is read from its own offset."""
-    for line in complete_lines(f, pos, tail=tail):
+    for line in complete_lines(f, pos, tail=tail, reseek=True):
         if not line.ended:
             return  # an over-long line memoryd is still writing: looked at again once it ends
         yield line.start, line.end, line.raw

@@ -35,7 +35,7 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but brackets, deleted by translate
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     start: int  # byte offset of the line
     end: int  # just past what was read of it (its newline, when it has one)
@@ -44,21 +44,24 @@ class Line:
     rest: bool = False  # only the rest of an over-long line reported before: no new line
 
 
-def complete_lines(f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False) -> Iterator[Line]:
+def complete_lines(f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False,
+                   reseek: bool = False) -> Iterator[Line]:
     """Lines from byte `pos` on. A last line without its newline is still being
     written: left out, unless `tail`. `skipping`: `pos` is inside an over-long
     line reported before, whose rest is skipped first (one `rest` Line).
-    The caller may seek `f` between lines: each is read from its own offset."""
+    `reseek`: the caller may seek `f` between lines, so each is read from its
+    own offset."""
     limit = MAX_LINE_BYTES  # read per call: tests narrow it
+    f.seek(pos)
     if skipping:
-        f.seek(pos)
         end, ended = _skip_rest(f, pos)
         yield Line(pos, end, None, ended=ended, rest=True)
         if not ended:
             return
         pos = end
     while True:
-        f.seek(pos)
+        if reseek:
+            f.seek(pos)
         raw = f.readline(limit + 1)
         if not raw:
             return
