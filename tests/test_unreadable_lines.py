@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import decisions, run_bxmem, write_log
+from conftest import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem import config as config_module
 from bxmem import decide, mirror
@@ -292,3 +292,27 @@ def test_brokerd_nested_too_deep_did_not_parse(clean_session, brokerd):
     brokerd.raw_reply = b"[" * 4000 + b"\n"
     report = decide.run(config_module.load())
     assert report.undecided == 1 and report.broker_problem == "the reply did not parse"
+
+
+def test_a_read_error_part_way_keeps_the_turns_that_ended_before_it(clean_session, monkeypatch):
+    """The cursor moves line by line: an I/O error on line 6 keeps turn 1, read
+    before it, and the next run reads on from there, deciding nothing twice."""
+    import errno
+
+    from bxmem.sources import loopd
+
+    write_raw(clean_session, "s", turn_bytes(1) + turn_bytes(2))
+    real = loopd.complete_lines
+
+    def fails_on_the_sixth(*args, **kwargs):
+        for n, line in enumerate(real(*args, **kwargs), 1):
+            if n == 6:
+                raise OSError(errno.EIO, "Input/output error")
+            yield line
+
+    monkeypatch.setattr(loopd, "complete_lines", fails_on_the_sixth)
+    decide.run(config_module.load())
+    assert set(decisions(clean_session)) == {"turn:s:1"}
+    monkeypatch.setattr(loopd, "complete_lines", real)
+    decide.run(config_module.load())
+    assert [e["item"] for e in ledger_events(clean_session) if e["ev"] == "decided"] == ["turn:s:1", "turn:s:2"]

@@ -132,7 +132,6 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
     taints the session from there on. With a `deadline` (time.monotonic),
     reading stops at a line boundary once it has passed; the rest waits.
     """
-    session = path.stem
     finished: list[FinishedTurn] = []
     mac = (key_id(secret), secret) if secret else None
     with open(path, "rb") as f:
@@ -141,30 +140,37 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
             warn(f"{path}: truncated or replaced; reading it again from the start (decided turns are kept)")
             cursor.update(offset=0, line=0, open={}, skipping=False)
         cursor["ino"] = st.st_ino
-        line_no = cursor["line"]
-        count = 0
-        for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
-            cursor["offset"], cursor["skipping"] = line.end, not line.ended
-            if line.rest:
-                continue
-            line_no += 1
-            cursor["line"] = line_no
-            if line.raw is not None and not line.raw.strip():
-                continue
-            record = read_line(line.raw)
-            if isinstance(record, str):
-                _unreadable(cursor, line_no, record)
-                warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
-                     "from this line on (turns ending after it go nowhere)")
-            else:
-                assert line.raw is not None
-                done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac)
-                if done is not None:
-                    finished.append(done)
-            count += 1
-            if deadline is not None and count % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-                break
+        try:
+            _read_on(f, path, cursor, warn, mac, deadline, finished)
+        except OSError as exc:  # the cursor stands after the last line read: the turns that ended so far are kept
+            warn(f"{path}: cannot read on: {exc.strerror}; the rest waits for the next run")
     return finished
+
+
+def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple[str, bytes] | None,
+             deadline: float | None, finished: list[FinishedTurn]) -> None:
+    line_no, count = cursor["line"], 0
+    for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
+        cursor["offset"], cursor["skipping"] = line.end, not line.ended
+        if line.rest:
+            continue
+        line_no += 1
+        cursor["line"] = line_no
+        if line.raw is not None and not line.raw.strip():
+            continue
+        record = read_line(line.raw)
+        if isinstance(record, str):
+            _unreadable(cursor, line_no, record)
+            warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
+                 "from this line on (turns ending after it go nowhere)")
+        else:
+            assert line.raw is not None
+            done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, path.stem, mac)
+            if done is not None:
+                finished.append(done)
+        count += 1
+        if deadline is not None and count % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+            return
 
 
 def _unreadable(cursor: dict, line_no: int, why: str) -> None:
