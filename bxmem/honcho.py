@@ -200,7 +200,7 @@ class WorkspaceClient:
             return None
         try:
             return response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep is no answer either
             self.close()
             raise Unavailable(self.workspace, operation, "the answer was not JSON", status) from None
 

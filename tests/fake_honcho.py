@@ -102,7 +102,7 @@ class Fault:
     # "status": answer `status`, store nothing; "hang": say nothing for `seconds`, store
     # nothing; "drop": close at once; "store-then-drop": store, close without answering;
     # "store-then-status": store, answer `status` (a 409 "exists"); "malformed": store,
-    # answer unreadable JSON; "late": accept, say nothing, and store only when
+    # answer unreadable JSON; "deep": store, answer JSON nested 5,000 levels; "late": accept, say nothing, and store only when
     # `release` is set (by `release_late`) or `seconds` pass, then close: the server
     # acts on a request after its client gave up.
     action: str
@@ -575,6 +575,9 @@ def _make_handler(fake: FakeHoncho):
                 return
             if fault and fault.action == "malformed":
                 self._raw(200, b"{this is not json")
+                return
+            if fault and fault.action == "deep":
+                self._raw(200, b"[" * 5000 + b"]" * 5000)
                 return
             self._reply(status, payload)
             if status >= 500:

@@ -96,6 +96,15 @@ def test_malformed_json_after_storing_is_settled_by_lookup(one_turn, honcho):
     assert evs(one_turn, "sent")[0].get("settled") is True
 
 
+def test_an_answer_nested_too_deep_is_an_outage_then_settled(one_turn, honcho):
+    """5,000 levels of brackets raised RecursionError out of send."""
+    honcho.inject("deep", match=r"/messages$")
+    report = send.run(load(), clock=lambda: 1e6)
+    assert report.outage == "honcho add messages in bm0-trusted: the answer was not JSON"
+    send.run(load(), clock=lambda: 1e6 + settle_wait_s())
+    assert len(honcho.messages) == 2 and evs(one_turn, "sent")[0].get("settled") is True
+
+
 def test_hanging_past_the_read_timeout_is_an_outage_then_settled(one_turn, honcho, monkeypatch):
     monkeypatch.setattr(honcho_module, "READ_TIMEOUT", 0.3)
     honcho.inject("hang", match=r"/messages$", seconds=1.0)
