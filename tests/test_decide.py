@@ -236,3 +236,23 @@ def test_no_progress_bar_without_a_terminal(home, honcho_url_config, brokerd):
     result = run_bxmem("decide")
     assert result.returncode == 0 and result.stdout == ""
     assert "deciding the backlog" not in result.stderr and "\r" not in result.stderr
+
+
+def test_a_state_from_before_exact_sets_is_read_again_and_finds_the_turns_it_lost(home, honcho_url_config, brokerd):
+    """decide.json written by the version that kept only the highest decided turn:
+    the first run reads every log again and learns the decided turns from the
+    ledger, so turns that version lost (decided after turn 3 in its append, but
+    before it in the log) are decided now, and turn 3 is not decided twice."""
+    path = write_log(home, "s", turn_lines(1, "a", "b") + turn_lines(2, "c", "d") + turn_lines(3, "e", "f"))
+    run_decide()
+    ledger = home / "memory" / "honcho.jsonl"
+    kept = [line for line in ledger.read_text().splitlines(keepends=True) if '"turn:s:3"' in line]
+    ledger.write_text("".join(kept))
+    old_state = {"ledger_size": ledger.stat().st_size, "undecided": {}, "broker_down_since": None, "logs_missing": False,
+                 "logs": {"s": {"offset": path.stat().st_size, "line": 12, "ino": path.stat().st_ino, "untrusted": False,
+                                "class": "public", "open": {}, "seen": 3}}}
+    (home / "memory" / "bxmem" / "decide.json").write_text(json.dumps(old_state))
+    (home / "memory" / "bxmem" / "idle-decide.marshal").unlink()
+    run_decide()
+    items = [e["item"] for e in ledger_events(home) if e["ev"] == "decided"]
+    assert sorted(items) == ["turn:s:1", "turn:s:2", "turn:s:3"]
