@@ -26,7 +26,7 @@ from .sources.loopd import new_cursor
 from .store import read_json
 
 STATE_FILE = "decide.json"
-# 2: exact decided sets (`decided`), unreadable-line taint, line HMACs of open turns.
+# 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
 # A state of another version is read again from the logs and the ledger.
 STATE_VERSION = 2
 

@@ -55,7 +55,7 @@ DecidedTurn = TypedDict("DecidedTurn", {
     "session": str, "turn": int, "role": "str | None", "ws": "str | None", "reason": str,
     "peer": "str | None", "class": str, "untrusted_by": "list[str]", "secret_rule": "str | None",
     "log": str, "user": "list[list[int]]", "reply": "list[int] | None", "at": "str | None",
-    # Since line HMACs: {"key", "user", "reply"}; absent from lines written before, and when no key was at hand.
+    # Since line hashes: {"key", "user", "reply"}; absent from lines written before, and when no key was at hand.
     "macs": NotRequired[dict],
     # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
     "unreadable": NotRequired[dict],
@@ -152,7 +152,7 @@ def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, r
                  klass: str, untrusted_by: list[str], secret_rule: str | None, log: str,
                  user: list, reply: list | None, at: str | None, macs: dict | None = None,
                  unreadable: dict | None = None) -> DecidedTurn:
-    """`macs`: the keyed HMACs of the lines at `user` and `reply` (send and the index
+    """`macs`: the keyed hashes of the lines at `user` and `reply` (send and the index
     check them); `unreadable`: the line of the log that made the turn go nowhere."""
     extra: dict = {}
     if macs is not None:

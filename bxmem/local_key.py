@@ -1,15 +1,16 @@
-"""bxmem's local secret, `memory/bxmem/entry.key`: the key of the HMACs that let
-bxmem recognise a text without writing it anywhere.
+"""bxmem's local secret, `memory/bxmem/entry.key`: the key of the HMACs and
+keyed hashes that let bxmem recognise a text without writing it anywhere.
 
 mirror keys its map of live conclusions by an HMAC of each entry; decide and
-mirror record an HMAC of each log or journal line a decision will read back,
-and send and the index check it before they use the line. Keyed, so that the
-ledger and the state files never let anyone test guesses of a text.
+mirror record a keyed hash (`line_mac`) of each log or journal line a decision
+will read back, and send and the index check it before they use the line.
+Keyed, so that the ledger and the state files never let anyone test guesses
+of a text.
 
 Created once, whole: written under a temporary name, fsynced, then linked
 into place, so two jobs creating it at once end up with the same key. Like
 everything in `memory/bxmem/` it may be deleted: mirror then rebuilds its
-state, and a line's HMAC made with the old key can no longer be checked (the
+state, and a line's hash made with the old key can no longer be checked (the
 checks that need no key still are: what the span holds must be the record
 the decision names; docs/interfaces.md, "Read back").
 """
@@ -79,5 +80,8 @@ def key_id(secret: bytes) -> str:
 
 
 def line_mac(secret: bytes, raw: bytes) -> str:
-    """The HMAC of one line's bytes, exactly as they are in the file."""
-    return hmac.digest(secret, b"bxmem line\0" + raw, "sha256").hex()[:32]
+    """The keyed hash of one line's bytes, exactly as they are in the file:
+    BLAKE2b in its keyed mode (a MAC, RFC 7693), 128 bits. Taken for every user
+    line and reply decide reads, where HMAC-SHA256 through OpenSSL cost 4 µs a
+    line, a fifth of reading it; this costs about 1."""
+    return hashlib.blake2b(raw, digest_size=16, key=secret, person=b"bxmem line").hexdigest()

@@ -221,7 +221,7 @@ def _log_for(ev: dict, speaker: str | None) -> bytes:
 
 
 def test_old_decisions_without_line_hmacs_are_read_back_with_type_turn_and_speaker_checked(tmp_path):
-    """Decided lines from before line HMACs: send and the index check what needs no key."""
+    """Decided lines from before line hashes: send and the index check what needs no key."""
     from bxmem.sources.loopd import SpanChanged, SpanReader
 
     checked = 0

@@ -1,5 +1,5 @@
 """Send (and the index) read a decided text back by byte span only once the span
-is checked to hold the line decided: a keyed HMAC of its bytes recorded at
+is checked to hold the line decided: a keyed hash of its bytes recorded at
 decide time (mirror time for the journal), and the record's type, turn and
 speaker. A replaced line fails the item visibly and is never posted."""
 
@@ -98,7 +98,7 @@ def test_an_unchanged_log_rewritten_in_place_still_sends(decided, honcho):
 
 
 def without_macs(home) -> None:
-    """The ledger as the version before line HMACs wrote it."""
+    """The ledger as the version before line hashes wrote it."""
     ledger = home / "memory" / "honcho.jsonl"
     events = [json.loads(line) for line in ledger.read_text().splitlines()]
     for ev in events:

@@ -36,7 +36,7 @@ class Edit:
     span: list[int]  # [offset, length] of the journal line
     line: int
     record: dict  # the parsed line (read for its fields, never copied into the ledger)
-    mac: str | None = None  # the keyed HMAC of the line (local_key.line_mac), when read with a key
+    mac: str | None = None  # the keyed hash of the line (local_key.line_mac), when read with a key
 
 
 def _problem(record: dict) -> str | None:
@@ -128,7 +128,7 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
 
 def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: bytes | None = None) -> Iterator[Edit]:
     """Complete new lines from the cursor on; advances the cursor as it goes.
-    With `secret`, each edit carries the keyed HMAC of its line."""
+    With `secret`, each edit carries the keyed hash of its line."""
     from ..local_key import line_mac
 
     try:
@@ -160,7 +160,7 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
 def text_spec(span: list[int], field: str, index: int | None = None, *, mac: str | None = None,
               key: str | None = None) -> dict:
     """Where an action's text is: {"span": [offset, length], "field": "entry" |
-    "old" | "dropped", "index": n, "mac": the line's keyed HMAC, "key": its key's
+    "old" | "dropped", "index": n, "mac": the line's keyed hash, "key": its key's
     id}. The ledger keeps this, never the text."""
     spec: dict = {"span": span, "field": field}
     if index is not None:
@@ -186,7 +186,7 @@ class LineChanged(ValueError):
 def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str | None = None) -> str:
     """The text a spec (see `text_spec`) names, read back from the journal, once
     the span is checked: it must hold a readable edit line (of `edit_id`, when
-    the caller knows whose line it is); and, when the spec has an HMAC made with
+    the caller knows whose line it is); and, when the spec has a keyed hash made with
     `secret`, exactly the bytes decided. LineChanged (a ValueError) if not."""
     from ..local_key import key_id, line_mac
 

@@ -1,7 +1,7 @@
 """loopd's session logs, read incrementally (interfaces section 2).
 
 A cursor per log remembers the byte offset read so far and, for turns still
-open, only byte spans, flags and keyed HMACs of the lines: no text is kept in
+open, only byte spans, flags and keyed hashes of the lines: no text is kept in
 bxmem's state. `send` and the index read a turn's text back from the log by
 its span, and check first that the span still holds the line decided.
 
@@ -108,7 +108,7 @@ class FinishedTurn:
     untrusted_by_log: bool
     log_class: str
     log_unreadable: dict | None  # the first line of the log bxmem could not read, before the turn's end
-    macs: dict | None  # {"key", "user", "reply"}: HMACs of the lines at the spans; None without a key
+    macs: dict | None  # {"key", "user", "reply"}: keyed hashes of the lines at the spans; None without a key
 
 
 def new_cursor() -> dict:
@@ -149,7 +149,7 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
 
 def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple[str, bytes] | None,
              deadline: float | None, finished: list[FinishedTurn]) -> None:
-    line_no, count = cursor["line"], 0
+    line_no, count, session = cursor["line"], 0, path.stem
     for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
         cursor["offset"], cursor["skipping"] = line.end, not line.ended
         if line.rest:
@@ -165,7 +165,7 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple
                  "from this line on (turns ending after it go nowhere)")
         else:
             assert line.raw is not None
-            done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, path.stem, mac)
+            done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac)
             if done is not None:
                 finished.append(done)
         count += 1
@@ -190,11 +190,12 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
     if kind not in ("user", "assistant", "turn_end"):
         return None  # tool calls, reasoning and unknown types are not written
     key = str(record["turn"])
-    turn = cursor["open"].setdefault(key, {"user": [], "speakers": [], "ts": None, "reply": None, "secret": None,
-                                           "reply_secret": None, "key": mac[0] if mac else None, "macs": [],
-                                           "reply_mac": None})
+    turn = cursor["open"].get(key)
+    if turn is None:
+        turn = cursor["open"][key] = {"user": [], "speakers": [], "ts": None, "reply": None, "secret": None,
+                                      "reply_secret": None, "key": mac[0] if mac else None, "macs": [], "reply_mac": None}
     if mac is not None and turn.get("key") != mac[0]:
-        turn["key"] = None  # lines of one turn read with two keys (entry.key replaced meanwhile): no HMACs
+        turn["key"] = None  # lines of one turn read with two keys (entry.key replaced meanwhile): no hashes
     if kind == "user":
         turn["user"].append(span)
         turn["speakers"].append(record.get("speaker"))
@@ -247,10 +248,10 @@ class SpanReader:
 
     Every span is checked before its text is used: it must hold a readable line
     of the type and turn decided (a `user` line of the decided speaker, the
-    final `assistant` line); and, when the decision recorded an HMAC with the
+    final `assistant` line); and, when the decision recorded a keyed hash with the
     key this reader holds, exactly the bytes decided. A decision made with
     another key (entry.key deleted or replaced since) or by a version that
-    recorded no HMACs is checked without one (`unkeyed` counts them)."""
+    recorded no hashes is checked without one (`unkeyed` counts them)."""
 
     def __init__(self, secret: bytes | None = None) -> None:
         self._path: Path | None = None
