@@ -300,8 +300,7 @@ def catch_up(index: Index, paths) -> int:
     journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
         return 0
-    applied = 0
-    changed = 0
+    applied = changed = 0
     with index.transaction(), SpanReader(load_key(paths.state, create=False)) as spans:
         # Offsets are read again under the write lock: decide and mirror may catch up at once.
         ledger_at = _meta(index, "ledger_offset")
