@@ -160,7 +160,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
                 state["ledger_size"] = ledger.append(lines)
                 buffer.clear()
             if save:  # every decision made so far is in the ledger: the state may say so
-                write_json(state_dir / decide_state.STATE_FILE, state)
+                write_json(paths.ensure_state_dir() / decide_state.STATE_FILE, state)  # the folder may be deleted meanwhile
                 last_save = clock()
 
         def decide_session(session: str, turns: list[dict]) -> None:

@@ -151,3 +151,24 @@ def test_the_issue_s_figures_forty_sessions_and_a_brokerd_at_1_9_s(home, brokerd
         assert result.returncode == ExitCode.DEGRADED and runs < 3, result.stderr
     assert runs == 2
     assert decided(home) == Counter({f"turn:t{n:02d}:1": 1 for n in range(40)})
+
+
+def test_memory_bxmem_deleted_mid_run_stops_nothing(home, sessions, monkeypatch):
+    """The folder is a cache the owner may delete at any time: a save as the run
+    goes makes it again, and nothing is decided twice."""
+    import shutil
+
+    monkeypatch.setattr(decide, "SAVE_EVERY_S", 0.0)
+    real = brokerd_source.session_state
+    asked = []
+
+    def deletes_the_folder_on_the_third(*args, **kwargs):
+        asked.append(args[1])
+        if len(asked) == 3:
+            shutil.rmtree(home / "memory" / "bxmem")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(brokerd_source, "session_state", deletes_the_folder_on_the_third)
+    assert decide.run(load()).exit_code == ExitCode.OK
+    decide.run(load())
+    assert decided(home) == Counter({f"turn:{s}:1": 1 for s in sessions})
