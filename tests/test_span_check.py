@@ -170,3 +170,17 @@ def test_the_index_does_not_take_a_replaced_line_under_the_old_labels(decided, h
     hits = run_bxmem("recall", "zebrafish", "--json")
     assert json.loads(hits.stdout)["hits"] == []
     assert any("1 decided turn(s) not indexed: their log changed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_decision_from_before_peer_ids_kept_dots_still_matches_its_speaker(home, brokerd, honcho, configure):
+    """Old decisions named `ana.lima` `ana_lima`: the same speaker, not a changed line."""
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello there", "hi", speaker="ana.lima"))
+    decide.run(load())
+    without_macs(home)
+    ledger = home / "memory" / "honcho.jsonl"
+    ledger.write_text(ledger.read_text().replace('"peer":"ana_Dot_lima"', '"peer":"ana_lima"'))
+    assert '"peer":"ana_lima"' in ledger.read_text()
+    report = send.run(load())
+    assert (report.sent, report.failed) == (1, 0)
+    assert [m["peer_id"] for m in honcho.messages] == ["ana_lima", "boxmaker0"]

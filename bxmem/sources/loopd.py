@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..labels import UNREADABLE_LINE, tool_result_label
 from ..local_key import key_id, line_mac
-from ..rules import LogLabels, after_line, peer_name
+from ..rules import LogLabels, after_line, look_alike
 from ..sanitize import find_secret
 from .jsonline import complete_lines, parse_object, why_too_long
 
@@ -298,7 +298,10 @@ class SpanReader:
             raise changed(f"is unreadable: {record}")
         if record["type"] != kind or record["turn"] != turn or (kind == "assistant" and record["final"] is not True):
             raise changed(f"is not the {'final reply' if kind == 'assistant' else 'user line'} of turn {turn}")
-        if peer is not None and peer_name(record.get("speaker")) != peer:
+        speaker = record.get("speaker")
+        # look_alike: a decision recorded before peer ids kept case and `.` apart
+        # named `ana.lima` `ana_lima`; it is the same speaker.
+        if peer is not None and (not isinstance(speaker, str) or look_alike(speaker) != look_alike(peer)):
             raise changed("is not from the speaker decided")
         return record["text"]
 
