@@ -101,4 +101,9 @@ class Messages:
         self._events.pop(key, None)
 
     def close(self) -> None:
+        if self._spans.unkeyed:
+            from .log import log
+
+            log.info(f"{self._spans.unkeyed} turn(s) read back without their line hashes (decided before them, or with "
+                     "another entry.key): checked by type, turn and speaker only")
         self._spans.close()

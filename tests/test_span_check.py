@@ -114,7 +114,7 @@ def without_macs(home) -> None:
     ("another speaker", 0),
     ("not final", 0),
 ])
-def test_a_decision_without_hmacs_has_its_type_turn_and_speaker_checked(decided, home, honcho, change, sent):
+def test_a_decision_without_hmacs_has_its_type_turn_and_speaker_checked(decided, home, honcho, change, sent, caplog):
     """Old ledger lines, or a key deleted since: what needs no key is still checked."""
     path, lines = decided
     user, reply = json.loads(lines[0]), json.loads(lines[2])
@@ -128,9 +128,12 @@ def test_a_decision_without_hmacs_has_its_type_turn_and_speaker_checked(decided,
         lines[2] = same_length(lines[2], {**reply, "final": False, "text": ""})
     replace_log(path, lines)
     without_macs(home)
+    log.propagate = True
+    caplog.set_level(logging.INFO, logger="bxmem")
     report = send.run(load())
     assert (report.sent, report.failed) == (sent, 1 - sent)
     assert len(honcho.messages) == 2 * sent
+    assert any(r.getMessage().startswith("1 turn(s) read back without their line hashes") for r in caplog.records)
 
 
 def test_a_deleted_entry_key_falls_back_to_the_checks_that_need_none(decided, home, honcho):
