@@ -2,8 +2,8 @@
 
 It owns everything with an effect: the ledger writes (an attempt line before a
 POST, `sent`/`failed`/`unsent` after), the HTTP clients and their two lanes,
-the outage backoff, and the workspaces whose key was refused. Delivery rules:
-send.py's docstring.
+and the outage backoff; the keys, and the workspaces whose key was refused,
+are send_keys.py's. Delivery rules: send.py's docstring.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from . import ledger_events
-from .config import Config, Key, key_fingerprint, read_key
-from .errors import KeyFileInvalid
+from .config import Config
 from .honcho import (
     KeyRefused,
     Missing,
@@ -31,6 +30,7 @@ from .log import log, notice, runbook
 from .outbox import KIND, OFFSET, Outbox
 from .retry import Hold, iso, next_backoff
 from .send_edits import EditActions, merge_ids
+from .send_keys import WorkspaceKeys
 from .send_lookup import present_parts
 from .send_messages import Messages
 from .send_plan import (
@@ -73,7 +73,6 @@ class Sender:
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
         self.rng = rng or random.Random()  # the backoff's jitter
         self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
-        self.keys: dict[str, Key | None] = {}  # each usable workspace's key, read once per run (_read_keys)
         self.roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
         self.holds = Holds()  # held by the configuration (write_policy.py); send.run reads it too
         self.clients: dict[str, WorkspaceClient] = {}
@@ -85,6 +84,7 @@ class Sender:
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self._fail, succeeded=self._succeeded)
         self.planner: Planner | None = None
+        self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class Sender:
     def _new_client(self, ws: str) -> WorkspaceClient:
         if not writable(ws, self.roles):  # every write of a run goes through here: a last line of defence
             raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
-        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws))  # read once a run by _read_keys
+        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws))
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -145,14 +145,14 @@ class Sender:
 
     def run(self) -> Tally:
         now = self.clock()
-        self._resume_refreshed_keys()
+        self.keys.resume_refreshed()
         queue, self.holds = sendable(self.box, self.roles, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
         self.report.held_by_config = log_held(self.holds.groups(lambda key: self.box.pending[key][KIND]))
         backoff = self.box.backoff
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
             return self.report
-        self._read_keys()
+        self.keys.read()
         self._hold = Hold(self.box.attempts, now)
         self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
                                self.honcho.agent, self.messages.of, lambda item, why: self._fail([item], None, why))
@@ -198,7 +198,7 @@ class Sender:
                 finally:
                     upcoming = planned[0] if planned else None
             except KeyRefused as exc:
-                self._stop_workspace(unit.ws, exc.status)
+                self.keys.stop(unit.ws, exc.status)
             except Unavailable as exc:
                 self._outage(exc)
                 return
@@ -217,7 +217,7 @@ class Sender:
             self._background.append(group.ahead)
         return unit
 
-    # --- outcomes: Honcho answers, is down, refuses a key ----------------------------------
+    # --- outcomes: Honcho answers, is down, refuses the item -------------------------------
 
     def _succeeded(self) -> None:
         if self.box.backoff:
@@ -239,35 +239,6 @@ class Sender:
             log.debug(f"Honcho still unreachable: {exc}; next try in {wait:.0f} s")
         for client in self.clients.values():
             client.close()
-
-    def _read_keys(self) -> None:
-        """The keys of send's own workspaces, read once a run. A key file bxmem
-        refuses stops its workspace alone, as a key Honcho refuses does."""
-        for workspace in self.config.workspaces():
-            if not workspace.role.startswith("read:") and workspace.name not in self.box.stopped:
-                try:
-                    self.keys[workspace.name] = read_key(workspace)
-                except KeyFileInvalid as exc:
-                    self._stop_workspace(workspace.name, None, str(exc))
-
-    def _stop_workspace(self, ws: str, status: int | None, problem: str | None = None) -> None:
-        """Honcho refused the workspace's key (`status`), or bxmem its key file (`problem`)."""
-        workspace = self.config.workspace_by_name(ws)
-        secret = workspace.secret if workspace else "?"
-        fingerprint = key_fingerprint(workspace.key_file) if workspace else None
-        self.record([ledger_events.key_refused(ws, status, secret, fingerprint, problem)])
-        self.report.stopped.append(ws)
-        why = problem or f"Honcho refused the key for workspace {ws} (HTTP {status})"
-        log.error(f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
-                  + runbook("honcho-key-refused"))
-
-    def _resume_refreshed_keys(self) -> None:
-        for ws, refusal in list(self.box.stopped.items()):
-            workspace = self.config.workspace_by_name(ws)
-            current = key_fingerprint(workspace.key_file) if workspace else None
-            if workspace is not None and current != refusal.get("key"):
-                self.record([ledger_events.key_resumed(ws, "key file changed")])
-                notice(f"the key for workspace {ws} changed; resuming its sends")
 
     def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None) -> None:
         self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results) for i in items])
