@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 CONTENT = "  | "
 MAX_TOKENS = 1_200
 FIELD_CHARS = 64
-_UNSAFE_FIELD = re.compile(r"[^A-Za-z0-9_.:,@+=/ -]")
+_UNSAFE_FIELD = re.compile(r"[^A-Za-z0-9_.:,@+=/() -]")  # () for shown.INVALID_ID
 
 # A cheap stand-in for o200k_base (Honcho's tokenizer; bench/run checks it
 # against the real one): pieces as its pre-tokenizer cuts them, one token

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from . import mirror
+from . import mirror, shown
 from .config import Config
 from .errors import ExitCode, NotFound, Refused
 from .ledger import Ledger, edit_item, now_iso
@@ -84,7 +84,8 @@ def _effects(config: Config, edit_id: str) -> list[str]:
             written = box.conclusions.get(action["of"])
             held = check_write(written["ws"], "trusted", roles) if written else None
             if action["do"] == "unconclude" and written and not written.get("deleted_by"):
-                effects.append(f"its conclusion {written['id']} in {written['ws']} will be deleted"
+                # The id and workspace are the ledger's, written from Honcho's answer: shown as shown.py shows ids.
+                effects.append(f"its conclusion {shown.honcho_id(written['id'])} in {shown.honcho_id(written['ws'])} will be deleted"
                                + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
             elif action["do"] == "reconclude":
                 effects.append("the conclusion it deleted will be written again, in its old session"
