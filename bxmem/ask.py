@@ -128,6 +128,7 @@ def peers_to_ask(config: Config, target: Target, listed: list[str]) -> tuple[lis
     peer), that agent's and the owner's first. Only listed peers: a chat on a
     missing peer would create it. Returns the peers and how many were left out."""
     assert config.honcho is not None
+    listed = list(dict.fromkeys(listed))  # a peer listed twice is asked once
     if target.role in ("trusted", "untrusted"):
         return [p for p in (config.honcho.owner, config.honcho.agent) if p in listed], 0
     first = [target.role.removeprefix("read:"), config.honcho.owner] if target.role.startswith("read:") else []
@@ -199,12 +200,15 @@ class _Run:
 
     def _client(self, target: Target, ends: float):
         from .honcho import ReadClient
+        from .honcho_http import monotonic
 
         assert self.config.honcho is not None  # targets() refuses a local-only config
         workspace = self.config.workspace(target.role)
         remaining = max(0.1, ends - time.monotonic())
+        # ends_by: every request of the job, a trickling answer too, ends at the job's deadline.
         return ReadClient(self.config.honcho.url, workspace.name, read_key(workspace),
-                          connect_timeout=min(5.0, remaining), read_timeout=min(LIST_TIMEOUT_S, remaining))
+                          connect_timeout=min(5.0, remaining), read_timeout=min(LIST_TIMEOUT_S, remaining),
+                          ends_by=monotonic() + remaining)
 
     def work(self, job: _Job) -> None:
         from .honcho import Missing
@@ -243,7 +247,7 @@ class _Run:
             return call(self._left(job))
         except Unavailable as exc:
             # A chat that reached the server and timed out is still running there.
-            if exc.kind == "timed out" and not exc.unsent:
+            if exc.kind.startswith("timed out") and not exc.unsent:
                 self.stalled = True
             raise
 
@@ -253,11 +257,11 @@ class _Run:
         return max(0.1, job.ends - time.monotonic())
 
 
-def _content(body: dict) -> str:
-    from .sanitize import neutralise
+def _content(content: str | None) -> str:
+    """A chat's answer (honcho_answers.chat_content checked it is text or none), made inert and capped."""
+    from .shown import text
 
-    content = body.get("content")
-    return neutralise(content).strip() if isinstance(content, str) and content.strip() else ""
+    return text(content, ANSWER_CHARS)
 
 
 def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",

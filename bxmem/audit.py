@@ -33,12 +33,31 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import shown
 from .config import Config, read_key
 from .errors import ExitCode
+from .honcho_answers import is_honcho_id
 from .ledger import Ledger, ReadResult
 from .ledger_events import DECIDED, SENT
 from .outbox import Outbox
 from .write_policy import WRITE_ROLES, roles_of, writable
+
+# The whole command's deadline: no request starts after it and none runs past it
+# (each also ends within honcho.request_deadline_s()). Past it the audit is
+# incomplete (exit 7), never hung. A legitimate audit of 100,000 messages takes
+# about a thousand requests, some 30 s.
+DEADLINE_S = 300.0
+
+# How each field of a discrepancy is printed (shown.py): ids from Honcho or the
+# ledger, items and refs from message metadata or the ledger, roles and names.
+_SHOWN = {"message": shown.honcho_id, "session": shown.honcho_id, "conclusion": shown.honcho_id,
+          "of": shown.honcho_id, "item": shown.item, "written_by": shown.item}
+
+
+def _shown(name: str, value: object) -> object:
+    if value is None or (type(value) is int):
+        return value
+    return _SHOWN.get(name, shown.token)(value)
 
 
 @dataclass
@@ -52,7 +71,9 @@ class AuditReport:
     not_audited: dict[str, dict] = field(default_factory=dict)  # workspace -> {"items", "now"}
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
-        self.discrepancies.append({"kind": kind, "workspace": workspace, **what})
+        """A discrepancy; every field printed as shown.py prints what came from outside."""
+        self.discrepancies.append({"kind": kind, "workspace": workspace,
+                                   **{name: _shown(name, value) for name, value in what.items()}})
 
     # What the command prints (jobs.show writes it): the report knows its own output.
     def as_json(self) -> dict:
@@ -80,7 +101,7 @@ class Expected:
     ids Honcho gave each item sent."""
 
     decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role)
-    sent: dict[str, tuple[str | None, list[str]]] = field(default_factory=dict)  # item -> (ws, ids by part)
+    sent: dict[str, tuple[str | None, list[str | None]]] = field(default_factory=dict)  # item -> (ws, ids by part)
     sent_to: dict[str, str | None] = field(default_factory=dict)  # every item sent (conclusions too) -> ws
 
 
@@ -93,16 +114,25 @@ def _expected(config: Config) -> tuple[Expected, Outbox]:
         elif ev.get("ev") == SENT and isinstance(ev.get("item"), str):
             expected.sent_to[ev["item"]] = ev.get("ws")
             if ev["item"].startswith("turn:"):
-                expected.sent[ev["item"]] = (ev.get("ws"), list(ev.get("ids") or []))
-            for result in ev.get("results") or []:
-                if result.get("do") in ("fleet-message", "retract") and result.get("ids"):
-                    expected.sent[ev["item"]] = (ev.get("ws"), list(result["ids"]))
+                expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(ev.get("ids")))
+            results = ev.get("results")
+            for result in results if isinstance(results, list) else []:
+                if isinstance(result, dict) and result.get("do") in ("fleet-message", "retract") and result.get("ids"):
+                    expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(result["ids"]))
     box = Outbox.load(config.paths.ensure_state_dir(), ledger)
     return expected, box
 
 
+def _recorded_ids(value: object) -> list[str | None]:
+    """Message ids the ledger recorded, by part, checked again: written from an
+    older answer, one that is not a Honcho id (None here) is never found, so it is
+    reported missing, never used."""
+    return [i if is_honcho_id(i) else None for i in value] if isinstance(value, list) else []
+
+
 def audit(config: Config) -> AuditReport:
     from .honcho import AuditClient
+    from .honcho_http import monotonic
 
     honcho = config.honcho
     if honcho is None:  # the CLI refuses a local-only audit before this
@@ -112,12 +142,13 @@ def audit(config: Config) -> AuditReport:
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
     for where in expected.sent_to.values():
         if isinstance(where, str) and not writable(where, roles):
-            left = report.not_audited.setdefault(where, {"items": 0, "now": roles.get(where)})
+            left = report.not_audited.setdefault(shown.token(where) or "", {"items": 0, "now": roles.get(where)})
             left["items"] += 1
+    ends_by = monotonic() + DEADLINE_S
     for role in WRITE_ROLES:
         workspace = config.workspace(role)
         report.workspaces.append(workspace.name)
-        with AuditClient(honcho.url, workspace.name, read_key(workspace)) as client:
+        with AuditClient(honcho.url, workspace.name, read_key(workspace), ends_by=ends_by) as client:
             _messages(client, role, workspace.name, honcho.agent, expected, box, report)
             if role == "trusted":
                 _conclusions(client, box, workspace.name, (honcho.agent, honcho.owner), report)
@@ -132,25 +163,28 @@ def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: O
     from .honcho import Missing
 
     try:
-        sessions = [s["id"] for s in client.sessions() if isinstance(s.get("id"), str)]
+        sessions = list(client.sessions())  # Honcho ids, each checked (honcho_answers.listed_id)
     except Missing:
         sessions = []
     seen: Counter = Counter()
     found: set[str] = set()
-    unrecorded: list[tuple[str, object, object, str]] = []  # (item, part, message id, session)
+    unrecorded: list[tuple[str, int, str, str]] = []  # (item, part, message id, session)
     for session in sessions:
+        # Each message as honcho_answers.listed_message checked it: a Honcho id, a peer,
+        # text, and metadata that is an object (whose values are looked at one by one here).
         for message in client.list_messages(session, {"peer_id": agent} if role == "fleet" else None):
             report.messages += 1
-            meta = message.get("metadata") or {}
-            item, writer = meta.get("bxmem_item"), meta.get("bxmem_agent")
-            if not isinstance(item, str) or (writer is not None and writer != agent):
-                # Under this agent's peer but not written by this agent's bxmem; in its own
-                # workspaces, a message another agent's bxmem wrote is not ours either.
-                if message.get("peer_id") == agent or isinstance(item, str):
-                    report.add("foreign-agent-message", ws, message=message.get("id"), session=session)
+            meta = message["metadata"]
+            item, writer, part = meta.get("bxmem_item"), meta.get("bxmem_agent"), meta.get("part")
+            if not isinstance(item, str) or (writer is not None and writer != agent) or type(part) is not int:
+                # Under this agent's peer but not written by this agent's bxmem (which writes
+                # every part as a number); in its own workspaces, a message another agent's
+                # bxmem wrote is not ours either.
+                if message["peer_id"] == agent or isinstance(item, str):
+                    report.add("foreign-agent-message", ws, message=message["id"], session=session)
                 continue
-            seen[(item, meta.get("part"))] += 1
-            found.add(message.get("id"))
+            seen[(item, part)] += 1
+            found.add(message["id"])
             decided_ws, decided_role = expected.decided.get(item, (ws, None))
             if item not in expected.decided:
                 report.add("not-recorded", ws, item=item)
@@ -163,8 +197,8 @@ def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: O
             elif item not in expected.sent:
                 if item not in box.attempts:
                     report.add("not-recorded", ws, item=item)
-            elif message.get("id") not in expected.sent[item][1]:
-                unrecorded.append((item, meta.get("part"), message.get("id"), session))
+            elif message["id"] not in expected.sent[item][1]:
+                unrecorded.append((item, part, message["id"], session))
     for (item, part), count in seen.items():
         if count > 1:
             report.add("duplicate", ws, item=item, part=part, copies=count)
@@ -174,28 +208,35 @@ def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: O
     for item, (where, ids) in expected.sent.items():
         if where != ws:
             continue
-        for part, message_id in enumerate(ids):
-            if message_id not in found:
+        for part, recorded in enumerate(ids):
+            if recorded not in found:
                 report.add("missing", ws, item=item, part=part)
 
 
 def _conclusions(client, box: Outbox, ws: str, peers: tuple[str, str], report: AuditReport) -> None:
-    live = {c["id"]: ref for ref, c in box.conclusions.items() if c.get("ws") == ws and not c.get("deleted_by")}
+    live: dict[str, str] = {}  # conclusion id -> the ref that wrote it
+    for ref, c in box.conclusions.items():
+        if c.get("ws") == ws and not c.get("deleted_by"):
+            if is_honcho_id(c.get("id")):
+                live[c["id"]] = ref
+            else:  # recorded from an older answer that was not usable: it cannot be found
+                report.add("missing-conclusion", ws, conclusion=c.get("id"), written_by=ref)
     found: set[str] = set()
     for peer in peers:
+        # Each as honcho_answers.listed_conclusion checked it: a Honcho id and its text.
         listed = list(client.list_conclusions({"observer_id": peer, "observed_id": peer}))
         # Texts are compared here and never reported; a live one is named by its id.
-        live_texts = {c.get("content"): c.get("id") for c in listed if c.get("id") in live}
+        live_texts = {c["content"]: c["id"] for c in listed if c["id"] in live}
         for conclusion in listed:
             report.conclusions += 1
-            found.add(conclusion.get("id"))
-            if conclusion.get("id") in live:
+            found.add(conclusion["id"])
+            if conclusion["id"] in live:
                 continue
-            twin = live_texts.get(conclusion.get("content"))
+            twin = live_texts.get(conclusion["content"])
             if twin is not None:
-                report.add("duplicate-conclusion", ws, conclusion=conclusion.get("id"), peer=peer, of=twin)
+                report.add("duplicate-conclusion", ws, conclusion=conclusion["id"], peer=peer, of=twin)
             else:
-                report.add("unexpected-conclusion", ws, conclusion=conclusion.get("id"), peer=peer)
+                report.add("unexpected-conclusion", ws, conclusion=conclusion["id"], peer=peer)
     for conclusion_id, ref in live.items():
         if conclusion_id not in found:
             report.add("missing-conclusion", ws, conclusion=conclusion_id, written_by=ref)

@@ -39,26 +39,20 @@ def _ask_brokerd(config: Config, session: str) -> None:
 
 
 def _ask_honcho(url: str) -> None:
-    import httpx
+    from .honcho import health
 
-    from .honcho import _tls_context
-
-    with httpx.Client(timeout=HONCHO_TIMEOUT_S, trust_env=False, follow_redirects=False,
-                      verify=_tls_context() if url.startswith("https:") else False) as client:
-        response = client.get(f"{url}/health")
-    if response.status_code != 200:
-        raise RuntimeError(f"/health answered HTTP {response.status_code}")
+    health(url, HONCHO_TIMEOUT_S)  # bounded as every request is: a deadline, a cap on the answer
 
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, brokerd.BrokerUnavailable):
         return str(exc)
-    import httpx
+    from .honcho_errors import HonchoError
 
-    if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {HONCHO_TIMEOUT_S:g} s"
-    if isinstance(exc, httpx.HTTPError):
-        return f"connection failed ({type(exc).__name__})"
+    if isinstance(exc, HonchoError):
+        if exc.kind == "timed out":
+            return f"no answer within {HONCHO_TIMEOUT_S:g} s"
+        return f"/health answered {exc.kind}" if exc.status else exc.kind
     return str(exc) or type(exc).__name__
 
 

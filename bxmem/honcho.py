@@ -6,82 +6,49 @@ as a side effect of reads (shared/honcho/NOTES.md section 10). This one:
 
 * takes its URL and key from bxmem's configuration only (trust_env=False:
   no proxy or CA variables either) and sends the key to its own workspace;
-* never follows redirects, never retries; the caller decides, after checking;
+* never follows redirects (a 3xx is `Redirected`), never retries; the caller
+  decides, after checking;
+* bounds every request in time (a deadline over connect, write and every
+  read) and every answer in size (a cap per route): honcho_http.py;
+* checks every id it puts in a path or a body (`BadId`: nothing is sent),
+  and every field of an answer that bxmem stores or acts on
+  (honcho_answers.py; `BadAnswer`, a refusal of the item, never a crash);
 * uses a fresh connection after a 5xx (the server drops keep-alive then);
-* raises typed errors whose text holds the workspace, the operation and the
-  status, never a response body (422 bodies echo the message text) or a key.
+* raises typed errors (honcho_errors.py) whose text holds the workspace, the
+  operation and the status, never a response body (422 bodies echo the
+  message text) or a key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Self
-from urllib.parse import quote
 
 import httpx
 
 from . import __version__
+from . import honcho_answers as answers
 from .config import Key
+from .honcho_answers import AnswerProblem
+from .honcho_errors import BadAnswer, BadId, HonchoError, KeyRefused, Missing, Redirected, Refused, Unavailable
+from .honcho_http import CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, health, monotonic, new_http
+
+__all__ = ["BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected", "Refused",
+           "Unavailable", "WorkspaceClient", "health"]
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
 MAX_MESSAGE_CHARS = 25_000
 MAX_BATCH = 100
 PAGE_SIZE = 100
+# Conclusions may be 65,535 characters each: a page of 20 keeps its cap near a message page's.
+CONCLUSION_PAGE_SIZE = 20
 
 
-class HonchoError(Exception):
-    def __init__(self, workspace: str, operation: str, kind: str, status: int | None = None) -> None:
-        self.workspace = workspace
-        self.operation = operation
-        self.kind = kind
-        self.status = status
-        super().__init__(f"honcho {operation} in {workspace}: {kind}")
-
-
-class Unavailable(HonchoError):
-    """Connection refused or reset, a timeout, a 5xx or an unreadable answer.
-    For a POST, the server may or may not have acted on it, unless `unsent`:
-    no connection was made, so nothing reached the server."""
-
-    unsent = False
-
-
-class Refused(HonchoError):
-    """A 4xx: the server understood and said no."""
-
-
-class KeyRefused(Refused):
-    """401 or 403: the workspace's key is not accepted."""
-
-
-class Missing(Refused):
-    """404: the route or the resource does not exist. `no_route`: the server has
-    no such route at all (a version without it), told from a missing resource
-    by the framework's own answer, `{"detail": "Not Found"}`, where a missing
-    resource is named (`Workspace W not found`)."""
-
-    no_route = False
-
-
-_TLS = None
-
-
-def _tls_context():
-    """One verifying TLS context per process, made only for https URLs: loading
-    the CA bundle costs about 40 ms, which plain-HTTP servers (a tailnet) need
-    not pay on every run. (verify=False above applies to http:// only, where
-    there is no TLS to verify.)"""
-    global _TLS
-    if _TLS is None:
-        import ssl
-
-        _TLS = ssl.create_default_context()
-    return _TLS
-
-
-def _seg(value: str) -> str:
-    return quote(value, safe="")
+def request_deadline_s() -> float:
+    """How long one request may take in all: connect, write and read timeouts, one each.
+    retry.settle_wait_s counts from it. Read at each call, so tests can shorten them."""
+    return CONNECT_TIMEOUT + 2 * READ_TIMEOUT
 
 
 # What bxmem asks of each workspace's configuration (seed section 6). Complete
@@ -108,7 +75,9 @@ def configuration_for(role: str) -> dict[str, Any]:
 def configuration_applied(wanted: dict[str, Any], stored: dict[str, Any] | None) -> bool:
     stored = stored or {}
     for section, values in wanted.items():
-        got = stored.get(section) or {}
+        got = stored.get(section)
+        if not isinstance(got, dict):  # absent, or not an object: not what was asked for
+            return False
         for name, value in values.items():
             if got.get(name) != value:
                 return False
@@ -116,6 +85,10 @@ def configuration_applied(wanted: dict[str, Any], stored: dict[str, Any] | None)
 
 
 class WorkspaceClient:
+    """One workspace's client. `ends_by` (honcho_http.monotonic()): no request starts after
+    it and none runs past it, so a command that loops over pages or items stops
+    at its own deadline too; each request also ends within request_deadline_s()."""
+
     def __init__(
         self,
         base_url: str,
@@ -124,12 +97,16 @@ class WorkspaceClient:
         *,
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
+        ends_by: float | None = None,
     ) -> None:
         self.base_url = base_url
         self.workspace = workspace
         self._key = key
         # Module constants read here, not bound as defaults, so tests can shorten them.
-        self._timeout = httpx.Timeout(read_timeout or READ_TIMEOUT, connect=connect_timeout or CONNECT_TIMEOUT)
+        self._connect = connect_timeout or CONNECT_TIMEOUT
+        self._read = read_timeout or READ_TIMEOUT
+        self._timeout = httpx.Timeout(self._read, connect=self._connect)
+        self.ends_by = ends_by
         self._client: httpx.Client | None = None
 
     def _http(self) -> httpx.Client:
@@ -137,14 +114,7 @@ class WorkspaceClient:
             headers = {"User-Agent": f"bxmem/{__version__}", "Accept": "application/json"}
             if self._key is not None:
                 headers["Authorization"] = self._key.bearer()
-            self._client = httpx.Client(
-                base_url=self.base_url,
-                headers=headers,
-                timeout=self._timeout,
-                trust_env=False,
-                follow_redirects=False,
-                verify=_tls_context() if self.base_url.startswith("https:") else False,
-            )
+            self._client = new_http(self.base_url, headers, self._timeout)
         return self._client
 
     def close(self) -> None:
@@ -158,51 +128,44 @@ class WorkspaceClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _ws_path(self, suffix: str = "") -> str:
-        return f"/v3/workspaces/{_seg(self.workspace)}{suffix}"
+    def _id(self, value: object, what: str, operation: str) -> str:
+        """An id about to go into a request, checked first: it may come from the ledger
+        (written from an older answer) or from an answer. Never `..`, `a/b`, or an ESC."""
+        if not answers.is_honcho_id(value):
+            raise BadId(self.workspace, operation, f"the {what} is not a Honcho id ({answers.ID_RULE}); nothing was sent")
+        assert isinstance(value, str)
+        return value
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        operation: str,
-        *,
-        json: Any = None,
-        params: dict | None = None,
-        timeout: httpx.Timeout | None = None,
-    ) -> Any:
+    def _ws_path(self, operation: str, suffix: str = "") -> str:
+        return f"/v3/workspaces/{self._id(self.workspace, 'workspace name', operation)}{suffix}"
+
+    def request(self, method: str, path: str, operation: str, *, json: Any = None, params: dict | None = None,
+                cap: int = CAP_SMALL, seconds: float | None = None) -> Any:
+        """The decoded answer of a 2xx (None when empty); a HonchoError otherwise.
+        `seconds`: this request's own deadline (default request_deadline_s())."""
+        now = monotonic()
+        ends = now + (seconds if seconds is not None else self._connect + 2 * self._read)
+        if self.ends_by is not None:
+            if now >= self.ends_by:
+                late = Unavailable(self.workspace, operation, "not sent: the command's deadline has passed")
+                late.unsent = True
+                raise late
+            ends = min(ends, self.ends_by)
         try:
-            response = self._http().request(
-                method, path, json=json, params=params, timeout=timeout or self._timeout
-            )
-        except httpx.HTTPError as exc:
-            self.close()
-            kind = "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed ({type(exc).__name__})"
-            error = Unavailable(self.workspace, operation, kind)
-            # Raised while connecting, before a byte of the request was written.
-            error.unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-            raise error from None
-        status = response.status_code
-        if status >= 500:
-            self.close()  # the server drops the keep-alive connection after a 5xx
-            raise Unavailable(self.workspace, operation, f"HTTP {status}", status)
-        if status in (401, 403):
-            raise KeyRefused(self.workspace, operation, f"HTTP {status}", status)
-        if status == 404:
-            missing = Missing(self.workspace, operation, "HTTP 404", status)
-            missing.no_route = _no_route(response)
-            raise missing
-        if status >= 400:
-            raise Refused(self.workspace, operation, f"HTTP {status}", status)
-        if status >= 300:
-            raise Refused(self.workspace, operation, f"HTTP {status} (redirects are not followed)", status)
-        if status == 204 or not response.content:
-            return None
+            status, body = fetch(self._http(), self.workspace, operation, method, path, json=json, params=params,
+                                  cap=cap, ends=ends)
+        except Unavailable:
+            self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
+            raise
+        self._status = status
+        return body
+
+    def _parse(self, operation: str, parse: Callable[..., Any], body: Any, *args: Any,
+               maybe_stored: bool = False) -> Any:
         try:
-            return response.json()
-        except (ValueError, RecursionError):  # nested too deep is no answer either
-            self.close()
-            raise Unavailable(self.workspace, operation, "the answer was not JSON", status) from None
+            return parse(body, *args)
+        except AnswerProblem as problem:
+            raise BadAnswer(self.workspace, operation, problem, self._status, maybe_stored) from None
 
     # --- workspace, peers, sessions -----------------------------------------------
 
@@ -219,85 +182,95 @@ class WorkspaceClient:
     def set_configuration(self, configuration: dict) -> dict | None:
         """PUT is an upsert: it creates the workspace if needed and sets its configuration.
         Returns the configuration the answer holds."""
-        body = self.request("PUT", self._ws_path(), "set workspace configuration", json={"configuration": configuration})
-        return body.get("configuration") if isinstance(body, dict) else None
+        operation = "set workspace configuration"
+        body = self.request("PUT", self._ws_path(operation), operation, json={"configuration": configuration})
+        return self._parse(operation, answers.configuration, body)
 
     def read_configuration(self, if_exists: dict | None = None) -> dict | None:
         """The stored configuration, read back with get-or-create (which a workspace key may call,
         unlike workspaces/list, which needs an admin key); `if_exists` when the answer is a
         409, "exists", which carries no workspace."""
-        body = self._create("/v3/workspaces", "read workspace", {"id": self.workspace})
+        operation = "read workspace"
+        self._ws_path(operation)  # the name is checked before it goes in the body
+        body = self._create("/v3/workspaces", operation, {"id": self.workspace})
         if body is None:
             return if_exists
-        return _expect_dict(body, self.workspace, "read workspace").get("configuration")
+        return self._parse(operation, answers.configuration, body)
 
     def create_peer(self, peer: str, observe_me: bool) -> None:
-        self._create(self._ws_path("/peers"), "create peer", {"id": peer, "configuration": {"observe_me": observe_me}})
+        operation = "create peer"
+        self._create(self._ws_path(operation, "/peers"), operation,
+                     {"id": self._id(peer, "peer", operation), "configuration": {"observe_me": observe_me}})
 
     def create_session(self, session: str, peers: dict[str, bool], metadata: dict | None = None) -> None:
+        operation = "create session"
         body: dict[str, Any] = {
-            "id": session,
-            "peers": {peer: {"observe_me": observed, "observe_others": False} for peer, observed in peers.items()},
+            "id": self._id(session, "session", operation),
+            "peers": {self._id(peer, "peer", operation): {"observe_me": observed, "observe_others": False}
+                      for peer, observed in peers.items()},
         }
         if metadata:
             body["metadata"] = metadata
-        self._create(self._ws_path("/sessions"), "create session", body)
+        self._create(self._ws_path(operation, "/sessions"), operation, body)
 
     # --- messages -----------------------------------------------------------------
 
     def add_messages(self, session: str, messages: list[dict]) -> list[str]:
+        """Honcho's ids for the messages, in order. A 2xx whose answer does not give
+        each its own id is a BadAnswer with `maybe_stored`: they may be there."""
         if not 1 <= len(messages) <= MAX_BATCH:
             raise ValueError("a batch holds 1 to 100 messages")
-        body = self.request(
-            "POST",
-            self._ws_path(f"/sessions/{_seg(session)}/messages"),
-            "add messages",
-            json={"messages": messages},
-        )
-        if not isinstance(body, list) or len(body) != len(messages):
-            raise Unavailable(self.workspace, "add messages", "the answer did not list every message")
-        return [_expect_dict(m, self.workspace, "add messages").get("id", "") for m in body]
+        operation = "add messages"
+        for m in messages:
+            self._id(m.get("peer_id"), "peer", operation)
+        path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages")
+        body = self.request("POST", path, operation, json={"messages": messages}, cap=cap_messages(len(messages)))
+        return self._parse(operation, answers.created_ids, body, len(messages), maybe_stored=True)
 
     def list_messages(self, session: str, filters: dict | None = None) -> Iterator[dict]:
-        yield from self._pages(self._ws_path(f"/sessions/{_seg(session)}/messages/list"), "list messages", filters)
+        """Each message as honcho_answers.listed_message gives it: id, peer_id, content, metadata."""
+        operation = "list messages"
+        path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages/list")
+        yield from self._pages(path, operation, filters, PAGE_SIZE, cap_messages(PAGE_SIZE), answers.listed_message)
 
-    def _pages(self, path: str, operation: str, filters: dict | None) -> Iterator[dict]:
+    def _pages(self, path: str, operation: str, filters: dict | None, size: int, cap: int,
+               item: Callable[[object, str], Any]) -> Iterator[Any]:
         page = 1
         while True:
-            body = self.request(
-                "POST",
-                path,
-                operation,
-                json={"filters": filters} if filters else {},
-                params={"page": page, "size": PAGE_SIZE},
-            )
-            body = _expect_dict(body, self.workspace, operation)
-            items = body.get("items")
-            if not isinstance(items, list):
-                raise Unavailable(self.workspace, operation, "the answer was not a page")
-            yield from (item for item in items if isinstance(item, dict))
-            pages = body.get("pages")
-            if not items or not isinstance(pages, int) or page >= pages:
+            body = self.request("POST", path, operation, json={"filters": filters} if filters else {},
+                                params={"page": page, "size": size}, cap=cap)
+            items, more = self._parse(operation, answers.page, body, size, page)
+            # Every item is checked before any is handed on: a lookup acts on the page as a whole.
+            yield from [self._parse(operation, item, raw, f"items[{n}]") for n, raw in enumerate(items)]
+            if not more:
                 return
             page += 1
 
     # --- conclusions --------------------------------------------------------------
 
     def create_conclusions(self, conclusions: list[dict]) -> list[str]:
-        body = self.request(
-            "POST", self._ws_path("/conclusions"), "create conclusions", json={"conclusions": conclusions}
-        )
-        if not isinstance(body, list) or len(body) != len(conclusions):
-            raise Unavailable(self.workspace, "create conclusions", "the answer did not list every conclusion")
-        return [_expect_dict(c, self.workspace, "create conclusions").get("id", "") for c in body]
+        operation = "create conclusions"
+        for c in conclusions:
+            for what in ("observer_id", "observed_id", "session_id"):
+                if what in c:
+                    self._id(c[what], what.removesuffix("_id"), operation)
+        body = self.request("POST", self._ws_path(operation, "/conclusions"), operation,
+                            json={"conclusions": conclusions}, cap=cap_conclusions(len(conclusions)))
+        return self._parse(operation, answers.created_ids, body, len(conclusions), maybe_stored=True)
 
     def list_conclusions(self, filters: dict) -> Iterator[dict]:
-        yield from self._pages(self._ws_path("/conclusions/list"), "list conclusions", filters)
+        """Each conclusion as honcho_answers.listed_conclusion gives it: id, content, observer_id, observed_id."""
+        operation = "list conclusions"
+        yield from self._pages(self._ws_path(operation, "/conclusions/list"), operation, filters,
+                               CONCLUSION_PAGE_SIZE, cap_conclusions(CONCLUSION_PAGE_SIZE), answers.listed_conclusion)
 
-    def delete_conclusion(self, conclusion_id: str) -> bool:
-        """True if deleted now, False if it was already gone (404 counts as done)."""
+    def delete_conclusion(self, conclusion_id: object) -> bool:
+        """True if deleted now, False if it was already gone (404 counts as done). The id
+        comes from the ledger: one that is not a Honcho id is a BadId, and nothing is sent."""
+        operation = "delete conclusion"
+        path = self._ws_path(operation, f"/conclusions/{self._id(conclusion_id, 'conclusion id recorded', operation)}")
         try:
-            self.request("DELETE", self._ws_path(f"/conclusions/{_seg(conclusion_id)}"), "delete conclusion")
+            self.request("DELETE", path, operation, cap=CAP_TINY)
         except Missing:
             return False
         return True
@@ -308,78 +281,57 @@ class ReadClient(WorkspaceClient):
     anything in Honcho (recall and ask must never create a workspace, peer or session)."""
 
     def search(self, query: str, limit: int) -> list[dict]:
-        body = self.request("POST", self._ws_path("/search"), "search", json={"query": query, "limit": limit})
-        return _expect_list(body, self.workspace, "search")
+        """Hits as honcho_answers.search_hits gives them: content, peer_id, session_id, created_at."""
+        operation = "search"
+        body = self.request("POST", self._ws_path(operation, "/search"), operation,
+                            json={"query": query, "limit": limit}, cap=cap_messages(limit))
+        return self._parse(operation, answers.search_hits, body, limit)
 
     def peer_ids(self, limit: int = PAGE_SIZE) -> list[str]:
         """The workspace's peers, oldest first, at most `limit`. Read-only and answered
         with the workspace's own key (POST workspaces/list needs an admin key): an
         empty list means the workspace does not exist, or holds nothing to ask
         about (every message and conclusion belongs to a peer). 3.0.12 checked:
-        a missing workspace answers 200 with no items and is not created."""
-        body = self.request("POST", self._ws_path("/peers/list"), "list peers", json={},
-                            params={"page": 1, "size": min(limit, PAGE_SIZE)})
-        items = _expect_dict(body, self.workspace, "list peers").get("items")
-        if not isinstance(items, list):
-            raise Unavailable(self.workspace, "list peers", "the answer was not a page")
-        return [p["id"] for p in items if isinstance(p, dict) and isinstance(p.get("id"), str)][:limit]
+        a missing workspace answers 200 with no items and is not created. Each id
+        is asked next by path (peer chat): one that is not a Honcho id is a BadAnswer."""
+        operation = "list peers"
+        size = min(limit, PAGE_SIZE)
+        body = self.request("POST", self._ws_path(operation, "/peers/list"), operation, json={},
+                            params={"page": 1, "size": size})
+        items, _more = self._parse(operation, answers.page, body, size, 1)
+        return [self._parse(operation, answers.listed_id, raw, f"items[{n}]") for n, raw in enumerate(items)][:limit]
 
     def query_conclusions(self, query: str, peer: str, top_k: int) -> list[dict]:
-        """Conclusions a peer holds about itself (observer and observed the same peer)."""
+        """Conclusions a peer holds about itself (observer and observed the same peer),
+        as honcho_answers.conclusion_hits gives them."""
+        operation = "query conclusions"
         body = self.request(
-            "POST",
-            self._ws_path("/conclusions/query"),
-            "query conclusions",
+            "POST", self._ws_path(operation, "/conclusions/query"), operation,
             json={"query": query, "top_k": top_k, "filters": {"observer_id": peer, "observed_id": peer}},
+            cap=cap_conclusions(top_k),
         )
-        return _expect_list(body, self.workspace, "query conclusions")
+        return self._parse(operation, answers.conclusion_hits, body, top_k)
 
-    def chat(self, query: str, reasoning: str, timeout: float) -> dict:
-        """Workspace chat (Honcho 3.2+); raises Missing with `no_route` on a server without it."""
-        body = self.request(
-            "POST", self._ws_path("/chat"), "workspace chat",
-            json={"query": query, "reasoning_level": reasoning, "stream": False},
-            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
-        )
-        return _expect_dict(body, self.workspace, "workspace chat")
+    def chat(self, query: str, reasoning: str, timeout: float) -> str | None:
+        """Workspace chat (Honcho 3.2+), its answer's text; raises Missing on a server without it."""
+        operation = "workspace chat"
+        body = self.request("POST", self._ws_path(operation, "/chat"), operation,
+                            json={"query": query, "reasoning_level": reasoning, "stream": False}, seconds=timeout)
+        return self._parse(operation, answers.chat_content, body)
 
-    def peer_chat(self, peer: str, query: str, reasoning: str, timeout: float) -> dict:
-        body = self.request(
-            "POST", self._ws_path(f"/peers/{_seg(peer)}/chat"), "peer chat",
-            json={"query": query, "reasoning_level": reasoning, "stream": False},
-            timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT),
-        )
-        return _expect_dict(body, self.workspace, "peer chat")
+    def peer_chat(self, peer: str, query: str, reasoning: str, timeout: float) -> str | None:
+        operation = "peer chat"
+        path = self._ws_path(operation, f"/peers/{self._id(peer, 'peer', operation)}/chat")
+        body = self.request("POST", path, operation,
+                            json={"query": query, "reasoning_level": reasoning, "stream": False}, seconds=timeout)
+        return self._parse(operation, answers.chat_content, body)
 
 
 class AuditClient(ReadClient):
     """Pages through a workspace for `bxmem audit`; creates nothing."""
 
-    def sessions(self) -> Iterator[dict]:
-        yield from self._pages(self._ws_path("/sessions/list"), "list sessions", None)
-
-
-# What FastAPI (Starlette) answers for a path it has no route for.
-NO_ROUTE_BODY = {"detail": "Not Found"}
-
-
-def _no_route(response: httpx.Response) -> bool:
-    """Compared whole with a constant: nothing of the body is kept or shown."""
-    if len(response.content) > 64:
-        return False
-    try:
-        return bool(response.json() == NO_ROUTE_BODY)
-    except ValueError:
-        return False
-
-
-def _expect_list(value: Any, workspace: str, operation: str) -> list[dict]:
-    if not isinstance(value, list):
-        raise Unavailable(workspace, operation, "the answer was not a JSON array")
-    return [item for item in value if isinstance(item, dict)]
-
-
-def _expect_dict(value: Any, workspace: str, operation: str) -> dict:
-    if not isinstance(value, dict):
-        raise Unavailable(workspace, operation, "the answer was not a JSON object")
-    return value
+    def sessions(self) -> Iterator[str]:
+        """The ids of the workspace's active sessions (each is listed next, by path)."""
+        operation = "list sessions"
+        yield from self._pages(self._ws_path(operation, "/sessions/list"), operation, None, PAGE_SIZE, CAP_SMALL,
+                               answers.listed_id)

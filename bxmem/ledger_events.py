@@ -103,6 +103,9 @@ class Failed(Event, total=False):
     status: int | None
     reason: str
     results: list[dict]  # an edit refused half-way: what it did before
+    # Honcho may hold what the item's attempt sent (an answer bxmem could not use, or
+    # a lookup that could not be finished): a requeue looks it up before sending again.
+    in_doubt: bool
 
 
 class Unsent(Event):
@@ -210,8 +213,10 @@ def sent_edit(item: str, ws: str, results: list[dict]) -> Sent:
     return cast(Sent, event(SENT, item=item, ws=ws, results=results))
 
 
-def failed(item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None) -> Failed:
-    return cast(Failed, event(FAILED, item=item, ws=ws, status=status, reason=reason, **({"results": results} if results else {})))
+def failed(item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None, *,
+           in_doubt: bool = False) -> Failed:
+    return cast(Failed, event(FAILED, item=item, ws=ws, status=status, reason=reason, **({"results": results} if results else {}),
+                              **({"in_doubt": True} if in_doubt else {})))
 
 
 def unsent(items: list[str], ws: str, reason: str) -> Unsent:

@@ -151,8 +151,10 @@ class Outbox:
             self._learn_results(ev)
         elif kind == FAILED:
             decided = self.pending.pop(item, None)
-            self.attempts.pop(item, None)
+            attempt = self.attempts.pop(item, None)
             self.failed[item] = {**ev, "decided": decided}
+            if ev.get("in_doubt"):  # Honcho may hold what it sent: kept for the lookup a requeue needs
+                self.failed[item]["attempt"] = attempt or in_doubt(item, ev.get("ws"))
             self._learn_results(ev)  # what an edit did before it was refused still happened
         elif kind == UNSENT:  # the attempt never reached Honcho: nothing to look up
             for one in ev.get("items", []):
@@ -165,7 +167,11 @@ class Outbox:
             failed = self.failed.pop(item, None)
             if failed and failed.get("decided"):
                 self.pending[item] = failed["decided"]
-                if failed.get("results"):
+                if failed.get("attempt"):
+                    # Honcho may hold what its attempt sent: the item is in doubt again,
+                    # and is looked up (in the attempt's Honcho session) before anything is sent.
+                    self.attempts[item] = failed["attempt"]
+                elif failed.get("results"):
                     # An edit refused half-way did part of its work: it goes through
                     # the in-doubt path, which looks before it creates again.
                     self.attempts[item] = in_doubt(item, failed.get("ws"))

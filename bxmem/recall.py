@@ -17,11 +17,11 @@ from __future__ import annotations
 import threading
 import time
 
+from . import shown
 from .config import Config, read_key
 from .errors import ExitCode, KeyFileInvalid, UsageError
 from .labels import FLEET_LABEL, label_of, read_tag
 from .relevance import shares_a_word
-from .sanitize import neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -80,8 +80,7 @@ class RecallResult:
 
 
 def snippet(text: str) -> str:
-    text = neutralise(text).strip()
-    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    return shown.text(text, SNIPPET_CHARS)
 
 
 def parse_k(value: str | None) -> int:
@@ -115,8 +114,8 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     hits = []
     for doc in found:
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
-        hits.append(Hit("local", doc.tag, doc.klass, snippet(doc.text), where=where, session=doc.session,
-                        date=doc.ts or None))
+        hits.append(Hit("local", doc.tag, doc.klass, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
+                        date=shown.date(doc.ts)))
     return hits
 
 
@@ -160,10 +159,12 @@ def _client(config: Config, role: str):
     assert config.honcho is not None  # recall() adds the Honcho sources only when [honcho] is set
     _probe(config.honcho.url, HONCHO_TIMEOUT_S)
     from .honcho import ReadClient
+    from .honcho_http import monotonic
 
     workspace = config.workspace(role)
-    return ReadClient(config.honcho.url, workspace.name, read_key(workspace),
-                      connect_timeout=HONCHO_TIMEOUT_S, read_timeout=HONCHO_TIMEOUT_S)
+    # ends_by: the source's requests end at its deadline, a trickling answer too, with the connection closed.
+    return ReadClient(config.honcho.url, workspace.name, read_key(workspace), connect_timeout=HONCHO_TIMEOUT_S,
+                      read_timeout=HONCHO_TIMEOUT_S, ends_by=monotonic() + HONCHO_TIMEOUT_S)
 
 
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
@@ -180,12 +181,14 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
             except Missing:
                 pass  # no such peer there: nothing to find
     ws = config.workspace(f"read:{source.agent}").name
-    made = [Hit(source.agent, tag, source.class_, snippet(str(m.get("content") or "")), agent=source.agent,
-                peer=_id(m.get("peer_id")), where="message", workspace=ws, session=_id(m.get("session_id")),
-                date=_id(m.get("created_at"))) for m in messages]
-    concluded = [Hit(source.agent, tag, source.class_, snippet(str(c.get("content") or "")), agent=source.agent,
-                     peer=_id(c.get("observer_id")), where="conclusion", workspace=ws, session=_id(c.get("session_id")),
-                     date=_id(c.get("created_at"))) for c in conclusions]
+    # Every field shown goes through shown.py: an id outside Honcho's alphabet is a
+    # marked placeholder, a date that is not one is dropped, the text is neutralised.
+    made = [Hit(source.agent, tag, source.class_, snippet(m["content"]), agent=source.agent,
+                peer=shown.honcho_id(m["peer_id"]), where="message", workspace=ws,
+                session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"])) for m in messages]
+    concluded = [Hit(source.agent, tag, source.class_, snippet(c["content"]), agent=source.agent,
+                     peer=shown.honcho_id(c["observer_id"]), where="conclusion", workspace=ws,
+                     session=shown.honcho_id(c["session_id"]), date=shown.date(c["created_at"])) for c in conclusions]
     merged: list[Hit] = []  # each list is ranked by the server: interleave them
     for pair in zip(made, concluded, strict=False):  # the longer list's tail is added below
         merged.extend(pair)
@@ -198,18 +201,12 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
     with _client(config, "fleet") as client:
         found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found if m.get("peer_id") != config.honcho.agent
-              and shares_a_word(query, str(m.get("content") or ""))]
+    others = [m for m in found if m["peer_id"] != config.honcho.agent and shares_a_word(query, m["content"])]
     ws = config.workspace("fleet").name
-    hits = [Hit("fleet", *FLEET_LABEL, snippet(str(m.get("content") or "")), peer=_id(m.get("peer_id")),
-                where="note", workspace=ws, session=_id(m.get("session_id")), date=_id(m.get("created_at")))
+    hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"]), peer=shown.honcho_id(m["peer_id"]),
+                where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))
             for m in others]
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
-
-
-def _id(value: object) -> str | None:
-    """An id or timestamp from Honcho, as a string, or None: never another type in the output."""
-    return value if isinstance(value, str) and value else None
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:
@@ -232,10 +229,11 @@ def _pair_retractions(hits: list[Hit]) -> list[Hit]:
 
 
 def _describe(exc: BaseException) -> str:
+    from .honcho_errors import HonchoError  # stdlib only: no HTTP stack for a source that never connected
     from .index import IndexUnavailable
 
-    if type(exc).__name__ in ("Unavailable", "Refused", "KeyRefused", "Missing"):
-        return exc.kind  # type: ignore[attr-defined]  # a HonchoError: checked by name, so honcho.py (httpx) need not be imported
+    if isinstance(exc, HonchoError):
+        return exc.kind
     if isinstance(exc, (IndexUnavailable, SourceUnavailable)):
         return str(exc)
     if isinstance(exc, KeyFileInvalid):

@@ -34,13 +34,14 @@ def jittered(delay: float, rng: random.Random) -> float:
 def settle_wait_s() -> float:
     """How long after its attempt line an in-doubt request may still be acted on by Honcho.
 
-    The client gives up at the latest after connect + write + read timeouts (httpx uses
-    the read timeout for writes too); one more read timeout is left for the server to
-    finish what it had already received. That is 95 s with the defaults, more than twice
-    the read timeout. Read from honcho.py on each call, so tests can shorten it."""
+    The client gives up on a request at its deadline at the latest, connect + write +
+    read timeouts (honcho.request_deadline_s: a trickling answer too, honcho_http.py);
+    one more read timeout is left for the server to finish what it had already
+    received. That is 95 s with the defaults, more than twice the read timeout. Read
+    from honcho.py on each call, so tests can shorten it."""
     from . import honcho
 
-    return honcho.CONNECT_TIMEOUT + 3 * honcho.READ_TIMEOUT
+    return honcho.request_deadline_s() + honcho.READ_TIMEOUT
 
 
 def iso(t: float) -> str:

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import ledger_events
-from .honcho import MAX_MESSAGE_CHARS, KeyRefused, Missing, Refused, Unavailable
+from .honcho import MAX_MESSAGE_CHARS, BadAnswer, BadId, KeyRefused, Missing, Refused, Unavailable
+from .honcho_answers import is_honcho_id
 from .log import log
 from .sanitize import chunks, neutralise
 from .send_lookup import present_parts, qualified
@@ -74,12 +75,17 @@ class EditActions:
                 self.record([ledger_events.unsent([key], item["ws"], exc.kind)])
             raise
         except LocalFailure as exc:
-            self._fail([item], None, str(exc), results)
+            self._fail([item], None, str(exc), results, in_doubt=in_doubt)
+            return
+        except BadAnswer as exc:
+            # An unusable answer to a create may have come with the conclusion or note stored.
+            self._fail([item], None, f"{exc.operation}: {exc.kind}", results, in_doubt=in_doubt or exc.maybe_stored)
             return
         except Refused as exc:
             if isinstance(exc, KeyRefused):
                 raise
-            self._fail([item], exc.status, f"{exc.operation} refused", results)
+            why = f"{exc.operation}: {exc.kind}" if isinstance(exc, BadId) else f"{exc.operation} refused"
+            self._fail([item], exc.status, why, results, in_doubt=in_doubt)
             return
         self.record([ledger_events.sent_edit(key, item["ws"], results)])
         self._succeeded()
@@ -124,11 +130,17 @@ class EditActions:
             text = self._journal_text(action.get("text"), item["edit"] if do == "conclude" else None)
             peer = self.honcho.owner if action.get("about") == "owner" else self.honcho.agent
             if in_doubt:
-                known = {c["id"] for c in self.box.conclusions.values()}
+                done = self.box.conclusions.get(f"{item['item']}#{index}")
+                if done and done.get("ws") == ws and is_honcho_id(done.get("id")):
+                    # Written by an earlier try that then failed further on: recorded, so not written again.
+                    return {**result, "id": done["id"], "hsession": done.get("hsession") or hsession, "settled": True}
+                known = {c["id"] for c in self.box.conclusions.values() if isinstance(c.get("id"), str)}
                 filters = {"observer_id": peer, "observed_id": peer, "session_id": hsession}
+                # Each listed as honcho_answers.listed_conclusion checked it (a Honcho id, text):
+                # an answer that is not usable stops the lookup, so nothing is written twice.
                 for found in client.list_conclusions(filters):
-                    mine = found.get("observer_id") == peer and found.get("observed_id") == peer
-                    if mine and found.get("content") == text and found.get("id") not in known:
+                    mine = found["observer_id"] == peer and found["observed_id"] == peer
+                    if mine and found["content"] == text and found["id"] not in known:
                         return {**result, "id": found["id"], "hsession": hsession, "settled": True}
             conclusion = {"content": text, "observer_id": peer, "observed_id": peer, "session_id": hsession}
             return {**result, "id": client.create_conclusions([conclusion])[0], "hsession": hsession}
@@ -136,6 +148,8 @@ class EditActions:
             target = self.box.conclusions.get(action["of"])
             if not target or target.get("deleted_by"):
                 return {**result, "of": action["of"], "skipped": "no live conclusion was written for it"}
+            # The id is the ledger's, written from an older answer: the client checks it is a
+            # Honcho id before it goes in the path (BadId: the edit fails, nothing is sent).
             there = self.client(target["ws"]).delete_conclusion(target["id"])
             return {**result, "of": action["of"], "deleted": target["id"], "was_there": there}
         if do in ("fleet-message", "retract"):

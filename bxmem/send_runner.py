@@ -15,14 +15,18 @@ from typing import TYPE_CHECKING
 from . import ledger_events
 from .config import Config
 from .honcho import (
+    BadAnswer,
+    BadId,
     KeyRefused,
     Missing,
+    Redirected,
     Refused,
     Unavailable,
     WorkspaceClient,
     configuration_applied,
     configuration_for,
 )
+from .honcho_http import monotonic
 from .lanes import Call, Lane
 from .ledger import Ledger, now_iso
 from .local_key import load as load_key
@@ -51,9 +55,11 @@ if TYPE_CHECKING:
 
     from .ledger_events import Attempt
 
-# No new request starts after this long, so one run ends within
-# RUN_BUDGET_S + connect + read timeouts (the unit's TimeoutStartSec is above that).
+# No new request starts after RUN_BUDGET_S, and every request, a trickling answer
+# too, ends by RUN_DEADLINE_S (each within honcho.request_deadline_s() as well): a
+# run's work ends by then, well under the unit's TimeoutStartSec (300 s).
 RUN_BUDGET_S = 120.0
+RUN_DEADLINE_S = 150.0
 
 
 def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
@@ -84,6 +90,7 @@ class Sender:
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self._fail, succeeded=self._succeeded)
         self.planner: Planner | None = None
+        self._ends_by: float | None = None  # honcho_http.monotonic() by which every request ends (run)
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
 
     # --- plumbing -------------------------------------------------------------------
@@ -127,7 +134,7 @@ class Sender:
     def _new_client(self, ws: str) -> WorkspaceClient:
         if not writable(ws, self.roles):  # every write of a run goes through here: a last line of defence
             raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
-        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws))
+        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by)
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -153,6 +160,7 @@ class Sender:
             self.report.waiting_until = backoff["until"]
             return self.report
         self.keys.read()
+        self._ends_by = monotonic() + RUN_DEADLINE_S
         self._hold = Hold(self.box.attempts, now)
         self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
                                self.honcho.agent, self.messages.of, lambda item, why: self._fail([item], None, why))
@@ -182,6 +190,9 @@ class Sender:
                 return
             if unit.ws in self.box.stopped:
                 continue
+            items = unit.group.items if unit.group else [unit.item]
+            # An item whose earlier attempt is unresolved stays in doubt whatever this run meets.
+            doubtful = unit.group is None and unit.item["item"] in self.box.attempts
             try:
                 self._ensure_workspace(unit.ws)
                 if unit.group is None:
@@ -202,10 +213,15 @@ class Sender:
             except Unavailable as exc:
                 self._outage(exc)
                 return
+            except BadAnswer as exc:
+                # Not a crash, and not an outage: a server that answers this way answers so
+                # again. The item is refused, named; in doubt if Honcho may hold what it sent.
+                self._fail(items, None, f"{exc.operation}: {exc.kind}", in_doubt=exc.maybe_stored or doubtful)
             except Refused as exc:
                 # A group's refusals that reach here (its peers, its session) hold for
                 # every item in it; posting refusals were sorted out item by item.
-                self._fail(unit.group.items if unit.group else [unit.item], exc.status, f"{exc.operation} refused")
+                why = f"{exc.operation}: {exc.kind}" if isinstance(exc, BadId) else f"{exc.operation} refused"
+                self._fail(items, exc.status, why, in_doubt=doubtful)
 
     def _plan_ahead(self, planner: Planner, current: Group) -> Unit | None:
         unit, opens = planner.plan_ahead(current)
@@ -231,8 +247,12 @@ class Sender:
         self.box.backoff = next_backoff(self.box.backoff, now, now_iso(), self.rng)
         wait = self.box.backoff["until"] - now
         if first:
+            # A redirect is no outage of the server, but it is not an answer either: nothing is
+            # failed, and the owner is told what to check (a wrong URL, or a server sending bxmem elsewhere).
+            what = (f"Honcho at {self.honcho.url} answered with a redirect, which bxmem does not follow "
+                    "(check [honcho] url)" if isinstance(exc, Redirected) else f"Honcho unreachable at {self.honcho.url}")
             log.warning(
-                f"Honcho unreachable at {self.honcho.url}: {exc}; {len(self.box.pending)} item(s) wait, "
+                f"{what}: {exc}; {len(self.box.pending)} item(s) wait, "
                 f"retrying in {wait:.0f} s, then less and less often" + runbook("honcho-unreachable")
             )
         else:
@@ -240,13 +260,16 @@ class Sender:
         for client in self.clients.values():
             client.close()
 
-    def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None) -> None:
-        self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results) for i in items])
+    def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None, *,
+              in_doubt: bool = False) -> None:
+        """`in_doubt`: Honcho may hold what the item's attempt sent, so a requeue looks first."""
+        self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results, in_doubt=in_doubt) for i in items])
         self.report.failed += len(items)
         for i in items:
             code = f"HTTP {status}" if status else "refused here"
+            doubt = "; Honcho may hold it: a retry looks it up before sending anything" if in_doubt else ""
             log.warning(
-                f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed" + runbook("honcho-send-refused")
+                f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed{doubt}" + runbook("honcho-send-refused")
             )
 
     # --- workspace, sessions, turns ---------------------------------------------------------
@@ -286,7 +309,9 @@ class Sender:
         try:
             self._post(group.ws, group.hsession, group.items, group.messages, meanwhile=meanwhile)
         except Refused as exc:
-            if len(group.items) == 1 or isinstance(exc, KeyRefused):
+            # An unusable answer to the POST may have come with the messages stored: never
+            # sent again one by one. A bad id is every item's, as is a refused key.
+            if len(group.items) == 1 or isinstance(exc, (KeyRefused, BadAnswer, BadId)):
                 raise
             # A 4xx stores nothing: send the items one by one to find the one refused.
             for item in group.items:
@@ -294,6 +319,8 @@ class Sender:
                     self._post(group.ws, group.hsession, [item], {item["item"]: group.messages[item["item"]]})
                 except KeyRefused:
                     raise
+                except BadAnswer as bad:
+                    self._fail([item], None, f"{bad.operation}: {bad.kind}", in_doubt=bad.maybe_stored)
                 except Refused as one:
                     self._fail([item], one.status, f"{one.operation} refused")
         finally:
