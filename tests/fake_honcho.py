@@ -17,6 +17,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -142,6 +143,8 @@ class FakeHoncho:
         self.chat_reply: str | None = None  # what every chat answers, instead of naming who was asked
         self.in_flight = 0  # requests being answered right now, and the most at once
         self.max_in_flight = 0
+        # tests/hostile_honcho.py: called first for every request; True when it answered it itself.
+        self.attack: Callable[..., bool] | None = None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -524,6 +527,8 @@ def _make_handler(fake: FakeHoncho):
                     fake.in_flight -= 1
 
         def _answer(self, method: str, split, query: dict, headers: dict, body: object, record: Recorded) -> None:
+            if fake.attack is not None and fake.attack(self, method, split.path, query, headers, body, record):
+                return
             line = f"{method} {split.path}"
             fault = fake._take_fault(line)
             if fault and fault.action == "drop":
