@@ -52,7 +52,7 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, HonchoError):
         if exc.kind == "timed out":
             return f"no answer within {HONCHO_TIMEOUT_S:g} s"
-        return f"/health answered {exc.kind}" if exc.status else exc.kind
+        return f"/health answered {exc.kind}" if exc.kind.startswith("HTTP ") else f"/health: {exc.kind}"
     return str(exc) or type(exc).__name__
 
 

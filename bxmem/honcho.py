@@ -152,12 +152,14 @@ class WorkspaceClient:
                 raise late
             ends = min(ends, self.ends_by)
         try:
-            status, body = fetch(self._http(), self.workspace, operation, method, path, json=json, params=params,
+            _status, body = fetch(self._http(), self.workspace, operation, method, path, json=json, params=params,
                                   cap=cap, ends=ends)
-        except Unavailable:
+        except Unavailable as exc:
             self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
+            if exc.kind == "timed out" and ends == self.ends_by and monotonic() >= ends:
+                exc.kind = "timed out: the command's deadline has passed"  # not this request's own
+                exc.args = (f"honcho {operation} in {self.workspace}: {exc.kind}",)
             raise
-        self._status = status
         return body
 
     def _parse(self, operation: str, parse: Callable[..., Any], body: Any, *args: Any,
@@ -165,7 +167,7 @@ class WorkspaceClient:
         try:
             return parse(body, *args)
         except AnswerProblem as problem:
-            raise BadAnswer(self.workspace, operation, problem, self._status, maybe_stored) from None
+            raise BadAnswer(self.workspace, operation, problem, maybe_stored) from None
 
     # --- workspace, peers, sessions -----------------------------------------------
 

@@ -56,9 +56,8 @@ class BadAnswer(Refused):
     created something (messages, conclusions) that Honcho may have stored, so
     the item is in doubt and is looked up before it is ever sent again."""
 
-    def __init__(self, workspace: str, operation: str, problem: AnswerProblem, status: int | None,
-                 maybe_stored: bool) -> None:
-        super().__init__(workspace, operation, f"Honcho's answer is not usable: {problem}", status)
+    def __init__(self, workspace: str, operation: str, problem: AnswerProblem, maybe_stored: bool) -> None:
+        super().__init__(workspace, operation, f"Honcho's answer is not usable: {problem}")
         self.maybe_stored = maybe_stored
 
 

@@ -28,7 +28,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fake_honcho import FakeHoncho
@@ -50,6 +50,10 @@ class Attack:
     status: int = 200
     store: bool = False  # typed: the fake carries the request out first
     after: int = 0  # matching requests let through before the attack starts
+    written: int = 0  # body bytes the attack managed to send (huge, trickle): how far the client read
+    answered: int = 0  # requests it took over
+    # Set when an answer it took over ends: for a trickle or a hang, when the client closed the connection.
+    ended: threading.Event = field(default_factory=threading.Event)
 
 
 class Trap:
@@ -107,10 +111,13 @@ def arm(fake: FakeHoncho, attack: Attack, trap: Trap | None = None) -> None:
             if seen[0] <= attack.after:
                 return False
         record.status = attack.status
+        attack.answered += 1
         try:
             _ANSWER[attack.mode](handler, attack, fake, trap, (method, path, query, headers, body))
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the client went away, as it should
+        finally:
+            attack.ended.set()
         handler.close_connection = True
         return True
 
@@ -123,7 +130,7 @@ def disarm(fake: FakeHoncho) -> None:
 
 def _head(handler, status: int, headers: dict[str, str]) -> None:
     handler.send_response(status)
-    for name, value in headers.items():
+    for name, value in {**headers, "Connection": "close"}.items():  # said, so the client opens a new one next
         handler.send_header(name, value)
     handler.end_headers()
 
@@ -139,10 +146,9 @@ def _redirect_self(handler, attack, fake, trap, request) -> None:
 
 def _huge(handler, attack, fake, trap, request) -> None:
     _head(handler, 200, {"Content-Type": "application/json", "Content-Length": str(HUGE_BYTES)})
-    sent = 0
-    while sent < HUGE_BYTES:
+    while attack.written < HUGE_BYTES:
         handler.wfile.write(_BLOCK)
-        sent += len(_BLOCK)
+        attack.written += len(_BLOCK)
 
 
 def _huge_chunked(handler, attack, fake, trap, request) -> None:
@@ -150,6 +156,7 @@ def _huge_chunked(handler, attack, fake, trap, request) -> None:
     chunk = f"{len(_BLOCK):x}\r\n".encode() + _BLOCK + b"\r\n"
     for _ in range(HUGE_BYTES // len(_BLOCK)):
         handler.wfile.write(chunk)
+        attack.written += len(_BLOCK)
 
 
 def _trickle_body(handler, attack, fake, trap, request) -> None:
@@ -158,6 +165,7 @@ def _trickle_body(handler, attack, fake, trap, request) -> None:
     for byte in body:
         handler.wfile.write(bytes([byte]))
         handler.wfile.flush()
+        attack.written += 1
         time.sleep(TRICKLE_S)
 
 
@@ -167,6 +175,7 @@ def _trickle_headers(handler, attack, fake, trap, request) -> None:
     for _ in range(100_000):
         handler.wfile.write(b"a")
         handler.wfile.flush()
+        attack.written += 1
         time.sleep(TRICKLE_S)
 
 
