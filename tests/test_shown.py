@@ -79,7 +79,7 @@ def test_every_id_shown_is_one_or_the_placeholder(value):
 @given(st.text(max_size=2_000), st.integers(min_value=1, max_value=700))
 def test_text_shown_is_inert_and_within_its_cap(value, cap):
     out = shown.text(value, cap)
-    assert len(out) <= cap and inert(out) and out == unicodedata.normalize("NFC", out).strip() or out.endswith("…")
+    assert (len(out) <= cap and inert(out) and out == unicodedata.normalize("NFC", out).strip()) or out.endswith("…")
 
 
 def test_the_placeholder_is_no_id_and_survives_the_header_alphabet():
