@@ -55,7 +55,7 @@ def test_a_date_is_written_one_way(given_, wanted):
 @pytest.mark.parametrize("given_", [
     FORGED_DATE, "2026-13-01", "2026-02-30", "2025-02-29", "2026-12-01T24:00:00Z", "2026-12-01T10:60:00Z",
     "2026-12-01T10:00:60Z", "2026-12-01T10:00:00+24:00", "0000-01-01", "yesterday", "", "2026-12-01\nattention: x",
-    "2026-12-01T10:00:00Z\x1b[2J", 1796131452, None, ["2026-12-01"], "２０２６-12-01",
+    "2026-12-01T10:00:00Z\x1b[2J", 1796131452, None, ["2026-12-01"], "\uff12\uff10\uff12\uff16-12-01",
 ])
 def test_what_is_not_a_date_is_dropped(given_):
     assert shown.date(given_) is None
