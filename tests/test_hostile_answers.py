@@ -262,3 +262,25 @@ def test_sync_says_a_redirected_health_check_is_not_an_answer(home, honcho, conf
     result = bxmem_inprocess("sync")
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("Honcho now")]
     assert "not answering: /health answered HTTP 302: a redirect, which bxmem does not follow" in line
+
+
+def test_an_edit_that_wrote_a_conclusion_then_failed_never_writes_it_again(home, honcho, configure):
+    """The undo of a consolidate writes each dropped entry again; the second write is
+    refused. Retried, the first is recorded as done, not written a second time."""
+    configure(honcho.url)
+    entry = {"ts": "2026-12-01T10:00:00Z", "session": "s", "file": "memory.md"}
+    write_journal(home, [{**entry, "id": "a", "op": "identity_add", "entry": "the NAS is at 10.0.0.5"},
+                         {**entry, "id": "b", "op": "identity_add", "entry": "backups run nightly"},
+                         {**entry, "id": "c", "op": "consolidate", "dropped": ["the NAS is at 10.0.0.5",
+                                                                               "backups run nightly"]}])
+    mirror.run(load())
+    send.run(load())
+    assert honcho.conclusions_in("bm0-trusted") == []
+    undo.run(load(), "c")
+    honcho.inject("status", match=r"/conclusions$", status=422, after=1)
+    assert send.run(load()).failed == 1
+    assert len(honcho.conclusions_in("bm0-trusted")) == 1
+    sync.retry_failed(load())
+    assert send.run(load()).sent == 1
+    assert sorted(c["content"] for c in honcho.conclusions_in("bm0-trusted")) == ["backups run nightly",
+                                                                                   "the NAS is at 10.0.0.5"]
