@@ -1,0 +1,50 @@
+"""One bxmem command, run as the console script runs it, under an address-space
+limit and with its timeouts shortened so a test can wait them out.
+
+    python tests/hostile_child.py ARGS...    (BXMEM_TEST_AS_BYTES, BXMEM_TEST_SCALE in the environment)
+
+The shortened values keep every bound's shape (send's run deadline over its
+request deadline, recall's source deadline, audit's whole-command deadline):
+tests/test_hostile_server.py holds each command to the same formula with them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+
+# What tests/test_hostile_server.py waits for, and where each value lives.
+SHORT = {
+    "bxmem.honcho.CONNECT_TIMEOUT": 0.5,
+    "bxmem.honcho.READ_TIMEOUT": 1.0,  # a request's deadline: 0.5 + 2 x 1.0 = 2.5 s
+    "bxmem.send_runner.RUN_BUDGET_S": 3.0,
+    "bxmem.send_runner.RUN_DEADLINE_S": 5.0,
+    "bxmem.recall.HONCHO_TIMEOUT_S": 1.0,
+    "bxmem.checks.HONCHO_TIMEOUT_S": 1.0,
+    "bxmem.audit.DEADLINE_S": 5.0,
+    "bxmem.ask.ASK_TIMEOUT_S": 4.0,
+    "bxmem.ask.LIST_TIMEOUT_S": 1.0,
+}
+
+
+def main() -> None:
+    # The checkout's bxmem, as `python -m bxmem` from it would import (the tests' subject), not an installed one.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    limit = int(os.environ["BXMEM_TEST_AS_BYTES"])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import importlib
+
+    for name, value in json.loads(os.environ.get("BXMEM_TEST_SCALE") or json.dumps(SHORT)).items():
+        module, attribute = name.rsplit(".", 1)
+        setattr(importlib.import_module(module), attribute, value)
+    sys.argv = ["bxmem", *sys.argv[1:]]
+    from bxmem.entry import console
+
+    console()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""Every command against a hostile Honcho (tests/hostile_honcho.py): each route it
+calls answered with each attack in turn, the command run as the console script
+in a subprocess under an address-space limit (tests/hostile_child.py, timeouts
+shortened). Each run must:
+
+* end within its bound (send: its run deadline; recall: its source deadline;
+  ask: its --deadline; audit: its whole-command deadline; sync: its check's),
+  with the few seconds a loaded machine takes to start Python on top;
+* stay under a memory cap (peak RSS from wait4);
+* print no traceback, and exit with a code from the documented table;
+* send each key only with requests for its own workspace, and nothing to the
+  host a redirect names;
+* lose nothing from the outbox: every item is still pending, or failed with a
+  reason, or sent with ids Honcho really holds; never marked sent otherwise.
+
+The worst time and peak RSS per command are printed (-s shows them) for
+docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CAPTURED, ROOT, ledger_events, register_secret, validate_output
+from hostile_child import SHORT
+from hostile_honcho import FORGED_DATE, FORGED_TEXT, KEYS, MODES, Attack, Trap, arm, build_home, disarm
+
+from bxmem.errors import COMMAND_EXITS
+
+pytestmark = pytest.mark.slow
+
+RSS_CAP_KB = 200 * 1024  # the issue's runs reached 1.7 GB; a capped answer is at most 16.6 MB
+AS_LIMIT = 2 << 30  # a guard, so a regression cannot take the machine with it
+STARTUP_S = 4.0  # starting Python and importing the CLI, on a loaded 2-core machine
+WORST: dict[str, tuple[float, int, str]] = {}  # command -> (seconds, peak RSS kB, scenario)
+
+GENERIC = [m for m in MODES if m != "typed"]
+for _key in KEYS.values():
+    register_secret(_key)  # checked after every test: in no output and no file of the home
+BOUND_S = {  # with SHORT: what each command's documented bound comes to
+    "send": SHORT["bxmem.send_runner.RUN_DEADLINE_S"],
+    "recall": SHORT["bxmem.recall.HONCHO_TIMEOUT_S"],
+    "ask": 5.0,  # --deadline 5
+    "audit": SHORT["bxmem.audit.DEADLINE_S"],
+    "sync": SHORT["bxmem.checks.HONCHO_TIMEOUT_S"] + 0.5 + 2.0,  # Honcho's and brokerd's checks run at once
+    "demo": 2 * SHORT["bxmem.send_runner.RUN_DEADLINE_S"] + SHORT["bxmem.recall.HONCHO_TIMEOUT_S"] + 3.5,
+}
+
+
+# --- the forged answers of each route --------------------------------------------------------
+
+FORGED_ID_VALUES = (12345, "..", "a/b", "\x1b[2J", "x" * 513)
+FORGED_MESSAGE = {"id": "..", "content": f"the backups {FORGED_TEXT}", "peer_id": "\x1b[31m\n", "session_id": "../x",
+                  "metadata": "bxmem_item=turn:s:1", "created_at": FORGED_DATE}
+
+
+def _page(items):
+    return {"items": items, "total": 10**9, "page": 1, "size": 100, "pages": 10**7}
+
+
+def typed_bodies(route: str) -> list[object]:
+    """Wrong types and forged ids in every field bxmem reads from this route's answer."""
+    created = [lambda sent, forged=forged: [{"id": forged} for _ in (sent.get("messages") or sent.get("conclusions"))]
+               for forged in FORGED_ID_VALUES]
+    return {
+        "PUT ": [{"configuration": "on"}, {"configuration": {"reasoning": "yes"}}, [], "x"],
+        "POST /v3/workspaces$": [{"configuration": ["x"]}, {"configuration": {"reasoning": [1]}}, 5],
+        "/peers$": [{"id": ".."}, "x"],
+        "/sessions$": [{"id": ".."}, []],
+        "/messages$": [*created, [], {"id": "A1"}],
+        "/conclusions$": [*created, [{"id": 12345}]],
+        "/messages/list$": [_page([FORGED_MESSAGE]), _page([{**FORGED_MESSAGE, "id": "A1"}]), {"items": "x"},
+                            {"items": [], "pages": "2"}],
+        "/conclusions/list$": [_page([{"id": "..", "content": 5}]), _page([{"id": "A1", "content": "x",
+                                                                            "observer_id": [1]}])],
+        "DELETE ": [{"id": ".."}, "x"],
+        "/search$": [[FORGED_MESSAGE], [{**FORGED_MESSAGE, "content": 5}], {"items": []}],
+        "/conclusions/query$": [[{"content": f"backups {FORGED_TEXT}", "observer_id": "..", "session_id": "\x1b[2J",
+                                  "created_at": FORGED_DATE}], [{"content": "backups", "session_id": 5}], [5]],
+        "/peers/list$": [_page([{"id": ".."}]), _page([{"id": "\x1b[31m"}, {"id": "kyle"}]), {"items": 5}],
+        "/chat$": [{"content": FORGED_TEXT * 1000}, {"content": 5}, {"content": ["x"]}, []],
+        "/sessions/list$": [_page([{"id": ".."}]), _page([{"id": "s"}]), {"items": [{"id": 5}]}],
+        "/health$": [{"status": FORGED_TEXT}, []],
+        ".": [],  # every route at once: the generic attacks only
+    }[route]
+
+
+# Each command's routes, the setup that makes it call them, and the command line.
+ROUTES = {  # ".": every route at once, so a command that goes on asking meets its own deadline (slow)
+    "send": {"fresh": ["PUT ", "POST /v3/workspaces$", "/peers$", "/sessions$", "/messages$", "/conclusions$", "."],
+             "settled": ["/messages$", "/messages/list$", "/conclusions/list$", "DELETE ", "."]},
+    "recall": {"settled": ["/search$", "/conclusions/query$", "."]},
+    "ask": {"settled": ["/peers/list$", "/chat$", "."]},
+    "audit": {"settled": ["/sessions/list$", "/messages/list$", "/conclusions/list$", "."]},
+    "sync": {"settled": ["/health$"]},
+}
+ARGS = {"send": ["send"], "recall": ["recall", "--json", "backups"],
+        "ask": ["ask", "--json", "--deadline", "5", "-w", "own", "-w", "boxmaker1", "where are the backups?"],
+        "audit": ["audit", "--json"], "sync": ["sync", "--json"]}
+
+
+def scenarios():
+    for command, setups in ROUTES.items():
+        for setup, routes in setups.items():
+            for route in routes:
+                for mode in GENERIC:
+                    yield pytest.param(command, setup, route, mode, None, id=f"{command}-{setup}-{route.strip()}-{mode}")
+                for n, body in enumerate(typed_bodies(route)):
+                    yield pytest.param(command, setup, route, "typed", body, id=f"{command}-{setup}-{route.strip()}-typed{n}")
+
+
+# --- the homes ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def trap():
+    t = Trap()
+    yield t
+    t.stop()
+
+
+# --- running and checking one command -----------------------------------------------------------
+
+
+class _Popen(subprocess.Popen):
+    """Popen that keeps the rusage of its own child (os.wait4), not of every child so far."""
+
+    rusage = None
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, status, self.rusage = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return self.pid, 0
+        return pid, status
+
+
+def run_child(args: list[str], env: dict[str, str], kill_after: float) -> tuple[subprocess.CompletedProcess, float, int]:
+    """The command in a subprocess: its result, wall time and peak RSS (kB, from wait4)."""
+    started = time.monotonic()
+    proc = _Popen([sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env, "BXMEM_TEST_AS_BYTES": str(AS_LIMIT)})
+    try:
+        out, err = proc.communicate(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"bxmem {' '.join(args)} still running after {kill_after:g} s: {err[-500:]}")
+    took = time.monotonic() - started
+    assert proc.rusage is not None
+    rss = proc.rusage.ru_maxrss
+    CAPTURED.extend((out, err))
+    return subprocess.CompletedProcess(args, proc.returncode, out, err), took, rss
+
+
+def check_keys(honcho, trap) -> None:
+    """Each key only with its own workspace's requests, nothing to a redirect's host,
+    and every path made of Honcho ids (never `..`, `.`, an escape) and route words."""
+    assert trap.requests == [], "a redirect was followed"
+    owner = {f"Bearer {key}": ws for ws, key in KEYS.items()}
+    for request in honcho.requests:
+        assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,512}", part) for part in request.path.split("/")[1:]), request.path
+        auth = request.headers.get("authorization")
+        if request.path == "/health":
+            assert auth is None
+            continue
+        parts = request.path.split("/")
+        ws = parts[3] if len(parts) > 3 else (request.body or {}).get("id")
+        assert auth is not None and owner.get(auth) == ws, (request.method, request.path)
+
+
+def check_outbox(home: Path, honcho) -> None:
+    """Every decided item is pending, failed with a reason, or sent with ids Honcho holds."""
+    events = ledger_events(home)
+    held = {m["id"] for m in honcho.messages} | set(honcho.conclusions)
+    for ev in events:
+        if ev["ev"] == "failed":
+            assert ev["reason"], ev
+        if ev["ev"] == "sent":
+            ids = list(ev.get("ids") or []) + [i for r in ev.get("results") or [] for i in
+                                                ([r["id"]] if r.get("id") else []) + list(r.get("ids") or [])]
+            deleted = {r.get("deleted") for r in ev.get("results") or []}
+            assert all(i in held or i in deleted or _deleted(events, i) for i in ids), ev
+
+
+def _deleted(events, conclusion_id) -> bool:
+    return any(r.get("deleted") == conclusion_id for e in events if e["ev"] == "sent" for r in e.get("results") or [])
+
+
+def check_run(command: str, result, took: float, rss: int, scenario: str) -> None:
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode in COMMAND_EXITS[command], (result.returncode, result.stderr[-500:])
+    assert took < BOUND_S[command] + STARTUP_S, (took, scenario)
+    assert rss < RSS_CAP_KB, (rss, scenario)
+    worst = WORST.get(command)
+    if worst is None or took > worst[0]:
+        WORST[command] = (took, max(rss, worst[1] if worst else 0), scenario)
+    elif rss > worst[1]:
+        WORST[command] = (worst[0], rss, worst[2])
+
+
+@pytest.mark.parametrize(("command", "setup", "route", "mode", "body"), list(scenarios()))
+def test_a_command_against_a_hostile_honcho(home, tmp_path, honcho, trap, command, setup, route, mode, body):
+    build_home(tmp_path, honcho, setup)
+    honcho.requests.clear()
+    attack = Attack(mode, route, body=body, store=route in ("/messages$", "/conclusions$"))
+    arm(honcho, attack, trap)
+    result, took, rss = run_child(ARGS[command], {}, kill_after=BOUND_S[command] + 60)
+    disarm(honcho)
+    check_run(command, result, took, rss, f"{route.strip()} {mode}")
+    check_keys(honcho, trap)
+    check_outbox(home, honcho)
+    if command in ("recall", "ask") and result.stdout.strip():
+        validate_output(command, json.loads(result.stdout))
+
+
+@pytest.mark.parametrize("mode", GENERIC)
+def test_demo_against_a_hostile_honcho_on_every_route(honcho, trap, mode):
+    arm(honcho, Attack(mode, "."), trap)
+    result, took, rss = run_child(["demo", "--honcho", honcho.url], {}, kill_after=BOUND_S["demo"] + 60)
+    disarm(honcho)
+    check_run("demo", result, took, rss, f"every route {mode}")
+    assert trap.requests == []
+
+
+def test_zz_worst_time_and_peak_rss_per_command():
+    """Printed for docs/performance.md (run with -s); runs last in this module."""
+    for command, (took, rss, scenario) in sorted(WORST.items()):
+        print(f"hostile Honcho: {command:6} worst {took:5.2f} s (bound {BOUND_S[command]:g} s + start-up), "
+              f"peak RSS {rss / 1024:6.1f} MB ({scenario})")
