@@ -208,7 +208,7 @@ class _Run:
         # ends_by: every request of the job, a trickling answer too, ends at the job's deadline.
         return ReadClient(self.config.honcho.url, workspace.name, read_key(workspace),
                           connect_timeout=min(5.0, remaining), read_timeout=min(LIST_TIMEOUT_S, remaining),
-                          ends_by=monotonic() + remaining)
+                          ends_by=monotonic() + remaining, ends_by_name=None)
 
     def work(self, job: _Job) -> None:
         from .honcho import Missing
@@ -247,7 +247,7 @@ class _Run:
             return call(self._left(job))
         except Unavailable as exc:
             # A chat that reached the server and timed out is still running there.
-            if exc.kind.startswith("timed out") and not exc.unsent:
+            if exc.kind == "timed out" and not exc.unsent:
                 self.stalled = True
             raise
 

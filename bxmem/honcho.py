@@ -87,7 +87,9 @@ def configuration_applied(wanted: dict[str, Any], stored: dict[str, Any] | None)
 class WorkspaceClient:
     """One workspace's client. `ends_by` (honcho_http.monotonic()): no request starts after
     it and none runs past it, so a command that loops over pages or items stops
-    at its own deadline too; each request also ends within request_deadline_s()."""
+    at its own deadline too; each request also ends within request_deadline_s().
+    `ends_by_name`: what that deadline is, for the error's kind (None: ask's jobs,
+    whose own lines say which deadline came first)."""
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class WorkspaceClient:
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
         ends_by: float | None = None,
+        ends_by_name: str | None = "the command's deadline",
     ) -> None:
         self.base_url = base_url
         self.workspace = workspace
@@ -106,7 +109,7 @@ class WorkspaceClient:
         self._connect = connect_timeout or CONNECT_TIMEOUT
         self._read = read_timeout or READ_TIMEOUT
         self._timeout = httpx.Timeout(self._read, connect=self._connect)
-        self.ends_by = ends_by
+        self.ends_by, self._ends_by_name = ends_by, ends_by_name
         self._client: httpx.Client | None = None
 
     def _http(self) -> httpx.Client:
@@ -147,7 +150,8 @@ class WorkspaceClient:
         ends = now + (seconds if seconds is not None else self._connect + 2 * self._read)
         if self.ends_by is not None:
             if now >= self.ends_by:
-                late = Unavailable(self.workspace, operation, "not sent: the command's deadline has passed")
+                late = Unavailable(self.workspace, operation, "not sent: no time left"
+                                   if self._ends_by_name is None else f"not sent: {self._ends_by_name} has passed")
                 late.unsent = True
                 raise late
             ends = min(ends, self.ends_by)
@@ -156,8 +160,8 @@ class WorkspaceClient:
                                   cap=cap, ends=ends)
         except Unavailable as exc:
             self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
-            if exc.kind == "timed out" and ends == self.ends_by and monotonic() >= ends:
-                exc.kind = "timed out: the command's deadline has passed"  # not this request's own
+            if exc.kind == "timed out" and self._ends_by_name and ends == self.ends_by and monotonic() >= ends:
+                exc.kind = f"timed out: {self._ends_by_name} has passed"  # not this request's own
                 exc.args = (f"honcho {operation} in {self.workspace}: {exc.kind}",)
             raise
         return body

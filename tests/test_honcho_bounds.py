@@ -190,7 +190,7 @@ def test_recall_and_ask_end_at_their_deadlines_with_the_connection_closed(home, 
     attack.ended.clear()
     asked = bxmem_inprocess("ask", "--json", "--deadline", "2", "where are the backups?")
     (unavailable,) = json.loads(asked.stdout)["unavailable"]  # cut by the chat's deadline, or by the command's
-    assert unavailable["reason"] in ("no answer within 2 s", "timed out: the command's deadline has passed")
+    assert unavailable["reason"] in ("no answer within 2 s", "timed out")
     assert attack.ended.wait(2.0)
     assert attack.written < 100
 
