@@ -1,7 +1,12 @@
 """One bxmem command, run as the console script runs it, under an address-space
 limit and with its timeouts shortened so a test can wait them out.
 
-    python tests/hostile_child.py ARGS...    (BXMEM_TEST_AS_BYTES, BXMEM_TEST_SCALE in the environment)
+    python tests/hostile_child.py ARGS...    (BXMEM_TEST_AS_BYTES, BXMEM_TEST_SCALE, BXMEM_TEST_PEAK_FILE)
+
+Its peak RSS is the VmHWM of its own address space, written to BXMEM_TEST_PEAK_FILE
+as it exits. wait4's ru_maxrss cannot be used: Linux folds the address space a
+child leaves at exec into it, and a vfork()ed child leaves its parent's, so every
+child of a large pytest process would report the parent's peak.
 
 The shortened values keep every bound's shape (send's run deadline over its
 request deadline, recall's source deadline, audit's whole-command deadline):
@@ -30,6 +35,15 @@ SHORT = {
 }
 
 
+def _record_peak() -> None:
+    path = os.environ.get("BXMEM_TEST_PEAK_FILE")
+    if not path:
+        return
+    with open("/proc/self/status", encoding="ascii") as status:
+        peak_kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    Path(path).write_text(peak_kb, encoding="ascii")
+
+
 def main() -> None:
     # The checkout's bxmem, as `python -m bxmem` from it would import (the tests' subject), not an installed one.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,7 +57,17 @@ def main() -> None:
     sys.argv = ["bxmem", *sys.argv[1:]]
     from bxmem.entry import console
 
-    console()
+    leave = os._exit
+
+    def leave_after_recording(code: int) -> None:  # console() leaves by os._exit
+        _record_peak()
+        leave(code)
+
+    os._exit = leave_after_recording  # type: ignore[assignment]
+    try:
+        console()
+    finally:
+        _record_peak()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ shortened). Each run must:
 * end within its bound (send: its run deadline; recall: its source deadline;
   ask: its --deadline; audit: its whole-command deadline; sync: its check's),
   with the few seconds a loaded machine takes to start Python on top;
-* stay under a memory cap (peak RSS from wait4);
+* stay under a memory cap (peak RSS: the child's own VmHWM, see hostile_child.py);
 * print no traceback, and exit with a code from the documented table;
 * send each key only with requests for its own workspace, and nothing to the
   host a redirect names;
@@ -22,8 +22,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -129,34 +131,26 @@ def trap():
 # --- running and checking one command -----------------------------------------------------------
 
 
-class _Popen(subprocess.Popen):
-    """Popen that keeps the rusage of its own child (os.wait4), not of every child so far."""
-
-    rusage = None
-
-    def _try_wait(self, wait_flags):
-        try:
-            pid, status, self.rusage = os.wait4(self.pid, wait_flags)
-        except ChildProcessError:
-            return self.pid, 0
-        return pid, status
-
-
 def run_child(args: list[str], env: dict[str, str], kill_after: float) -> tuple[subprocess.CompletedProcess, float, int]:
-    """The command in a subprocess: its result, wall time and peak RSS (kB, from wait4)."""
+    """The command in a subprocess: its result, wall time and peak RSS (kB, its own VmHWM)."""
+    peak_file = Path(tempfile.mkdtemp(prefix="bxmem-peak-")) / "peak"
     started = time.monotonic()
-    proc = _Popen([sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env, "BXMEM_TEST_AS_BYTES": str(AS_LIMIT)})
+                            env={**os.environ, **env, "BXMEM_TEST_AS_BYTES": str(AS_LIMIT),
+                                 "BXMEM_TEST_PEAK_FILE": str(peak_file)})
     try:
-        out, err = proc.communicate(timeout=kill_after)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"bxmem {' '.join(args)} still running after {kill_after:g} s: {err[-500:]}")
-    took = time.monotonic() - started
-    assert proc.rusage is not None
-    rss = proc.rusage.ru_maxrss
+        try:
+            out, err = proc.communicate(timeout=kill_after)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"bxmem {' '.join(args)} still running after {kill_after:g} s: {err[-500:]}")
+        took = time.monotonic() - started
+        assert peak_file.exists(), f"bxmem {' '.join(args)} left without recording its peak RSS: {err[-500:]}"
+        rss = int(peak_file.read_text(encoding="ascii"))
+    finally:
+        shutil.rmtree(peak_file.parent, ignore_errors=True)
     CAPTURED.extend((out, err))
     return subprocess.CompletedProcess(args, proc.returncode, out, err), took, rss
 
@@ -205,6 +199,16 @@ def check_run(command: str, result, took: float, rss: int, scenario: str) -> Non
         WORST[command] = (took, max(rss, worst[1] if worst else 0), scenario)
     elif rss > worst[1]:
         WORST[command] = (worst[0], rss, worst[2])
+
+
+def test_peak_rss_is_the_commands_own_not_this_process():
+    """A test process far over the cap (as the whole suite's grows) does not lend its peak to a child."""
+    ballast = bytearray(RSS_CAP_KB * 1024 + (64 << 20))
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    result, _took, rss = run_child(["--version"], {}, kill_after=60)
+    assert result.returncode == 0, result.stderr[-500:]
+    assert 5 * 1024 < rss < RSS_CAP_KB // 2, rss
+    del ballast
 
 
 @pytest.mark.parametrize(("command", "setup", "route", "mode", "body"), list(scenarios()))
