@@ -17,9 +17,14 @@ idle fast path imports neither.
 `failed`    Honcho's refusal, or a local one (status None)
 `unsent`    an attempt that never connected: nothing reached Honcho
 `cancelled` an edit undone before it was sent
-`requeued`  a failed item the owner sent back to the outbox (`bxmem sync --retry`)
+`requeued`  a failed item the owner sent back to the outbox (`bxmem outbox resend`, `bxmem sync --retry-failed`)
 `created`   a workspace, peer or session bxmem set up
 `key_refused` / `key_resumed`  a workspace's key refused (by Honcho, or its file by bxmem), and its file since changed
+`session_gone`  Honcho answered 404 for a Honcho session bxmem had set up: it was deleted on the server
+`session_renewed`  the owner sends a gone session's items again (`bxmem outbox resend`): to the next `<name>-N`
+`dropped`   the owner took an item out of the outbox, never to be sent, and said why (`bxmem outbox drop`)
+`rerouted`  the owner sent a held or failed item to the workspace that has its role now (`bxmem outbox reroute`)
+`accepted`  the owner accepted an audit finding, and said why (`bxmem audit --accept`)
 """
 
 from __future__ import annotations
@@ -38,7 +43,13 @@ REQUEUED = "requeued"
 CREATED = "created"
 KEY_REFUSED = "key_refused"
 KEY_RESUMED = "key_resumed"
-KINDS = (DECIDED, ATTEMPT, SENT, FAILED, UNSENT, CANCELLED, REQUEUED, CREATED, KEY_REFUSED, KEY_RESUMED)
+SESSION_GONE = "session_gone"
+SESSION_RENEWED = "session_renewed"
+DROPPED = "dropped"
+REROUTED = "rerouted"
+ACCEPTED = "accepted"
+KINDS = (DECIDED, ATTEMPT, SENT, FAILED, UNSENT, CANCELLED, REQUEUED, CREATED, KEY_REFUSED, KEY_RESUMED,
+         SESSION_GONE, SESSION_RENEWED, DROPPED, REROUTED, ACCEPTED)
 
 TURN, EDIT = "turn", "edit"  # what a `decided` line decides
 
@@ -148,6 +159,38 @@ class KeyResumed(Event):
     why: str
 
 
+class SessionGone(Event):
+    ws: str
+    session: str  # the Boxmaker session
+    hsession: str  # its Honcho session, which Honcho no longer has
+    status: int
+
+
+class SessionRenewed(Event):
+    ws: str
+    session: str
+    hsession: str  # the gone Honcho session the items leave behind
+
+
+class Dropped(Event):
+    item: str
+    ws: str | None
+    was: str  # what held it: failed, held, pending
+    reason: str  # the owner's words (one line, no message text)
+
+
+class Rerouted(Event):
+    item: str
+    ws: str  # the workspace that has the item's role now
+    role: str  # the role decided, unchanged
+    was: str  # the workspace it was decided for
+
+
+class Accepted(Event):
+    finding: str  # an audit finding's id (audit.py): kind, workspace and what it names
+    reason: str
+
+
 # --- decisions ----------------------------------------------------------------------
 
 
@@ -255,3 +298,26 @@ def key_refused(ws: str, status: int | None, secret: str, key: list[int] | None,
 
 def key_resumed(ws: str, why: str) -> KeyResumed:
     return cast(KeyResumed, event(KEY_RESUMED, ws=ws, why=why))
+
+
+# --- what Honcho lost, and the owner's way out (bxmem outbox, bxmem audit --accept) ------
+
+
+def session_gone(ws: str, session: str, hsession: str, status: int) -> SessionGone:
+    return cast(SessionGone, event(SESSION_GONE, ws=ws, session=session, hsession=hsession, status=status))
+
+
+def session_renewed(ws: str, session: str, hsession: str) -> SessionRenewed:
+    return cast(SessionRenewed, event(SESSION_RENEWED, ws=ws, session=session, hsession=hsession))
+
+
+def dropped(item: str, ws: str | None, was: str, reason: str) -> Dropped:
+    return cast(Dropped, event(DROPPED, item=item, ws=ws, was=was, reason=reason))
+
+
+def rerouted(item: str, ws: str, role: str, was: str) -> Rerouted:
+    return cast(Rerouted, event(REROUTED, item=item, ws=ws, role=role, was=was))
+
+
+def accepted(finding: str, reason: str) -> Accepted:
+    return cast(Accepted, event(ACCEPTED, finding=finding, reason=reason))

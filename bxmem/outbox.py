@@ -7,7 +7,9 @@ next run folds the ledger again from the start.
 
 The fold also keeps what bxmem set up in Honcho (configured workspaces,
 peers, and for each Boxmaker session its current Honcho session and peers),
-the workspaces whose key was refused, and the outage backoff.
+the workspaces whose key was refused, the outage backoff, the Honcho
+sessions Honcho said are gone, what the owner dropped or re-routed, and which
+lasting states send has logged (so the journal hears of each once).
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from .ledger_events import (
     CANCELLED,
     CREATED,
     DECIDED,
+    DROPPED,
     FAILED,
     KEY_REFUSED,
     KEY_RESUMED,
     REQUEUED,
+    REROUTED,
     SENT,
+    SESSION_GONE,
+    SESSION_RENEWED,
     TURN,
     UNSENT,
     in_doubt,
@@ -49,7 +55,7 @@ def _read_marshal(path: Path) -> dict | None:
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
 # as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 4  # 4: a pending item keeps its role; the decided items are known
+CHECKPOINT_VERSION = 5  # 5: an item sent is counted once; drops, reroutes and gone sessions
 
 # A pending item is kept as (ledger offset, workspace, session, kind, peer, role):
 # what a run needs to choose and group its batch, and to check that its
@@ -100,7 +106,8 @@ class Outbox:
     stopped: dict[str, dict] = field(default_factory=dict)  # workspace -> key_refused event
     backoff: dict | None = None  # {"since", "delay", "until"} while Honcho is down
     last_sent: str | None = None
-    sent_count: int = 0
+    sent_count: int = 0  # items sent, each once (a second `sent` line for an item counts no more)
+    dropped: int = 0  # items the owner dropped (bxmem outbox drop)
     malformed: int = 0
     undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
     conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
@@ -116,6 +123,9 @@ class Outbox:
     known_other: set[str] = field(default_factory=set)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
+    # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
+    # logged when it starts or changes and when it ends, not on every run (send_report.py).
+    announced: dict = field(default_factory=dict)
     # This catch-up's second decisions, said once at its end (not saved): how many, and the first.
     _new_repeats: int = 0
     _first_new_repeat: tuple[str, int] | None = None
@@ -143,11 +153,11 @@ class Outbox:
             for one in ev.get("items", []):
                 self.attempts[one] = ev
         elif kind == SENT:
-            self.pending.pop(item, None)
+            if self.pending.pop(item, None) is not None:
+                self.sent_count += 1
             self.attempts.pop(item, None)
             self.failed.pop(item, None)
             self.last_sent = ev.get("ts")
-            self.sent_count += 1
             self._learn_results(ev)
         elif kind == FAILED:
             decided = self.pending.pop(item, None)
@@ -175,12 +185,33 @@ class Outbox:
                     # An edit refused half-way did part of its work: it goes through
                     # the in-doubt path, which looks before it creates again.
                     self.attempts[item] = in_doubt(item, failed.get("ws"))
+        elif kind == DROPPED:
+            if self.pending.pop(item, None) is not None or self.failed.pop(item, None) is not None:
+                self.dropped += 1
+            self.attempts.pop(item, None)
+        elif kind == REROUTED:
+            self._reroute(item, ev.get("ws"))
+        elif kind in (SESSION_GONE, SESSION_RENEWED):
+            known = (self.setup.get(ev.get("ws", "")) or {}).get("sessions", {}).get(ev.get("session"))
+            if known is not None and known["name"] == ev.get("hsession"):
+                known["gone" if kind == SESSION_GONE else "renew"] = True
         elif kind == CREATED:
             self._learn_created(ev)
         elif kind == KEY_REFUSED:
             self.stopped[ev["ws"]] = ev
         elif kind == KEY_RESUMED:
             self.stopped.pop(ev.get("ws", ""), None)
+
+    def _reroute(self, item: str, ws: object) -> None:
+        """A held or failed item goes to `ws` now, the workspace that has its role
+        (bxmem outbox reroute checked that): a failed one back into the outbox."""
+        if not isinstance(ws, str):
+            return
+        record = self.pending.get(item)
+        if record is None and item in self.failed:
+            record = self.failed.pop(item).get("decided")
+        if record is not None:
+            self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1:])
 
     def _first_decision(self, item: str) -> bool:
         """Note `item` as decided; False when it was already."""
