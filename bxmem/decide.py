@@ -63,6 +63,8 @@ class DecideReport:
     skipped_lines: int = 0
     sessions_waiting: int = 0  # sessions with work the run's budget did not reach
     broker_slowest_s: float | None = None
+    broker_down_since: str | None = None  # as decide's state records it
+    broker_warned: bool = False  # this run logged the start of brokerd's outage (a warning, once an outage)
 
     @property
     def degraded(self) -> bool:
@@ -74,19 +76,37 @@ class DecideReport:
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
         return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
-                "broker_problem": self.broker_problem, "skipped_lines": self.skipped_lines,
-                "sessions_waiting": self.sessions_waiting, "broker_slowest_s": self.broker_slowest_s,
-                "local_only": config.local_only}
+                "broker_problem": self.broker_problem, "broker_unavailable_since": self.broker_down_since,
+                "skipped_lines": self.skipped_lines, "sessions_waiting": self.sessions_waiting,
+                "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why()}
 
-    def summary(self, config: Config) -> str | None:
-        if self.busy or not self.decided:
-            return None
+    def why(self) -> list[str]:
+        """Why the run exits 3, one line per reason (none when it does not)."""
+        out = []
+        if self.undecided:
+            since = f" since {self.broker_down_since}" if self.broker_down_since else ""
+            out.append(f"{self.undecided} turn(s) wait undecided: brokerd cannot answer{since}: {self.broker_problem}"
+                       + runbook("broker-state-unavailable"))
+        if self.sessions_waiting:
+            out.append(f"decide's {RUN_BUDGET_S:g} s budget is spent; {self.sessions_waiting} session(s) wait for the "
+                       "next run" + runbook("broker-state-unavailable"))
+        return out
+
+    def summary(self, config: Config) -> list[str]:
+        """The run's lines (info: a run by hand, or with -v, always says why it exits 3;
+        the journal, at notice, hears of brokerd's outage once, as a warning)."""
+        if self.busy:
+            return []
+        why = self.why()[1:] if self.broker_warned and self.undecided else self.why()  # the warning said it
+        if not self.decided:
+            return why
         by_role: dict[str, int] = {}
         for key, count in self.decided.items():
             role = key.split("/")[0]
             by_role[role] = by_role.get(role, 0) + count
         parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
-        return f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else "")
+        return [f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""),
+                *why]
 
     @property
     def exit_code(self) -> int:
@@ -244,8 +264,7 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
     for index, session in enumerate(names):
         if clock() > deadline:
             state["resume_at"] = session
-            report.sessions_waiting = len(names) - index
-            log.info(f"decide's {RUN_BUDGET_S:g} s budget is spent; {report.sessions_waiting} session(s) wait for the next run")
+            report.sessions_waiting = len(names) - index  # the run's summary says so (DecideReport.why)
             return
         turns = [{**t, "late": True} for t in state["undecided"].get(session, [])]
         if session in todo:
@@ -304,6 +323,7 @@ def _note_broker(state: dict, report: DecideReport) -> None:
     if report.broker_problem:
         if state["broker_down_since"] is None:
             state["broker_down_since"] = now_iso()
+            report.broker_warned = True
             log.warning(
                 f"brokerd cannot answer: {report.broker_problem}; {report.undecided} turn(s) wait undecided"
                 + runbook("broker-state-unavailable")
@@ -311,3 +331,4 @@ def _note_broker(state: dict, report: DecideReport) -> None:
     elif state["broker_down_since"] is not None and not state["undecided"]:
         notice(f"brokerd answers again (unavailable since {state['broker_down_since']}); waiting turns decided")
         state["broker_down_since"] = None
+    report.broker_down_since = state["broker_down_since"]
