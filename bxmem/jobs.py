@@ -76,8 +76,8 @@ def finish(report, config, as_json: bool) -> int:
     if as_json:
         emit_json(report.as_json(config))
     else:
-        line = report.summary(config)
-        if line:
+        lines = report.summary(config)
+        for line in [lines] if isinstance(lines, str) else lines or []:
             log.info(line)
     return report.exit_code
 
@@ -216,19 +216,20 @@ def show_text(text: str) -> int:
     return ExitCode.OK
 
 
-def incomplete(what: str, exc: BaseException) -> int:
-    """A command that could not finish because a server did not answer (`audit`)."""
-    _echo(f"{what} incomplete: {exc}", err=True)
-    return ExitCode.UNAVAILABLE
-
-
 def index_rebuilt(applied: int, entries: int) -> int:
     return show_text(f"rebuilt the local index: {applied} turns and edits applied, {entries} entries")
 
 
-def sync_requeued(items: list[str]) -> None:
-    """`sync --retry-failed`: said before the status is gathered, as the items go back."""
-    _echo(f"re-queued {len(items)} failed item(s); the next bxmem send sends them" if items else "no failed items")
+def sync_requeued(result) -> None:
+    """`sync --retry-failed`: said before the status, as the items go back (with --json,
+    the status document carries it as `requeued` instead)."""
+    n = len(result.items)
+    _echo(f"re-queued {n} failed item(s); the next bxmem send sends them" if n else "no failed items")
+    for i in result.items:
+        if i.get("note"):
+            _echo(f"  {i['item']}: {i['note']}")
+    for i in result.left:
+        _echo(f"  left in the failed list: {i['item']}: {i['why']}")
 
 
 def show_sync(report: dict, as_json: bool) -> int:

@@ -14,7 +14,7 @@ from .honcho_answers import is_honcho_id
 from .log import log
 from .sanitize import chunks, neutralise
 from .send_lookup import present_parts, qualified
-from .send_plan import LocalFailure, Tally
+from .send_plan import LocalFailure, Tally, session_gone_reason
 from .sources.journal import LineChanged
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import session_id_problem
@@ -109,11 +109,15 @@ class EditActions:
         if not bx_session or not session_id_ok(bx_session):
             raise LocalFailure("the edit's session is not a valid Honcho session id")
         known = self.box.workspace(ws)["sessions"].get(bx_session)
-        if known:
+        if known and known.get("gone") and not known.get("renew"):
+            raise LocalFailure(session_gone_reason(known["name"]))
+        if known and not known.get("gone"):
             return known["name"]
-        self.client(ws).create_session(bx_session, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
-        self.record([ledger_events.created_session(ws, bx_session, bx_session, 1, [self.honcho.agent])])
-        return bx_session
+        n = known["n"] + 1 if known else 1  # the next one, when Honcho lost the last and the owner resends
+        name = bx_session if n == 1 else f"{bx_session}-{n}"
+        self.client(ws).create_session(name, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
+        self.record([ledger_events.created_session(ws, name, bx_session, n, [self.honcho.agent])])
+        return name
 
     def _do(self, item: dict, index: int, action: dict, in_doubt: bool) -> dict:
         do, ws = action["do"], item["ws"]

@@ -46,6 +46,7 @@ class WorkspaceKeys:
         fingerprint = key_fingerprint(workspace.key_file) if workspace else None
         self.record([ledger_events.key_refused(ws, status, secret, fingerprint, problem)])
         self.report.stopped.append(ws)
+        self.report.said.add(("refused", ws))
         why = problem or f"Honcho refused the key for workspace {ws} (HTTP {status})"
         log.error(f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
                   + runbook("honcho-key-refused"))

@@ -3,7 +3,7 @@
 It reads the outbox and nothing else: no HTTP, no ledger, no clock. What it
 cannot know by itself comes in as two functions: `messages_for(item)` builds an
 item's messages (raising LocalFailure when it cannot be sent), and
-`fail(item, reason)` records an item that failed here. So the order and grouping
+`fail(item, reason, quiet=False)` records an item that failed here. So the order and grouping
 of a run can be tested on an outbox alone (tests/test_send_plan.py).
 """
 
@@ -32,10 +32,13 @@ class Tally(Protocol):
     outage: str | None
     waiting_until: float | None
     stopped: list[str]
-    pending: int
+    pending: int | None
     held: int
-    settle_at: float | None
     held_by_config: list[dict]
+    backoff: dict | None
+    refused: list[dict]
+    in_doubt: list[dict]
+    said: set
 
 
 class LocalFailure(Exception):
@@ -82,10 +85,27 @@ def sendable(box: Outbox, roles: Mapping[str, str], decision_of: Callable[[str],
     return queue, holds
 
 
+_GONE = " was deleted on the server (bxmem outbox resend sends it to a new one)"
+
+
+def session_gone_reason(hsession: str) -> str:
+    """Why an item failed whose Honcho session Honcho no longer has (`is_session_gone` tells it)."""
+    return f"its Honcho session {hsession}{_GONE}"
+
+
+def is_session_gone(reason: object) -> bool:
+    return isinstance(reason, str) and reason.startswith("its Honcho session ") and reason.endswith(_GONE)
+
+
 def target(known: dict | None, peer: str, session: str, agent: str) -> tuple[str, int, list[str], bool]:
     """The Honcho session for a turn of `peer` in Boxmaker `session`, given the one
     `known` so far: that one, or the next (`-2`, `-3`, ...) when the speaker is not yet
-    in it, holding every peer so far. Returns (name, n, peers, whether it is new)."""
+    in it, holding every peer so far, or when Honcho lost it (deleted on the server)
+    and the owner resends its turns (bxmem outbox resend: a new session, its peers
+    from scratch). Returns (name, n, peers, whether it is new)."""
+    if known and known.get("gone"):
+        n = known["n"] + 1
+        return f"{session}-{n}", n, sorted({agent, peer}), True
     if known and peer in known["peers"]:
         return known["name"], known["n"], known["peers"], False
     if known and known["peers"] == [agent]:
@@ -125,7 +145,7 @@ class Planner:
     cost a dict per pending item."""
 
     def __init__(self, box: Outbox, queue: list[str], batch: int, hold: Hold, agent: str,
-                 messages_for: Callable[[dict], list[dict]], fail: Callable[[dict, str], None]) -> None:
+                 messages_for: Callable[[dict], list[dict]], fail: Callable[..., None]) -> None:
         self.box, self.batch, self.hold, self.agent = box, batch, hold, agent
         self.messages_for, self.fail = messages_for, fail
         self.queue, self.next = queue, 0
@@ -203,12 +223,15 @@ class Planner:
         return None if record is None else light(key, record)
 
     def _group(self, first: dict, session_keys: list[str], room: int) -> Group | None:
+        known = self.box.workspace(first["ws"])["sessions"].get(first["session"])
+        if known and known.get("gone") and not known.get("renew"):  # until the owner resends it: no request
+            self.fail(first, session_gone_reason(known["name"]), quiet=True)  # the gone session was said once
+            return None
         try:
             messages = {first["item"]: self.messages_for(first)}
         except LocalFailure as exc:
             self.fail(first, str(exc))
             return None
-        known = self.box.workspace(first["ws"])["sessions"].get(first["session"])
         name, n, peers, new = target(known, first["peer"], first["session"], self.agent)
         group = Group(first["ws"], first["session"], name, n, peers, new, [first], messages)
         count = len(messages[first["item"]])

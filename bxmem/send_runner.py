@@ -8,6 +8,7 @@ are send_keys.py's. Delivery rules: send.py's docstring.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from typing import TYPE_CHECKING
@@ -31,7 +32,7 @@ from .lanes import Call, Lane
 from .ledger import Ledger, now_iso
 from .local_key import load as load_key
 from .log import log, notice, runbook
-from .outbox import KIND, OFFSET, Outbox
+from .outbox import OFFSET, Outbox
 from .retry import Hold, iso, next_backoff
 from .send_edits import EditActions, merge_ids
 from .send_keys import WorkspaceKeys
@@ -46,8 +47,9 @@ from .send_plan import (
     missing_peers,
     opening,
     sendable,
+    session_gone_reason,
 )
-from .send_report import log_held
+from .send_report import announce, note_state
 from .write_policy import Holds, roles_of, writable
 
 if TYPE_CHECKING:
@@ -134,7 +136,7 @@ class Sender:
     def _new_client(self, ws: str) -> WorkspaceClient:
         if not writable(ws, self.roles):  # every write of a run goes through here: a last line of defence
             raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
-        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by)
+        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by)  # key: send_keys.py
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -154,27 +156,33 @@ class Sender:
         now = self.clock()
         self.keys.resume_refreshed()
         queue, self.holds = sendable(self.box, self.roles, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
-        self.report.held_by_config = log_held(self.holds.groups(lambda key: self.box.pending[key][KIND]))
         backoff = self.box.backoff
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
-            return self.report
-        self.keys.read()
-        self._ends_by = monotonic() + RUN_DEADLINE_S
-        self._hold = Hold(self.box.attempts, now)
-        self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
-                               self.honcho.agent, self.messages.of, lambda item, why: self._fail([item], None, why))
-        try:
-            self._drain()
-        finally:
-            # Let the run's view of the outbox go before the checkpoint is saved:
-            # marshal tracks every object referenced twice, and the queue would
-            # make each pending item's key one (10 MiB at 100,000 items).
-            self.planner = None
-            self.flush()
-        self.report.pending = len(self.box.pending)
-        self.report.held, self.report.settle_at = len(self._hold.items), self._hold.until
+        else:
+            self.keys.read()
+            self._ends_by = monotonic() + RUN_DEADLINE_S
+            self._hold = Hold(self.box.attempts, now)
+            self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
+                                   self.honcho.agent, self.messages.of, self._fail_here)
+            try:
+                self._drain()
+            finally:
+                # Let the run's view of the outbox go before the checkpoint is saved:
+                # marshal tracks every object referenced twice, and the queue would
+                # make each pending item's key one (10 MiB at 100,000 items).
+                self.planner = None
+                self.flush()
+            self.report.held = len(self._hold.items)
+        self.note_state()
         return self.report
+
+    def note_state(self) -> None:
+        """What holds the outbox up now, whatever this run did, into the report; each
+        lasting state said once to the journal (send_report.announce)."""
+        now = self.clock()
+        note_state(self.report, self.box, self.holds, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]), now)
+        announce(self.box.announced, self.report, now)
 
     def _drain(self) -> None:
         planner = self.planner
@@ -213,6 +221,11 @@ class Sender:
             except Unavailable as exc:
                 self._outage(exc)
                 return
+            except Missing as exc:
+                if unit.group is None or exc.no_route:
+                    self._fail(items, exc.status, f"{exc.operation} refused", in_doubt=doubtful)
+                else:
+                    self._session_gone(unit.group)
             except BadAnswer as exc:
                 # Not a crash, and not an outage: a server that answers this way answers so
                 # again. The item is refused, named; in doubt if Honcho may hold what it sent.
@@ -244,9 +257,10 @@ class Sender:
         now = self.clock()
         self.report.outage = str(exc)
         first = self.box.backoff is None
-        self.box.backoff = next_backoff(self.box.backoff, now, now_iso(), self.rng)
+        self.box.backoff = {**next_backoff(self.box.backoff, now, now_iso(), self.rng), "error": str(exc)}
         wait = self.box.backoff["until"] - now
         if first:
+            self.report.said.add(("outage",))
             # A redirect is no outage of the server, but it is not an answer either: nothing is
             # failed, and the owner is told what to check (a wrong URL, or a server sending bxmem elsewhere).
             what = (f"Honcho at {self.honcho.url} answered with a redirect, which bxmem does not follow "
@@ -261,16 +275,27 @@ class Sender:
             client.close()
 
     def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None, *,
-              in_doubt: bool = False) -> None:
+              in_doubt: bool = False, level: int = logging.WARNING) -> None:
         """`in_doubt`: Honcho may hold what the item's attempt sent, so a requeue looks first."""
         self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results, in_doubt=in_doubt) for i in items])
         self.report.failed += len(items)
         for i in items:
             code = f"HTTP {status}" if status else "refused here"
             doubt = "; Honcho may hold it: a retry looks it up before sending anything" if in_doubt else ""
-            log.warning(
-                f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed{doubt}" + runbook("honcho-send-refused")
-            )
+            log.log(level, f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed{doubt}"
+                    + runbook("honcho-send-refused"))
+
+    def _fail_here(self, item: dict, reason: str, quiet: bool = False) -> None:
+        self._fail([item], None, reason, level=logging.INFO if quiet else logging.WARNING)
+
+    def _session_gone(self, group: Group) -> None:
+        """Honcho has no session of that name any more (deleted on the server, where an id
+        is never reused): its items fail, said once; so do the later ones bound for it
+        (send_plan.Planner), until the owner resends them to a new one (bxmem outbox resend)."""
+        self.record([ledger_events.session_gone(group.ws, group.session, group.hsession, 404)])
+        log.warning(f"the Honcho session {group.hsession} in {group.ws} is gone (HTTP 404: deleted on the server); "
+                    f"its turns fail until the owner resends them" + runbook("honcho-session-deleted"))
+        self._fail(group.items, 404, session_gone_reason(group.hsession), level=logging.INFO)
 
     # --- workspace, sessions, turns ---------------------------------------------------------
 
@@ -310,8 +335,9 @@ class Sender:
             self._post(group.ws, group.hsession, group.items, group.messages, meanwhile=meanwhile)
         except Refused as exc:
             # An unusable answer to the POST may have come with the messages stored: never
-            # sent again one by one. A bad id is every item's, as is a refused key.
-            if len(group.items) == 1 or isinstance(exc, (KeyRefused, BadAnswer, BadId)):
+            # sent again one by one. A bad id is every item's, as is a refused key, or a
+            # session Honcho does not have.
+            if len(group.items) == 1 or isinstance(exc, (KeyRefused, BadAnswer, BadId, Missing)):
                 raise
             # A 4xx stores nothing: send the items one by one to find the one refused.
             for item in group.items:

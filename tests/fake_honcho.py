@@ -294,6 +294,14 @@ class FakeHoncho:
         if rest == ["sessions", "list"] and method == "POST":
             items = [s for (w, _), s in self.sessions.items() if w == ws and s["is_active"]]
             return 200, _page([_public_session(s) for s in items], query)
+        if len(rest) == 2 and rest[0] == "sessions" and method == "DELETE":
+            # As 3.0.12: marked inactive at once (202); the id is never taken again, and
+            # without a deriver its messages stay, listed by id but in no active session.
+            session = self.sessions.get((ws, rest[1]))
+            if session is None or not session["is_active"]:
+                return 404, {"detail": f"Session {rest[1]} not found in workspace {ws}"}
+            session["is_active"] = False
+            return 202, {"message": "Session deleted successfully"}
         if len(rest) == 3 and rest[0] == "sessions" and rest[2] == "messages" and method == "POST":
             return self._add_messages(ws, rest[1], body)
         if len(rest) == 4 and rest[0] == "sessions" and rest[2:] == ["messages", "list"] and method == "POST":
@@ -380,7 +388,7 @@ class FakeHoncho:
         sid = body["id"]
         existing = self.sessions.get((ws, sid))
         if existing is not None and not existing["is_active"]:
-            return 404, {"detail": "Session not found"}
+            return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
         created = existing is None
         if created:
             existing = self.sessions[(ws, sid)] = {"id": sid, "workspace_id": ws, "is_active": True, "metadata": body.get("metadata") or {}, "configuration": body.get("configuration") or {}, "created_at": _now(), "peers": {}}
@@ -397,7 +405,7 @@ class FakeHoncho:
         self._ensure_ws(ws)
         session = self.sessions.get((ws, sid))
         if session is not None and not session["is_active"]:
-            return 404, {"detail": "Session not found"}
+            return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
         if session is None:
             session = self.sessions[(ws, sid)] = {"id": sid, "workspace_id": ws, "is_active": True, "metadata": {}, "configuration": {}, "created_at": _now(), "peers": {}}
         out = []

@@ -259,10 +259,18 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     assert (f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed "
             "(see: bxmem runbook honcho-key-refused)") in status.stdout
 
-    # logged once: the next run does not try again, nor say it again
+    # logged once: the next run does not try again, nor warn again (-q, as the units run it:
+    # nothing); its own output still says the workspace is stopped, and why, every run
     calls = len(honcho.requests)
+    assert bxmem_inprocess("-q", "send").stderr == ""
     again = bxmem_inprocess("send")
-    assert again.stderr == "" and len(honcho.requests) == calls
+    assert len(honcho.requests) == calls and again.returncode == 3
+    assert again.stderr.strip().splitlines() == [
+        f"bxmem send: sends to bm0-trusted stopped since {refused[0]['ts']}: bxmem refused its key file: "
+        f"secrets.honcho_trusted: key file {bad} {problem}; its items wait until secrets.honcho_trusted changes "
+        "(see: bxmem runbook honcho-key-refused)"]
+    still = json.loads(bxmem_inprocess("send", "--json").stdout)
+    assert still["stopped"] == ["bm0-trusted"] and still["keys_refused"][0]["problem"] == refused[0]["problem"]
 
     # the owner fixes the file: the workspace resumes and drains, nothing lost
     write_key(bad, f"{GOOD_KEY}\n".encode())

@@ -136,7 +136,7 @@ def _send(config, honcho_url: str, result: DemoResult) -> None:
         result.messages += report.messages
         if report.outage:
             result.outage = report.outage
-            result.unsent = report.pending_count(config)[0]
+            result.unsent = report.pending
             break
         if report.pending == 0 or not report.sent:
             break
