@@ -26,6 +26,13 @@ Delivery is at-least-once (send.py): `duplicate` and `duplicate-conclusion`
 are how a copy that got past the duplicate defence shows. Items sent to a
 workspace that is no longer one of this agent's (renamed, or now another
 agent's read source) are counted as not audited: it is not read as ours.
+
+Each finding has an id (`id`: its kind, workspace and what it names). One
+that cannot be put right on the server, or that the owner has looked into,
+is accepted with `bxmem audit --accept ID --reason TEXT` (an `accepted` line
+in the ledger): later audits list it as accepted and no longer exit 4 for it.
+Each run leaves its counts in `memory/bxmem/audit.json`, which `bxmem sync`
+shows. Each kind has its runbook entry, named audit- and the kind.
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ from .config import Config, read_key
 from .errors import ExitCode
 from .honcho_answers import is_honcho_id
 from .ledger import Ledger, ReadResult
-from .ledger_events import DECIDED, SENT
+from .ledger_events import ACCEPTED, DECIDED, REROUTED, SENT
 from .outbox import Outbox
+from .store import write_json
 from .write_policy import WRITE_ROLES, roles_of, writable
 
 # The whole command's deadline: no request starts after it and none runs past it
@@ -47,6 +55,10 @@ from .write_policy import WRITE_ROLES, roles_of, writable
 # incomplete (exit 7), never hung. A legitimate audit of 100,000 messages takes
 # about a thousand requests, some 30 s.
 DEADLINE_S = 300.0
+SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
+# Every kind of finding; each has its runbook entry, audit-<kind>.
+KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
+         "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
 
 # How each field of a discrepancy is printed (shown.py): ids from Honcho or the
 # ledger, items and refs from message metadata or the ledger, roles and names.
@@ -69,25 +81,45 @@ class AuditReport:
     # Items the ledger sent to a workspace that is not one of this agent's now
     # (renamed, or a [[honcho.read]] source): not read as if it were ours.
     not_audited: dict[str, dict] = field(default_factory=dict)  # workspace -> {"items", "now"}
+    accepted: list[dict] = field(default_factory=list)  # findings the owner accepted: each with its "reason"
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
-        """A discrepancy; every field printed as shown.py prints what came from outside."""
-        self.discrepancies.append({"kind": kind, "workspace": workspace,
-                                   **{name: _shown(name, value) for name, value in what.items()}})
+        """A discrepancy; every field printed as shown.py prints what came from outside,
+        its id (what `audit --accept` names) made of those printed fields."""
+        what = {name: _shown(name, value) for name, value in what.items()}
+        subject = what.get("message") or what.get("conclusion") or (
+            f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
+        self.discrepancies.append({"id": f"{kind}:{workspace}:{subject}", "kind": kind, "workspace": workspace, **what})
+
+    def set_aside(self, accepted: dict[str, str]) -> None:
+        """Move the findings the owner accepted (id -> reason) out of the discrepancies."""
+        for finding in [d for d in self.discrepancies if d["id"] in accepted]:
+            self.discrepancies.remove(finding)
+            self.accepted.append({**finding, "reason": accepted[finding["id"]]})
 
     # What the command prints (jobs.show writes it): the report knows its own output.
     def as_json(self) -> dict:
         return {"workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
-                "discrepancies": self.discrepancies, "not_audited": self.not_audited}
+                "discrepancies": self.discrepancies, "not_audited": self.not_audited, "accepted": self.accepted}
 
     def lines(self) -> list[str]:
+        from .errors import cite_runbook
+
         out = [f"audited {', '.join(self.workspaces)}: {self.messages} messages, {self.conclusions} conclusions"]
         for ws, left in self.not_audited.items():
             now = f"now {left['now']}" if left["now"] else "not in the configuration"
             out.append(f"not audited: {left['items']} item(s) sent to {ws} ({now}): it is not one of this agent's "
                        "workspaces any more, so it is not read as one")
-        out += ["  " + " ".join(f"{k}={v}" for k, v in d.items()) for d in self.discrepancies]
+        out += ["  " + " ".join(f"{k}={v}" for k, v in d.items()) + cite_runbook(f"audit-{d['kind']}") for d in self.discrepancies]
+        out += [f"  accepted: {d['id']} ({d['reason']})" for d in self.accepted]
         return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
+
+    def summary(self, at: str) -> dict:
+        """What `bxmem sync` shows of this run (memory/bxmem/audit.json)."""
+        kinds: dict[str, int] = {}
+        for d in self.discrepancies:
+            kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
+        return {"at": at, "discrepancies": dict(sorted(kinds.items())), "accepted": len(self.accepted)}
 
     @property
     def exit_code(self) -> int:
@@ -100,9 +132,10 @@ class Expected:
     decision: a second one is ignored, as the outbox ignores it), and the message
     ids Honcho gave each item sent."""
 
-    decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role)
+    decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role), rerouted too
     sent: dict[str, tuple[str | None, list[str | None]]] = field(default_factory=dict)  # item -> (ws, ids by part)
     sent_to: dict[str, str | None] = field(default_factory=dict)  # every item sent (conclusions too) -> ws
+    accepted: dict[str, str] = field(default_factory=dict)  # finding id -> the owner's reason
 
 
 def _expected(config: Config) -> tuple[Expected, Outbox]:
@@ -111,6 +144,10 @@ def _expected(config: Config) -> tuple[Expected, Outbox]:
     for ev in ledger.iter_from(0, ReadResult()):
         if ev.get("ev") == DECIDED and isinstance(ev.get("item"), str):
             expected.decided.setdefault(ev["item"], (ev.get("ws"), ev.get("role")))
+        elif ev.get("ev") == REROUTED and ev.get("item") in expected.decided:  # the owner sent it where its role is now
+            expected.decided[ev["item"]] = (ev.get("ws"), expected.decided[ev["item"]][1])
+        elif ev.get("ev") == ACCEPTED and isinstance(ev.get("finding"), str):
+            expected.accepted[ev["finding"]] = str(ev.get("reason"))
         elif ev.get("ev") == SENT and isinstance(ev.get("item"), str):
             expected.sent_to[ev["item"]] = ev.get("ws")
             if ev["item"].startswith("turn:"):
@@ -152,6 +189,10 @@ def audit(config: Config) -> AuditReport:
             _messages(client, role, workspace.name, honcho.agent, expected, box, report)
             if role == "trusted":
                 _conclusions(client, box, workspace.name, (honcho.agent, honcho.owner), report)
+    report.set_aside(expected.accepted)
+    from .ledger import now_iso
+
+    write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))
     return report
 
 
@@ -240,3 +281,24 @@ def _conclusions(client, box: Outbox, ws: str, peers: tuple[str, str], report: A
     for conclusion_id, ref in live.items():
         if conclusion_id not in found:
             report.add("missing-conclusion", ws, conclusion=conclusion_id, written_by=ref)
+
+
+def accept(config: Config, report: AuditReport, ids: list[str], reason: str | None) -> None:
+    """The owner accepts findings of this audit (`bxmem audit --accept ID --reason TEXT`):
+    an `accepted` line each, so later audits set them aside. Every id must be one of
+    this audit's findings (NotFound, nothing written, otherwise)."""
+    from .errors import NotFound
+    from .ledger import now_iso
+    from .ledger_events import accepted
+    from .outbox_actions import check_reason
+
+    why = check_reason(reason, "audit --accept")
+    found = {d["id"] for d in report.discrepancies}
+    unknown = [i for i in ids if i not in found and i not in {a["id"] for a in report.accepted}]
+    if unknown:
+        raise NotFound(f"no finding {unknown[0]!r} in this audit (bxmem audit lists each finding's id)")
+    new = [i for i in dict.fromkeys(ids) if i in found]
+    if new:
+        Ledger(config.paths.ledger).append([accepted(i, why) for i in new])
+    report.set_aside({i: why for i in new})
+    write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))

@@ -1,22 +1,23 @@
 """The command line: one small function per command over the typed core.
 
-This is the only module that knows about typer. Each command parses, calls the
-core, and hands the result to jobs.py, which writes all command output and
-gives the exit code. Everything it calls can be used and tested without it.
+This and cli_owner.py (the owner's `outbox` commands; cli_common.py holds
+what both share) are the only modules that know about typer. Each command
+parses, calls the core, and hands the result to jobs.py, which writes all
+command output and gives the exit code. Everything it calls can be used and
+tested without it.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from . import __version__, jobs
+from .cli_common import CONFIG_HELP, JSON_OPTION, QUIET_HELP, VERBOSE_HELP, Options, exits, global_options_too
+from .cli_common import setup as _setup
+from .cli_owner import outbox_app
 from .errors import BxmemError, ExitCode, Refused, UsageError, boundary
-from .grammar import GLOBAL
 from .recall import DEFAULT_K, MAX_K
 
 app = typer.Typer(
@@ -32,56 +33,7 @@ config_app = typer.Typer(help="Inspect bxmem's configuration.", no_args_is_help=
 app.add_typer(config_app, name="config")
 index_app = typer.Typer(help="The local search index.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(index_app, name="index")
-
-
-def exits(func):
-    """Commands return an ExitCode; typer's standalone mode wants it raised."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        raise typer.Exit(int(func(*args, **kwargs) or 0))
-
-    return wrapper
-
-
-@dataclass
-class Options:
-    config: Path | None
-    verbose: bool
-    quiet: bool
-
-
-# The global options, as grammar.GLOBAL names them (tests/test_argv.py holds the two together).
-CONFIG_HELP = "bxmem.toml to use (default: $BXMEM_CONFIG, else the user config dir)."
-VERBOSE_HELP, QUIET_HELP = "Log debug lines too.", "Log only notices (an outage's end), warnings and errors."
-_NAMES = {key: sorted((name for name, k in GLOBAL.items() if k == key), key=len) for key in set(GLOBAL.values())}
-
-
-def global_options_too(func):
-    """Let a command take the global options after its name as well (`bxmem
-    decide -q`), as grammar.py's lean path does: without them typer would
-    refuse a command line the lean path runs. Hidden: --help lists them once,
-    on bxmem itself. A value given after the command wins, as the later one does."""
-    extra = [
-        inspect.Parameter("config_after", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                          default=typer.Option(None, *_NAMES["config"], metavar="PATH", hidden=True, help=CONFIG_HELP)),
-        inspect.Parameter("verbose_after", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                          default=typer.Option(False, *_NAMES["verbose"], hidden=True, help=VERBOSE_HELP)),
-        inspect.Parameter("quiet_after", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                          default=typer.Option(False, *_NAMES["quiet"], hidden=True, help=QUIET_HELP)),
-    ]
-
-    @functools.wraps(func)
-    def wrapper(*args, config_after=None, verbose_after=False, quiet_after=False, **kwargs):
-        ctx = kwargs.get("ctx") or next(a for a in args if isinstance(a, typer.Context))
-        options: Options = ctx.obj
-        ctx.obj = Options(config=config_after or options.config, verbose=options.verbose or verbose_after,
-                          quiet=options.quiet or quiet_after)
-        return func(*args, **kwargs)
-
-    signature = inspect.signature(func, eval_str=True)
-    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *extra])  # type: ignore[attr-defined]
-    return wrapper
+app.add_typer(outbox_app, name="outbox")
 
 
 def _version(value: bool) -> None:
@@ -99,15 +51,6 @@ def main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     ctx.obj = Options(config=config, verbose=verbose, quiet=quiet)
-
-
-def _setup(ctx: typer.Context, job: str):
-    """Logging for the job, then the validated configuration (or ConfigInvalid)."""
-    options: Options = ctx.obj
-    return jobs.setup(job, options.config, options.verbose, options.quiet)
-
-
-JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")
 
 
 def _job(name: str, ctx: typer.Context, as_json: bool) -> int:
@@ -205,22 +148,23 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     return jobs.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
-SCHEMAS = ("recall", "ask")
+SCHEMAS = ("recall", "ask", "send", "error")
 
 
 @app.command()
 @exits
 @global_options_too
-def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|ask",
-                                                         help="Whose --json output: recall or ask.")) -> int:
-    """Print the JSON Schema of `recall --json` or `ask --json`: the contract a host validates the output against."""
+def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|ask|send|error",
+                                                         help="Whose --json output: recall, ask, send, or any "
+                                                              "command's error document.")) -> int:
+    """Print the JSON Schema of `recall --json` or `ask --json` (the contract a host validates the output against), `send --json`, or the error document."""
     from pathlib import Path
 
     from .paths import check_named, config_source
 
     check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
     if name not in SCHEMAS:
-        raise UsageError(f"schema: there are schemas for {' and '.join(SCHEMAS)}, not {name!r}")
+        raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")
     # The files the package ships (bxmem/schemas/), printed as they are.
     text = (Path(__file__).parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
     return jobs.show_text(text.rstrip("\n"))
@@ -258,33 +202,46 @@ def index_rebuild(ctx: typer.Context) -> int:
 @global_options_too
 def sync(
     ctx: typer.Context,
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Put failed items back in the outbox (after fixing the cause)."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Send the failed items again (bxmem outbox resend --all-failed)."),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Show where everything stands: outbox per workspace, failures, refused keys, outages, brokerd."""
     from . import sync as sync_module
 
     config = _setup(ctx, "sync")
-    if retry_failed:
-        jobs.sync_requeued(sync_module.retry_failed(config))
-    return jobs.show_sync(sync_module.status(config), as_json)
+    requeued = sync_module.retry_failed(config) if retry_failed else None
+    if requeued is not None and not as_json:
+        jobs.sync_requeued(requeued)
+    report = sync_module.status(config)
+    if requeued is not None:
+        report["requeued"] = requeued.as_json()
+    return jobs.show_sync(report, as_json)
 
 
 @app.command()
 @exits
 @global_options_too
-def audit(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+def audit(ctx: typer.Context,
+          accept: list[str] = typer.Option([], "--accept", metavar="ID",
+                                           help="Accept this finding (its id, as audit lists it): later audits set it aside; repeatable."),
+          reason: str | None = typer.Option(None, "--reason", metavar="TEXT", help="Why, with --accept (kept in the ledger)."),
+          as_json: bool = JSON_OPTION) -> int:
     """Read the agent's own workspaces back from Honcho and hold them against the ledger."""
     from . import audit as audit_module
+    from .errors import Incomplete
     from .honcho import HonchoError
 
     config = _setup(ctx, "audit")
     if config.local_only:
         raise Refused("bxmem is local-only (no [honcho] section): there is nothing to audit")
+    if accept and not reason:
+        raise UsageError("audit --accept: say why with --reason TEXT (it is kept in the ledger)")
     try:
         report = audit_module.audit(config)
     except HonchoError as exc:
-        return jobs.incomplete("audit", exc)
+        raise Incomplete(f"audit incomplete: {exc}") from None
+    if accept:
+        audit_module.accept(config, report, accept, reason)
     return jobs.show(report, as_json)
 
 
@@ -319,8 +276,15 @@ def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
 
 def run_cli(args: list[str]) -> int:
-    """typer's parse and run, inside the one error boundary (errors.boundary)."""
-    return boundary(_run_typer, args)
+    """typer's parse and run, inside the one error boundary (errors.boundary). A
+    command line asking for --json gets a JSON document on stdout whatever fails,
+    a usage error before typer has read the option included."""
+    return boundary(_run_typer, args, as_json=wants_json(args))
+
+
+def wants_json(args: list[str]) -> bool:
+    """--json among the options: before a `--`, after which every word is text."""
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
 
 
 # click's exception classes, found from one typer exports: typer has vendored click
@@ -344,6 +308,8 @@ def _run_typer(args: list[str]) -> int:
         raise BxmemError("aborted") from None
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
+    if code == ExitCode.INTERRUPTED:  # typer makes Ctrl-C a silent 130 (no command returns it): say it, as the lean path does
+        raise KeyboardInterrupt
     return code if isinstance(code, int) else ExitCode.OK
 
 

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         from .errors import boundary
         from .lean import run as run_lean
 
-        return boundary(run_lean, parsed)
+        return boundary(run_lean, parsed, as_json=bool(parsed.options.get("json")))
     from .cli import run_cli
 
     return run_cli(argv[1:])

@@ -47,16 +47,19 @@ MEANINGS = {
     ExitCode.OK: "done",
     ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
     ExitCode.USAGE: "the command line was wrong",
-    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer, or decide ran out of its run budget; "
+    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer, or decide ran out of its run budget "
+                       "(`send`: an outage, a workspace whose key is refused, items in doubt waiting to be looked up); "
                        "work waits for a later run, nothing lost (`demo`: what Honcho was not sent goes with the demo's "
                        "temporary home, unless --keep kept it)",
     ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
-                        "refused key or a key file send would refuse, a long outage, brokerd unavailable), `send` (it "
-                        "holds items the configuration no longer lets go where they were decided to; the rest was sent), "
-                        "`audit` (a discrepancy between Honcho and the ledger)",
-    ExitCode.NOT_FOUND: "something named on the command line does not exist",
+                        "refused key or a key file send would refuse, a long outage, brokerd unavailable, the last "
+                        "audit's discrepancies), `send` (it holds items the configuration no longer lets go where they "
+                        "were decided to; the rest was sent), `audit` (a discrepancy between Honcho and the ledger, "
+                        "not accepted)",
+    ExitCode.NOT_FOUND: "something named on the command line does not exist (an edit, an outbox item, an audit finding)",
     ExitCode.REFUSED: "understood but cannot be done (an undo of an undo, an edit already undone, `ask` or `audit` "
-                      "while local-only); nothing written",
+                      "while local-only, an outbox item that cannot be dropped, resent or re-routed as asked, an "
+                      "`outbox` command or `sync --retry-failed` while a send holds the outbox); nothing written",
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
                           "answer; the audit is incomplete)",
     ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid)",
@@ -73,8 +76,12 @@ COMMAND_EXITS = {
     "undo": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
     "recall": _EVERY + (ExitCode.UNAVAILABLE,),
     "ask": _EVERY + (ExitCode.REFUSED, ExitCode.UNAVAILABLE),
-    "sync": _EVERY + (ExitCode.ATTENTION,),
-    "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
+    "sync": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED),  # REFUSED: --retry-failed while a send holds the outbox
+    "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.NOT_FOUND, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
+    "outbox list": _EVERY,
+    "outbox drop": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
+    "outbox resend": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
+    "outbox reroute": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
     "tools": _EVERY,
     "schema": _EVERY,
     "demo": _EVERY + (ExitCode.DEGRADED,),  # USAGE: a --honcho that is not a URL; DEGRADED: it did not answer
@@ -132,28 +139,61 @@ class Refused(BxmemError):
     exit_code = ExitCode.REFUSED
 
 
+class Incomplete(BxmemError):
+    """A command that could not finish because a server did not answer (`audit`)."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+
 class StorageError(BxmemError):
     """The home folder refused a write (full disk, read-only, permissions)."""
 
     exit_code = ExitCode.ERROR
 
 
-def boundary(fn, *args) -> int:
+ERROR_SCHEMA = "bxmem.error/1"  # what stdout holds when a command run with --json fails
+
+
+def boundary(fn, *args, as_json: bool = False) -> int:
     """The one error boundary, for the lean path and the CLI alike: fn's exit
-    code, or a typed error's one line and exit code, or 130 on Ctrl-C."""
+    code, or a typed error's one line and exit code, or 130 on Ctrl-C. With
+    `as_json` (the command line asked for --json), stdout is one JSON document
+    whatever happens: an error is an error document too (`error_document`)."""
     try:
         return fn(*args)
     except KeyboardInterrupt:
         import sys
 
         sys.stderr.write("bxmem: interrupted\n")
-        return ExitCode.INTERRUPTED
+        return _document(as_json, ExitCode.INTERRUPTED, "interrupted", None)
     except (BxmemError, OSError) as exc:
-        return report(exc)
+        return report(exc, as_json)
+    except Exception as exc:
+        # A bug: its traceback goes to stderr as ever, and a script still gets a document.
+        _document(as_json, ExitCode.ERROR, f"unexpected {type(exc).__name__} (a bug: the traceback is on stderr)", None)
+        raise
 
 
-def report(exc: BaseException) -> int:
-    """The one error boundary's output: one line on stderr, and the exit code.
+def error_document(code: int, message: str, runbook: str | None) -> dict:
+    """`{"schema": "bxmem.error/1", "error": {"code", "message", "runbook"}, "exit_code"}`:
+    `code` the exit code's name (docs/cli.md), `message` the line stderr gets."""
+    names = {value: name for name, value in ExitCode.members()}
+    return {"schema": ERROR_SCHEMA, "error": {"code": names.get(code, "ERROR"), "message": message, "runbook": runbook},
+            "exit_code": code}
+
+
+def _document(as_json: bool, code: int, message: str, runbook: str | None) -> int:
+    if as_json:
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps(error_document(code, message, runbook), indent=2, sort_keys=True) + "\n")
+    return code
+
+
+def report(exc: BaseException, as_json: bool = False) -> int:
+    """The one error boundary's output: one line on stderr, and the exit code
+    (with `as_json`, the error document on stdout too).
 
     A BxmemError says what the owner can do; an OSError is the machine
     refusing (disk, permissions) and is not a bug, so it gets a line too, not
@@ -163,9 +203,9 @@ def report(exc: BaseException) -> int:
 
     if isinstance(exc, BxmemError):
         sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
-        return exc.exit_code
+        return _document(as_json, exc.exit_code, exc.one_line(), exc.runbook)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{where}\n")
-        return ExitCode.ERROR
+        return _document(as_json, ExitCode.ERROR, f"{exc.strerror or exc}{where}", None)
     raise exc

@@ -19,6 +19,17 @@ ENTRIES = {
     "broker-state-unavailable": "brokerd cannot answer: finished turns wait undecided",
     "honcho-config-invalid": "bxmem.toml or a key file cannot be used: the jobs stop with exit 78",
     "honcho-held-by-config": "items wait that the configuration no longer lets go where they were decided",
+    "honcho-in-doubt": "an item's request got no answer: it is looked up in Honcho before anything is sent again",
+    "honcho-session-deleted": "Honcho deleted a session bxmem writes to: its turns fail until resent or dropped",
+    "audit-missing": "audit: a message the ledger records as sent is not in Honcho",
+    "audit-duplicate": "audit: a part of an item is in Honcho more than once",
+    "audit-misrouted": "audit: an item is in a workspace its decision did not name",
+    "audit-role-changed": "audit: an item is where it was decided, but that workspace's role has changed since",
+    "audit-not-recorded": "audit: a message carries a bxmem item the ledger never sent",
+    "audit-foreign-agent-message": "audit: a message under this agent's peer that its bxmem did not write",
+    "audit-missing-conclusion": "audit: a conclusion the ledger says is live is not in Honcho",
+    "audit-unexpected-conclusion": "audit: a conclusion of the agent's or owner's peer that bxmem did not write",
+    "audit-duplicate-conclusion": "audit: a conclusion is in Honcho twice (a create stored after bxmem looked for it)",
 }
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from .audit import SUMMARY_FILE as AUDIT_SUMMARY
 from .config import Config
 from .errors import ExitCode, cite_runbook
 from .ledger import Ledger
-from .ledger_events import requeued
-from .outbox import KIND, OFFSET, Outbox
-from .send_plan import sendable
+from .outbox import KIND, OFFSET, Outbox, light
+from .retry import in_doubt, iso
+from .send_plan import is_session_gone, sendable
+from .send_report import in_doubt_line
 from .store import read_json
 from .write_policy import roles_of
 
@@ -47,13 +49,15 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         if own.role.startswith("read:"):
             continue
         workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
-                                "oldest_pending_age_s": None, "failed": 0, "key_refused_since": None}
+                                "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
+                                "waiting_behind": 0, "failed": 0, "key_refused_since": None}
     with ledger:  # event_at keeps the ledger open
         roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
-        _queue, holds = sendable(box, roles, lambda key: ledger.event_at(box.pending[key][OFFSET]))
+        queue, holds = sendable(box, roles, lambda key: ledger.event_at(box.pending[key][OFFSET]))
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
-            group["oldest_age_s"] = _age(ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts"), now)
+            group["oldest_at"] = ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts")
+            group["oldest_age_s"] = _age(group["oldest_at"], now)
         for item in box.pending_items():
             if item["item"] in holds.held:
                 continue
@@ -61,7 +65,13 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
             ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = item["item"]
-                ws["oldest_pending_age_s"] = _age(ledger.event_at(item["offset"]).get("ts"), now)
+                ws["oldest_pending_at"] = ledger.event_at(item["offset"]).get("ts")
+                ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
+    doubts = in_doubt(((key, light(key, box.pending[key])) for key in queue), box.attempts, now)
+    for entry in doubts:
+        ws = workspaces[entry["workspace"]]
+        ws["in_doubt"] += len(entry["items"])
+        ws["waiting_behind"] += entry["waiting_behind"]
     failed = []
     for item, ev in box.failed.items():
         failed.append({"item": item, "workspace": ev.get("ws"), "status": ev.get("status"), "reason": ev.get("reason"), "when": ev.get("ts")})
@@ -75,7 +85,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     outage = None
     if box.backoff:
         since_age = _age(box.backoff.get("since"), now)
-        outage = {"since": box.backoff.get("since"), "for_s": since_age, "next_try_in_s": max(0.0, box.backoff["until"] - now)}
+        outage = {"since": box.backoff.get("since"), "for_s": since_age, "next_try_at": iso(box.backoff["until"]),
+                  "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": box.backoff.get("error")}
     decide_state = read_json(state_dir / "decide.json") or {}
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
     last_run: dict = decide_state.get("last_run") or {}
@@ -98,13 +109,19 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         key_checks = [{"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
                        "file": str(ws.key_file) if ws.key_file else None, **checks.not_checked("sync ran without checks")}
                       for ws in config.workspaces()]
+    audit_state = read_json(state_dir / AUDIT_SUMMARY) or None
     attention = []
-    if failed:
-        attention.append(f"{len(failed)} failed item(s)" + cite_runbook("honcho-send-refused"))
+    gone = [f for f in failed if is_session_gone(f["reason"])]
+    if len(failed) > len(gone):
+        attention.append(f"{len(failed) - len(gone)} failed item(s): bxmem outbox resend or drop them once the cause is "
+                         "fixed" + cite_runbook("honcho-send-refused"))
+    if gone:
+        attention.append(f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
+                         "them to a new one, bxmem outbox drop gives them up" + cite_runbook("honcho-session-deleted"))
     for group in held:
         attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
-                         f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them"
-                         + cite_runbook("honcho-held-by-config"))
+                         f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them until the "
+                         "configuration says so again, or bxmem outbox reroute or drop" + cite_runbook("honcho-held-by-config"))
     if refused:
         attention.append(f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:
@@ -114,6 +131,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     if last_run.get("sessions_waiting") and (last_run.get("broker_slowest_s") or 0) >= SLOW_BROKER_S:
         attention.append(f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
                          f"questions took up to {last_run['broker_slowest_s']:g} s" + cite_runbook("broker-state-unavailable"))
+    for kind, count in ((audit_state or {}).get("discrepancies") or {}).items():
+        attention.append(f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
+                         "put right on the server, or bxmem audit --accept" + cite_runbook(f"audit-{kind}"))
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
@@ -134,6 +154,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "keys": key_checks,
         "sent_items": box.sent_count,
         "last_sent": box.last_sent,
+        "in_doubt": doubts,
+        "dropped_items": box.dropped,
+        "audit": audit_state,
         "ledger_malformed_lines": box.malformed,
         "ledger_repeated_decisions": {"ignored": box.repeated, "first": box.first_repeated},
         "attention": attention,
@@ -143,15 +166,13 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     }
 
 
-def retry_failed(config: Config) -> list[str]:
-    """Put every failed item back in the outbox. An item refused half-way goes
-    through the in-doubt path, which looks before it creates again."""
-    ledger = Ledger(config.paths.ledger)
-    box = Outbox.load(config.paths.ensure_state_dir(), ledger)
-    items = list(box.failed)
-    if items:
-        ledger.append([requeued(item) for item in items])
-    return items
+def retry_failed(config: Config):
+    """Put every failed item back in the outbox, as `bxmem outbox resend --all-failed`
+    does (a new Honcho session where Honcho deleted theirs; an item refused half-way
+    goes through the in-doubt path, which looks before it creates again)."""
+    from .outbox_actions import act
+
+    return act(config, "resend", [], all_failed=True)
 
 
 def exit_code(report: dict) -> int:
@@ -187,8 +208,9 @@ def lines(report: dict) -> list[str]:
         out.append(_check_text("Honcho now", honcho, "answering (/health ok)", "not answering"))
     outage = report["outage"]
     if outage:
-        out.append(f"Honcho as send recorded: unreachable since {outage['since']} ({age_text(outage['for_s'])}); "
-                   f"next try in {age_text(outage['next_try_in_s'])}")
+        error = f": {outage['error']}" if outage.get("error") else ""
+        out.append(f"Honcho as send recorded: unreachable since {outage['since']} ({age_text(outage['for_s'])}){error}; "
+                   f"next try at {outage['next_try_at']} (in {age_text(outage['next_try_in_s'])})")
     elif report["mode"] != "local-only":  # what the ledger knows, never more
         out.append("Honcho as send recorded: no outage" + (f"; last sent {report['last_sent']}" if report["last_sent"]
                                                             else "; nothing sent yet"))
@@ -207,8 +229,12 @@ def lines(report: dict) -> list[str]:
                       if last_run["sessions_waiting"] else "every session reached"))
     for name, ws in report["workspaces"].items():
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
+        doubt = (f" ({ws['in_doubt']} in doubt, {ws['waiting_behind']} waiting behind them)"
+                 if ws.get("in_doubt") else "")
         out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
-                   f"pending, {ws['failed']} failed{oldest}")
+                   f"pending{doubt}, {ws['failed']} failed{oldest}")
+    now = time.time()
+    out += [in_doubt_line(entry, now) for entry in report.get("in_doubt") or []]
     for g in report["held"]:
         out.append(f"held: {g['turns']} turn(s) and {g['edits']} edit(s) that would write to {g['workspace'] or '(no workspace)'} as "
                    f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; oldest {g['oldest']} "
@@ -224,6 +250,12 @@ def lines(report: dict) -> list[str]:
         status = f"HTTP {f['status']}" if f["status"] else "refused by bxmem"
         out.append(f"failed: {f['item']} in {f['workspace']}: {status}: {f['reason'] or '-'} (at {f['when'] or '-'})")
     out.append(f"sent: {report['sent_items']} item(s); last at {report['last_sent'] or 'never'}")
+    if report.get("dropped_items"):
+        out.append(f"dropped by the owner: {report['dropped_items']} item(s) (bxmem outbox drop; the ledger holds why)")
+    audit = report.get("audit")
+    if audit:
+        found = ", ".join(f"{kind} {n}" for kind, n in audit["discrepancies"].items()) or "no discrepancies"
+        out.append(f"audit's last run (at {audit['at']}): {found}" + (f"; {audit['accepted']} accepted" if audit["accepted"] else ""))
     if report["decided_nowhere"]:
         out.append("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
     local = report["decided_local_only"]

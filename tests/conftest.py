@@ -175,10 +175,21 @@ def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subpr
         cwd=ROOT,
     )
     CAPTURED.extend((result.stdout, result.stderr))
-    words = [a for a in args if not a.startswith("-")]
-    if "--json" in args and words and words[0] in ("recall", "ask") and result.stdout.strip():
-        validate_output(words[0], json.loads(result.stdout))
+    check_json_output(args, result.stdout)
     return result
+
+
+def check_json_output(args: tuple[str, ...], stdout: str) -> None:
+    """With --json, stdout is one JSON document, whatever happened: the command's own
+    (recall, ask and send validated against their schemas) or an error document."""
+    if "--json" not in (args[: args.index("--")] if "--" in args else args):
+        return
+    document = json.loads(stdout)  # one document, nothing before or after it
+    words = [a for a in args if not a.startswith("-")]
+    if isinstance(document, dict) and document.get("schema") == "bxmem.error/1":
+        validate_output("error", document)
+    elif words and words[0] in ("recall", "ask", "send"):
+        validate_output(words[0], document)
 
 
 def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -212,9 +223,7 @@ def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.Completed
         log.setLevel(saved_log[2] or logging.NOTSET)
     result = subprocess.CompletedProcess(["bxmem", *args], code, stdout.getvalue(), stderr.getvalue())
     CAPTURED.extend((result.stdout, result.stderr))
-    words = [a for a in args if not a.startswith("-")]
-    if "--json" in args and words and words[0] in ("recall", "ask") and result.stdout.strip():
-        validate_output(words[0], json.loads(result.stdout))
+    check_json_output(args, result.stdout)
     return result
 
 

@@ -10,6 +10,7 @@ tables, so an option added to grammar.py is tested without touching this file.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 
 import pytest
@@ -137,7 +138,11 @@ def test_a_bad_k_is_one_line_on_every_path(k, capsys):
             code = run(argv)
             out, err = capsys.readouterr()
             shown = k if not argv[2].startswith("-k=") else f"={k}"  # click reads -k=3 as "=3"
-            assert (code, out, err) == (2, "", expected.replace(repr(k), repr(shown))), argv
+            assert (code, err) == (2, expected.replace(repr(k), repr(shown))), argv
+            if "--json" in argv:  # stdout is one JSON document, an error one here, saying the same
+                assert json.loads(out)["error"]["message"] == err.removeprefix("bxmem: error: ").rstrip("\n")
+            else:
+                assert out == "", argv
 
 
 def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys):

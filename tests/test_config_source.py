@@ -38,7 +38,11 @@ def assert_stopped(result, *expected: str) -> None:
     assert result.returncode == 78, (result.returncode, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    if "--json" in result.args:  # one JSON document on stdout: the same error (tests/test_json_always.py)
+        assert json.loads(result.stdout)["error"]["message"] == lines[0].removeprefix("bxmem: error: ")
+    else:
+        assert result.stdout == ""
     for text in expected:
         assert text in lines[0], lines[0]
 

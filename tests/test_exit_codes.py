@@ -56,15 +56,17 @@ def _functions() -> dict[str, list[ast.FunctionDef]]:
     """Each command's own code: its function in cli.py, and for the timer jobs
     and recall the functions both paths run (jobs.py), with the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    trees = {name: ast.parse((ROOT / "bxmem" / f"{name}.py").read_text()) for name in ("cli", "jobs", *reports.values())}
+    trees = {name: ast.parse((ROOT / "bxmem" / f"{name}.py").read_text())
+             for name in ("cli", "cli_owner", "jobs", *reports.values())}
     defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     out: dict[str, list[ast.FunctionDef]] = {}
     for (mod, name), node in defs.items():
-        if mod != "cli":
+        if mod not in ("cli", "cli_owner"):
             continue
         for decorator in node.decorator_list:
             if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
-                group = {"app": "", "config_app": "config ", "index_app": "index "}[decorator.func.value.id]
+                group = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox "}[
+                    decorator.func.value.id]
                 command = group + (decorator.args[0].value if decorator.args else name)
                 out[command] = [node]
     for job, module in reports.items():

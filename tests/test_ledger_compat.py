@@ -24,8 +24,12 @@ from bxmem.ledger import Ledger
 from bxmem.outbox import Outbox
 
 LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
+# The owner's way out (bxmem outbox, audit --accept): a ledger written by the suite at the
+# commit that added those kinds, and its folds then.
+OWNER = Path(__file__).parent / "fixtures" / "ledger-owner"
 # What the outbox fold keeps that it did not then (each decision is final: outbox.py).
-ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat")
+ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat",
+               "dropped", "announced")
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
 
 
@@ -119,15 +123,35 @@ def test_what_the_fold_learnt_since(name, tmp_path):
         assert record[5] == first[item].get("role")
 
 
+def test_the_owner_actions_fold_as_they_did(tmp_path, monkeypatch):
+    ledger_path = tmp_path / "honcho.jsonl"
+    shutil.copyfile(OWNER / "owner-actions.jsonl", ledger_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    got = folds(ledger_path, state, monkeypatch)
+    expected_path = OWNER / "owner-actions.fold.json"
+    if os.environ.get("BXMEM_WRITE_FOLDS"):
+        expected_path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(expected_path.read_text())
+    box = Outbox.load(state, Ledger(ledger_path))
+    # What the kinds do: the dropped item is gone for good, the re-routed one went where its
+    # role is now, the gone session was replaced by s-2, and the accepted findings are known.
+    assert (box.dropped, box.pending, box.failed) == (1, {}, {})
+    assert box.setup["bm0-trusted"]["sessions"]["s"]["name"] == "s-2"
+    expected, _ = audit._expected(SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state)))
+    assert expected.decided["turn:u:1"] == ("bm0-home", "trusted") and len(expected.accepted) == 4
+
+
 def test_the_fixtures_cover_every_event_kind():
     kinds = set()
-    for name in NAMES:
-        for line in (LEDGERS / f"{name}.jsonl").read_text().splitlines():
+    for path in [*(LEDGERS / f"{name}.jsonl" for name in NAMES), OWNER / "owner-actions.jsonl"]:
+        for line in path.read_text().splitlines():
             ev = json.loads(line)
             kinds.add(ev["ev"] + (f"/{ev['kind']}" if ev["ev"] == "decided" else "") + (f"/{ev['what']}" if ev["ev"] == "created" else ""))
     assert kinds == {
         "decided/turn", "decided/edit", "attempt", "sent", "failed", "unsent", "cancelled", "requeued",
         "created/workspace", "created/peer", "created/session", "key_refused", "key_resumed",
+        "session_gone", "session_renewed", "dropped", "rerouted", "accepted",
     }
     from bxmem import ledger_events as le
 
@@ -142,7 +166,8 @@ def _rebuilt(ev: dict) -> dict:
     if kind == le.DECIDED and ev["kind"] == le.TURN:
         return le.decided_turn(session=ev["session"], turn=ev["turn"], role=ev["role"], ws=ev["ws"], reason=ev["reason"],
                                peer=ev["peer"], klass=ev["class"], untrusted_by=ev["untrusted_by"],
-                               secret_rule=ev["secret_rule"], log=ev["log"], user=ev["user"], reply=ev["reply"], at=ev["at"])
+                               secret_rule=ev["secret_rule"], log=ev["log"], user=ev["user"], reply=ev["reply"], at=ev["at"],
+                               macs=ev.get("macs"), unreadable=ev.get("unreadable"))
     if kind == le.DECIDED:
         return le.decided_edit(ev["edit"], op=ev["op"], session=ev["session"], role=ev["role"], ws=ev["ws"],
                                reason=ev["reason"], actions=ev["actions"], journal_line=ev["journal_line"], at=ev["at"],
@@ -170,14 +195,25 @@ def _rebuilt(ev: dict) -> dict:
         return le.created_session(ev["ws"], ev["id"], ev["session"], ev["n"], ev["peers"])
     if kind == le.KEY_REFUSED:
         return le.key_refused(ev["ws"], ev["status"], ev["secret"], ev["key"])
+    if kind == le.SESSION_GONE:
+        return le.session_gone(ev["ws"], ev["session"], ev["hsession"], ev["status"])
+    if kind == le.SESSION_RENEWED:
+        return le.session_renewed(ev["ws"], ev["session"], ev["hsession"])
+    if kind == le.DROPPED:
+        return le.dropped(ev["item"], ev["ws"], ev["was"], ev["reason"])
+    if kind == le.REROUTED:
+        return le.rerouted(ev["item"], ev["ws"], ev["role"], ev["was"])
+    if kind == le.ACCEPTED:
+        return le.accepted(ev["finding"], ev["reason"])
     assert kind == le.KEY_RESUMED, kind
     return le.key_resumed(ev["ws"], ev["why"])
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_constructors_write_the_old_lines_byte_for_byte(name):
+@pytest.mark.parametrize("path", [*(LEDGERS / f"{name}.jsonl" for name in NAMES), OWNER / "owner-actions.jsonl"],
+                         ids=lambda p: p.stem)
+def test_the_constructors_write_the_old_lines_byte_for_byte(path):
     """Same keys, same order, same values: only the time differs."""
-    for line in (LEDGERS / f"{name}.jsonl").read_bytes().splitlines():
+    for line in path.read_bytes().splitlines():
         old = json.loads(line)
         new = {**_rebuilt(old), "ts": old["ts"]}
         assert json.dumps(new, separators=(",", ":"), ensure_ascii=False).encode() == line

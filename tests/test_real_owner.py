@@ -1,0 +1,106 @@
+"""The owner's way out of stuck states, against a real Honcho (opt-in).
+
+Skipped unless a real server is given (auth off; the same database may be
+served with auth on elsewhere):
+
+    BXMEM_REAL_HONCHO_URL=http://127.0.0.1:8000
+
+Two agents with their own homes on one fleet, one stuck state each: alpha's
+Honcho session is deleted on the server (its later turns fail with 404 for
+good), bravo's trusted workspace is renamed in its configuration after a
+turn was decided (held). Each owner's `sync` and `audit` before and after,
+and the commands that get them out (`outbox resend`, `outbox reroute`,
+`audit --accept`). Workspaces and agents are named for the run, so it shares
+the server with others; what is checked is read back with the server's own
+listings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+
+import httpx
+import pytest
+from conftest import write_log
+from test_real_fleet import bx, messages_in, server_post, write_config
+
+from bxmem.demo.brokerd import StubBrokerd
+from bxmem.demo.sample import turn_lines, write_journal
+
+URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
+pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")
+
+
+def parts(ws: str, session: str | None = None) -> list[str]:
+    sessions = [session] if session else [s["id"] for s in server_post(f"/workspaces/{ws}/sessions/list")["items"]]
+    return [m["metadata"]["bxmem_item"] for s in sessions
+            for m in server_post(f"/workspaces/{ws}/sessions/{s}/messages/list")["items"] if m["metadata"].get("part") == 0]
+
+
+def test_a_shared_fleet_two_owners_one_stuck_state_each_both_resolved(tmp_path):
+    run = secrets.token_hex(3)
+    fleet = f"i21a-{run}-fleet"
+    agents = {}
+    for name in ("alpha", "bravo"):
+        home = tmp_path / name
+        (home / "memory").mkdir(parents=True)
+        names = {"agent": f"i21a{run}{name}", "trusted": f"i21a-{run}-{name}-t", "untrusted": f"i21a-{run}-{name}-u"}
+        env = write_config(tmp_path / f"{name}.toml", home, names["agent"], names["trusted"], names["untrusted"], fleet)
+        write_journal(home, [{"id": "j-0001", "ts": "2026-09-27T10:00:00Z", "session": "chan", "op": "note",
+                              "trust": "untrusted", "entry": f"{name} notes the vendor api allows 100 calls"}])
+        agents[name] = (home, env, names)
+    alpha_home, alpha, a = agents["alpha"]
+    bravo_home, bravo, b = agents["bravo"]
+    session = f"s-{run}"
+
+    # alpha: two turns sent, then the owner deletes the Honcho session on the server.
+    write_log(alpha_home, session, turn_lines(1, "the backups run nightly", "noted") + turn_lines(2, "at 2am", "ok"))
+    with StubBrokerd(alpha_home / "run" / "memory-broker" / "state.sock"):
+        bx("decide", env=alpha)
+    bx("mirror", env=alpha)
+    bx("send", env=alpha)
+    deleted = httpx.delete(f"{URL}/v3/workspaces/{a['trusted']}/sessions/{session}", timeout=30, trust_env=False)
+    print(f"server: DELETE /v3/workspaces/{a['trusted']}/sessions/{session} -> {deleted.status_code} {deleted.text}")
+    assert deleted.status_code == 202
+    write_log(alpha_home, session, turn_lines(3, "and on sundays", "got it"))
+    with StubBrokerd(alpha_home / "run" / "memory-broker" / "state.sock"):
+        bx("decide", env=alpha)
+    bx("send", env=alpha)
+    failed = bx("sync", env=alpha, codes=(4,))
+    assert "failed because Honcho deleted their session" in failed.stdout
+    bx("outbox", "list", env=alpha)
+
+    # bravo: a turn decided, then the owner renames the trusted workspace in the configuration.
+    write_log(bravo_home, session, turn_lines(1, "staging runs k3s", "noted"))
+    with StubBrokerd(bravo_home / "run" / "memory-broker" / "state.sock"):
+        bx("decide", env=bravo)
+    bx("mirror", env=bravo)
+    renamed = f"i21a-{run}-bravo-home"
+    bravo = write_config(tmp_path / "bravo.toml", bravo_home, b["agent"], renamed, b["untrusted"], fleet)
+    bx("send", env=bravo, codes=(4,))
+    held = bx("sync", env=bravo, codes=(4,))
+    assert "held: 1 turn(s) and 0 edit(s) that would write to" in held.stdout
+    bx("outbox", "list", env=bravo)
+
+    # The ways out.
+    bx("outbox", "resend", "--all-failed", "--dry-run", env=alpha)
+    bx("outbox", "resend", "--all-failed", env=alpha)
+    bx("send", env=alpha)
+    bx("outbox", "reroute", "--all-held", "--dry-run", env=bravo)
+    bx("outbox", "reroute", "--all-held", env=bravo)
+    bx("send", env=bravo)
+    assert parts(a["trusted"], f"{session}-2") == [f"turn:{session}:3"]
+    assert parts(renamed) == [f"turn:{session}:1"] and server_post("/workspaces/list", {"filters": {"id": b["trusted"]}})["items"] == []
+
+    # Each owner's audit: alpha's deleted turns are missing, accepted as meant; bravo's is clean.
+    found = json.loads(bx("audit", "--json", env=alpha, codes=(4,)).stdout)["discrepancies"]
+    assert {(d["kind"], d["item"]) for d in found} == {("missing", f"turn:{session}:1"), ("missing", f"turn:{session}:2")}
+    bx("audit", env=alpha, codes=(4,))
+    bx("audit", *[f"--accept={d['id']}" for d in found], "--reason", "deleted on the server on purpose", env=alpha)
+    bx("audit", env=bravo)
+    bx("sync", env=alpha)
+    bx("sync", env=bravo)
+    notes = sorted((m["peer_id"], m["metadata"]["bxmem_item"]) for m in messages_in(fleet))
+    assert notes == [(a["agent"], "edit:j-0001"), (b["agent"], "edit:j-0001")]

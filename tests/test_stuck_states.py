@@ -1,0 +1,288 @@
+"""A way out of every stuck state, end to end against the fake Honcho: the
+owner's `bxmem outbox list|drop|resend|reroute` and `bxmem audit --accept`,
+what `sync` says before and after, and what the ledger keeps of it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import bxmem_inprocess, honcho_config, ledger_events, write_log
+
+from bxmem import config as config_module
+from bxmem import decide, send
+from bxmem.demo.sample import turn_lines
+
+UNTRUSTED = [{"untrusted": True, "class": "public"}]
+
+
+def load():
+    return config_module.load()
+
+
+def sync_json() -> tuple[int, dict]:
+    result = bxmem_inprocess("sync", "--json")
+    return result.returncode, json.loads(result.stdout)
+
+
+def outbox(*args: str) -> tuple[int, dict]:
+    result = bxmem_inprocess("outbox", *args, "--json")
+    return result.returncode, json.loads(result.stdout)
+
+
+def items_in(honcho, ws: str, session: str | None = None) -> list[str]:
+    return [m["metadata"]["bxmem_item"] for m in honcho.messages_in(ws, session) if m["metadata"].get("part") == 0]
+
+
+def delete_session(honcho, ws: str, session: str) -> None:
+    """As the owner would, on the server: DELETE /v3/workspaces/{ws}/sessions/{session}."""
+    import httpx
+
+    assert httpx.delete(f"{honcho.url}/v3/workspaces/{ws}/sessions/{session}").status_code == 202
+
+
+# --- a Honcho session deleted on the server -----------------------------------------------
+
+
+def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_accepts_the_loss(home, brokerd, honcho, configure):
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "first", "one") + turn_lines(2, "second", "two"))
+    decide.run(load())
+    assert send.run(load()).sent == 2
+    delete_session(honcho, "bm0-trusted", "s")
+    write_log(home, "s", turn_lines(3, "third", "three") + turn_lines(4, "fourth", "four"))
+    decide.run(load())
+    asked = len(honcho.requests)
+    first = bxmem_inprocess("-q", "send")
+    # one request for the group, no retry one by one: a session Honcho lost holds for every turn
+    assert len([r for r in honcho.requests[asked:] if r.path.endswith("/messages")]) == 1
+    assert first.stderr.strip().splitlines() == [
+        "bxmem send: warning: the Honcho session s in bm0-trusted is gone (HTTP 404: deleted on the server); its turns "
+        "fail until the owner resends them (see: bxmem runbook honcho-session-deleted)"]
+    write_log(home, "s", turn_lines(5, "fifth", "five"))
+    decide.run(load())
+    asked = len(honcho.requests)
+    later = bxmem_inprocess("-q", "send")
+    assert later.stderr == "" and not honcho.requests[asked:]  # failed here, quietly: said once already
+    failed = [e for e in ledger_events(home) if e["ev"] == "failed"]
+    assert [(e["item"], e["status"]) for e in failed] == [("turn:s:3", 404), ("turn:s:4", 404), ("turn:s:5", None)]
+
+    code, status = sync_json()
+    assert code == 4
+    assert ("3 item(s) failed because Honcho deleted their session: bxmem outbox resend sends them to a new one, bxmem "
+            "outbox drop gives them up (see: bxmem runbook honcho-session-deleted)") in status["attention"]
+    code, listed = outbox("list")
+    assert code == 0 and [(i["item"], i["state"]) for i in listed["items"]] == [
+        ("turn:s:3", "failed"), ("turn:s:4", "failed"), ("turn:s:5", "failed")]
+    # --retry-failed before this fix sent them to the deleted session again: failed again, for good
+    code, dry = outbox("resend", "--all-failed", "--dry-run")
+    assert code == 0 and dry["written"] is False and len(dry["items"]) == 3
+    assert dry["items"][0]["note"] == "its Honcho session s is gone: to a new session, s-2"
+    assert not [e for e in ledger_events(home) if e["ev"] in ("requeued", "session_renewed")]
+
+    code, done = outbox("resend", "turn:s:3", "turn:s:4", "turn:s:5")
+    assert code == 0 and done["written"] is True
+    renewed = [e for e in ledger_events(home) if e["ev"] == "session_renewed"]
+    assert [(e["ws"], e["session"], e["hsession"]) for e in renewed] == [("bm0-trusted", "s", "s")]  # once
+    assert send.run(load()).sent == 3
+    assert items_in(honcho, "bm0-trusted", "s-2") == ["turn:s:3", "turn:s:4", "turn:s:5"]
+    write_log(home, "s", turn_lines(6, "sixth", "six"))
+    decide.run(load())
+    send.run(load())
+    assert items_in(honcho, "bm0-trusted", "s-2")[-1] == "turn:s:6"  # the session goes on in s-2
+    assert not items_in(honcho, "bm0-trusted", "s")[2:]  # nothing written to the deleted one again
+
+    # audit: what went with the deleted session is missing; the owner accepts the loss
+    audit = bxmem_inprocess("audit", "--json")
+    assert audit.returncode == 4
+    found = json.loads(audit.stdout)["discrepancies"]
+    assert sorted((d["kind"], d["item"]) for d in found) == sorted(
+        [("missing", "turn:s:1"), ("missing", "turn:s:1"), ("missing", "turn:s:2"), ("missing", "turn:s:2")])
+    code, status = sync_json()
+    assert code == 4 and any("bxmem audit found 4 missing" in line and "audit-missing" in line for line in status["attention"])
+    ids = [d["id"] for d in found]
+    accept = bxmem_inprocess("audit", *[f"--accept={i}" for i in ids], "--reason", "deleted on purpose", "--json")
+    assert accept.returncode == 0, accept.stderr
+    assert [a["reason"] for a in json.loads(accept.stdout)["accepted"]] == ["deleted on purpose"] * 4
+    assert bxmem_inprocess("audit").returncode == 0
+    code, status = sync_json()
+    assert code == 0 and status["audit"]["accepted"] == 4 and status["audit"]["discrepancies"] == {}
+
+
+def test_an_edit_whose_session_was_deleted_is_resent_to_a_new_one(home, honcho, configure):
+    from bxmem import mirror
+    from bxmem.demo.sample import write_journal
+
+    configure(honcho.url)
+    write_journal(home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}])
+    mirror.run(load())
+    send.run(load())
+    delete_session(honcho, "bm0-trusted", "s")
+    honcho.inject("status", match=r"/conclusions$", status=404)  # a conclusion in a deleted session: refused
+    write_journal(home, [{"id": "b", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "jam"}])
+    mirror.run(load())
+    send.run(load())
+    assert [e["item"] for e in ledger_events(home) if e["ev"] == "failed"] == ["edit:b"]
+    # Honcho said nothing of the session itself here: resend names no new one, and it goes again
+    code, done = outbox("resend", "edit:b")
+    assert code == 0 and "note" not in done["items"][0]
+    assert send.run(load()).sent == 1
+    assert sorted(c["content"] for c in honcho.conclusions_in("bm0-trusted")) == ["jam", "tea"]
+
+
+# --- failed, dropped ----------------------------------------------------------------------
+
+
+def test_a_refused_item_is_dropped_with_the_reason_in_the_ledger(home, brokerd, honcho, configure):
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    honcho.inject("status", match=r"/messages$", status=422)
+    send.run(load())
+    assert sync_json()[0] == 4
+    assert bxmem_inprocess("outbox", "drop", "turn:s:1").returncode == 2  # the reason is required
+    code, done = outbox("drop", "turn:s:1", "--reason", "too big for the server")
+    assert code == 0 and done["items"] == [{"item": "turn:s:1", "workspace": "bm0-trusted", "was": "failed"}]
+    dropped = [e for e in ledger_events(home) if e["ev"] == "dropped"]
+    assert [(e["item"], e["was"], e["reason"]) for e in dropped] == [("turn:s:1", "failed", "too big for the server")]
+    code, status = sync_json()
+    assert code == 0 and status["dropped_items"] == 1 and status["failed"] == []
+    assert "dropped by the owner: 1 item(s)" in bxmem_inprocess("sync").stdout
+    send.run(load())
+    assert not honcho.messages  # dropped for good: never sent
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (("drop", "turn:nope:1", "--reason", "x"), 5, "no item 'turn:nope:1' in the ledger"),
+    (("drop", "turn:s:1", "--reason", "x"), 6, "turn:s:1 is not in the outbox: it was sent, dropped, or decided to go nowhere"),
+    (("resend", "turn:s:2"), 6, "turn:s:2 has not failed (pending: on its way): only a failed item is sent again"),
+    (("reroute", "turn:s:2"), 6, "turn:s:2 is pending (on its way): only a held or failed item is re-routed"),
+    (("drop", "turn:s:2", "--reason", "a\x1bb"), 2, "outbox drop: --reason must be one line of at most 200 printable"),
+    (("drop", "--reason", "x"), 2, "outbox drop: name the items (ITEM...), or --all-failed or --all-held"),
+])
+def test_what_cannot_be_done_is_refused_and_nothing_is_written(home, brokerd, honcho, configure, args, code, says):
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    decide.run(load())
+    send.run(load())
+    write_log(home, "s", turn_lines(2, "c", "d"))
+    decide.run(load())
+    before = ledger_events(home)
+    result = bxmem_inprocess("outbox", *args)
+    assert result.returncode == code and says in result.stderr, result.stderr
+    assert ledger_events(home) == before
+
+
+def test_all_or_nothing_one_bad_item_writes_nothing(home, brokerd, honcho, configure):
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    decide.run(load())
+    honcho.inject("status", match=r"/messages$", status=422)
+    send.run(load())
+    before = ledger_events(home)
+    assert bxmem_inprocess("outbox", "drop", "turn:s:1", "turn:s:9", "--reason", "x").returncode == 5
+    assert ledger_events(home) == before
+
+
+# --- in doubt ---------------------------------------------------------------------------------
+
+
+def test_an_item_in_doubt_is_not_dropped_or_moved_until_send_has_looked(home, brokerd, honcho, configure, monkeypatch):
+    from bxmem import honcho as honcho_module
+
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "first", "one") + turn_lines(2, "second", "two"))
+    decide.run(load())
+    monkeypatch.setattr(honcho_module, "READ_TIMEOUT", 0.3)
+    honcho.inject("late", match=r"/sessions/s/messages$")
+    send.run(load())
+    code, listed = outbox("list")
+    assert code == 0
+    states = {i["item"]: i for i in listed["items"]}
+    assert states["turn:s:1"]["state"] == "in-doubt" and "looked up at 20" in states["turn:s:1"]["why"]
+    result = bxmem_inprocess("outbox", "drop", "turn:s:1", "--reason", "x")
+    assert result.returncode == 6 and "it may be in Honcho already" in result.stderr
+    honcho.release_late()
+
+
+# --- held by the configuration: re-routed, never towards trusted ------------------------------------
+
+
+def test_a_renamed_workspace_holds_items_until_reroute_sends_them_where_their_role_is(home, brokerd, honcho, config_file):
+    config_file.write_text(honcho_config(honcho.url))
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    config_file.write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
+    assert bxmem_inprocess("send").returncode == 4
+    code, listed = outbox("list")
+    assert [(i["item"], i["state"], i["workspace"]) for i in listed["items"]] == [("turn:s:1", "held", "bm0-trusted")]
+    code, dry = outbox("reroute", "--all-held", "--dry-run")
+    assert code == 0 and dry["items"] == [{"item": "turn:s:1", "workspace": "bm0-trusted", "was": "held", "to": "bm0-home"}]
+    assert outbox("reroute", "--all-held")[0] == 0
+    assert bxmem_inprocess("send").returncode == 0
+    assert items_in(honcho, "bm0-home") == ["turn:s:1"] and not honcho.messages_in("bm0-trusted")
+    # audit holds it where the owner sent it: not misrouted
+    assert bxmem_inprocess("audit").returncode == 0
+
+
+def test_swapped_roles_an_untrusted_item_goes_to_the_untrusted_workspace_never_to_trusted(home, brokerd, honcho, config_file):
+    config_file.write_text(honcho_config(honcho.url))
+    brokerd.states["tainted"] = ("private", True)
+    write_log(home, "tainted", turn_lines(1, "read a page", "ok"))
+    write_log(home, "clean", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    # The owner swaps the names: the old untrusted workspace is now the trusted one.
+    swapped = honcho_config(honcho.url).replace('trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"',
+                                                'trusted = "bm0-untrusted"\nuntrusted = "bm0-trusted"')
+    config_file.write_text(swapped)
+    assert bxmem_inprocess("send").returncode == 4
+    code, done = outbox("reroute", "--all-held")
+    assert code == 0 and {(i["item"], i["to"]) for i in done["items"]} == {
+        ("turn:tainted:1", "bm0-trusted"), ("turn:clean:1", "bm0-untrusted")}  # each where its own role is now
+    send.run(load())
+    assert items_in(honcho, "bm0-trusted") == ["turn:tainted:1"]  # bm0-trusted is the untrusted workspace now
+    assert items_in(honcho, "bm0-untrusted") == ["turn:clean:1"]
+    events = [e for e in ledger_events(home) if e["ev"] == "rerouted"]
+    assert {(e["item"], e["role"], e["was"], e["ws"]) for e in events} == {
+        ("turn:tainted:1", "untrusted", "bm0-untrusted", "bm0-trusted"), ("turn:clean:1", "trusted", "bm0-trusted", "bm0-untrusted")}
+
+
+def test_a_decision_without_a_role_to_check_is_not_rerouted_only_dropped(home, brokerd, honcho, config_file):
+    """Held for a role-unknown decision (a damaged or hand-written ledger line): no role
+    says where it may go, so it never moves; the owner can only drop it."""
+    config_file.write_text(honcho_config(honcho.url))
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    path = home / "memory" / "honcho.jsonl"
+    path.write_text(path.read_text().replace('"role":"trusted"', '"role":"boss"'))
+    (home / "memory" / "bxmem" / "outbox.marshal").unlink(missing_ok=True)
+    result = bxmem_inprocess("outbox", "reroute", "turn:s:1")
+    assert result.returncode == 6 and "its decision records no role for bm0-trusted that can be checked" in result.stderr
+    assert outbox("drop", "turn:s:1", "--reason", "damaged line")[0] == 0
+
+
+# --- the runbook: an entry for each stuck state and each audit finding ---------------------------
+
+
+def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows_and_the_way_out():
+    import ast
+
+    from conftest import ROOT
+
+    from bxmem import audit
+    from bxmem.runbooks import ENTRIES
+
+    tree = ast.parse((ROOT / "bxmem" / "audit.py").read_text())
+    added = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", "") == "add" and node.args and isinstance(node.args[0], ast.Constant)}
+    assert added == set(audit.KINDS)
+    stuck = {"honcho-session-deleted": "bxmem outbox resend", "honcho-send-refused": "bxmem outbox drop",
+             "honcho-held-by-config": "bxmem outbox reroute", "honcho-key-refused": "bxmem outbox drop",
+             "honcho-in-doubt": "bxmem send", "honcho-unreachable": "bxmem send",
+             "broker-state-unavailable": "bxmem decide"}
+    for kind in audit.KINDS:
+        stuck[f"audit-{kind}"] = "bxmem audit --accept"
+    for entry, way_out in stuck.items():
+        assert entry in ENTRIES
+        text = (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
+        assert "`bxmem sync`" in text and way_out in text, entry
