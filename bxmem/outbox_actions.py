@@ -35,7 +35,7 @@ from . import ledger_events
 from .config import Config
 from .errors import BxmemError, ExitCode, NotFound, Refused, UsageError
 from .ledger import Ledger
-from .outbox import KIND, OFFSET, ROLE, SESSION, WS, Outbox, light
+from .outbox import KIND, OFFSET, ROLE, SESSION, WS, Outbox
 from .retry import in_doubt
 from .send_plan import sendable
 from .store import JobLock
@@ -66,7 +66,7 @@ class Survey:
         survey = cls(box, ledger, roles, config)
         queue, config_holds = sendable(box, roles, lambda key: ledger.event_at(box.pending[key][OFFSET]))
         survey.held = config_holds.held
-        for entry in in_doubt(((key, light(key, box.pending[key])) for key in queue), box.attempts, time.time()):
+        for entry in in_doubt(((key, box.pending[key]) for key in queue), box.attempts, time.time()):
             survey.doubt.update((key, entry) for key in entry["items"])
         blocked: dict[object, dict] = {}  # what an in-doubt item holds back (retry.Hold) -> its entry
         for key in queue if survey.doubt else ():

@@ -108,33 +108,37 @@ class Hold:
         return True
 
 
-def in_doubt(pending: Iterable[tuple[str, dict]], attempts: Mapping[str, dict], now: float) -> list[dict]:
+def in_doubt(pending: Iterable[tuple[str, tuple]], attempts: Mapping[str, dict], now: float) -> list[dict]:
     """What waits on an in-doubt lookup, for `send` and `sync` to say: one entry per
     attempt line whose items are still in doubt, in outbox order, with its items,
     when it was attempted, when it may be looked up (`lookup_at`, ISO; None: by the
     next send), and how many later items wait behind it (as `Hold` holds them:
     later turns of its session in its workspace; for an edit, every later edit).
-    `pending` is (item, light item) pairs, as Outbox.pending_items gives them."""
+    `pending` is (item, outbox record) pairs in outbox order (`Outbox.pending.items()`)."""
     if not attempts:
         return []
+    from .outbox import KIND, SESSION, WS
+
     groups: dict[tuple, dict] = {}
     behind: dict[object, dict] = {}  # what an in-doubt item holds -> the entry it waits behind
-    for key, item in pending:
-        holds = "edits" if item.get("kind") == "edit" else (item["ws"], item["session"])
+    for key, record in pending:
         attempt = attempts.get(key)
         if attempt is None:
-            if holds in behind:
-                behind[holds]["waiting_behind"] += 1
+            if behind:  # nothing is behind anything before the first item in doubt
+                entry = behind.get("edits" if record[KIND] == "edit" else (record[WS], record[SESSION]))
+                if entry is not None:
+                    entry["waiting_behind"] += 1
             continue
+        holds = "edits" if record[KIND] == "edit" else (record[WS], record[SESSION])
         group_key = (holds, attempt.get("ts"), attempt.get("hsession"))
         entry = groups.get(group_key)
         if entry is None:
             when = settle_at(attempt, now)
             entry = groups[group_key] = {
-                "workspace": item["ws"], "session": None if holds == "edits" else item["session"],
-                "hsession": attempt.get("hsession"),
-                "kind": item.get("kind") or "turn", "items": [], "attempted_at": attempt.get("ts"),
-                "lookup_at": iso(when) if when is not None else None, "waiting_behind": 0}
+                "workspace": record[WS], "session": None if holds == "edits" else record[SESSION],
+                "hsession": attempt.get("hsession"), "kind": record[KIND] or "turn", "items": [],
+                "attempted_at": attempt.get("ts"), "lookup_at": iso(when) if when is not None else None,
+                "waiting_behind": 0}
         entry["items"].append(key)
         behind.setdefault(holds, entry)
     return list(groups.values())

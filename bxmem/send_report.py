@@ -107,7 +107,7 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
     """What holds `box` (an Outbox) up now into `report`: the configuration's holds
     (write_policy.Holds), the outage, the stopped workspaces, the items in doubt.
     `decision_of(item)` reads a pending item's decision (for when the oldest held was decided)."""
-    from .outbox import KIND, WS, light
+    from .outbox import KIND, WS
     from .retry import in_doubt
 
     report.pending = len(box.pending)
@@ -118,8 +118,10 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
     report.backoff = dict(box.backoff) if box.backoff else None
     report.refused = [{"workspace": ws, "since": ev.get("ts"), "status": ev.get("status"), "problem": ev.get("problem"),
                        "secret": ev.get("secret")} for ws, ev in box.stopped.items()]
-    flowing = ((key, light(key, r)) for key, r in box.pending.items() if key not in holds.held and r[WS] not in box.stopped)
-    report.in_doubt = in_doubt(flowing, box.attempts, now)
+    pending = box.pending.items()
+    if holds.held or box.stopped:  # they wait for something else: not behind an item in doubt
+        pending = ((key, r) for key, r in pending if key not in holds.held and r[WS] not in box.stopped)
+    report.in_doubt = in_doubt(pending, box.attempts, now)
 
 
 def _in(seconds: float) -> str:

@@ -13,7 +13,7 @@ from .audit import SUMMARY_FILE as AUDIT_SUMMARY
 from .config import Config
 from .errors import ExitCode, cite_runbook
 from .ledger import Ledger
-from .outbox import KIND, OFFSET, Outbox, light
+from .outbox import KIND, OFFSET, Outbox
 from .retry import in_doubt, iso
 from .send_plan import is_session_gone, sendable
 from .send_report import in_doubt_line
@@ -67,7 +67,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                 ws["oldest_pending"] = item["item"]
                 ws["oldest_pending_at"] = ledger.event_at(item["offset"]).get("ts")
                 ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
-    doubts = in_doubt(((key, light(key, box.pending[key])) for key in queue), box.attempts, now)
+    doubts = in_doubt(((key, box.pending[key]) for key in queue), box.attempts, now)
     for entry in doubts:
         ws = workspaces[entry["workspace"]]
         ws["in_doubt"] += len(entry["items"])
