@@ -104,8 +104,11 @@ class Survey:
         return self._entry(key, record, record[WS], "pending", "on its way", at)
 
     def _entry(self, key: str, record: tuple | None, ws: object, state: str, why: str, at: object) -> dict:
+        way_out = WAYS_OUT[state]
+        if state == "failed" and record is not None and check_item([(record[WS], record[ROLE])], self.roles):
+            way_out = "bxmem outbox reroute (its workspace has another role now) or drop"
         return {"item": key, "kind": record[KIND] if record else None, "workspace": ws,
-                "role": record[ROLE] if record else None, "state": state, "why": why, "since": at}
+                "role": record[ROLE] if record else None, "state": state, "why": why, "since": at, "way_out": way_out}
 
     def stuck(self, everything: bool = False) -> list[dict]:
         keys = list(self.box.failed) + [k for k in self.box.pending if k not in self.box.failed]
@@ -143,7 +146,7 @@ class ActionResult:
             if not self.listing:
                 return ["nothing is stuck: every item in the outbox is on its way"]
             return [f"{s['state']}: {s['item']} in {s['workspace'] or '(no workspace)'} ({s['role'] or 'no role'}): "
-                    f"{s['why']}; {_ways_out(s)}" for s in self.listing]
+                    f"{s['why']}; {s['way_out']}" for s in self.listing]
         verb = {"drop": "dropped", "resend": "re-queued", "reroute": "re-routed"}[self.action]
         head = "would be " + verb + " (dry run, nothing written)" if self.dry_run else verb
         out = [f"{head}: {i['item']} ({i['was']})" + (f" to {i['to']}" if i.get("to") else "")
@@ -160,10 +163,11 @@ class ActionResult:
         return ExitCode.OK
 
 
-def _ways_out(s: dict) -> str:
-    return {"failed": "bxmem outbox resend, reroute or drop", "held": "bxmem outbox reroute or drop (or restore the configuration)",
+# What gets an item of each state out (`list`), as the runbook entries say it.
+WAYS_OUT = {"failed": "bxmem outbox resend (once the cause is fixed) or drop",
+            "held": "bxmem outbox reroute or drop (or restore the configuration)",
             "stopped": "fix the key file (or bxmem outbox drop)", "in-doubt": "send settles it by itself",
-            "waiting": "goes once the one before it is settled", "pending": "on its way"}[s["state"]]
+            "waiting": "goes once the one before it is settled", "pending": "on its way"}
 
 
 def list_items(config: Config, everything: bool = False) -> ActionResult:

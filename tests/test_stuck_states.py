@@ -184,6 +184,54 @@ def test_all_or_nothing_one_bad_item_writes_nothing(home, brokerd, honcho, confi
     assert ledger_events(home) == before
 
 
+def test_items_of_a_workspace_whose_key_is_refused_can_be_dropped_the_rest_wait_for_the_key(home, brokerd, honcho, configure, tmp_path):
+    import os
+
+    from conftest import register_secret
+
+    key = tmp_path / "t.key"
+    key.write_text(register_secret("not-the-key-for-bm0-trusted-1b") + "\n")
+    os.chmod(key, 0o600)
+    honcho.keys["bm0-trusted"] = register_secret("the-key-for-bm0-trusted-7e")
+    configure(honcho.url, extra=f'[secrets.honcho_trusted]\nfile = "{key}"\n')
+    write_log(home, "s", turn_lines(1, "a", "b") + turn_lines(2, "c", "d"))
+    decide.run(load())
+    assert bxmem_inprocess("send").returncode == 3
+    code, listed = outbox("list")
+    assert code == 0 and [(i["item"], i["state"]) for i in listed["items"]] == [("turn:s:1", "stopped"), ("turn:s:2", "stopped")]
+    code, done = outbox("drop", "turn:s:1", "--reason", "not wanted in Honcho")
+    assert code == 0 and done["items"][0]["was"] == "stopped"
+    key.write_text("the-key-for-bm0-trusted-7e\n")  # the owner fixes the key: the rest goes
+    assert bxmem_inprocess("send").returncode == 0
+    assert items_in(honcho, "bm0-trusted") == ["turn:s:2"]
+
+
+@pytest.mark.parametrize("kind", ["duplicate", "foreign-agent-message", "unexpected-conclusion"])
+def test_an_audit_finding_the_server_cannot_put_right_is_accepted_once_for_good(home, brokerd, honcho, configure, kind):
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    send.run(load())
+    with honcho.lock:
+        if kind == "duplicate":  # a copy Honcho stored after bxmem had looked for it
+            honcho.messages.append({**honcho.messages[0], "id": "copy-of-part-0"})
+        elif kind == "foreign-agent-message":  # someone posting under this agent's peer
+            honcho.messages.append({**honcho.messages[1], "id": "not-ours", "metadata": {}})
+        else:  # a conclusion of the owner's peer bxmem never wrote
+            honcho.conclusions["c-x"] = {"id": "c-x", "content": "made by hand", "observer_id": "kyle", "observed_id": "kyle",
+                                         "session_id": "s", "workspace_id": "bm0-trusted", "created_at": "2026-12-01T00:00:00Z"}
+    found = json.loads(bxmem_inprocess("audit", "--json").stdout)["discrepancies"]
+    assert [d["kind"] for d in found] == [kind]
+    code, status = sync_json()
+    assert code == 4 and any(f"bxmem audit found 1 {kind} at " in line and f"audit-{kind}" in line for line in status["attention"])
+    assert bxmem_inprocess("audit", "--accept", found[0]["id"]).returncode == 2  # the reason is required
+    assert bxmem_inprocess("audit", "--accept", f"{found[0]['id']}x", "--reason", "r").returncode == 5
+    assert not [e for e in ledger_events(home) if e["ev"] == "accepted"]
+    accepted = bxmem_inprocess("audit", "--accept", found[0]["id"], "--reason", "looked into: harmless")
+    assert accepted.returncode == 0 and f"accepted: {found[0]['id']} (looked into: harmless)" in accepted.stdout
+    assert bxmem_inprocess("audit").returncode == 0 and sync_json()[0] == 0
+
+
 # --- in doubt ---------------------------------------------------------------------------------
 
 
