@@ -187,7 +187,7 @@ def act(config: Config, action: str, items: list[str], *, all_failed: bool = Fal
     try:
         survey = Survey.take(config)
         result = ActionResult(action, dry_run, reason=reason)
-        chosen = [*items]
+        chosen = list(dict.fromkeys(items))
         if all_failed:
             chosen += [k for k in survey.box.failed if k not in chosen]
         if all_held:

@@ -72,11 +72,13 @@ class Messages:
         self._events: dict[str, dict] = {}
 
     def full(self, item: dict) -> dict:
-        """The item's whole decision, read back from the ledger by its offset."""
+        """The item's whole decision, read back from the ledger by its offset, going to
+        the workspace the outbox names (the owner may have re-routed it since)."""
         if "log" in item or "actions" in item:
             return item
         if item["item"] not in self._events:
-            self._events[item["item"]] = self.ledger.event_at(item["offset"])
+            decision = self.ledger.event_at(item["offset"])
+            self._events[item["item"]] = decision if decision.get("ws") == item["ws"] else {**decision, "ws": item["ws"]}
         return self._events[item["item"]]
 
     def of(self, item: dict) -> list[dict]:

@@ -79,8 +79,12 @@ def sendable(box: Outbox, roles: Mapping[str, str], decision_of: Callable[[str],
     workspaces of what it deletes or retracts. Items of a workspace whose key was
     refused wait too, without being held: bxmem sync shows the refusal."""
 
+    def decision(key: str) -> dict:  # to the workspace the outbox names: the owner may have re-routed it
+        found = decision_of(key)
+        return found if found.get("ws") == box.pending[key][WS] else {**found, "ws": box.pending[key][WS]}
+
     pending = ((key, r[WS], r[ROLE], r[KIND]) for key, r in box.pending.items())
-    holds = hold_pending(pending, roles, decision_of, box.conclusions, box.fleet)
+    holds = hold_pending(pending, roles, decision, box.conclusions, box.fleet)
     queue = [key for key, r in box.pending.items() if key not in holds.held and r[WS] not in box.stopped]
     return queue, holds
 

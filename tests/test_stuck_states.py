@@ -273,6 +273,21 @@ def test_a_renamed_workspace_holds_items_until_reroute_sends_them_where_their_ro
     assert bxmem_inprocess("audit").returncode == 0
 
 
+def test_a_held_edit_rerouted_writes_its_conclusion_where_it_was_rerouted(home, honcho, config_file):
+    from bxmem import mirror
+    from bxmem.demo.sample import write_journal
+
+    config_file.write_text(honcho_config(honcho.url))
+    write_journal(home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}])
+    mirror.run(load())
+    config_file.write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
+    assert bxmem_inprocess("send").returncode == 4
+    assert outbox("reroute", "edit:a")[0] == 0
+    assert bxmem_inprocess("send").returncode == 0
+    assert [c["content"] for c in honcho.conclusions_in("bm0-home")] == ["tea"] and not honcho.conclusions_in("bm0-trusted")
+    assert not [r for r in honcho.requests if "/workspaces/bm0-trusted" in r.path]
+
+
 def test_swapped_roles_an_untrusted_item_goes_to_the_untrusted_workspace_never_to_trusted(home, brokerd, honcho, config_file):
     config_file.write_text(honcho_config(honcho.url))
     brokerd.states["tainted"] = ("private", True)
