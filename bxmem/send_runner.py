@@ -1,14 +1,14 @@
 """`send`'s runner: carries out what the planner (send_plan.py) chooses.
 
 It owns everything with an effect: the ledger writes (an attempt line before a
-POST, `sent`/`failed`/`unsent` after), the HTTP clients and their two lanes,
-and the outage backoff; the keys, and the workspaces whose key was refused,
+POST, `sent`/`unsent` after), the HTTP clients and their two lanes. What each
+outcome does (a refusal's `failed` line, the outage backoff, a lost session)
+is send_outcomes.py's; the keys, and the workspaces whose key was refused,
 are send_keys.py's. Delivery rules: send.py's docstring.
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from typing import TYPE_CHECKING
@@ -20,7 +20,6 @@ from .honcho import (
     BadId,
     KeyRefused,
     Missing,
-    Redirected,
     Refused,
     Unavailable,
     WorkspaceClient,
@@ -29,15 +28,16 @@ from .honcho import (
 )
 from .honcho_http import monotonic
 from .lanes import Call, Lane
-from .ledger import Ledger, now_iso
+from .ledger import Ledger
 from .local_key import load as load_key
-from .log import log, notice, runbook
+from .log import log
 from .outbox import OFFSET, Outbox
-from .retry import Hold, iso, next_backoff
+from .retry import Hold, iso
 from .send_edits import EditActions, merge_ids
 from .send_keys import WorkspaceKeys
 from .send_lookup import present_parts
 from .send_messages import Messages
+from .send_outcomes import Outcomes
 from .send_plan import (
     Group,
     LocalFailure,
@@ -47,7 +47,6 @@ from .send_plan import (
     missing_peers,
     opening,
     sendable,
-    session_gone_reason,
 )
 from .send_report import announce, note_state
 from .write_policy import Holds, roles_of, writable
@@ -79,7 +78,6 @@ class Sender:
         self.ledger = ledger
         self.report = report
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
-        self.rng = rng or random.Random()  # the backoff's jitter
         self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
         self.roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
         self.holds = Holds()  # held by the configuration (write_policy.py); send.run reads it too
@@ -88,12 +86,13 @@ class Sender:
         self._poster, self._opener = Lane(), Lane()
         self._background: list[Call] = []
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
+        self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
+        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record)
         self.messages = Messages(ledger, config.paths.logs, self.honcho.agent, load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
-                                 attempt=self._attempt, fail=self._fail, succeeded=self._succeeded)
+                                 attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
         self.planner: Planner | None = None
         self._ends_by: float | None = None  # honcho_http.monotonic() by which every request ends (run)
-        self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -164,7 +163,7 @@ class Sender:
             self._ends_by = monotonic() + RUN_DEADLINE_S
             self._hold = Hold(self.box.attempts, now)
             self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
-                                   self.honcho.agent, self.messages.of, self._fail_here)
+                                   self.honcho.agent, self.messages.of, self.outcomes.fail_here)
             try:
                 self._drain()
             finally:
@@ -219,22 +218,24 @@ class Sender:
             except KeyRefused as exc:
                 self.keys.stop(unit.ws, exc.status)
             except Unavailable as exc:
-                self._outage(exc)
+                self.outcomes.outage(exc)
+                for client in self.clients.values():
+                    client.close()
                 return
             except Missing as exc:
                 if unit.group is None or exc.no_route:
-                    self._fail(items, exc.status, f"{exc.operation} refused", in_doubt=doubtful)
+                    self.outcomes.fail(items, exc.status, f"{exc.operation} refused", in_doubt=doubtful)
                 else:
-                    self._session_gone(unit.group)
+                    self.outcomes.session_gone(unit.group)
             except BadAnswer as exc:
                 # Not a crash, and not an outage: a server that answers this way answers so
                 # again. The item is refused, named; in doubt if Honcho may hold what it sent.
-                self._fail(items, None, f"{exc.operation}: {exc.kind}", in_doubt=exc.maybe_stored or doubtful)
+                self.outcomes.fail(items, None, f"{exc.operation}: {exc.kind}", in_doubt=exc.maybe_stored or doubtful)
             except Refused as exc:
                 # A group's refusals that reach here (its peers, its session) hold for
                 # every item in it; posting refusals were sorted out item by item.
                 why = f"{exc.operation}: {exc.kind}" if isinstance(exc, BadId) else f"{exc.operation} refused"
-                self._fail(items, exc.status, why, in_doubt=doubtful)
+                self.outcomes.fail(items, exc.status, why, in_doubt=doubtful)
 
     def _plan_ahead(self, planner: Planner, current: Group) -> Unit | None:
         unit, opens = planner.plan_ahead(current)
@@ -245,57 +246,6 @@ class Sender:
             group.ahead = self._opener.submit(client, _open_session, client, calls)
             self._background.append(group.ahead)
         return unit
-
-    # --- outcomes: Honcho answers, is down, refuses the item -------------------------------
-
-    def _succeeded(self) -> None:
-        if self.box.backoff:
-            notice(f"Honcho at {self.honcho.url} answers again (unreachable since {self.box.backoff['since']})")
-            self.box.backoff = None
-
-    def _outage(self, exc: Unavailable) -> None:
-        now = self.clock()
-        self.report.outage = str(exc)
-        first = self.box.backoff is None
-        self.box.backoff = {**next_backoff(self.box.backoff, now, now_iso(), self.rng), "error": str(exc)}
-        wait = self.box.backoff["until"] - now
-        if first:
-            self.report.said.add(("outage",))
-            # A redirect is no outage of the server, but it is not an answer either: nothing is
-            # failed, and the owner is told what to check (a wrong URL, or a server sending bxmem elsewhere).
-            what = (f"Honcho at {self.honcho.url} answered with a redirect, which bxmem does not follow "
-                    "(check [honcho] url)" if isinstance(exc, Redirected) else f"Honcho unreachable at {self.honcho.url}")
-            log.warning(
-                f"{what}: {exc}; {len(self.box.pending)} item(s) wait, "
-                f"retrying in {wait:.0f} s, then less and less often" + runbook("honcho-unreachable")
-            )
-        else:
-            log.debug(f"Honcho still unreachable: {exc}; next try in {wait:.0f} s")
-        for client in self.clients.values():
-            client.close()
-
-    def _fail(self, items: list[dict], status: int | None, reason: str, results: list[dict] | None = None, *,
-              in_doubt: bool = False, level: int = logging.WARNING) -> None:
-        """`in_doubt`: Honcho may hold what the item's attempt sent, so a requeue looks first."""
-        self.record([ledger_events.failed(i["item"], i["ws"], status, reason, results, in_doubt=in_doubt) for i in items])
-        self.report.failed += len(items)
-        for i in items:
-            code = f"HTTP {status}" if status else "refused here"
-            doubt = "; Honcho may hold it: a retry looks it up before sending anything" if in_doubt else ""
-            log.log(level, f"{i['item']} not sent to {i['ws']}: {code}, {reason}; marked failed{doubt}"
-                    + runbook("honcho-send-refused"))
-
-    def _fail_here(self, item: dict, reason: str, quiet: bool = False) -> None:
-        self._fail([item], None, reason, level=logging.INFO if quiet else logging.WARNING)
-
-    def _session_gone(self, group: Group) -> None:
-        """Honcho has no session of that name any more (deleted on the server, where an id
-        is never reused): its items fail, said once; so do the later ones bound for it
-        (send_plan.Planner), until the owner resends them to a new one (bxmem outbox resend)."""
-        self.record([ledger_events.session_gone(group.ws, group.session, group.hsession, 404)])
-        log.warning(f"the Honcho session {group.hsession} in {group.ws} is gone (HTTP 404: deleted on the server); "
-                    f"its turns fail until the owner resends them" + runbook("honcho-session-deleted"))
-        self._fail(group.items, 404, session_gone_reason(group.hsession), level=logging.INFO)
 
     # --- workspace, sessions, turns ---------------------------------------------------------
 
@@ -315,7 +265,7 @@ class Sender:
             client.create_peer(peer, observed)
             events.append(ledger_events.created_peer(ws, peer, observed))
         self.record(events)
-        self._succeeded()
+        self.outcomes.succeeded()
 
     def _open(self, group: Group) -> None:
         """Set up the group's new Honcho session (done ahead, or now) and record it."""
@@ -346,9 +296,9 @@ class Sender:
                 except KeyRefused:
                     raise
                 except BadAnswer as bad:
-                    self._fail([item], None, f"{bad.operation}: {bad.kind}", in_doubt=bad.maybe_stored)
+                    self.outcomes.fail([item], None, f"{bad.operation}: {bad.kind}", in_doubt=bad.maybe_stored)
                 except Refused as one:
-                    self._fail([item], one.status, f"{one.operation} refused")
+                    self.outcomes.fail([item], one.status, f"{one.operation} refused")
         finally:
             for item in group.items:  # built for this group only: let them go
                 self.messages.forget(item["item"])
@@ -379,7 +329,7 @@ class Sender:
             if exc.unsent and known_ids is None:
                 self.record([ledger_events.unsent(keys, ws, exc.kind)])
             raise
-        self._succeeded()
+        self.outcomes.succeeded()
         sent, cursor = [], 0
         for item in items:
             mine = ids[cursor : cursor + len(messages[item["item"]])]
@@ -398,14 +348,14 @@ class Sender:
         try:
             messages = self.messages.of(item)
         except LocalFailure as exc:
-            self._fail([item], None, str(exc))
+            self.outcomes.fail([item], None, str(exc))
             return
         try:
             found = list(self.client(item["ws"]).list_messages(hsession, {"metadata": {"bxmem_item": item["item"]}}))
         except Missing:
             found = []
         present = present_parts(found, messages, self.honcho.agent)  # ours only: peer, agent and text too
-        self._succeeded()
+        self.outcomes.succeeded()
         missing = [m for m in messages if m["metadata"]["part"] not in present]
         if not missing:
             ids = [present[m["metadata"]["part"]] for m in messages]

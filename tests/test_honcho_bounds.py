@@ -164,8 +164,8 @@ def test_audit_ends_by_its_deadline_on_a_server_that_pages_without_end(home, bro
     result = bxmem_inprocess("audit")
     assert result.returncode == 7
     # The request the deadline met was cut, or the next one never started.
-    assert result.stderr in ("audit incomplete: honcho list sessions in bm0-trusted: not sent: the command's "
-                             "deadline has passed\n", "audit incomplete: honcho list sessions in bm0-trusted: "
+    assert result.stderr in ("bxmem: error: audit incomplete: honcho list sessions in bm0-trusted: not sent: the command's "
+                             "deadline has passed\n", "bxmem: error: audit incomplete: honcho list sessions in bm0-trusted: "
                              "timed out: the command's deadline has passed\n")
     assert time.monotonic() - started < 2.0 + 3.0
 

@@ -189,7 +189,7 @@ def test_audit_of_a_forged_page_is_incomplete_named_never_a_traceback(home, brok
     arm(honcho, Attack("typed", r"/messages/list$", body=body))
     result = bxmem_inprocess("audit")
     assert result.returncode == 7, result.stderr
-    assert result.stderr.startswith("audit incomplete: honcho list messages in bm0-trusted: Honcho's answer is not usable: ")
+    assert result.stderr.startswith("bxmem: error: audit incomplete: honcho list messages in bm0-trusted: Honcho's answer is not usable: ")
     assert "Traceback" not in result.stderr
 
 
