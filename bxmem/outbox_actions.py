@@ -284,6 +284,9 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
     to = survey.config.workspace(role).name  # the workspace of the role it was decided for: never another role
     if to == ws:
         raise Refused(f"{key} is already decided for {to}, this agent's {role} workspace: bxmem outbox resend sends it again")
+    target = check_item([(to, role)], survey.roles)  # the rule send holds it to: a re-route goes nowhere it may not
+    if target is not None:
+        raise Refused(f"{key} cannot be re-routed to {to}: {target.explain()}")
     if key in survey.box.attempts:
         raise Refused(f"{key} is in doubt in {ws} (it may be there already): it cannot move until send has looked it up")
     if failed and failed.get("results"):

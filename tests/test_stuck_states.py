@@ -349,3 +349,134 @@ def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows
         assert entry in ENTRIES
         text = (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
         assert "`bxmem sync`" in text and way_out in text, entry
+
+
+# --- held because a workspace of ours became a read source, and edits waiting behind a held one --------
+
+
+def _note(n: str, trust: str, entry: str) -> dict:
+    return {"id": n, "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "note", "trust": trust, "entry": entry}
+
+
+def _identity(n: str, entry: str, op: str = "identity_add") -> dict:
+    return {"id": n, "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": op, "file": "user.md", "entry": entry}
+
+
+def _read_source_config(url: str, tmp_path) -> str:
+    """The old trusted workspace listed as another agent's read source; the roles moved on."""
+    import os
+
+    from conftest import register_secret
+
+    key = tmp_path / "read.key"
+    key.write_text(register_secret("read-key-for-old-trusted-5d1c") + "\n")
+    os.chmod(key, 0o600)
+    return (f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
+            'trusted = "bm0-untrusted"\nuntrusted = "bm0-untrusted-2"\nfleet = "fleet"\n'
+            '[[honcho.read]]\nagent = "boxmaker9"\nworkspace = "bm0-trusted"\n'
+            f'[secrets.honcho_read_boxmaker9]\nfile = "{key}"\n')
+
+
+def _touched(honcho, ws: str) -> list[str]:
+    return [f"{r.method} {r.path}" for r in honcho.requests if f"/workspaces/{ws}/" in r.path or r.path.endswith(f"/workspaces/{ws}")
+            or (r.path == "/v3/workspaces" and isinstance(r.body, dict) and r.body.get("id") == ws)]
+
+
+def test_items_held_by_a_read_source_are_rerouted_where_their_role_is_now_never_to_the_read_source(
+        home, brokerd, honcho, config_file, tmp_path):
+    from bxmem import mirror
+    from bxmem.demo.sample import write_journal
+
+    config_file.write_text(honcho_config(honcho.url))
+    write_log(home, "s-clean", turn_lines(1, "the owner's words", "a clean reply"))
+    write_log(home, "s-web", turn_lines(1, "read that page", "the page says", results=UNTRUSTED))
+    brokerd.states["s-web"] = ("private", True)
+    write_journal(home, [_note("n1", "trusted", "a trusted note")])
+    decide.run(load())
+    mirror.run(load())
+    config_file.write_text(_read_source_config(honcho.url, tmp_path))
+    assert bxmem_inprocess("send").returncode == 4
+    code, status = sync_json()
+    assert code == 4
+    held = {(h["workspace"], h["reason"]) for h in status["held"]}
+    assert held == {("bm0-trusted", "read-source"), ("bm0-untrusted", "role-changed")}
+    code, listed = outbox("list")
+    assert {(i["item"], i["state"], i["why"].split(":")[0]) for i in listed["items"]} == {
+        ("turn:s-clean:1", "held", "read-source"), ("edit:n1", "held", "read-source"), ("turn:s-web:1", "held", "role-changed")}
+
+    code, done = outbox("reroute", "--all-held")
+    assert code == 0, done
+    assert {(i["item"], i["to"]) for i in done["items"]} == {
+        ("turn:s-clean:1", "bm0-untrusted"), ("edit:n1", "bm0-untrusted"), ("turn:s-web:1", "bm0-untrusted-2")}
+    assert bxmem_inprocess("send").returncode == 0
+    assert _touched(honcho, "bm0-trusted") == []  # the read source: nothing, with any key
+    assert items_in(honcho, "bm0-untrusted") == ["turn:s-clean:1"]  # trusted now
+    assert [c["content"] for c in honcho.conclusions_in("bm0-untrusted")] == ["a trusted note"]
+    assert items_in(honcho, "bm0-untrusted-2") == ["turn:s-web:1"]  # the untrusted turn stays untrusted
+    assert sync_json()[0] == 0
+
+
+def test_a_reroute_never_targets_a_workspace_the_write_rule_refuses(home, brokerd, honcho, config_file, monkeypatch):
+    """Belt and braces: should the configuration ever give a role a workspace the write
+    rule refuses (a read source), the re-route is refused, nothing written."""
+    from bxmem import outbox_actions
+
+    config_file.write_text(honcho_config(honcho.url))
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    config_file.write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
+    real = outbox_actions.roles_of
+    monkeypatch.setattr(outbox_actions, "roles_of", lambda pairs: {**real(pairs), "bm0-home": "read:boxmaker9"})
+    before = ledger_events(home)
+    result = bxmem_inprocess("outbox", "reroute", "turn:s:1")
+    assert result.returncode == 6
+    assert "cannot be re-routed to bm0-home: bm0-home is now configured as a read source" in result.stderr
+    assert ledger_events(home) == before
+
+
+def test_an_undo_waiting_behind_a_held_edit_goes_once_that_edit_is_rerouted(home, brokerd, honcho, config_file):
+    """The add was decided for the old trusted workspace, its undo under the new
+    configuration: the undo writes only where it may, but names a held edit, so it
+    waits behind it (never moved alone); re-routing the add lets both go, in order."""
+    from bxmem import mirror, undo
+    from bxmem.demo.sample import write_journal
+
+    config_file.write_text(honcho_config(honcho.url))
+    write_journal(home, [_identity("a1", "alpha")])
+    mirror.run(load())
+    config_file.write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
+    undone = undo.run(load(), "a1")
+    assert send.run(load()).sent == 0
+    code, listed = outbox("list")
+    states = {i["item"]: i["why"].split(":")[0] for i in listed["items"]}
+    behind = [k for k, why in states.items() if why == "behind-held-edit"]
+    assert states["edit:a1"] == "not-configured" and len(behind) == 1, listed
+    assert undone is not None
+    result = bxmem_inprocess("outbox", "reroute", behind[0])
+    assert result.returncode == 6 and "waits behind it" in result.stderr
+    assert outbox("reroute", "edit:a1")[0] == 0
+    assert bxmem_inprocess("send").returncode == 0
+    # the add and its undo, let go together: nothing to write (never written, then deleted)
+    assert honcho.conclusions_in("bm0-home") == [] and honcho.conclusions_in("bm0-trusted") == []
+    assert outbox("list")[1]["items"] == []
+    assert not [r for r in honcho.requests if "/workspaces/bm0-trusted" in r.path]
+    code, status = sync_json()
+    assert code == 0 and status["held"] == []
+
+
+def test_held_items_are_dropped_with_the_reason_and_the_rest_go(home, brokerd, honcho, config_file, tmp_path):
+    config_file.write_text(honcho_config(honcho.url))
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    write_log(home, "t", turn_lines(1, "later", "ok"))
+    decide.run(load())
+    config_file.write_text(_read_source_config(honcho.url, tmp_path))
+    assert bxmem_inprocess("send").returncode == 4
+    code, dropped = outbox("drop", "turn:s:1", "--reason", "that workspace is boxmaker9's now")
+    assert code == 0 and [(i["item"], i["was"]) for i in dropped["items"]] == [("turn:s:1", "held")]
+    events = [e for e in ledger_events(home) if e["ev"] == "dropped"]
+    assert [(e["item"], e["reason"]) for e in events] == [("turn:s:1", "that workspace is boxmaker9's now")]
+    code, status = sync_json()
+    assert code == 4 and [(h["workspace"], h["turns"]) for h in status["held"]] == [("bm0-trusted", 1)]  # turn:t:1 still held
+    assert outbox("drop", "--all-held", "--reason", "gone")[0] == 0
+    assert bxmem_inprocess("send").returncode == 0 and _touched(honcho, "bm0-trusted") == []
+    assert sync_json()[0] == 0
