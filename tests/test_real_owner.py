@@ -7,9 +7,9 @@ served with auth on elsewhere):
 
 Two agents with their own homes on one fleet, one stuck state each: alpha's
 Honcho session is deleted on the server (its later turns fail with 404 for
-good), bravo's trusted workspace is renamed in its configuration after a
+good: one is re-sent to a new session, one dropped), bravo's trusted workspace is renamed in its configuration after a
 turn was decided (held). Each owner's `sync` and `audit` before and after,
-and the commands that get them out (`outbox resend`, `outbox reroute`,
+and the commands that get them out (`outbox drop`, `outbox resend`, `outbox reroute`,
 `audit --accept`). Workspaces and agents are named for the run, so it shares
 the server with others; what is checked is read back with the server's own
 listings.
@@ -64,7 +64,7 @@ def test_a_shared_fleet_two_owners_one_stuck_state_each_both_resolved(tmp_path):
     deleted = httpx.delete(f"{URL}/v3/workspaces/{a['trusted']}/sessions/{session}", timeout=30, trust_env=False)
     print(f"server: DELETE /v3/workspaces/{a['trusted']}/sessions/{session} -> {deleted.status_code} {deleted.text}")
     assert deleted.status_code == 202
-    write_log(alpha_home, session, turn_lines(3, "and on sundays", "got it"))
+    write_log(alpha_home, session, turn_lines(3, "and on sundays", "got it") + turn_lines(4, "scratch that", "ok"))
     with StubBrokerd(alpha_home / "run" / "memory-broker" / "state.sock"):
         bx("decide", env=alpha)
     bx("send", env=alpha)
@@ -85,9 +85,13 @@ def test_a_shared_fleet_two_owners_one_stuck_state_each_both_resolved(tmp_path):
     bx("outbox", "list", env=bravo)
 
     # The ways out.
+    bx("outbox", "drop", f"turn:{session}:4", "--reason", "the owner took it back", env=alpha)
     bx("outbox", "resend", "--all-failed", "--dry-run", env=alpha)
     bx("outbox", "resend", "--all-failed", env=alpha)
     bx("send", env=alpha)
+    dropped = [json.loads(line) for line in (alpha_home / "memory" / "honcho.jsonl").read_text().splitlines()
+               if '"ev":"dropped"' in line]
+    assert [(e["item"], e["reason"]) for e in dropped] == [(f"turn:{session}:4", "the owner took it back")]
     bx("outbox", "reroute", "--all-held", "--dry-run", env=bravo)
     bx("outbox", "reroute", "--all-held", env=bravo)
     bx("send", env=bravo)
