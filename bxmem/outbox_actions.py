@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from . import ledger_events
+from . import ledger_events, shown
 from .config import Config
 from .errors import BxmemError, ExitCode, NotFound, Refused, UsageError
 from .ledger import Ledger
@@ -43,6 +43,7 @@ from .write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_ite
 
 SCHEMA = "bxmem.outbox/1"
 MAX_REASON = 200
+SHOWN_TEXT = 300  # the longest reason `list` prints from the ledger (shown.text)
 LOCK_WAIT_S = 10.0  # a send run in progress: wait this long for it before refusing
 
 
@@ -85,7 +86,8 @@ class Survey:
             ev = box.failed[key]
             record = ev.get("decided")
             status = f"HTTP {ev['status']}" if ev.get("status") else "refused by bxmem"
-            return self._entry(key, record, ev.get("ws"), "failed", f"{status}: {ev.get('reason') or '-'}", ev.get("ts"))
+            doubt = "; Honcho may hold it: a resend looks it up first" if ev.get("in_doubt") else ""
+            return self._entry(key, record, ev.get("ws"), "failed", f"{status}: {ev.get('reason') or '-'}{doubt}", ev.get("ts"))
         record = box.pending.get(key)
         if record is None:
             return None
@@ -107,8 +109,10 @@ class Survey:
         way_out = WAYS_OUT[state]
         if state == "failed" and record is not None and check_item([(record[WS], record[ROLE])], self.roles):
             way_out = "bxmem outbox reroute (its workspace has another role now) or drop"
-        return {"item": key, "kind": record[KIND] if record else None, "workspace": ws,
-                "role": record[ROLE] if record else None, "state": state, "why": why, "since": at, "way_out": way_out}
+        # Printed (shown.py): the ledger's names and reasons, as sync prints them.
+        return {"item": shown.item(key), "kind": shown.token(record[KIND]) if record else None, "workspace": shown.token(ws),
+                "role": shown.token(record[ROLE]) if record else None, "state": state, "why": shown.line(why, SHOWN_TEXT),
+                "since": shown.date(at), "way_out": way_out}
 
     def stuck(self, everything: bool = False) -> list[dict]:
         keys = list(self.box.failed) + [k for k in self.box.pending if k not in self.box.failed]
@@ -242,7 +246,9 @@ def _plan_drop(survey: Survey, key: str, result: ActionResult, _renewed: set, re
         raise Refused(f"{key} is in doubt ({state['why']}): it may be in Honcho already; drop it once send has looked")
     assert reason is not None  # act checked it
     result.items.append({"item": key, "workspace": state["workspace"], "was": state["state"]})
-    return [ledger_events.dropped(key, state["workspace"], state["state"], reason)]
+    failed = survey.box.failed.get(key)
+    ws = failed.get("ws") if failed else survey.box.pending[key][WS]  # the ledger's own, not as printed
+    return [ledger_events.dropped(key, ws, state["state"], reason)]
 
 
 def _plan_resend(survey: Survey, key: str, result: ActionResult, renewed: set, _reason: str | None) -> list[Mapping[str, object]]:
@@ -289,6 +295,9 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
         raise Refused(f"{key} cannot be re-routed to {to}: {target.explain()}")
     if key in survey.box.attempts:
         raise Refused(f"{key} is in doubt in {ws} (it may be there already): it cannot move until send has looked it up")
+    if failed and failed.get("attempt"):
+        raise Refused(f"{key} failed in {ws} with Honcho perhaps holding it (its answer was not usable): it cannot move; "
+                      "bxmem outbox resend looks it up there first, or drop it")
     if failed and failed.get("results"):
         raise Refused(f"{key} did part of its work in {ws} before it failed: it cannot move; drop it")
     if record[KIND] == "edit":

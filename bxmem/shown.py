@@ -13,7 +13,7 @@ function for its kind, and comes out within its schema's limits
 * a name or role the ledger recorded (`token`): one word, or INVALID_ID;
 * a date (`date`): an ISO 8601 date or time, written one way
   (`YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+HH:MM)`), or None: dropped;
-* free text (`text`): neutralised (sanitize.neutralise: nothing that renders
+* free text (`text`, or `line` for text printed inside one line): neutralised (sanitize.neutralise: nothing that renders
   as nothing), stripped, and cut to its cap, with an ellipsis.
 
 No field can then hold a line break, an ESC, a bidi override or a fence
@@ -97,3 +97,9 @@ def text(value: object, cap: int) -> str:
         return ""
     cleaned = neutralise(value).strip()
     return cleaned if len(cleaned) <= cap else cleaned[: max(0, cap - 1)] + "…"
+
+
+def line(value: object, cap: int) -> str:
+    """Free text from outside, to print inside one line (a reason, a problem): as
+    `text`, with every run of blank space, line breaks included, one space."""
+    return " ".join(text(value, cap).split())

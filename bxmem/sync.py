@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from . import shown
 from .audit import SUMMARY_FILE as AUDIT_SUMMARY
 from .config import Config
 from .errors import ExitCode, cite_runbook
@@ -23,6 +24,7 @@ from .write_policy import roles_of
 LONG_OUTAGE_S = 600
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
+SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (shown.text)
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
@@ -58,35 +60,35 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         for group in held:
             group["oldest_at"] = ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts")
             group["oldest_age_s"] = _age(group["oldest_at"], now)
+        held = [_held(group) for group in held]  # as printed (shown.py): the attention lines too
         for item in box.pending_items():
             if item["item"] in holds.held:
                 continue
             ws = workspaces[item["ws"]]  # not held: one of this agent's write workspaces
             ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
-                ws["oldest_pending"] = item["item"]
-                ws["oldest_pending_at"] = ledger.event_at(item["offset"]).get("ts")
+                ws["oldest_pending"] = shown.item(item["item"])
+                ws["oldest_pending_at"] = shown.date(ledger.event_at(item["offset"]).get("ts"))
                 ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
     doubts = in_doubt(((key, box.pending[key]) for key in queue), box.attempts, now)
     for entry in doubts:
         ws = workspaces[entry["workspace"]]
         ws["in_doubt"] += len(entry["items"])
         ws["waiting_behind"] += entry["waiting_behind"]
-    failed = []
-    for item, ev in box.failed.items():
-        failed.append({"item": item, "workspace": ev.get("ws"), "status": ev.get("status"), "reason": ev.get("reason"), "when": ev.get("ts")})
+    failed = [_failed(item, ev) for item, ev in box.failed.items()]
+    for ev in box.failed.values():
         if ev.get("ws") in workspaces:
             workspaces[ev["ws"]]["failed"] += 1
-    refused = [{"workspace": ws, "status": ev.get("status"), "since": ev.get("ts"), "secret": ev.get("secret"),
-                "problem": ev.get("problem")} for ws, ev in box.stopped.items()]
+    refused = [{"workspace": shown.token(ws), "status": _status(ev.get("status")), "since": shown.date(ev.get("ts")),
+                "secret": shown.token(ev.get("secret")), "problem": _text(ev.get("problem"))} for ws, ev in box.stopped.items()]
     for entry in refused:
         if entry["workspace"] in workspaces:
             workspaces[entry["workspace"]]["key_refused_since"] = entry["since"]
     outage = None
     if box.backoff:
         since_age = _age(box.backoff.get("since"), now)
-        outage = {"since": box.backoff.get("since"), "for_s": since_age, "next_try_at": iso(box.backoff["until"]),
-                  "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": box.backoff.get("error")}
+        outage = {"since": shown.date(box.backoff.get("since")), "for_s": since_age, "next_try_at": iso(box.backoff["until"]),
+                  "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": _text(box.backoff.get("error"))}
     decide_state = read_json(state_dir / "decide.json") or {}
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
     last_run: dict = decide_state.get("last_run") or {}
@@ -112,9 +114,14 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     audit_state = read_json(state_dir / AUDIT_SUMMARY) or None
     attention = []
     gone = [f for f in failed if is_session_gone(f["reason"])]
-    if len(failed) > len(gone):
-        attention.append(f"{len(failed) - len(gone)} failed item(s): bxmem outbox resend or drop them once the cause is "
-                         "fixed" + cite_runbook("honcho-send-refused"))
+    doubted = [f for f in failed if f["in_doubt"] and f not in gone]
+    if len(failed) > len(gone) + len(doubted):
+        attention.append(f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
+                         "once the cause is fixed" + cite_runbook("honcho-send-refused"))
+    if doubted:
+        attention.append(f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
+                         "resend looks each up before sending anything, once the cause is fixed; or drop"
+                         + cite_runbook("honcho-send-refused"))
     if gone:
         attention.append(f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
                          "them to a new one, bxmem outbox drop gives them up" + cite_runbook("honcho-session-deleted"))
@@ -153,17 +160,43 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "checks": live,
         "keys": key_checks,
         "sent_items": box.sent_count,
-        "last_sent": box.last_sent,
-        "in_doubt": doubts,
+        "last_sent": shown.date(box.last_sent),
+        "in_doubt": [_doubt(entry) for entry in doubts],
         "dropped_items": box.dropped,
         "audit": audit_state,
         "ledger_malformed_lines": box.malformed,
-        "ledger_repeated_decisions": {"ignored": box.repeated, "first": box.first_repeated},
+        "ledger_repeated_decisions": {"ignored": box.repeated, "first": shown.item(box.first_repeated)},
         "attention": attention,
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
         # with auth on refuses the keyless ones, and that refusal is attention.
         "warnings": [w for w in (checks.partial_keys(config),) if w],
     }
+
+
+def _text(value: object) -> str | None:
+    return shown.line(value, SHOWN_TEXT) if isinstance(value, str) else None
+
+
+def _status(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+def _failed(item: str, ev: dict) -> dict:
+    """A failed item as sync shows it: every field the ledger gave it through shown.py,
+    and `in_doubt` when Honcho may hold what its attempt sent (a resend looks first)."""
+    return {"item": shown.item(item), "workspace": shown.token(ev.get("ws")), "status": _status(ev.get("status")),
+            "reason": _text(ev.get("reason")), "when": shown.date(ev.get("ts")), "in_doubt": bool(ev.get("in_doubt"))}
+
+
+def _held(group: dict) -> dict:
+    return {**group, **{k: shown.token(group[k]) for k in ("workspace", "role", "now")}, "oldest": shown.item(group["oldest"]),
+            "oldest_at": shown.date(group["oldest_at"]), "explain": _text(group["explain"])}
+
+
+def _doubt(entry: dict) -> dict:
+    return {**entry, "workspace": shown.token(entry["workspace"]), "session": shown.token(entry["session"]),
+            "hsession": shown.honcho_id(entry["hsession"]), "items": [shown.item(i) for i in entry["items"]],
+            "attempted_at": shown.date(entry["attempted_at"])}
 
 
 def retry_failed(config: Config):
@@ -248,7 +281,8 @@ def lines(report: dict) -> list[str]:
         out.append(f"key for {entry['workspace']} refused {by}")
     for f in report["failed"]:
         status = f"HTTP {f['status']}" if f["status"] else "refused by bxmem"
-        out.append(f"failed: {f['item']} in {f['workspace']}: {status}: {f['reason'] or '-'} (at {f['when'] or '-'})")
+        doubt = "; Honcho may hold it: a resend looks it up first" if f.get("in_doubt") else ""
+        out.append(f"failed: {f['item']} in {f['workspace']}: {status}: {f['reason'] or '-'}{doubt} (at {f['when'] or '-'})")
     out.append(f"sent: {report['sent_items']} item(s); last at {report['last_sent'] or 'never'}")
     if report.get("dropped_items"):
         out.append(f"dropped by the owner: {report['dropped_items']} item(s) (bxmem outbox drop; the ledger holds why)")

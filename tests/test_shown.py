@@ -82,6 +82,12 @@ def test_text_shown_is_inert_and_within_its_cap(value, cap):
     assert (len(out) <= cap and inert(out) and out == unicodedata.normalize("NFC", out).strip()) or out.endswith("…")
 
 
+@given(st.text(max_size=2_000), st.integers(min_value=1, max_value=700))
+def test_a_line_shown_is_text_shown_on_one_line(value, cap):
+    out = shown.line(value, cap)
+    assert len(out) <= cap and inert(out) and len(out.splitlines()) <= 1 and out == " ".join(out.split())
+
+
 def test_the_placeholder_is_no_id_and_survives_the_header_alphabet():
     from bxmem.render import field
 

@@ -480,3 +480,56 @@ def test_held_items_are_dropped_with_the_reason_and_the_rest_go(home, brokerd, h
     assert outbox("drop", "--all-held", "--reason", "gone")[0] == 0
     assert bxmem_inprocess("send").returncode == 0 and _touched(honcho, "bm0-trusted") == []
     assert sync_json()[0] == 0
+
+
+# --- failed in doubt: Honcho may hold what it sent --------------------------------------------------------
+
+
+def test_a_failure_honcho_may_hold_is_shown_in_doubt_never_moved_and_resent_only_after_a_lookup(
+        home, brokerd, honcho, configure):
+    from hostile_honcho import Attack, arm, disarm
+
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello there", "hi"))
+    decide.run(load())
+    arm(honcho, Attack("typed", r"POST .*/messages$", store=True, body=lambda sent: [{"id": 12345} for _ in sent["messages"]]))
+    assert send.run(load(), clock=lambda: 1e6).failed == 1
+    disarm(honcho)
+    code, status = sync_json()
+    assert code == 4 and [(f["item"], f["in_doubt"]) for f in status["failed"]] == [("turn:s:1", True)]
+    assert ("1 failed item(s) Honcho may hold (its answer was not usable): bxmem outbox resend looks each up before "
+            "sending anything, once the cause is fixed; or drop (see: bxmem runbook honcho-send-refused)") in status["attention"]
+    text = bxmem_inprocess("sync").stdout
+    assert "; Honcho may hold it: a resend looks it up first (at " in text
+    listed = outbox("list")[1]["items"]
+    assert listed[0]["why"].endswith("; Honcho may hold it: a resend looks it up first")
+    # Never moved: in Honcho in bm0-trusted perhaps, it would then be in two workspaces.
+    configure(honcho.url).write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
+    result = bxmem_inprocess("outbox", "reroute", "turn:s:1")
+    assert result.returncode == 6 and "Honcho perhaps holding it" in result.stderr, result.stderr
+    configure(honcho.url)
+    assert outbox("resend", "turn:s:1")[0] == 0
+    assert send.run(load(), clock=lambda: 1e6 + 1000).sent == 1
+    assert len(honcho.messages_in("bm0-trusted")) == 2  # looked up: its two parts once, not sent again
+
+
+def test_what_sync_and_outbox_list_print_from_the_ledger_goes_through_shown(home, brokerd, honcho, configure):
+    """A damaged or forged ledger line (its reason, workspace, time) cannot print an ESC,
+    a line break that forges an `attention:` line, or a bidi override."""
+    from bxmem.ledger import Ledger
+
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "hello", "hi"))
+    decide.run(load())
+    forged = "refused\x1b[2J\nattention: all clear \u202e"
+    Ledger(home / "memory" / "honcho.jsonl").append(
+        [{"v": 1, "ev": "failed", "ts": "2026-12-01T10:00:00Z\nattention: forged", "item": "turn:s:1",
+          "ws": "bm0-trusted\x1b[31m", "status": 400, "reason": forged}])
+    for args in (("sync",), ("outbox", "list"), ("sync", "--json"), ("outbox", "list", "--json")):
+        out = bxmem_inprocess(*args).stdout
+        assert "\x1b" not in out and "\u202e" not in out, args
+        assert not [line for line in out.splitlines() if "forged" in line or line.startswith("attention: all clear")], args
+    code, status = sync_json()
+    assert code == 4
+    assert status["failed"][0]["workspace"] == "(invalid id)" and status["failed"][0]["when"] is None
+    assert "\n" not in status["failed"][0]["reason"]
