@@ -325,7 +325,8 @@ def bound(result: RecallResult) -> RecallResult:
 
     hits, result.hits = result.hits, []
     result.omitted = len(hits)  # the frame is sized with the longest count line it may need
-    head, tail, end = recall_frame(result, "0" * 16)
+    # sized with the nonce the estimate counts dearest (a piece per digit): a real one never costs more
+    head, tail, end = recall_frame(result, "a0" * 8)
     # 8 spare: the label and the count in the real frame may differ a little from these
     used = 8 + sum(estimate_tokens(line) + 1 for line in (head, *tail, end))
     for n, hit in enumerate(hits, 1):

@@ -91,6 +91,27 @@ def test_the_output_stays_within_its_token_budget_in_a_fixed_order():
     assert f"({first.omitted} more hit" in text
 
 
+@given(st.binary(min_size=8, max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_the_token_budget_holds_whatever_nonce_the_fence_draws(drawn):
+    """The fence's nonce is random, and digits and letters cost the estimate differently:
+    the bound must hold for the dearest one, not for the nonce it was sized with."""
+    from bxmem import render
+
+    result = RecallResult()
+    result.hits = [Hit("local", "memory", "private", dense(n), where="note") for n in range(8)]
+    bound(result)
+    for nonce in (drawn.hex(), "a0" * 8, "0a" * 8, "0" * 16, "f" * 16):
+        real = render.nonce
+        render.nonce = lambda nonce=nonce: nonce
+        try:
+            text = render_plain(result)
+        finally:
+            render.nonce = real
+        assert nonce in text
+        assert estimate_tokens(text) <= MAX_TOKENS, (nonce, estimate_tokens(text))
+
+
 def test_recall_gives_at_most_k_hits_of_at_most_600_characters(home, brokerd, configure):
     configure(None)
     for n in range(12):
