@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .config import Config, read_key
 from .errors import ExitCode, KeyFileInvalid, Refused, UsageError
-from .labels import OWN_LABELS, label_of, read_tag
+from .labels import MEMORY, OWN_LABELS, TAINTED, label_of, read_tag
 
 ASK_TIMEOUT_S = 150.0
 DEADLINE_S = 160.0
@@ -54,6 +54,7 @@ class Target:
     role: str  # config role
     tag: str
     klass: str
+    note: str | None = None  # why it is not tagged as configured (as_written)
 
 
 @dataclass
@@ -117,6 +118,17 @@ def targets(config: Config, names: list[str]) -> list[Target]:
     # A workspace without a key is asked without one, as every command uses it
     # (config.keyless_among_keyed): a server with auth on answers 401, which is
     # that workspace's unavailable line, never the caller's bad input.
+    return as_written(config, chosen)
+
+
+def as_written(config: Config, chosen: list[Target]) -> list[Target]:
+    """Those tagged memory held to what the ledger says this agent wrote there (workspace_roles)."""
+    trusted = {config.workspace(t.role).name: t for t in chosen if t.tag == MEMORY}
+    if trusted:
+        from .workspace_roles import tainting_notes
+
+        for ws, why in tainting_notes(config.paths.state, config.paths.ledger, trusted).items():
+            trusted[ws].tag, trusted[ws].note = TAINTED, why
     return chosen
 
 
@@ -340,7 +352,8 @@ def _result(states: dict[str, _State]) -> AskResult:
         if state.failure is not None:
             result.unavailable[name] = state.failure
         elif state.answer is not None:
-            result.answers.append(Answer(name, state.workspace, t.tag, t.klass, cut(state.answer or "(no answer)", ANSWER_CHARS)))
+            text = cut(state.answer or "(no answer)", ANSWER_CHARS)
+            result.answers.append(Answer(name, state.workspace, t.tag, t.klass, text, note=t.note))
         elif state.parts:
             text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
             note = "this server has no workspace chat: asked by peer chat on " + ", ".join(state.peers)
@@ -348,6 +361,7 @@ def _result(states: dict[str, _State]) -> AskResult:
                 note += f" ({state.left_out} more peers not asked)"
             if state.failures:
                 note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
+            note += f"; {t.note}" if t.note else ""
             result.answers.append(Answer(name, state.workspace, t.tag, t.klass, cut(text, ANSWER_CHARS),
                                          list(state.peers), note))
         else:

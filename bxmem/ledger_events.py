@@ -94,6 +94,7 @@ class DecidedEdit(_DecidedEdit, total=False):
 class Attempt(Event, total=False):
     items: list[str]
     ws: str
+    role: str  # the role the items were decided for, which the workspace is written as (absent before)
     session: str | None
     hsession: str  # turns only: the Honcho session the batch goes to
     parts: dict[str, int]  # turns only: messages per item
@@ -102,6 +103,7 @@ class Attempt(Event, total=False):
 class Sent(Event, total=False):
     item: str
     ws: str
+    role: str  # as on the attempt (absent before)
     hsession: str  # turns
     ids: list[str]  # turns: one message id per part
     settled: bool  # turns: found already in Honcho after a lost answer
@@ -139,6 +141,7 @@ class Created(Event, total=False):
     ws: str
     what: Literal["workspace", "peer", "session"]
     configuration: dict  # workspace
+    role: str  # workspace: the role the configuration was applied for (absent before)
     id: str  # peer, session
     observe_me: bool  # peer
     session: str  # session: the Boxmaker session
@@ -231,15 +234,21 @@ def is_decided(ev: dict, kind: str) -> bool:
 # --- sending --------------------------------------------------------------------------
 
 
-def attempt(ts: str, *, items: list[str], ws: str, session: str | None, hsession: str | None = None,
+def _role(role: str | None) -> dict:
+    """The `role` field of the lines that write a workspace; None only to build a line from before it."""
+    return {"role": role} if role is not None else {}
+
+
+def attempt(ts: str, *, items: list[str], ws: str, role: str | None, session: str | None, hsession: str | None = None,
             parts: dict[str, int] | None = None) -> Attempt:
-    """Timed by the sender's clock (`ts`): its in-doubt wait counts from it."""
+    """Timed by the sender's clock (`ts`): its in-doubt wait counts from it. `role`:
+    what the items were decided as, and so what the workspace is written as."""
     fields: dict = {}
     if hsession is not None:
         fields["hsession"] = hsession
     if parts is not None:
         fields["parts"] = parts
-    return cast(Attempt, event(ATTEMPT, ts=ts, items=items, ws=ws, session=session, **fields))
+    return cast(Attempt, event(ATTEMPT, ts=ts, items=items, ws=ws, **_role(role), session=session, **fields))
 
 
 def in_doubt(item: str, ws: str | None) -> dict:
@@ -248,12 +257,13 @@ def in_doubt(item: str, ws: str | None) -> dict:
     return {"ev": ATTEMPT, "items": [item], "ws": ws}
 
 
-def sent_turn(item: str, ws: str, hsession: str, ids: list[str], *, settled: bool = False) -> Sent:
-    return cast(Sent, event(SENT, item=item, ws=ws, hsession=hsession, ids=ids, **({"settled": True} if settled else {})))
+def sent_turn(item: str, ws: str, role: str | None, hsession: str, ids: list[str], *, settled: bool = False) -> Sent:
+    return cast(Sent, event(SENT, item=item, ws=ws, **_role(role), hsession=hsession, ids=ids,
+                            **({"settled": True} if settled else {})))
 
 
-def sent_edit(item: str, ws: str, results: list[dict]) -> Sent:
-    return cast(Sent, event(SENT, item=item, ws=ws, results=results))
+def sent_edit(item: str, ws: str, role: str | None, results: list[dict]) -> Sent:
+    return cast(Sent, event(SENT, item=item, ws=ws, **_role(role), results=results))
 
 
 def failed(item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None, *,
@@ -277,8 +287,9 @@ def requeued(item: str) -> Requeued:
 # --- what bxmem set up in Honcho, and the keys -------------------------------------------
 
 
-def created_workspace(ws: str, configuration: dict) -> Created:
-    return cast(Created, event(CREATED, ws=ws, what="workspace", configuration=configuration))
+def created_workspace(ws: str, configuration: dict, role: str | None) -> Created:
+    """`role`: the role `configuration` was chosen for (honcho.configuration_for)."""
+    return cast(Created, event(CREATED, ws=ws, what="workspace", configuration=configuration, **_role(role)))
 
 
 def created_peer(ws: str, peer: str, observe_me: bool) -> Created:

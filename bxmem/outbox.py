@@ -7,9 +7,11 @@ next run folds the ledger again from the start.
 
 The fold also keeps what bxmem set up in Honcho (configured workspaces,
 peers, and for each Boxmaker session its current Honcho session and peers),
-the workspaces whose key was refused, the outage backoff, the Honcho
-sessions Honcho said are gone, what the owner dropped or re-routed, and which
-lasting states send has logged (so the journal hears of each once).
+every Honcho session name it has used in each workspace, the role each
+workspace was set up and written as (workspace_roles.py), the workspaces whose
+key was refused, the outage backoff, the Honcho sessions Honcho said are gone,
+what the owner dropped or re-routed, and which lasting states send has logged
+(so the journal hears of each once).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from .ledger_events import (
 )
 from .log import log
 from .store import write_bytes
+from .workspace_roles import apply as fold_roles
+from .workspace_roles import save as save_roles
 
 
 def _read_marshal(path: Path) -> dict | None:
@@ -55,7 +59,8 @@ def _read_marshal(path: Path) -> dict | None:
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
 # as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 5  # 5: an item sent is counted once; drops, reroutes and gone sessions
+# 5: an item sent is counted once; drops, reroutes and gone sessions.
+CHECKPOINT_VERSION = 6  # 6: the roles workspaces were written as; the Honcho session names used
 
 # A pending item is kept as (ledger offset, workspace, session, kind, peer, role):
 # what a run needs to choose and group its batch, and to check that its
@@ -121,6 +126,11 @@ class Outbox:
     # history of 100,000 turns is a few hundred numbers), edits by item.
     known_turns: dict[str, list[list[int]]] = field(default_factory=dict)
     known_other: set[str] = field(default_factory=set)
+    # workspace -> {"set_up": [roles], "written": {role: first item}} (workspace_roles.py)
+    roles: dict[str, dict] = field(default_factory=dict)
+    # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
+    # every name used, so a new session never takes one already used (send_plan.session_name)
+    hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
     # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
@@ -135,6 +145,10 @@ class Outbox:
     def apply(self, ev: dict, offset: int = -1) -> None:
         kind = ev.get("ev")
         item: str = ev.get("item", "")  # every kind that names an item has one
+        if kind in (ATTEMPT, SENT, CREATED):  # before the item leaves the outbox: its decided role is still here
+            fold_roles(self.roles, ev, self._decided_role)
+            if kind == ATTEMPT:
+                self._learn_name(ev.get("ws"), ev.get("hsession"), ev.get("session"))
         if kind == DECIDED:
             if not self._first_decision(item):
                 self.repeated += 1
@@ -213,6 +227,14 @@ class Outbox:
         if record is not None:
             self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1:])
 
+    def _decided_role(self, item: str) -> object:
+        record = self.pending.get(item)
+        return record[ROLE] if record is not None else None
+
+    def _learn_name(self, ws: object, hsession: object, session: object) -> None:
+        if isinstance(ws, str) and isinstance(hsession, str) and isinstance(session, str):
+            self.hsessions.setdefault(ws, {}).setdefault(hsession, session)
+
     def _first_decision(self, item: str) -> bool:
         """Note `item` as decided; False when it was already."""
         kind, _, rest = item.partition(":")
@@ -252,6 +274,7 @@ class Outbox:
         elif what == "peer" and ev.get("id") not in ws["peers"]:
             ws["peers"].append(ev["id"])
         elif what == "session" and ev.get("session"):
+            self._learn_name(ev["ws"], ev.get("id"), ev["session"])
             known = ws["sessions"].get(ev["session"])
             if known is None or ev.get("n", 1) >= known["n"]:
                 ws["sessions"][ev["session"]] = {"name": ev["id"], "n": ev.get("n", 1), "peers": ev.get("peers", [])}
@@ -307,6 +330,7 @@ class Outbox:
 
         saved = {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
         write_bytes(state_dir / CHECKPOINT, marshal.dumps({"version": CHECKPOINT_VERSION, **saved}))
+        save_roles(state_dir, self.roles, self.ino, self.offset)  # for recall and ask (workspace_roles.read)
 
     @classmethod
     def _from_dict(cls, raw: dict) -> Outbox:

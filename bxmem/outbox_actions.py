@@ -37,9 +37,9 @@ from .errors import BxmemError, ExitCode, NotFound, Refused, UsageError
 from .ledger import Ledger
 from .outbox import KIND, OFFSET, ROLE, SESSION, WS, Outbox
 from .retry import in_doubt
-from .send_plan import sendable
+from .send_plan import checked_against, sendable
 from .store import JobLock
-from .write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, roles_of, writes_of
+from .write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 
 SCHEMA = "bxmem.outbox/1"
 MAX_REASON = 200
@@ -53,8 +53,9 @@ class Survey:
 
     box: Outbox
     ledger: Ledger
-    roles: dict[str, str]
+    roles: Mapping[str, str]
     config: Config
+    written: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # what the ledger says each was written as
     held: dict = field(default_factory=dict)  # item -> write_policy.Held
     doubt: dict[str, dict] = field(default_factory=dict)  # item -> its retry.in_doubt entry
     behind: dict[str, dict] = field(default_factory=dict)  # item -> the in-doubt entry it waits behind
@@ -63,9 +64,9 @@ class Survey:
     def take(cls, config: Config) -> Survey:
         ledger = Ledger(config.paths.ledger)
         box = Outbox.load(config.paths.ensure_state_dir(), ledger)
-        roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
-        survey = cls(box, ledger, roles, config)
-        queue, config_holds = sendable(box, roles, lambda key: ledger.event_at(box.pending[key][OFFSET]))
+        now = checked_against(config, box)  # the rule send holds items to, reused workspaces too
+        survey = cls(box, ledger, now.roles, config, now.written)
+        queue, config_holds = sendable(box, now, lambda key: ledger.event_at(box.pending[key][OFFSET]))
         survey.held = config_holds.held
         for entry in in_doubt(((key, box.pending[key]) for key in queue), box.attempts, time.time()):
             survey.doubt.update((key, entry) for key in entry["items"])
@@ -107,7 +108,7 @@ class Survey:
 
     def _entry(self, key: str, record: tuple | None, ws: object, state: str, why: str, at: object) -> dict:
         way_out = WAYS_OUT[state]
-        if state == "failed" and record is not None and check_item([(record[WS], record[ROLE])], self.roles):
+        if state == "failed" and record is not None and check_item([(record[WS], record[ROLE])], self.roles, self.written):
             way_out = "bxmem outbox reroute (its workspace has another role now) or drop"
         # Printed (shown.py): the ledger's names and reasons, as sync prints them.
         return {"item": shown.item(key), "kind": shown.token(record[KIND]) if record else None, "workspace": shown.token(ws),
@@ -258,7 +259,7 @@ def _plan_resend(survey: Survey, key: str, result: ActionResult, renewed: set, _
     record = survey.box.failed[key].get("decided")
     if record is None:
         raise Refused(f"{key} failed before it was decided with a workspace: there is nothing to send")
-    held = check_item([(record[WS], record[ROLE])], survey.roles)
+    held = check_item([(record[WS], record[ROLE])], survey.roles, survey.written)
     if held is not None:
         raise Refused(f"{key} cannot go to {record[WS]} now ({held.reason}: {held.explain()}): bxmem outbox reroute sends it "
                       "where its role is now")
@@ -290,7 +291,7 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
     to = survey.config.workspace(role).name  # the workspace of the role it was decided for: never another role
     if to == ws:
         raise Refused(f"{key} is already decided for {to}, this agent's {role} workspace: bxmem outbox resend sends it again")
-    target = check_item([(to, role)], survey.roles)  # the rule send holds it to: a re-route goes nowhere it may not
+    target = check_item([(to, role)], survey.roles, survey.written)  # the rule send holds it to: a re-route goes nowhere it may not
     if target is not None:
         raise Refused(f"{key} cannot be re-routed to {to}: {target.explain()}")
     if key in survey.box.attempts:
@@ -302,7 +303,7 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
         raise Refused(f"{key} did part of its work in {ws} before it failed: it cannot move; drop it")
     if record[KIND] == "edit":
         decision = {**survey.ledger.event_at(record[OFFSET]), "ws": to}
-        held = check_item(writes_of(decision, survey.box.conclusions, survey.box.fleet), survey.roles)
+        held = check_item(writes_of(decision, survey.box.conclusions, survey.box.fleet), survey.roles, survey.written)
         if held is not None:
             raise Refused(f"{key} cannot be re-routed: it also writes to {held.workspace} ({held.explain()}); drop it")
     result.items.append({"item": key, "workspace": ws, "was": state["state"], "to": to})

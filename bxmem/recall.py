@@ -20,7 +20,7 @@ import time
 from . import shown
 from .config import Config, read_key
 from .errors import ExitCode, KeyFileInvalid, UsageError
-from .labels import FLEET_LABEL, label_of, read_tag
+from .labels import FLEET_LABEL, MEMORY, TAINTED, label_of, read_tag
 from .relevance import shares_a_word
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
@@ -181,6 +181,11 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
             except Missing:
                 pass  # no such peer there: nothing to find
     ws = config.workspace(f"read:{source.agent}").name
+    if tag == MEMORY and (messages or conclusions):
+        from .workspace_roles import tainting_notes
+
+        if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
+            tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
     # Every field shown goes through shown.py: an id outside Honcho's alphabet is a
     # marked placeholder, a date that is not one is dropped, the text is neutralised.
     made = [Hit(source.agent, tag, source.class_, snippet(m["content"]), agent=source.agent,

@@ -56,15 +56,31 @@ def speaker_peer(speaker: str, agent: str, owner: str | None) -> tuple[str | Non
     peer = peer_name(speaker)
     if peer is None:
         return None, "speaker-not-a-peer-name"
-    if peer == agent or look_alike(speaker) == look_alike(agent):
+    why = _named_like(peer, look_alike(speaker), agent, owner)
+    return (None, why) if why else (peer, None)
+
+
+def peer_problem(peer: str, agent: str, owner: str | None) -> str | None:
+    """Why a decided speaker's peer id may not carry their words under this agent
+    and owner, or None: speaker_peer's rows on the peer id it made, read by
+    look_alike as the name it came from. `send` holds a decided turn to them
+    again, since the agent or the owner may have been renamed after the decision."""
+    if not PEER_RE.fullmatch(peer):
+        return "speaker-not-a-peer-name"
+    return _named_like(peer, look_alike(peer), agent, owner)
+
+
+def _named_like(peer: str, alike: str, agent: str, owner: str | None) -> str | None:
+    """The agent and owner rows of speaker_peer, for a peer id and what it looks like."""
+    if peer == agent or alike == look_alike(agent):
         # A person named like the agent would have their words written as the
         # agent's own, which Honcho treats as unobserved agent output.
-        return None, "speaker-is-the-agent"
-    if owner is not None and peer != owner and look_alike(speaker) == look_alike(owner):
+        return "speaker-is-the-agent"
+    if owner is not None and peer != owner and alike == look_alike(owner):
         # Another account whose name reads as the owner's: kept out rather
         # than written beside the owner's words under a near-identical name.
-        return None, "speaker-named-like-the-owner"
-    return peer, None
+        return "speaker-named-like-the-owner"
+    return None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from .honcho_answers import is_honcho_id
 from .log import log
 from .sanitize import chunks, neutralise
 from .send_lookup import present_parts, qualified
-from .send_plan import LocalFailure, Tally, session_gone_reason
+from .send_plan import LocalFailure, Tally, next_session, session_gone_reason
 from .sources.journal import LineChanged
 from .sources.journal import read_field as read_journal_field
 from .sources.loopd import session_id_problem
@@ -64,7 +64,7 @@ class EditActions:
             log.info(f"{key} was undone before it was sent: it is not sent at all")
             return
         if not in_doubt:
-            self.record([self._attempt(items=[key], ws=item["ws"], session=item["session"])])
+            self.record([self._attempt(items=[key], ws=item["ws"], role=item["role"], session=item["session"])])
         self.report.requests += 1
         results: list[dict] = []
         try:
@@ -87,7 +87,7 @@ class EditActions:
             why = f"{exc.operation}: {exc.kind}" if isinstance(exc, BadId) else f"{exc.operation} refused"
             self._fail([item], exc.status, why, results, in_doubt=in_doubt)
             return
-        self.record([ledger_events.sent_edit(key, item["ws"], results)])
+        self.record([ledger_events.sent_edit(key, item["ws"], item["role"], results)])
         self._succeeded()
         self.report.sent += 1
 
@@ -113,8 +113,8 @@ class EditActions:
             raise LocalFailure(session_gone_reason(known["name"]))
         if known and not known.get("gone"):
             return known["name"]
-        n = known["n"] + 1 if known else 1  # the next one, when Honcho lost the last and the owner resends
-        name = bx_session if n == 1 else f"{bx_session}-{n}"
+        # the next one, when Honcho lost the last and the owner resends; never a name used before
+        name, n = next_session(bx_session, known["n"] + 1 if known else 1, self.box.hsessions.get(ws, {}))
         self.client(ws).create_session(name, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
         self.record([ledger_events.created_session(ws, name, bx_session, n, [self.honcho.agent])])
         return name

@@ -13,19 +13,23 @@ from pathlib import Path
 
 from .honcho import MAX_BATCH, MAX_MESSAGE_CHARS
 from .ledger import Ledger
-from .rules import send_veto
+from .rules import peer_problem, send_veto
 from .sanitize import chunks, neutralise
 from .send_lookup import qualified
 from .send_plan import LocalFailure
 from .sources.loopd import SpanChanged, SpanReader
 
 
-def build(item: dict, speaker_text: str, reply: str, agent: str) -> list[dict]:
+def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | None) -> list[dict]:
     """The messages of a turn (its whole decision, `item`) whose texts are read back;
     LocalFailure if it may not or cannot be sent."""
     veto = send_veto(speaker_text, reply)
     if veto:
         raise LocalFailure(veto)
+    # send holds such a turn before it gets here (write_policy.hold_pending): this is the last line.
+    problem = peer_problem(item["peer"], agent, owner) if isinstance(item.get("peer"), str) else "no speaker peer"
+    if problem:
+        raise LocalFailure(f"its speaker's peer may not be written under this agent and owner ({problem})")
     parts: list[tuple[str, str, str]] = []
     for role, peer, text in (("speaker", item["peer"], speaker_text), ("agent", agent, reply)):
         parts += [(role, peer, piece) for piece in chunks(neutralise(text), MAX_MESSAGE_CHARS)]
@@ -65,8 +69,8 @@ class Messages:
     """Items' whole decisions and messages, read back for the run and kept until
     the group that needs them is sent (`forget`)."""
 
-    def __init__(self, ledger: Ledger, logs: Path, agent: str, secret: bytes | None = None) -> None:
-        self.ledger, self.logs, self.agent = ledger, logs, agent
+    def __init__(self, ledger: Ledger, logs: Path, agent: str, owner: str | None, secret: bytes | None = None) -> None:
+        self.ledger, self.logs, self.agent, self.owner = ledger, logs, agent, owner
         self._spans = SpanReader(secret)  # `secret`: entry.key, which checks each span holds the line decided
         self._messages: dict[str, list[dict]] = {}
         self._events: dict[str, dict] = {}
@@ -95,7 +99,7 @@ class Messages:
             raise LocalFailure(f"cannot read the turn back from {self.logs / item['log']}: {exc}") from None
         if reply is None:
             raise LocalFailure("the decision names no reply")
-        self._messages[key] = build(item, "\n".join(texts), reply, self.agent)
+        self._messages[key] = build(item, "\n".join(texts), reply, self.agent, self.owner)
         return self._messages[key]
 
     def forget(self, key: str) -> None:

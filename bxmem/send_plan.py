@@ -9,15 +9,18 @@ of a run can be tested on an outbox alone (tests/test_send_plan.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .honcho import MAX_BATCH
-from .outbox import KIND, ROLE, SESSION, WS, Outbox, light
-from .write_policy import Holds, hold_pending
+from .outbox import KIND, PEER, ROLE, SESSION, WS, Outbox, light
+from .workspace_roles import set_up_for
+from .write_policy import Holds, Now, hold_pending, roles_of
 
 if TYPE_CHECKING:
+    from .config import Config
     from .lanes import Call
     from .retry import Hold
 
@@ -71,20 +74,31 @@ class Unit:
     group: Group | None
 
 
-def sendable(box: Outbox, roles: Mapping[str, str], decision_of: Callable[[str], dict]) -> tuple[list[str], Holds]:
+def checked_against(config: Config, box: Outbox) -> Now:
+    """What pending items are held to now: the configuration's roles, agent and
+    owner, and what the ledger says each workspace was written as."""
+    written = {ws: entry["written"] for ws, entry in box.roles.items()}
+    honcho = config.honcho  # None (local-only): no workspace is configured, so every item is held
+    return Now(roles_of((ws.role, ws.name) for ws in config.workspaces()), written, honcho.agent if honcho else "",
+               honcho.owner if honcho else None)
+
+
+def sendable(box: Outbox, now: Now, decision_of: Callable[[str], dict]) -> tuple[list[str], Holds]:
     """Pending items in outbox order that may go now, and those the configuration
     holds (write_policy.hold_pending: a workspace renamed, or given another role,
-    or made a read source since the decision). `roles` is {workspace: role} as
-    configured now; `decision_of(item)` reads an edit's whole decision, for the
-    workspaces of what it deletes or retracts. Items of a workspace whose key was
-    refused wait too, without being held: bxmem sync shows the refusal."""
+    or made a read source since the decision, or holding what this agent wrote
+    there in another role; a speaker who reads as the agent or the owner now).
+    `now` is what they are checked against (`checked_against`); `decision_of(item)`
+    reads an edit's whole decision, for the workspaces of what it deletes or
+    retracts. Items of a workspace whose key was refused wait too, without being
+    held: bxmem sync shows the refusal."""
 
     def decision(key: str) -> dict:  # to the workspace the outbox names: the owner may have re-routed it
         found = decision_of(key)
         return found if found.get("ws") == box.pending[key][WS] else {**found, "ws": box.pending[key][WS]}
 
-    pending = ((key, r[WS], r[ROLE], r[KIND]) for key, r in box.pending.items())
-    holds = hold_pending(pending, roles, decision, box.conclusions, box.fleet)
+    pending = ((key, r[WS], r[ROLE], r[KIND], r[PEER]) for key, r in box.pending.items())
+    holds = hold_pending(pending, now, decision, box.conclusions, box.fleet)
     queue = [key for key, r in box.pending.items() if key not in holds.held and r[WS] not in box.stopped]
     return queue, holds
 
@@ -101,23 +115,58 @@ def is_session_gone(reason: object) -> bool:
     return isinstance(reason, str) and reason.startswith("its Honcho session ") and reason.endswith(_GONE)
 
 
-def target(known: dict | None, peer: str, session: str, agent: str) -> tuple[str, int, list[str], bool]:
+_NUMBERED = re.compile(r"-[0-9]+\Z")
+
+
+def session_name(session: str, n: int) -> str:
+    """The name of the n-th Honcho session (n from 1) of Boxmaker session `session`:
+
+    | Boxmaker session | n | Honcho session |
+    | town             | 1 | town           |
+    | town             | 2 | town-2         |
+    | town-2           | 1 | town-2-1       |
+    | town-2           | 2 | town-2-2       |
+
+    One to one, though both alphabets are [A-Za-z0-9_-]: a name ending in
+    `-<digits>` is never a first session of its own name, so `-1` after one is
+    the first session of what precedes it, and any other `-<n>` (n from 2, no
+    leading zero) the n-th of what precedes it. Sessions created before this
+    naming keep their names (the ledger's `created` lines, `target`)."""
+    if n == 1 and not _NUMBERED.search(session):
+        return session
+    return f"{session}-{n}"
+
+
+def next_session(session: str, n: int, taken: Mapping[str, str]) -> tuple[str, int]:
+    """The name and number of Boxmaker `session`'s n-th Honcho session, or the next
+    one whose name no Honcho session in the workspace has yet (`taken`: every name
+    the ledger used there). Only a name given before this naming can be taken:
+    the first session of a Boxmaker session named `town-2` was `town-2`, the name
+    `town`'s second now has."""
+    name = session_name(session, n)
+    while name in taken:
+        n += 1
+        name = session_name(session, n)
+    return name, n
+
+
+def target(known: dict | None, peer: str, session: str, agent: str,
+           taken: Mapping[str, str]) -> tuple[str, int, list[str], bool]:
     """The Honcho session for a turn of `peer` in Boxmaker `session`, given the one
-    `known` so far: that one, or the next (`-2`, `-3`, ...) when the speaker is not yet
-    in it, holding every peer so far, or when Honcho lost it (deleted on the server)
-    and the owner resends its turns (bxmem outbox resend: a new session, its peers
-    from scratch). Returns (name, n, peers, whether it is new)."""
+    `known` so far: that one, or the next (`session_name`) when the speaker is not
+    yet in it, holding every peer so far, or when Honcho lost it (deleted on the
+    server) and the owner resends its turns (bxmem outbox resend: a new session,
+    its peers from scratch). Returns (name, n, peers, whether it is new)."""
     if known and known.get("gone"):
-        n = known["n"] + 1
-        return f"{session}-{n}", n, sorted({agent, peer}), True
+        name, n = next_session(session, known["n"] + 1, taken)
+        return name, n, sorted({agent, peer}), True
     if known and peer in known["peers"]:
         return known["name"], known["n"], known["peers"], False
     if known and known["peers"] == [agent]:
         # Made for a memory write before anyone spoke: no speaker's view is fixed
         # in it yet, so the first speaker joins it rather than starting the next.
         return known["name"], known["n"], sorted({agent, peer}), True
-    n = known["n"] + 1 if known else 1
-    name = session if n == 1 else f"{session}-{n}"
+    name, n = next_session(session, known["n"] + 1 if known else 1, taken)
     peers = sorted(set(known["peers"] if known else [agent]) | {peer})
     return name, n, peers, True
 
@@ -208,7 +257,7 @@ class Planner:
             or following.get("kind") == "edit"
             or following["item"] in self.box.attempts
             or (following["ws"], following["session"]) == (current.ws, current.session)
-            or not self.box.workspace(following["ws"])["configured"]
+            or not set_up_for(self.box.roles, following["ws"], following["role"])
         ):
             return None, False
         unit = self.next_unit()  # `following` itself, unless it fails locally: then whatever comes next
@@ -216,7 +265,7 @@ class Planner:
         opens = (
             group is not None
             and group.new_session
-            and self.box.workspace(group.ws)["configured"]  # nothing is created before its configuration
+            and set_up_for(self.box.roles, group.ws, group.items[0]["role"])  # nothing is created before its configuration
             and (group.ws, group.session) != (current.ws, current.session)
         )
         return unit, opens
@@ -236,7 +285,8 @@ class Planner:
         except LocalFailure as exc:
             self.fail(first, str(exc))
             return None
-        name, n, peers, new = target(known, first["peer"], first["session"], self.agent)
+        name, n, peers, new = target(known, first["peer"], first["session"], self.agent,
+                                     self.box.hsessions.get(first["ws"], {}))
         group = Group(first["ws"], first["session"], name, n, peers, new, [first], messages)
         count = len(messages[first["item"]])
         for key in session_keys:

@@ -38,18 +38,10 @@ from .send_keys import WorkspaceKeys
 from .send_lookup import present_parts
 from .send_messages import Messages
 from .send_outcomes import Outcomes
-from .send_plan import (
-    Group,
-    LocalFailure,
-    Planner,
-    Tally,
-    Unit,
-    missing_peers,
-    opening,
-    sendable,
-)
+from .send_plan import Group, LocalFailure, Planner, Tally, Unit, checked_against, missing_peers, opening, sendable
 from .send_report import announce, note_state
-from .write_policy import Holds, roles_of, writable
+from .workspace_roles import other_role, set_up_for
+from .write_policy import Holds, writable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -79,7 +71,8 @@ class Sender:
         self.report = report
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
         self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
-        self.roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
+        self.now = checked_against(config, box)  # what items are held to, as the run starts
+        self.roles = self.now.roles
         self.holds = Holds()  # held by the configuration (write_policy.py); send.run reads it too
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
@@ -88,7 +81,8 @@ class Sender:
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
         self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record)
-        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent, load_key(config.paths.state, create=False))
+        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent, self.honcho.owner,
+                                 load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
         self.planner: Planner | None = None
@@ -112,11 +106,11 @@ class Sender:
         self._held = []
         self.box.catch_up(self.ledger)
 
-    def _attempt(self, *, items: list[str], ws: str, session: str | None, hsession: str | None = None,
+    def _attempt(self, *, items: list[str], ws: str, role: str, session: str | None, hsession: str | None = None,
                  parts: dict[str, int] | None = None) -> Attempt:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
-        return ledger_events.attempt(iso(self.clock()), items=items, ws=ws, session=session, hsession=hsession,
-                                     parts=parts)
+        return ledger_events.attempt(iso(self.clock()), items=items, ws=ws, role=role, session=session,
+                                     hsession=hsession, parts=parts)
 
     def flush(self) -> None:
         if self._held:
@@ -135,6 +129,8 @@ class Sender:
     def _new_client(self, ws: str) -> WorkspaceClient:
         if not writable(ws, self.roles):  # every write of a run goes through here: a last line of defence
             raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
+        if other_role(self.box.roles, ws, self.roles[ws]) is not None:
+            raise RuntimeError(f"bxmem does not write to {ws}: this agent wrote it as another role before")
         return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by)  # key: send_keys.py
 
     def close(self) -> None:
@@ -154,7 +150,7 @@ class Sender:
     def run(self) -> Tally:
         now = self.clock()
         self.keys.resume_refreshed()
-        queue, self.holds = sendable(self.box, self.roles, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
+        queue, self.holds = sendable(self.box, self.now, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
         backoff = self.box.backoff
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
@@ -250,20 +246,21 @@ class Sender:
     # --- workspace, sessions, turns ---------------------------------------------------------
 
     def _ensure_workspace(self, ws: str) -> None:
-        state = self.box.workspace(ws)
-        if state["configured"]:
+        """Set up `ws` for its role now, unless the ledger says it was (workspace_roles.set_up_for)."""
+        role = self.roles[ws]  # the planner hands out only this agent's write workspaces (sendable)
+        if set_up_for(self.box.roles, ws, role):
             return
-        workspace = self.config.workspace_by_name(ws)
-        assert workspace is not None  # the planner hands out only this agent's write workspaces (sendable)
-        wanted = configuration_for(workspace.role)
+        wanted = configuration_for(role)
         client = self.client(ws)
         stored = client.read_configuration(if_exists=client.set_configuration(wanted))
         if not configuration_applied(wanted, stored):
             raise Refused(ws, "set workspace configuration", "the configuration read back differs")
-        events = [ledger_events.created_workspace(ws, wanted)]
+        events = [ledger_events.created_workspace(ws, wanted, role)]
+        known = self.box.workspace(ws)["peers"]
         for peer, observed in ((self.honcho.agent, False), (self.honcho.owner, True)):
-            client.create_peer(peer, observed)
-            events.append(ledger_events.created_peer(ws, peer, observed))
+            if peer not in known:
+                client.create_peer(peer, observed)
+                events.append(ledger_events.created_peer(ws, peer, observed))
         self.record(events)
         self.outcomes.succeeded()
 
@@ -309,7 +306,8 @@ class Sender:
         `meanwhile` runs on this thread while the POST is in flight."""
         flat = [m for i in items for m in messages[i["item"]]]
         keys = [i["item"] for i in items]
-        self.record([self._attempt(items=keys, ws=ws, session=items[0]["session"], hsession=hsession,
+        role = items[0]["role"]  # one workspace, one role: the items were held to it (sendable)
+        self.record([self._attempt(items=keys, ws=ws, role=role, session=items[0]["session"], hsession=hsession,
                                    parts={i["item"]: len(messages[i["item"]]) for i in items})])
         self.report.requests += 1
         client = self.client(ws)
@@ -336,7 +334,7 @@ class Sender:
             cursor += len(mine)
             if known_ids and item["item"] in known_ids:
                 mine = merge_ids(known_ids[item["item"]], messages[item["item"]], mine)
-            sent.append(ledger_events.sent_turn(item["item"], ws, hsession, mine))
+            sent.append(ledger_events.sent_turn(item["item"], ws, role, hsession, mine))
         self.record(sent, durable=False)
         self.report.sent += len(items)
         self.report.messages += len(flat)
@@ -359,7 +357,7 @@ class Sender:
         missing = [m for m in messages if m["metadata"]["part"] not in present]
         if not missing:
             ids = [present[m["metadata"]["part"]] for m in messages]
-            self.record([ledger_events.sent_turn(item["item"], item["ws"], hsession, ids, settled=True)])
+            self.record([ledger_events.sent_turn(item["item"], item["ws"], item["role"], hsession, ids, settled=True)])
             self.report.sent += 1
             log.info(f"{item['item']} was already in Honcho (an earlier run's answer was lost); recorded as sent")
             return

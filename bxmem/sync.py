@@ -16,10 +16,10 @@ from .errors import ExitCode, cite_runbook
 from .ledger import Ledger
 from .outbox import KIND, OFFSET, Outbox
 from .retry import in_doubt, iso
-from .send_plan import is_session_gone, sendable
+from .send_plan import checked_against, is_session_gone, sendable
 from .send_report import in_doubt_line
 from .store import read_json
-from .write_policy import roles_of
+from .workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
@@ -54,8 +54,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                                 "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
                                 "waiting_behind": 0, "failed": 0, "key_refused_since": None}
     with ledger:  # event_at keeps the ledger open
-        roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
-        queue, holds = sendable(box, roles, lambda key: ledger.event_at(box.pending[key][OFFSET]))
+        queue, holds = sendable(box, checked_against(config, box), lambda key: ledger.event_at(box.pending[key][OFFSET]))
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
             group["oldest_at"] = ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts")
@@ -112,7 +111,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                        "file": str(ws.key_file) if ws.key_file else None, **checks.not_checked("sync ran without checks")}
                       for ws in config.workspaces()]
     audit_state = read_json(state_dir / AUDIT_SUMMARY) or None
-    attention = []
+    reused = reused_workspaces(config, box.roles)
+    attention = [reused_text(entry) for entry in reused]
     gone = [f for f in failed if is_session_gone(f["reason"])]
     doubted = [f for f in failed if f["in_doubt"] and f not in gone]
     if len(failed) > len(gone) + len(doubted):
@@ -151,6 +151,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "honcho_url": config.honcho.url if config.honcho else None,
         "workspaces": workspaces,
         "held": held,
+        "reused": reused,
         "failed": failed,
         "keys_refused": refused,
         "outage": outage,
@@ -197,6 +198,37 @@ def _doubt(entry: dict) -> dict:
     return {**entry, "workspace": shown.token(entry["workspace"]), "session": shown.token(entry["session"]),
             "hsession": shown.honcho_id(entry["hsession"]), "items": [shown.item(i) for i in entry["items"]],
             "attempted_at": shown.date(entry["attempted_at"])}
+
+
+def reused_workspaces(config: Config, roles: dict) -> list[dict]:
+    """The configured workspaces that hold what this agent wrote to them in a role
+    other than the one they have now (the ledger's workspace_roles): a write
+    workspace, to which nothing more is written, or a read source labelled
+    trusted, which recall and ask read as tainted. Without [honcho], none."""
+    out = []
+    trusted_reads = {f"read:{s.agent}" for s in config.honcho.read if s.trust == "trusted"} if config.honcho else set()
+    for ws in config.workspaces():
+        if ws.role in trusted_reads:
+            found = tainted_by(roles, ws.name)
+        elif ws.role.startswith("read:"):
+            continue  # read as untrusted already, and never written
+        else:
+            found = other_role(roles, ws.name, ws.role)
+        if found is not None:
+            out.append({"workspace": ws.name, "role": ws.role, "written_as": found[0], "first": shown.item(found[1])})
+    return out
+
+
+def reused_text(entry: dict) -> str:
+    ws, role, was, first = entry["workspace"], entry["role"], entry["written_as"], entry["first"]
+    if role.startswith("read:"):
+        return (f"{ws} is read as {role.removeprefix('read:')}'s trusted workspace, but this agent wrote it as its {was} "
+                f"workspace (first {first}): recall and ask tag what it holds memory-tainted"
+                + cite_runbook("honcho-workspace-reused"))
+    tainted = role == "trusted" and was in ("untrusted", "fleet")
+    return (f"{ws} is this agent's {role} workspace now, but this agent wrote it as its {was} workspace before "
+            f"(first {first}): bxmem writes nothing more to it" + (", and ask answers from it memory-tainted" if tainted else "")
+            + cite_runbook("honcho-workspace-reused"))
 
 
 def retry_failed(config: Config):

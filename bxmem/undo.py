@@ -78,11 +78,12 @@ def _effects(config: Config, edit_id: str) -> list[str]:
     if item in box.pending and item not in box.attempts:
         return ["it has not been sent yet: it will not be sent at all"]
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
+    written_as = {ws: entry["written"] for ws, entry in box.roles.items()}
     effects = []
     for action in plan.actions:
         if action["do"] in ("unconclude", "reconclude"):
             written = box.conclusions.get(action["of"])
-            held = check_write(written["ws"], "trusted", roles) if written else None
+            held = check_write(written["ws"], "trusted", roles, written_as) if written else None
             if action["do"] == "unconclude" and written and not written.get("deleted_by"):
                 # The id and workspace are the ledger's, written from Honcho's answer: shown as shown.py shows ids.
                 effects.append(f"its conclusion {shown.honcho_id(written['id'])} in {shown.honcho_id(written['ws'])} will be deleted"
@@ -92,7 +93,7 @@ def _effects(config: Config, edit_id: str) -> list[str]:
                                + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
         elif action["do"] == "retract":
             note = box.fleet.get(action["of"])
-            held = check_write(note["ws"], "fleet", roles) if note else None
+            held = check_write(note["ws"], "fleet", roles, written_as) if note else None
             effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
                            + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
     return effects or ["nothing in Honcho: nothing it wrote is there"]

@@ -111,8 +111,8 @@ def test_sync_counts_each_item_sent_once(home, configure):
     decision = decided_turn(session="s", turn=1, role="trusted", ws="bm0-trusted", reason="clean", peer="kyle",
                             klass="private", untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]],
                             reply=[10, 20], at=None)
-    ledger.append([decision, sent_turn("turn:s:1", "bm0-trusted", "s", ["m1", "m2"]),
-                   sent_turn("turn:s:1", "bm0-trusted", "s", ["m1", "m2"], settled=True)])
+    ledger.append([decision, sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"]),
+                   sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"], settled=True)])
     assert Outbox.load(home / "memory" / "bxmem", ledger).sent_count == 1
 
 

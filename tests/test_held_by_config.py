@@ -17,9 +17,14 @@ from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.write_policy import (
     BEHIND_HELD_EDIT,
     NOT_CONFIGURED,
+    PEER_IS_THE_AGENT,
+    PEER_LIKE_THE_OWNER,
+    PEER_NOT_A_NAME,
     READ_SOURCE,
     ROLE_CHANGED,
     ROLE_UNKNOWN,
+    WORKSPACE_REUSED,
+    Now,
     check_write,
     hold_pending,
     roles_of,
@@ -71,6 +76,7 @@ def swapped(url: str, tmp_path, read_key: str = "read-key-for-old-trusted-5d1c")
 # --- the rule, as a table -------------------------------------------------------------
 
 ROLES = roles_of([("trusted", "t"), ("untrusted", "u"), ("fleet", "f"), ("read:other", "r")])
+NOW = Now(ROLES, {}, "boxmaker0", "kyle")
 
 
 @pytest.mark.parametrize(("ws", "role", "reason"), [
@@ -102,15 +108,16 @@ def test_an_edit_is_held_by_what_it_deletes_and_edits_naming_it_wait_behind_it()
     }
     assert writes_of(decisions["edit:y"], conclusions, fleet) == [("t", "trusted"), ("r", "trusted")]
     assert writes_of(decisions["edit:w"], conclusions, fleet) == [("f", "fleet"), ("old-fleet", "fleet")]
-    pending = [("edit:x", "t", "trusted", "edit"), ("turn:s:1", "u", "untrusted", "turn"), ("edit:y", "t", "trusted", "edit"),
-               ("turn:s:2", "t", "trusted", "turn"), ("edit:z", "t", "trusted", "edit"), ("edit:u", "t", "trusted", "edit"),
-               ("edit:v", "t", "trusted", "edit")]
-    holds = hold_pending(pending, ROLES, decisions.__getitem__, conclusions, fleet)
+    pending = [("edit:x", "t", "trusted", "edit", None), ("turn:s:1", "u", "untrusted", "turn", "ana"),
+               ("edit:y", "t", "trusted", "edit", None), ("turn:s:2", "t", "trusted", "turn", "ana"),
+               ("edit:z", "t", "trusted", "edit", None), ("edit:u", "t", "trusted", "edit", None),
+               ("edit:v", "t", "trusted", "edit", None)]
+    holds = hold_pending(pending, NOW, decisions.__getitem__, conclusions, fleet)
     # y deletes a conclusion in a read source; u undoes y (and writes in the read source
     # too); v undoes u. x and z name nothing held: they go.
     assert {k: v.reason for k, v in holds.held.items()} == {"edit:y": READ_SOURCE, "edit:u": READ_SOURCE,
                                                              "edit:v": BEHIND_HELD_EDIT}
-    alone = hold_pending([("edit:w", "f", "fleet", "edit")], ROLES, decisions.__getitem__, conclusions, fleet)
+    alone = hold_pending([("edit:w", "f", "fleet", "edit", None)], NOW, decisions.__getitem__, conclusions, fleet)
     assert alone.held["edit:w"].reason == NOT_CONFIGURED and alone.held["edit:w"].workspace == "old-fleet"
 
 
@@ -118,7 +125,8 @@ def test_the_runbook_explains_every_held_reason():
     from conftest import ROOT
 
     text = (ROOT / "bxmem" / "runbook" / "honcho-held-by-config.md").read_text()
-    for reason in (READ_SOURCE, NOT_CONFIGURED, ROLE_CHANGED, ROLE_UNKNOWN, BEHIND_HELD_EDIT):
+    for reason in (READ_SOURCE, NOT_CONFIGURED, ROLE_CHANGED, ROLE_UNKNOWN, BEHIND_HELD_EDIT, WORKSPACE_REUSED,
+                   PEER_IS_THE_AGENT, PEER_LIKE_THE_OWNER, PEER_NOT_A_NAME):
         assert f"| `{reason}` |" in text, reason
 
 

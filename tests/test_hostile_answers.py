@@ -107,7 +107,7 @@ def test_two_messages_given_one_id_is_not_an_answer(home, brokerd, honcho, confi
 def _record_conclusion_id(home, forged) -> None:
     """A ledger as an older bxmem wrote it from an unchecked answer: edit:a's conclusion id is `forged`."""
     ledger = Ledger(home / "memory" / "honcho.jsonl")
-    ledger.append([sent_edit("edit:a", "bm0-trusted", [{"i": 0, "do": "conclude", "id": forged, "hsession": "s"}])])
+    ledger.append([sent_edit("edit:a", "bm0-trusted", None, [{"i": 0, "do": "conclude", "id": forged, "hsession": "s"}])])
     ledger.close()
 
 

@@ -29,7 +29,7 @@ LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 OWNER = Path(__file__).parent / "fixtures" / "ledger-owner"
 # What the outbox fold keeps that it did not then (each decision is final: outbox.py).
 ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat",
-               "dropped", "announced")
+               "dropped", "announced", "roles", "hsessions")
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
 
 
@@ -121,6 +121,25 @@ def test_what_the_fold_learnt_since(name, tmp_path):
     assert box.repeated == sum(1 for ev in lines if ev["ev"] == "decided") - len(first)
     for item, record in box.pending.items():
         assert record[5] == first[item].get("role")
+    # What each workspace was written as, though no line of these ledgers names a role:
+    # the roles of the decided items attempted or sent there, and the first of them.
+    written: dict[str, dict[str, str]] = {}
+    names: dict[str, dict[str, str]] = {}
+    for ev in lines:
+        attempted = ev["items"] if ev["ev"] == "attempt" else [ev["item"]] if ev["ev"] == "sent" else []
+        for item in attempted:
+            written.setdefault(ev["ws"], {}).setdefault(first[item]["role"], item)
+        if ev["ev"] == "attempt" and ev.get("hsession"):
+            names.setdefault(ev["ws"], {}).setdefault(ev["hsession"], ev["session"])
+        if ev["ev"] == "created" and ev["what"] == "session":
+            names.setdefault(ev["ws"], {}).setdefault(ev["id"], ev["session"])
+    assert written, "the fixture sends nothing"
+    assert {ws: entry["written"] for ws, entry in box.roles.items() if entry["written"]} == written
+    assert box.hsessions == names
+    # An old `created` line names no role: set up for none, so set up again for the role it has now.
+    created = {ev["ws"] for ev in lines if ev["ev"] == "created" and ev["what"] == "workspace"}
+    assert {ws for ws, entry in box.roles.items() if entry["set_up"]} == created
+    assert all(entry["set_up"] in ([], [None]) for entry in box.roles.values())
 
 
 def test_the_owner_actions_fold_as_they_did(tmp_path, monkeypatch):
@@ -173,12 +192,12 @@ def _rebuilt(ev: dict) -> dict:
                                reason=ev["reason"], actions=ev["actions"], journal_line=ev["journal_line"], at=ev["at"],
                                target=ev.get("target", "").removeprefix("edit:"))
     if kind == le.ATTEMPT:
-        return le.attempt(ev["ts"], items=ev["items"], ws=ev["ws"], session=ev["session"], hsession=ev.get("hsession"),
+        return le.attempt(ev["ts"], items=ev["items"], ws=ev["ws"], role=ev.get("role"), session=ev["session"], hsession=ev.get("hsession"),
                           parts=ev.get("parts"))
     if kind == le.SENT and "results" in ev:
-        return le.sent_edit(ev["item"], ev["ws"], ev["results"])
+        return le.sent_edit(ev["item"], ev["ws"], ev.get("role"), ev["results"])
     if kind == le.SENT:
-        return le.sent_turn(ev["item"], ev["ws"], ev["hsession"], ev["ids"], settled=ev.get("settled", False))
+        return le.sent_turn(ev["item"], ev["ws"], ev.get("role"), ev["hsession"], ev["ids"], settled=ev.get("settled", False))
     if kind == le.FAILED:
         return le.failed(ev["item"], ev["ws"], ev["status"], ev["reason"], ev.get("results"))
     if kind == le.UNSENT:
@@ -188,7 +207,7 @@ def _rebuilt(ev: dict) -> dict:
     if kind == le.REQUEUED:
         return le.requeued(ev["item"])
     if kind == le.CREATED and ev["what"] == "workspace":
-        return le.created_workspace(ev["ws"], ev["configuration"])
+        return le.created_workspace(ev["ws"], ev["configuration"], ev.get("role"))
     if kind == le.CREATED and ev["what"] == "peer":
         return le.created_peer(ev["ws"], ev["id"], ev["observe_me"])
     if kind == le.CREATED:

@@ -20,10 +20,11 @@ def outbox(*items: tuple, configured: bool = True, attempts: dict | None = None)
     """`items`: (item, session, peer) for a turn, or (item, None, None) for an edit."""
     box = Outbox()
     if configured:
-        box.apply({"ev": "created", "ws": WS, "what": "workspace"})
+        box.apply({"ev": "created", "ws": WS, "what": "workspace", "role": "trusted"})
     for offset, (item, session, peer) in enumerate(items):
         kind = "edit" if session is None else "turn"
-        box.apply({"ev": "decided", "item": item, "ws": WS, "session": session or "s-edit", "kind": kind, "peer": peer}, offset)
+        box.apply({"ev": "decided", "item": item, "ws": WS, "session": session or "s-edit", "kind": kind, "peer": peer,
+                   "role": "trusted"}, offset)
     for item, ts in (attempts or {}).items():
         box.apply({"ev": "attempt", "items": [item], "ws": WS, "session": "s1", "hsession": "s1", "ts": ts})
     return box
@@ -100,7 +101,7 @@ def test_a_new_speaker_ends_the_group_and_starts_the_next_honcho_session():
     ],
 )
 def test_target_session(known, peer, expected):
-    assert target(known, peer, "a", AGENT) == expected
+    assert target(known, peer, "a", AGENT, {}) == expected
 
 
 def test_an_item_that_fails_here_is_reported_and_the_rest_goes_on():

@@ -4,6 +4,7 @@ what `sync` says before and after, and what the ledger keeps of it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -425,8 +426,13 @@ def test_a_reroute_never_targets_a_workspace_the_write_rule_refuses(home, broker
     write_log(home, "s", turn_lines(1, "hello", "hi"))
     decide.run(load())
     config_file.write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
-    real = outbox_actions.roles_of
-    monkeypatch.setattr(outbox_actions, "roles_of", lambda pairs: {**real(pairs), "bm0-home": "read:boxmaker9"})
+    real = outbox_actions.checked_against
+
+    def with_read_source(config, box):
+        now = real(config, box)
+        return dataclasses.replace(now, roles={**now.roles, "bm0-home": "read:boxmaker9"})
+
+    monkeypatch.setattr(outbox_actions, "checked_against", with_read_source)
     before = ledger_events(home)
     result = bxmem_inprocess("outbox", "reroute", "turn:s:1")
     assert result.returncode == 6
