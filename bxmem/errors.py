@@ -52,10 +52,10 @@ MEANINGS = {
                        "work waits for a later run, nothing lost (`demo`: what Honcho was not sent goes with the demo's "
                        "temporary home, unless --keep kept it)",
     ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
-                        "refused key or a key file send would refuse, a long outage, brokerd unavailable, the last "
-                        "audit's discrepancies), `send` (it holds items the configuration no longer lets go where they "
-                        "were decided to; the rest was sent), `audit` (a discrepancy between Honcho and the ledger, "
-                        "not accepted)",
+                        "workspace this agent wrote in another role, a refused key or a key file send would refuse, a "
+                        "long outage, brokerd unavailable, the last audit's discrepancies), `send` (it holds items the "
+                        "configuration no longer lets go where they were decided to; the rest was sent), `audit` (a "
+                        "discrepancy between Honcho and the ledger, not accepted)",
     ExitCode.NOT_FOUND: "something named on the command line does not exist (an edit, an outbox item, an audit finding)",
     ExitCode.REFUSED: "understood but cannot be done (an undo of an undo, an edit already undone, `ask` or `audit` "
                       "while local-only, an outbox item that cannot be dropped, resent or re-routed as asked, an "
