@@ -164,3 +164,16 @@ def test_a_taken_name_is_stepped_over():
     assert send_plan.next_session("town", 2, taken) == ("town-4", 4)
     assert send_plan.next_session("town", 1, taken) == ("town", 1)
     assert send_plan.next_session("town-2", 1, {"town-2-1": "town-2-1"}) == ("town-2-2", 2)
+
+
+@pytest.mark.parametrize(("known", "taken", "name"), [
+    ({"name": "town", "n": 1}, {"town": "town"}, ("town-2", 2)),
+    ({"name": "town-2-1", "n": 1}, {"town-2-1": "town-2"}, ("town-2-2", 2)),
+    # named before the one-to-one naming: town-2's first was town-2, and town's second took town-3
+    ({"name": "town-2", "n": 1}, {"town-2": "town-2", "town-3": "town"}, ("town-2-2", 2)),
+    ({"name": "town-2", "n": 2}, {"town": "town", "town-2": "town", "town-3": "town-3"}, ("town-4", 4)),
+])
+def test_the_session_that_replaces_one_honcho_deleted_is_named_one_to_one(known, taken, name):
+    gone = {**known, "peers": ["boxmaker0", "kyle"], "gone": True}
+    session = next(bx for hs, bx in taken.items() if hs == known["name"])
+    assert send_plan.target(gone, "kyle", session, "boxmaker0", taken) == (*name, ["boxmaker0", "kyle"], True)
