@@ -42,7 +42,7 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
             work(state, ledger)
             save(config.paths.ensure_state_dir(), state)
     if refresh_index:
-        from .index import refresh
+        from .index_fold import refresh
 
         refresh(config.paths)
     return report

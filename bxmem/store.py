@@ -101,7 +101,7 @@ class JobLock:
     """
 
     BASE = 1 << 62
-    JOBS = ("decide", "mirror", "send")
+    JOBS = ("decide", "mirror", "send", "index")  # "index": one writer of the local index (index_fold.py)
 
     def __init__(self, ledger: Path, job: str) -> None:
         self.path = ledger

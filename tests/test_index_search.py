@@ -1,5 +1,5 @@
-"""The index's two-query ranking gives exactly what the one statement before it
-gave (b2c19b1), on indexes with old and new identity entries, a full window or not."""
+"""The local index's ranking (bxmem/search.py): every match ranked, at a bounded cost;
+words stemmed; candidates chosen by how rare their words are; snippets around the match."""
 
 from __future__ import annotations
 
@@ -7,37 +7,121 @@ import random
 
 import pytest
 
-from bxmem import index as index_module
-from bxmem.index import Index, fts_query
-
-# The statement _ranked replaced: the window and every matching identity entry in
-# one UNION ALL, deduplicated by GROUP BY. Kept here as the reference.
-ONE_STATEMENT = (
-    "SELECT d.key, d.kind, d.tag, d.class, d.session, d.ts, d.text FROM (SELECT id, min(score) AS score FROM ("
-    "  SELECT * FROM (SELECT rowid AS id, bm25(docs_fts) AS score FROM docs_fts WHERE docs_fts MATCH ?"
-    "    ORDER BY rowid DESC LIMIT ?) UNION ALL SELECT rowid, 0.0 FROM docs_fts WHERE docs_fts MATCH ?"
-    "    AND rowid IN (SELECT id FROM docs WHERE kind = 'identity')) GROUP BY id"
-    ") AS c JOIN docs d ON d.id = c.id ORDER BY {first}c.score, c.id DESC LIMIT ?"
-)
-WORDS = ["koala", "wombat", "quokka", "numbat", "bilby"]
+from bxmem import search
+from bxmem.index import Index
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_two_queries_rank_as_the_one_statement_did(tmp_path, monkeypatch, seed):
-    monkeypatch.setattr(index_module, "CANDIDATES", 6)  # so windows fill and identity entries fall out of them
-    rng = random.Random(seed)
+def _index(tmp_path) -> Index:
     index = Index(tmp_path / "index.sqlite")
+    index.db()
+    return index
+
+
+def _fill(index: Index, texts, kind: str = "turn", start: int = 0) -> None:
     db = index.db()
     db.execute("BEGIN")
-    for n in range(rng.randrange(0, 40)):
-        kind = rng.choice(["turn", "turn", "turn", "identity", "note"])
-        text = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 6)))
-        index.add(f"k{n}", kind, kind if kind == "identity" else "memory", "private", text, session="s")
+    for n, text in enumerate(texts, start):
+        index.add(f"t{n}", kind, "memory", "private", text, session="s")
     db.execute("COMMIT")
-    for query in ("koala", "koala wombat", "quokka numbat bilby", "echidna"):
-        for joiner, first in ((" ", "(d.kind = 'identity') DESC, "), (" OR ", "")):
-            match = fts_query(query, joiner=joiner)
-            for limit in (1, 3, 8):
-                want = db.execute(ONE_STATEMENT.format(first=first), (match, 6, match, limit)).fetchall()
-                got = [row[:7] for row in index._ranked(match, limit, identity_first=bool(first))]
-                assert got == want, (seed, query, joiner, limit)
+
+
+def keys(index: Index, query: str, k: int = 8) -> list[str]:
+    return [h.key for h in index.search(query, k)]
+
+
+def test_an_old_turn_holding_a_rare_word_is_found_under_thousands_of_newer_common_ones(tmp_path):
+    """The newest-1,000 window hid it: every natural question holds a common word."""
+    index = _index(tmp_path)
+    index.add("old", "turn", "memory", "private", "kyle said the backups go to the wombat nas", session="s0")
+    _fill(index, (f"kyle asked about the backups again, day {n}" for n in range(3_000)), start=1)
+    assert keys(index, "what did kyle say about the wombat backups?")[0] == "old"
+
+
+def test_words_are_stemmed_and_a_clitic_is_no_word(tmp_path):
+    index = _index(tmp_path)
+    index.add("a", "turn", "memory", "private", "the nightly backups are on restic", session="s")
+    index.add("b", "turn", "memory", "private", "it's what's left: s s s", session="s")
+    assert keys(index, "backup") == ["a"]
+    assert keys(index, "restic's schedule") == ["a"]  # "s" would have found b
+
+
+def test_an_irregular_form_finds_the_others(tmp_path):
+    index = _index(tmp_path)
+    index.add("a", "turn", "memory", "private", "kyle went to lisbon in may", session="s")
+    index.add("b", "turn", "memory", "private", "the cougar gets rebuilt on friday", session="s")
+    assert keys(index, "when did kyle go to lisbon?") == ["a"]
+    assert keys(index, "when do we rebuild cougar") == ["b"]
+
+
+def test_the_speaker_is_a_word_of_the_turn(tmp_path):
+    index = _index(tmp_path)
+    index.add("a", "turn", "memory", "private", "my dog is called biscuit", session="s", who="priya")
+    index.add("b", "turn", "memory", "private", "my dog is called pepper", session="s", who="tom")
+    assert keys(index, "what is priya's dog called?")[0] == "a"
+
+
+def test_a_fact_inside_a_long_paste_is_ranked_as_a_short_text_would_be(tmp_path):
+    index = _index(tmp_path)
+    paste = " ".join(f"line {n} of the meeting notes about the deploy calendar." for n in range(60))
+    index.add("paste", "turn", "memory", "private", paste.replace("line 30 ", "the wolverine cache key rotates hourly; line 30 "),
+              reply="Noted.", session="s")
+    index.add("miss", "turn", "memory", "private", "who knows the wolverine cache?", reply="not me", session="s")
+    found = index.search("how often does the wolverine cache key rotate?", 8)
+    assert found[0].key == "paste"
+    assert "wolverine cache key rotates hourly" in found[0].text and found[0].text.endswith("\nNoted.")
+    assert len(found[0].text) <= 600
+
+
+def test_a_long_document_holding_many_good_passages_leaves_room_for_others(tmp_path):
+    index = _index(tmp_path)
+    index.add("long", "turn", "memory", "private", " ".join(["otter deploy"] * 2000), session="s")
+    _fill(index, (f"otter deploy {n}" for n in range(20)), start=1)
+    found = keys(index, "otter deploy", 8)
+    assert len(found) == 8 and len(set(found)) == 8
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_split_by_rare_and_common_words_scores_as_one_bm25_over_all_of_them(tmp_path, monkeypatch, seed):
+    """Candidates hold a rare word; each is scored over every word. The two MATCH
+    expressions must rank exactly as one bm25 over all the words, among those candidates."""
+    monkeypatch.setattr(search, "BUDGET", 30)
+    rng = random.Random(seed)
+    rare, common = ["koala", "wombat"], ["deploy", "backup", "report"]
+    index = _index(tmp_path)
+    texts = []
+    for _ in range(300):  # each common word in about a fifth of the turns: over BUDGET, under COMMON
+        words = [w for w in common for _ in range(rng.randrange(1, 3)) if rng.random() < 0.1] + ["filler"] * rng.randrange(1, 8)
+        if rng.random() < 0.05:
+            words.append(rng.choice(rare))
+        rng.shuffle(words)
+        texts.append(" ".join(words))
+    _fill(index, texts)
+    db = index.db()
+    query = "koala wombat deploy backup report"
+    every = " OR ".join(f'"{w}"' for w in rare + common)
+    rare_only = " OR ".join(f'"{w}"' for w in rare)
+    assert all(search.BUDGET < df < search.COMMON * 300 for (df,) in db.execute(
+        "SELECT doc FROM docs_vocab WHERE term IN ('deploi', 'backup', 'report')"))
+    reference = db.execute(
+        "SELECT d.key FROM docs_fts f JOIN passages p ON p.id = f.rowid JOIN docs d ON d.id = p.doc"
+        " WHERE docs_fts MATCH ? AND f.rowid IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)"
+        " ORDER BY bm25(docs_fts), f.rowid DESC LIMIT 8", (every, rare_only)).fetchall()
+    assert keys(index, query) == [k for (k,) in reference]
+
+
+def test_when_every_word_is_common_the_newest_matches_are_ranked_and_those_holding_all_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(search, "BUDGET", 50)
+    index = _index(tmp_path)
+    index.add("both", "turn", "memory", "private", "we decided the backups go offsite", session="s")
+    _fill(index, [f"the backups ran, day {n}" for n in range(200)] + [f"we decided on lunch, day {n}" for n in range(200)]
+          + [f"nothing to see, day {n}" for n in range(1000)], start=1)
+    found = keys(index, "what did we decide about the backups?")
+    assert found[0] == "both" and len(found) == 8
+
+
+def test_query_syntax_in_a_word_is_matched_as_a_word(tmp_path):
+    index = _index(tmp_path)
+    index.add("a", "turn", "memory", "private", 'the NEAR report and "quotes" text: here', session="s")
+    for query in ['report" OR "x', "NEAR(report quotes)", "text:here", "report*", "-report", '""', "AND OR NOT", "^report"]:
+        index.search(query, 8)  # never an FTS5 syntax error
+    assert keys(index, 'NEAR(report quotes)') == ["a"]

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bxmem import audit, decide_state, index, mirror
+from bxmem import audit, decide_state, index_fold, mirror
 from bxmem.ledger import Ledger
 from bxmem.outbox import Outbox
 
@@ -48,9 +48,9 @@ def _index_fold(ledger_path: Path, state_dir: Path, monkeypatch) -> list:
         return [f"{ev['log']}@{span[0]}" for span in ev.get("user") or []], reply
 
     monkeypatch.setattr(loopd.SpanReader, "turn_texts", texts)
-    monkeypatch.setattr(index, "index_turn", lambda _ix, ev, user, reply: turns.append([ev["item"], *index.turn_labels(ev), user, reply]))
+    monkeypatch.setattr(index_fold, "index_turn", lambda _ix, ev, user, reply: turns.append([ev["item"], *index_fold.turn_labels(ev), user, reply]))
     paths = SimpleNamespace(ledger=ledger_path, logs=state_dir, journal=state_dir / "no-journal.jsonl", state=state_dir)
-    index.update(paths)
+    index_fold.update(paths)
     return turns
 
 

@@ -3,8 +3,10 @@ which Honcho hits are near misses (docs/decisions.md says why)."""
 
 from __future__ import annotations
 
-from bxmem import recall
-from bxmem.index import CANDIDATES, Index
+import pytest
+
+from bxmem import recall, search
+from bxmem.index import Index
 
 
 def _index(tmp_path) -> Index:
@@ -30,12 +32,13 @@ def test_identity_comes_first_only_among_hits_holding_every_word(tmp_path):
     assert [h.key for h in index.search("dingo deploy", 8)] == ["t1", "m1"]
 
 
-def test_an_old_identity_entry_is_a_candidate_however_many_newer_turns_match(tmp_path):
+@pytest.mark.parametrize("newer", [50, search.BUDGET + 50])  # every match ranked; the word in more than BUDGET
+def test_an_old_identity_entry_is_a_candidate_however_many_newer_turns_match(tmp_path, newer):
     index = _index(tmp_path)
     index.add("m1", "identity", "identity", "private", "backups go to the echidna nas", file="memory.md")
     db = index.db()
     db.execute("BEGIN")
-    for n in range(CANDIDATES + 50):
+    for n in range(newer):
         index.add(f"t{n}", "turn", "memory", "private", f"turn {n} about backups", session="s")
     db.execute("COMMIT")
     assert index.search("backups", 8)[0].key == "m1"
