@@ -102,14 +102,15 @@ def undo(
 @global_options_too
 def recall(
     ctx: typer.Context,
-    query: str = typer.Argument(..., help="What to look for (plain words; no search syntax)."),
+    query: list[str] = typer.Argument(..., help="What to look for: plain words, one query (no search syntax)."),
     k: str | None = typer.Option(None, "-k", metavar="N", show_default=False,
                                  help=f"At most this many hits, interleaved across sources: 1 to {MAX_K}, default {DEFAULT_K}."),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
     options: Options = ctx.obj
-    return jobs.recall(options.config, query, k, as_json, verbose=options.verbose, quiet=options.quiet)
+    # Several words are one query, as grammar.py joins them for the lean path.
+    return jobs.recall(options.config, " ".join(query), k, as_json, verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()
@@ -187,11 +188,11 @@ def runbook(ctx: typer.Context,
 @global_options_too
 def index_rebuild(ctx: typer.Context) -> int:
     """Rebuild the local index from the ledger, the logs and the journal."""
-    from . import index
+    from . import index, index_fold
 
     config = _setup(ctx, "index")
     config.paths.ensure_state_dir()
-    applied, warning = index.update(config.paths, rebuild=True)
+    applied, warning = index_fold.update(config.paths, rebuild=True)
     if warning:
         raise BxmemError(warning)
     return jobs.index_rebuilt(applied, index.Index.for_state(config.paths.state).count())

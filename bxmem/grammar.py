@@ -11,9 +11,12 @@ The grammar is deliberately smaller than typer's, so that it cannot disagree:
 global options go before or after the command word; a command's own options
 only after it; a long option's value follows it or an `=`, a short option's
 follows it as the next word (click reads `-k=3` as the value "=3"); no value
-is empty or starts with "-"; recall's query is one word, or the last word
-after `--`. `-k`'s default is recall.DEFAULT_K: an absent -k is passed on as
-absent, so no second literal exists.
+is empty or starts with "-"; recall's query is every word that is not an
+option, joined by spaces (`bxmem recall backup plan` asks for "backup plan",
+as a person typing it means), and every word after `--` (the agent's form,
+`-- QUERY`, whose one word may start with "-"). `-k`'s default is
+recall.DEFAULT_K: an absent -k is passed on as absent, so no second literal
+exists.
 
 Imports nothing: the idle fast path pays for every module it loads.
 """
@@ -31,7 +34,7 @@ COMMANDS = {
 }
 #: Options that take a value (the rest are flags).
 VALUED = frozenset({"--config", "-k"})
-#: The one positional argument a command takes, by its key.
+#: The positional words a command takes, by the key they are joined under.
 POSITIONAL = {"recall": "query"}
 #: A value must pass its check, or typer would convert it differently (or refuse it).
 CHECKS = {"k": lambda value: value.isascii() and value.isdigit()}
@@ -55,6 +58,7 @@ def parse(argv: list[str]) -> Parsed | None:
     words = argv[1:]
     command: str | None = None
     options: dict = {}
+    positional: list[str] = []
     i = 0
     while i < len(words):
         word = words[i]
@@ -65,12 +69,14 @@ def parse(argv: list[str]) -> Parsed | None:
             i += 1
             continue
         own = COMMANDS[command] if command is not None else {}
-        positional = POSITIONAL.get(command or "")
-        if positional and word == "--" and i + 2 == len(words) and positional not in options:
-            options[positional] = words[i + 1]
+        takes = POSITIONAL.get(command or "")
+        if takes and word == "--":
+            if i + 1 == len(words):
+                return None  # nothing after it: typer says what is missing
+            positional.extend(words[i + 1:])
             break
-        if positional and not word.startswith("-") and positional not in options:
-            options[positional] = word
+        if takes and not word.startswith("-"):
+            positional.append(word)
             i += 1
             continue
         name, equals, inline = word.partition("=")
@@ -92,8 +98,12 @@ def parse(argv: list[str]) -> Parsed | None:
             return None  # a flag with a value: typer says what is wrong
         options[known] = True
         i += 1
-    if command is None or (POSITIONAL.get(command) and POSITIONAL[command] not in options):
+    if command is None:
         return None
+    if command in POSITIONAL:
+        if not positional:
+            return None
+        options[POSITIONAL[command]] = " ".join(positional)
     return Parsed(command, options)
 
 

@@ -51,7 +51,9 @@ def argv_shapes(config: str) -> list[list[str]]:
     for command, own in COMMANDS.items():
         options = [(name, key, "global") for name, key in GLOBAL.items()] + [(name, key, "own") for name, key in own.items()]
         positional = POSITIONAL.get(command)
-        tails = [[]] if not positional else [["backups"], ["--", "-dash-query"], [""]]
+        # several words are one query, options may fall between them, and `--` takes the rest
+        tails = [[]] if not positional else [["backups"], ["backup", "plan"], ["backup", "-k", "5", "plan"],
+                                             ["--", "-dash-query"], ["backup", "--", "-k", "plan"], [""]]
 
         singles = [[(form, where)] for name, key, where in options for form in _forms(name, key, config)]
         pairs = [[(_forms(a, ka, config)[-1], wa), (_forms(b, kb, config)[0], wb)]
@@ -121,7 +123,7 @@ def test_typer_blames_the_wrong_word_not_a_global_option(argv, blamed, capsys):
     ["recall", "q", "-k", "²"],  # a digit int() refuses
     ["decide", "--config="], ["decide", "--config", ""], ["decide", "--config", "-q"],
     ["--json", "decide"],  # a command's option before the command
-    ["recall", "a", "b"], ["recall"], ["decide", "--json=yes"], ["-q", "--", "send"],
+    ["recall"], ["recall", "--"], ["decide", "--json=yes"], ["-q", "--", "send"],
 ])
 def test_shapes_typer_reads_otherwise_are_left_to_typer(argv):
     assert parse(["bxmem", *argv]) is None
@@ -152,3 +154,13 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys):
         assert cli.run_cli(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"bxmem: error: {line}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv, query", [
+    (["recall", "backup", "plan"], "backup plan"),  # as a person types it: one query, not two arguments
+    (["recall", "backup", "--json", "plan"], "backup plan"),
+    (["recall", "--", "-k", "3"], "-k 3"),  # after `--` every word is the query's
+    (["recall", "--json", "--", "what is -k?"], "what is -k?"),  # the agent's form, unchanged
+])
+def test_several_words_are_one_query(argv, query):
+    assert parse(["bxmem", *argv]).options["query"] == query
