@@ -29,7 +29,9 @@ import time
 from . import where
 from .grammar import JOBS
 
-SUMMARY_VERSION = 2
+# 3: the local index's schema 2. A summary an older bxmem wrote is not trusted, so the first
+# timer run after an upgrade is a real one and rebuilds the index (the idle path never opens it).
+SUMMARY_VERSION = 3
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
