@@ -184,7 +184,7 @@ def test_one_parser_for_the_lean_and_idle_paths():
     assert parse(["bxmem", "send", "--help"]) is None and parse(["bxmem", "send", "stray"]) is None
     assert parse(["bxmem", "recall", "backups", "-k", "3"]).options == {"query": "backups", "k": "3"}
     assert parse(["bxmem", "recall", "--", "-k"]).options == {"query": "-k"}
-    assert parse(["bxmem", "recall", "a", "b"]) is None  # two queries: the full CLI says what is wrong
+    assert parse(["bxmem", "recall", "a", "b"]).options == {"query": "a b"}  # several words: one query
 
 
 def test_a_non_numeric_k_goes_to_the_full_cli(home, configure):
