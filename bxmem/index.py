@@ -27,6 +27,8 @@ import _sqlite3 as sqlite3
 import os
 from pathlib import Path
 
+from .terms import TOKENIZER
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
     from .search import LocalHit
@@ -36,7 +38,6 @@ INDEX_FILE = "index.sqlite3"
 # what is indexed (the tokenizer, terms.passages) is a new version: an index of
 # another version is rebuilt, never read.
 SCHEMA_VERSION = 2
-TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);

@@ -21,7 +21,7 @@ from . import shown
 from .config import Config, read_key
 from .errors import ExitCode, KeyFileInvalid, UsageError
 from .labels import FLEET_LABEL, MEMORY, TAINTED, label_of, read_tag
-from .relevance import shares_a_word
+from .relevance import relevant
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -199,14 +199,14 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
         merged.extend(pair)
     longer = made if len(made) > len(concluded) else concluded
     merged.extend(longer[min(len(made), len(concluded)):])
-    return [hit for hit in merged if hit.text and shares_a_word(query, hit.text)][:k]
+    return [hit for hit in merged if hit.text and relevant(query, hit.text)][:k]
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
     with _client(config, "fleet") as client:
         found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found if m["peer_id"] != config.honcho.agent and shares_a_word(query, m["content"])]
+    others = [m for m in found if m["peer_id"] != config.honcho.agent and relevant(query, m["content"])]
     ws = config.workspace("fleet").name
     hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"]), peer=shown.honcho_id(m["peer_id"]),
                 where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))

@@ -1,28 +1,31 @@
-"""Which of Honcho's hits recall keeps: those that share a word with the query.
+"""Which of Honcho's hits recall keeps: those sharing two of the query's words.
 
-Honcho's search is semantic with no relevance cut-off: it always returns its
-nearest messages, however far. A Honcho hit is kept only when it shares a
-word with the query (casefolded, words cut to their first 5 letters, the
-commonest English words ignored), as every local hit does (docs/decisions.md).
+Honcho's search is semantic and fused with full text, with no relevance
+cut-off and no score in its answer: it always returns its nearest messages,
+however far. A Honcho hit is kept only when it shares two of the query's
+content words, or every one of them when the query has fewer (casefolded,
+clitics cut, the stop words of terms.py ignored, words compared by their
+first 5 letters, so "deploy" and "deployment" are one). Measured against a
+real Honcho with semantic embeddings, one shared word kept a near miss for
+nearly every question about something never written there; two keep most
+answers and half the noise (docs/decisions.md has the figures).
+
+Imports only terms.py and sanitize.py: recall's lean path loads it.
 """
 
 from __future__ import annotations
 
 from .sanitize import neutralise
+from .terms import STOP, words
 
-_STOP = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "did", "do", "does", "for", "from", "had",
-    "has", "have", "how", "i", "if", "in", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
-    "our", "so", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "we", "were",
-    "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
-})
+PREFIX = 5  # letters a word is compared by: a stemmer's work, without one for Honcho's texts
+SHARED = 2  # words a hit must share with the query (or every one, when the query has fewer)
 
 
-def _stems(text: str) -> set[str]:
-    import re
-
-    return {w[:5] for w in re.findall(r"\w+", neutralise(text).casefold()) if w not in _STOP}
+def stems(text: str) -> set[str]:
+    return {w[:PREFIX] for w in words(neutralise(text)) if w not in STOP}
 
 
-def shares_a_word(query: str, text: str) -> bool:
-    return not _stems(query).isdisjoint(_stems(text))
+def relevant(query: str, text: str) -> bool:
+    asked = stems(query)
+    return bool(asked) and len(asked & stems(text)) >= min(SHARED, len(asked))

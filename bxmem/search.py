@@ -27,13 +27,12 @@ snippet around its best match (snippets.py).
 from __future__ import annotations
 
 from .snippets import SNIPPET_CHARS, around
-from .terms import query_words
+from .terms import TOKENIZER, query_words
 
 BUDGET = 2_000  # passages scored by bm25 for one query, at most (1 to 2 µs each)
 COMMON = 0.25  # a word in more than this share of passages is left out of the ranking
 IDENTITY_EXTRA = 64  # identity entries ranked below the best, kept in case they move up
 MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a mark is always ours
-TOKENIZER = "porter unicode61 remove_diacritics 2"  # as index.TOKENIZER; a test holds the two equal
 
 
 class LocalHit:
@@ -148,6 +147,8 @@ def _documents(db, ranked: list[tuple[int, float]], top: int) -> tuple[list[_Doc
     best `top`, and the best IDENTITY_EXTRA identity entries below them. Also how many
     documents the passages held in all."""
     ids = [pid for pid, _s in ranked]
+    if not ids:
+        return [], 0
     places = {pid: (doc, start, length) for pid, doc, start, length in
               db.execute(f"SELECT id, doc, start, len FROM passages WHERE id IN ({','.join('?' * len(ids))})", ids)}
     best: dict[int, tuple[int, float]] = {}

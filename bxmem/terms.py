@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+# The index's tokenizer, and the one the query is stemmed with: one setting, so the two never differ.
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 MAX_TERMS = 32
 PASSAGE_WORDS = 30
 

@@ -67,12 +67,16 @@ def test_interleaving_keeps_a_retracted_note_and_its_retraction_together():
     assert len(texts) == 6
 
 
-def test_a_honcho_hit_must_share_a_word_with_the_query():
-    keep = recall.shares_a_word
+def test_a_honcho_hit_must_share_two_of_the_querys_words():
+    keep = recall.relevant
     assert keep("gecko migration", "The Gecko migration is in June")
-    assert keep("when do we deploy", "deployment moved to friday")  # words are compared by their first 5 letters
+    assert keep("when do we deploy the gecko", "gecko deployment moved to friday")  # words compared by their first 5 letters
+    assert not keep("when is the gecko migration", "the gecko backups failed")  # one word: a near miss
+    assert keep("restic", "restic 0.17 is out")  # a one-word query: that word
     assert not keep("marmoset budget", "the gecko migration is scheduled for june")
-    assert not keep("what is the budget", "what is the plan")  # stop words do not count
+    assert not keep("what is the budget about", "what is the plan about")  # stop words do not count
+    assert not keep("what is it", "what is it")  # nothing to compare: nothing kept
+    assert keep("kyle's dog", "Kyle\u2019s dog is called biscuit")  # a clitic is no word
 
 
 def test_a_retraction_pair_is_never_split_at_the_k_boundary():
