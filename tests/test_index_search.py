@@ -47,10 +47,12 @@ def test_words_are_stemmed_and_a_clitic_is_no_word(tmp_path):
 
 def test_an_irregular_form_finds_the_others(tmp_path):
     index = _index(tmp_path)
-    index.add("a", "turn", "memory", "private", "kyle went to lisbon in may", session="s")
-    index.add("b", "turn", "memory", "private", "the cougar gets rebuilt on friday", session="s")
-    assert keys(index, "when did kyle go to lisbon?") == ["a"]
-    assert keys(index, "when do we rebuild cougar") == ["b"]
+    index.add("went", "turn", "memory", "private", "the whole team went to lisbon", session="s")
+    index.add("stayed", "turn", "memory", "private", "the whole team stayed in porto", session="s")
+    index.add("rebuilt", "turn", "memory", "private", "the cougar box gets rebuilt on friday", session="s")
+    index.add("logo", "turn", "memory", "private", "the cougar box has a new logo", session="s")
+    assert keys(index, "where did the whole team go?")[0] == "went"  # equal but for "went": the newer came first
+    assert keys(index, "when do we rebuild the cougar box")[0] == "rebuilt"
 
 
 def test_the_speaker_is_a_word_of_the_turn(tmp_path):
