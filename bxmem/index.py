@@ -104,6 +104,8 @@ class Index:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: sqlite3.Connection | None = None
+        self._in_transaction = False
+        self._next_passage: int | None = None
 
     @classmethod
     def for_state(cls, state_dir: Path) -> Index:
@@ -164,14 +166,20 @@ class Index:
             reply_at = len(text) + 1
             text = f"{text}\n{neutralise(reply)}"
         db = self.db()
-        db.execute("DELETE FROM docs WHERE key = ?", (key,))  # the trigger takes its passages out of the index
-        doc = db.execute(
-            "INSERT INTO docs(key, kind, tag, class, file, session, ts, who, text, reply_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (key, kind, tag, klass, file, session, ts, who, text, reply_at),
-        ).lastrowid
-        last = db.execute("SELECT coalesce(max(id), 0) FROM passages").fetchone()[0]
+        values = (key, kind, tag, klass, file, session, ts, who, text, reply_at)
+        insert = "INSERT INTO docs(key, kind, tag, class, file, session, ts, who, text, reply_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
+        cursor = db.execute(insert.replace("INSERT", "INSERT OR IGNORE", 1), values)
+        if cursor.rowcount == 0:  # the key holds a document: replace it (the trigger takes its passages out)
+            db.execute("DELETE FROM docs WHERE key = ?", (key,))
+            cursor = db.execute(insert, values)
+        doc = cursor.lastrowid
+        if self._next_passage is None:
+            self._next_passage = db.execute("SELECT coalesce(max(id), 0) / 2 + 1 FROM passages").fetchone()[0]
+        first = self._next_passage
         parity = 1 if kind == "identity" else 0
-        rows = [((last // 2 + 1 + n) * 2 + parity, doc, start, length) for n, (start, length) in enumerate(passages(text))]
+        rows = [((first + n) * 2 + parity, doc, start, length) for n, (start, length) in enumerate(passages(text))]
+        # Within a transaction nobody else writes: the next id is known. Outside one, ask again next time.
+        self._next_passage = first + len(rows) if self._in_transaction else None
         db.executemany("INSERT INTO passages(id, doc, start, len) VALUES (?,?,?,?)", rows)
         db.executemany("INSERT INTO docs_fts(rowid, text, who) VALUES (?,?,?)",
                        [(pid, text[start:start + length], who or "") for pid, _doc, start, length in rows])
@@ -192,7 +200,7 @@ class Index:
         return row is not None
 
     def transaction(self):
-        return _Transaction(self.db())
+        return _Transaction(self)
 
     # --- reads --------------------------------------------------------------------
 
@@ -210,12 +218,14 @@ class Index:
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+    def __init__(self, index: Index) -> None:
+        self.index = index
 
     def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
+        self.index.db().execute("BEGIN IMMEDIATE")
+        self.index._in_transaction, self.index._next_passage = True, None
         return self
 
     def __exit__(self, exc_type, *rest) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        self.index._in_transaction, self.index._next_passage = False, None
+        self.index.db().execute("ROLLBACK" if exc_type else "COMMIT")

@@ -90,9 +90,9 @@ def query_words(text: str) -> list[str]:
 def passages(text: str, most: int = PASSAGE_WORDS) -> list[tuple[int, int]]:
     """(start, length) of each passage of `text`: runs of at most `most` words that
     cover it end to end, each cut after a line break when one falls in its second half."""
-    spans = [(m.start(), m.end()) for m in _SPAN.finditer(text)]
-    if len(spans) <= most:
+    if len(text.split(None, most)) <= most:  # most turns: one passage, found without the regex
         return [(0, len(text))]
+    spans = [(m.start(), m.end()) for m in _SPAN.finditer(text)]
     cut: list[tuple[int, int]] = []
     first = 0
     while first < len(spans):
