@@ -53,12 +53,17 @@ def one_word_before(query: str, text: str) -> bool:
 DISTANCES = (0.4, 0.5, 0.6)
 
 
-def _words_filters(query: str, hits: list[str]) -> dict[str, list[str]]:
-    """The word filters: recall's before (one word), now (two words), and a stricter one (half the query's)."""
+def _words_filters(query: str, hits: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """The word filters over (author, text) hits: recall's before (one word), now (two words,
+    the author one of them), and a stricter one (half the query's words)."""
     asked = stems(query)
-    return {"one word (before)": [t for t in hits if one_word_before(query, t)],
-            "two words (now)": [t for t in hits if relevant(query, t)],
-            "half the query's words": [t for t in hits if asked and 2 * len(asked & stems(t)) >= len(asked)]}
+
+    def held(author: str, text: str) -> set[str]:
+        return stems(text) | stems(author.replace("_", " "))
+
+    return {"one word (before)": [t for _a, t in hits if one_word_before(query, t)],
+            "two words (now)": [t for a, t in hits if relevant(query, t, a)],
+            "half the query's words": [t for a, t in hits if asked and 2 * len(asked & held(a, t)) >= len(asked)]}
 
 
 @dataclass
@@ -121,8 +126,12 @@ class _Honcho:
             self.post(f"/workspaces/{ws}/sessions/{session}/messages", {"messages": messages[first:first + 100]})
 
     def search(self, ws: str, query: str, limit: int) -> list[str]:
+        return [content for _peer, content in self.search_by(ws, query, limit)]
+
+    def search_by(self, ws: str, query: str, limit: int) -> list[tuple[str, str]]:
+        """(who wrote it, what it says) of each message found."""
         found = self.post(f"/workspaces/{ws}/search", {"query": query, "limit": limit})
-        return [str(m.get("content") or "") for m in found] if isinstance(found, list) else []
+        return [(str(m.get("peer_id") or ""), str(m.get("content") or "")) for m in found] if isinstance(found, list) else []
 
     def conclusions(self, ws: str, query: str, peer: str, distance: float | None) -> list[str]:
         body: dict = {"query": query, "top_k": K, "filters": {"observer_id": peer, "observed_id": peer}}
@@ -198,16 +207,16 @@ def measure(url: str, turns: int = 300, seed: int = 190) -> Report:
                 answers = set() if absent else here[q.subject]
                 if target == "agent's conclusions":
                     everything = honcho.conclusions(ws, q.text, "agentb", None)
-                    results = {"none": everything, **_words_filters(q.text, everything)}
+                    results = {"none": everything, **_words_filters(q.text, [("agentb", t) for t in everything])}
                     for distance in DISTANCES:
                         near = honcho.conclusions(ws, q.text, "agentb", distance)
                         results[f"distance <= {distance}"] = near
-                        for name, kept in _words_filters(q.text, near).items():
+                        for name, kept in _words_filters(q.text, [("agentb", t) for t in near]).items():
                             results[f"distance <= {distance} and {name}"] = kept
                 else:
                     limit = K if target != "fleet notes" else K + 20  # as recall asks the fleet
-                    everything = honcho.search(ws, q.text, limit)
-                    results = {"none": everything, **_words_filters(q.text, everything)}
+                    found = honcho.search_by(ws, q.text, limit)
+                    results = {"none": [t for _a, t in found], **_words_filters(q.text, found)}
                 for name, kept in results.items():
                     report.tally(target, name)[1 if absent else 0].add(kept[:K], answers)
     report.seconds = time.monotonic() - started
@@ -216,10 +225,14 @@ def measure(url: str, turns: int = 300, seed: int = 190) -> Report:
 
 # --- what the agent sees: recall's interleaved top k, with each filter ------------------------
 
+def _before(query: str, text: str, _author: str) -> bool:
+    return one_word_before(query, text)
+
+
 POLICIES: dict[str, tuple] = {
     # name: (the filter on messages and fleet notes, on conclusions, the distance asked for conclusions)
     "no filter": (None, None, None),
-    "one word (recall before)": (one_word_before, one_word_before, None),
+    "one word (recall before)": (_before, _before, None),
     "two words (recall now)": (relevant, relevant, None),
     "conclusions within 0.5, messages two words": (relevant, None, 0.5),
     "conclusions within 0.6, messages two words": (relevant, None, 0.6),
@@ -273,22 +286,22 @@ def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed:
             for q in questions:
                 local = [Hit("local", h.tag, h.klass, h.text, where=f"turn {h.key.rsplit(':', 1)[1]}", session=h.session)
                          for h in index.search(q.text, K)]
-                messages = honcho.search(b, q.text, K)
+                messages = honcho.search_by(b, q.text, K)
                 concluded = {None: honcho.conclusions(b, q.text, "agentb", None)}
                 for distance in {p[2] for p in POLICIES.values() if p[2] is not None}:
                     concluded[distance] = honcho.conclusions(b, q.text, "agentb", distance)
-                notes = honcho.search(f, q.text, K + 20)
+                notes = honcho.search_by(f, q.text, K + 20)
                 answers = {(s, n) for s, n in q.answers} if group == "answer in the local index" else set()
                 texts = remote.get(q.subject, set()) if group != "answer in the local index" else set()
                 for policy, (words, concluding, distance) in POLICIES.items():
-                    kept_messages = [m for m in messages if words is None or words(q.text, m)]
-                    kept_conclusions = [c for c in concluded[distance] if concluding is None or concluding(q.text, c)]
+                    kept_messages = [m for a, m in messages if words is None or words(q.text, m, a)]
+                    kept_conclusions = [c for c in concluded[distance] if concluding is None or concluding(q.text, c, "agentb")]
                     merged = [x for pair in zip(kept_messages, kept_conclusions, strict=False) for x in pair]
                     longer = kept_messages if len(kept_messages) > len(kept_conclusions) else kept_conclusions
                     merged += longer[min(len(kept_messages), len(kept_conclusions)):]
                     read = [Hit("agentb", "memory", "private", snippet(t)) for t in merged][:K]
-                    fleet_hits = [Hit("fleet", "memory-tainted", "private", snippet(t)) for t in notes
-                                  if words is None or words(q.text, t)][:K]
+                    fleet_hits = [Hit("fleet", "memory-tainted", "private", snippet(t)) for a, t in notes
+                                  if words is None or words(q.text, t, a)][:K]
                     result = run_sources([("local", 1.0, lambda local=local: local),
                                           ("agentb", 1.0, lambda read=read: read),
                                           ("fleet", 1.0, lambda fleet_hits=fleet_hits: fleet_hits)], K)

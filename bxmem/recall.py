@@ -199,14 +199,16 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
         merged.extend(pair)
     longer = made if len(made) > len(concluded) else concluded
     merged.extend(longer[min(len(made), len(concluded)):])
-    return [hit for hit in merged if hit.text and relevant(query, hit.text)][:k]
+    # Who wrote a message is a word of it, as the speaker is of a local turn: "what is nina's cat called?"
+    # finds nina's "ziggy kept me up all night, silly cat".
+    return [hit for hit in merged if hit.text and relevant(query, hit.text, hit.peer)][:k]
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
     with _client(config, "fleet") as client:
         found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found if m["peer_id"] != config.honcho.agent and relevant(query, m["content"])]
+    others = [m for m in found if m["peer_id"] != config.honcho.agent and relevant(query, m["content"], m["peer_id"])]
     ws = config.workspace("fleet").name
     hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"]), peer=shown.honcho_id(m["peer_id"]),
                 where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))

@@ -5,7 +5,8 @@ cut-off and no score in its answer: it always returns its nearest messages,
 however far. A Honcho hit is kept only when it shares two of the query's
 content words, or every one of them when the query has fewer (casefolded,
 clitics cut, the stop words of terms.py ignored, words compared by their
-first 5 letters, so "deploy" and "deployment" are one). Measured against a
+first 5 letters, so "deploy" and "deployment" are one; the peer who wrote a
+message is one of its words, as the speaker is of a local turn). Measured against a
 real Honcho with semantic embeddings, one shared word kept a near miss for
 nearly every question about something never written there; two keep most
 answers and half the noise (docs/decisions.md has the figures).
@@ -26,6 +27,8 @@ def stems(text: str) -> set[str]:
     return {w[:PREFIX] for w in words(neutralise(text)) if w not in STOP}
 
 
-def relevant(query: str, text: str) -> bool:
+def relevant(query: str, text: str, author: str | None = None) -> bool:
+    """`author`, the peer who wrote the text, counts as one of its words."""
     asked = stems(query)
-    return bool(asked) and len(asked & stems(text)) >= min(SHARED, len(asked))
+    held = stems(text) | (stems(author.replace("_", " ")) if author else set())
+    return bool(asked) and len(asked & held) >= min(SHARED, len(asked))

@@ -77,6 +77,8 @@ def test_a_honcho_hit_must_share_two_of_the_querys_words():
     assert not keep("what is the budget about", "what is the plan about")  # stop words do not count
     assert not keep("what is it", "what is it")  # nothing to compare: nothing kept
     assert keep("kyle's dog", "Kyle\u2019s dog is called biscuit")  # a clitic is no word
+    assert keep("what is nina's cat called", "ziggy kept me up all night, silly cat", "nina")  # who wrote it
+    assert not keep("what is nina's cat called", "ziggy kept me up all night, silly cat", "tom")
 
 
 def test_a_retraction_pair_is_never_split_at_the_k_boundary():
