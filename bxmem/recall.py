@@ -21,7 +21,8 @@ from . import shown
 from .config import Config, read_key
 from .errors import ExitCode, KeyFileInvalid, UsageError
 from .labels import FLEET_LABEL, MEMORY, TAINTED, label_of, read_tag
-from .relevance import relevant
+from .relevance import relevant, spans
+from .sanitize import neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -79,8 +80,15 @@ class RecallResult:
         return ExitCode.OK if self.answered else ExitCode.UNAVAILABLE
 
 
-def snippet(text: str) -> str:
-    return shown.text(text, SNIPPET_CHARS)
+def snippet(text: str, query: str | None = None) -> str:
+    """At most SNIPPET_CHARS of a Honcho text, neutralised as shown.text does, around the
+    query's words when it is cut (the local index cuts its own, around what FTS5 matched)."""
+    from .snippets import around
+
+    text = neutralise(text).strip()
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    return around(text, None, spans(query, text) if query else [], SNIPPET_CHARS)
 
 
 def parse_k(value: str | None) -> int:
@@ -188,32 +196,42 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
     # Every field shown goes through shown.py: an id outside Honcho's alphabet is a
     # marked placeholder, a date that is not one is dropped, the text is neutralised.
-    made = [Hit(source.agent, tag, source.class_, snippet(m["content"]), agent=source.agent,
-                peer=shown.honcho_id(m["peer_id"]), where="message", workspace=ws,
-                session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"])) for m in messages]
-    concluded = [Hit(source.agent, tag, source.class_, snippet(c["content"]), agent=source.agent,
-                     peer=shown.honcho_id(c["observer_id"]), where="conclusion", workspace=ws,
-                     session=shown.honcho_id(c["session_id"]), date=shown.date(c["created_at"])) for c in conclusions]
-    merged: list[Hit] = []  # each list is ranked by the server: interleave them
+    # (the hit, what the server said): relevance is judged on the whole text
+    made = [(Hit(source.agent, tag, source.class_, snippet(text, query), agent=source.agent,
+                 peer=shown.honcho_id(m["peer_id"]), where="message", workspace=ws,
+                 session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"])), text)
+            for m in messages if (text := m["content"])]
+    concluded = [(Hit(source.agent, tag, source.class_, snippet(text, query), agent=source.agent,
+                      peer=shown.honcho_id(c["observer_id"]), where="conclusion", workspace=ws,
+                      session=shown.honcho_id(c["session_id"]), date=shown.date(c["created_at"])), text)
+                 for c in conclusions if (text := c["content"])]
+    merged: list[tuple[Hit, str]] = []  # each list is ranked by the server: interleave them
     for pair in zip(made, concluded, strict=False):  # the longer list's tail is added below
         merged.extend(pair)
     longer = made if len(made) > len(concluded) else concluded
     merged.extend(longer[min(len(made), len(concluded)):])
     # Who wrote a message is a word of it, as the speaker is of a local turn: "what is nina's cat called?"
     # finds nina's "ziggy kept me up all night, silly cat".
-    return [hit for hit in merged if hit.text and relevant(query, hit.text, hit.peer)][:k]
+    return [hit for hit, text in merged if relevant(query, text, _author(hit.peer))][:k]
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
     with _client(config, "fleet") as client:
         found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found if m["peer_id"] != config.honcho.agent and relevant(query, m["content"], m["peer_id"])]
+    others = [m for m in found
+              if m["peer_id"] != config.honcho.agent and relevant(query, m["content"], _author(m["peer_id"]))]
     ws = config.workspace("fleet").name
-    hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"]), peer=shown.honcho_id(m["peer_id"]),
+    hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"], query), peer=shown.honcho_id(m["peer_id"]),
                 where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))
             for m in others]
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
+
+
+def _author(peer: str | None) -> str | None:
+    """A writing peer's id as a word of its text: only a real Honcho id (never the placeholder's words)."""
+    shown_id = shown.honcho_id(peer)
+    return None if shown_id == shown.INVALID_ID else shown_id
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:

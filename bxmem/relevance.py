@@ -11,13 +11,17 @@ real Honcho with semantic embeddings, one shared word kept a near miss for
 nearly every question about something never written there; two keep most
 answers and half the noise (docs/decisions.md has the figures).
 
-Imports only terms.py and sanitize.py: recall's lean path loads it.
+Imports only terms.py and sanitize.py (and `re`): recall's lean path loads it.
 """
 
 from __future__ import annotations
 
+import re
+
 from .sanitize import neutralise
 from .terms import STOP, words
+
+_WORD = re.compile(r"\w+")
 
 PREFIX = 5  # letters a word is compared by: a stemmer's work, without one for Honcho's texts
 SHARED = 2  # words a hit must share with the query (or every one, when the query has fewer)
@@ -32,3 +36,9 @@ def relevant(query: str, text: str, author: str | None = None) -> bool:
     asked = stems(query)
     held = stems(text) | (stems(author.replace("_", " ")) if author else set())
     return bool(asked) and len(asked & held) >= min(SHARED, len(asked))
+
+
+def spans(query: str, text: str) -> list[tuple[int, int]]:
+    """Where in `text` the query's words are, as `relevant` compares them (for a snippet around them)."""
+    asked = stems(query)
+    return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().casefold()[:PREFIX] in asked]

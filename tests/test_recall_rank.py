@@ -93,3 +93,11 @@ def test_a_retraction_pair_is_never_split_at_the_k_boundary():
     assert [h.text for h in recall.run_sources(sources, 3).hits] == [
         "near miss 0", "the capybara mirror is flaky", "retracted: the capybara mirror is flaky"]
     assert [h.text for unit in recall._fitting(recall._units(pair), 1) for h in unit] == ["the capybara cache"]
+
+
+def test_a_long_honcho_text_is_cut_around_the_querys_words():
+    text = "filler words here " * 100 + "the wolverine cache key rotates hourly " + "more filler " * 50
+    cut = recall.snippet(text, "how often does the wolverine key rotate?")
+    assert "wolverine cache key rotates hourly" in cut and len(cut) <= recall.SNIPPET_CHARS
+    assert recall.snippet(text).startswith("filler words here") and len(recall.snippet(text)) <= recall.SNIPPET_CHARS
+    assert recall.snippet("  short  ", "short") == "short"
