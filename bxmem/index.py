@@ -9,9 +9,10 @@ is index_fold.py's.
 
 Each document (a turn, an identity entry, a note) is stored whole in `docs`
 and indexed as passages (terms.passages): FTS5 reads a passage's text out of
-its document through a view, so no text is stored twice. A passage's rowid is
-odd for identity entries and even otherwise, so the ranking can keep every
-matching identity entry in sight without a lookup per candidate (search.py).
+its document through a view, so no text is stored twice. Identity entries'
+passages take rowids from IDENTITY_BASE up, the rest below it: the ranking
+keeps every matching identity entry in sight by its rowid alone, and the
+newest matches, taken in rowid order, begin with them (search.py).
 
 Tags, as recall reports them: `identity` for identity entries, `memory` for
 trusted notes and clean turns, `memory-tainted` for untrusted and flagged
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .search import LocalHit
 
 INDEX_FILE = "index.sqlite3"
+IDENTITY_BASE = 1 << 48  # the first rowid of an identity entry's passage; turns and notes stay below
 # 2: passages, porter stemming, the speaker, where the reply starts. A change to
 # what is indexed (the tokenizer, terms.passages) is a new version: an index of
 # another version is rebuilt, never read.
@@ -64,7 +66,6 @@ CREATE VIEW IF NOT EXISTS passage_text(id, text, who) AS
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     text, who, content='passage_text', content_rowid='id', tokenize='{TOKENIZER}'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_vocab USING fts5vocab(docs_fts, row);
 CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
     INSERT INTO docs_fts(docs_fts, rowid, text, who)
         SELECT 'delete', p.id, substr(old.text, p.start + 1, p.len), coalesce(old.who, '') FROM passages p WHERE p.doc = old.id;
@@ -105,7 +106,7 @@ class Index:
         self.path = path
         self._db: sqlite3.Connection | None = None
         self._in_transaction = False
-        self._next_passage: int | None = None
+        self._next_passage: dict[bool, int] = {}  # identity or not -> the next passage rowid, within a transaction
 
     @classmethod
     def for_state(cls, state_dir: Path) -> Index:
@@ -173,13 +174,15 @@ class Index:
             db.execute("DELETE FROM docs WHERE key = ?", (key,))
             cursor = db.execute(insert, values)
         doc = cursor.lastrowid
-        if self._next_passage is None:
-            self._next_passage = db.execute("SELECT coalesce(max(id), 0) / 2 + 1 FROM passages").fetchone()[0]
-        first = self._next_passage
-        parity = 1 if kind == "identity" else 0
-        rows = [((first + n) * 2 + parity, doc, start, length) for n, (start, length) in enumerate(passages(text))]
+        identity = kind == "identity"
+        first = self._next_passage.get(identity)
+        if first is None:
+            low, high = (IDENTITY_BASE, 1 << 62) if identity else (0, IDENTITY_BASE)
+            first = db.execute("SELECT coalesce(max(id) + 1, ?) FROM passages WHERE id >= ? AND id < ?",
+                               (low + 1, low, high)).fetchone()[0]
+        rows = [(first + n, doc, start, length) for n, (start, length) in enumerate(passages(text))]
         # Within a transaction nobody else writes: the next id is known. Outside one, ask again next time.
-        self._next_passage = first + len(rows) if self._in_transaction else None
+        self._next_passage = {**self._next_passage, identity: first + len(rows)} if self._in_transaction else {}
         db.executemany("INSERT INTO passages(id, doc, start, len) VALUES (?,?,?,?)", rows)
         db.executemany("INSERT INTO docs_fts(rowid, text, who) VALUES (?,?,?)",
                        [(pid, text[start:start + length], who or "") for pid, _doc, start, length in rows])
@@ -223,9 +226,9 @@ class _Transaction:
 
     def __enter__(self):
         self.index.db().execute("BEGIN IMMEDIATE")
-        self.index._in_transaction, self.index._next_passage = True, None
+        self.index._in_transaction, self.index._next_passage = True, {}
         return self
 
     def __exit__(self, exc_type, *rest) -> None:
-        self.index._in_transaction, self.index._next_passage = False, None
+        self.index._in_transaction, self.index._next_passage = False, {}
         self.index.db().execute("ROLLBACK" if exc_type else "COMMIT")

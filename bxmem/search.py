@@ -1,10 +1,11 @@
 """The local index's search: every match ranked by BM25, at a bounded cost.
 
 The query's content words (terms.query_words) are stemmed by the index's own
-tokenizer and weighed by the index's own document frequencies (fts5vocab):
+tokenizer and weighed by how many of the index's passages hold them, counted
+by FTS5 up to COMMON (fts5vocab counts every one: 5 ms for a word in 100,000):
 
-- Words in more than BUDGET passages and more than COMMON of them are this
-  history's stop words and are left out (unless nothing else is left).
+- Words in COMMON passages or more are this history's stop words and are
+  left out (unless nothing else is left): bm25 would count them again.
 - Candidates are the passages holding any of the rarest words, as many of
   them as fit in BUDGET passages (the rarest always does); every one of them
   is scored by FTS5's bm25 over all the words, the commoner ones included
@@ -13,8 +14,9 @@ tokenizer and weighed by the index's own document frequencies (fts5vocab):
   word unless it held several; that is the price of the bound. No window on
   age: an old turn is found as a new one is.
 - When every word is in more than BUDGET passages (a question of common words
-  only), the newest BUDGET passages holding all of them and the newest
-  BUDGET holding any are ranked, and every identity entry holding any.
+  only), the newest WINDOW passages holding all of them and the newest WINDOW
+  holding any are ranked; identity entries' passages count as the newest
+  (their rowids are the highest), so those holding any word are among them.
 
 A document (a turn, an entry, a note) scores as its best passage. Among
 documents an identity entry moves up past each one ranked just above it
@@ -29,8 +31,11 @@ from __future__ import annotations
 from .snippets import SNIPPET_CHARS, around
 from .terms import TOKENIZER, query_words
 
+IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
+
 BUDGET = 2_000  # passages scored by bm25 for one query, at most (1 to 2 µs each)
-COMMON = 0.25  # a word in more than this share of passages is left out of the ranking
+WINDOW = 1_000  # when every word is common: the newest passages scored, for all of them and for any
+COMMON = 16_000  # a word in this many passages is left out of the ranking (counting stops there)
 IDENTITY_EXTRA = 64  # identity entries ranked below the best, kept in case they move up
 MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a mark is always ours
 
@@ -58,42 +63,58 @@ class Term:
 
 def _scratch(db, table: str) -> None:
     """A per-connection scratch table (temp, so a read-only connection may make it):
-    bx_words tokenizes the query as the index does; bx_hits marks and checks a few texts."""
+    bx_words tokenizes the query as the index does (contentless: the fewest tables to
+    make on each recall); bx_hits marks and checks a few texts."""
     if table == "bx_words":
-        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_words USING fts5(w, tokenize='{TOKENIZER}')")
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_words USING"
+                   f" fts5(w, content='', columnsize=0, tokenize='{TOKENIZER}')")
         db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_word_terms USING fts5vocab(temp, bx_words, instance)")
+        db.execute("INSERT INTO temp.bx_words(bx_words) VALUES ('delete-all')")
     else:
         db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_hits USING fts5(text, who, tokenize='{TOKENIZER}')")
-    db.execute(f"DELETE FROM temp.{table}")
+        db.execute("DELETE FROM temp.bx_hits")
 
 
 def terms_of(db, words: list[str]) -> list[Term]:
     """The query's words as the index knows them: stemmed as it stems, each once, with
-    the passages holding them (fts5vocab); words it has never seen are left out."""
+    how many passages hold them (counted up to COMMON); words it has never seen are left out."""
     from .terms import forms
 
     entries = [(n, form) for n, word in enumerate(words) for form in forms(word)]
-    db.executemany("INSERT INTO temp.bx_words(rowid, w) VALUES (?, ?)", ((e, form) for e, (_n, form) in enumerate(entries)))
-    stems: dict[int, list[str]] = {}
-    for e, stem in db.execute("SELECT doc, term FROM temp.bx_word_terms ORDER BY doc, offset"):
-        stems.setdefault(e, []).append(stem)
-    every = sorted({s for found in stems.values() for s in found})
-    df = dict(db.execute(f"SELECT term, doc FROM docs_vocab WHERE term IN ({','.join('?' * len(every))})", every)) if every else {}
-    families: dict[int, dict[tuple[str, ...], tuple[str, int]]] = {}
+    stems: dict[int, tuple[str, ...]] = {e: (form,) for e, (_n, form) in enumerate(entries)}
+    if _may_share_a_stem(words):  # "backup backups": stem them as the index does, to count the word once
+        _scratch(db, "bx_words")
+        db.executemany("INSERT INTO temp.bx_words(rowid, w) VALUES (?, ?)", ((e, form) for e, (_n, form) in enumerate(entries)))
+        stems = {}
+        for e, stem in db.execute("SELECT doc, term FROM temp.bx_word_terms ORDER BY doc, offset"):
+            stems[e] = (*stems.get(e, ()), stem)
+    families: dict[int, dict[tuple[str, ...], str]] = {}
     for e, (n, form) in enumerate(entries):
-        key = tuple(stems.get(e, ()))
-        if key:
-            # A form the tokenizer cuts in two is matched as a phrase: held by at most as many as its rarer part.
-            families.setdefault(n, {}).setdefault(key, (form, min(df.get(s, 0) for s in key)))
+        if e in stems:
+            families.setdefault(n, {}).setdefault(stems[e], form)
+    count = "SELECT count(*) FROM (SELECT 1 FROM docs_fts WHERE docs_fts MATCH ? LIMIT ?)"
     terms: list[Term] = []
     seen: set[frozenset[tuple[str, ...]]] = set()
     for family in families.values():
         stemmed = frozenset(family)
-        alternatives = [alt for alt in family.values() if alt[1] > 0]
-        if stemmed not in seen and alternatives:
-            seen.add(stemmed)
+        if stemmed in seen:
+            continue
+        seen.add(stemmed)
+        # A form the tokenizer cuts in two is matched, and counted, as a phrase.
+        alternatives = [(form, db.execute(count, ('"' + form.replace('"', '""') + '"', COMMON)).fetchone()[0])
+                        for form in family.values()]
+        alternatives = [alt for alt in alternatives if alt[1] > 0]
+        if alternatives:
             terms.append(Term(alternatives))
     return terms
+
+
+def _may_share_a_stem(words: list[str]) -> bool:
+    """Whether two of the words could stem alike. porter only cuts and mends a word's end, so
+    two words with one stem begin with the same three letters; most questions have none such,
+    and skip making the scratch table (half a millisecond)."""
+    starts = [w[:3] for w in words]
+    return len(set(starts)) < len(starts)
 
 
 def _any(terms: list[Term]) -> str:
@@ -101,8 +122,8 @@ def _any(terms: list[Term]) -> str:
 
 
 def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
-    """(passage, bm25) of the best `most` passages, and of every identity entry's
-    passage among the candidates (odd rowids), best first (bm25 is lower for better)."""
+    """(passage, bm25) of the best `most` passages, and of every identity entry's passage
+    among the candidates, best first (bm25 is lower for better)."""
     picked: list[Term] = []
     total = 0
     for term in terms:  # rarest first
@@ -118,15 +139,15 @@ def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
         else:
             matches = [_any(picked)]
         parts, joiner = [f"{score} ?" for _ in matches], " UNION ALL "  # disjoint
-    else:  # every word is common: the newest holding all of them, the newest holding any, every identity entry
-        every = _any(terms)
-        matches = [every, every]
-        parts, joiner = [f"SELECT * FROM ({score} ? ORDER BY rowid DESC LIMIT {BUDGET})", f"{score} ? AND rowid & 1"], " UNION "
+    else:
+        # Every word is common: the newest passages holding all of them, then the newest holding any.
+        # Identity entries' rowids are the highest: the newest begin with them.
+        matches = [_any(terms)]
         if len(terms) > 1:
             matches.insert(0, " AND ".join(t.expr for t in terms))
-            parts.insert(0, parts[0])
+        parts, joiner = [f"SELECT * FROM ({score} ? ORDER BY rowid DESC LIMIT {WINDOW})" for _ in matches], " UNION "
     rows = db.execute(f"WITH c AS MATERIALIZED ({joiner.join(parts)}) SELECT id, s FROM"
-                      " (SELECT id, s FROM c ORDER BY s, id DESC LIMIT ?) UNION SELECT id, s FROM c WHERE id & 1",
+                      f" (SELECT id, s FROM c ORDER BY s, id DESC LIMIT ?) UNION SELECT id, s FROM c WHERE id >= {IDENTITY_BASE}",
                       (*matches, most)).fetchall()
     return sorted(rows, key=lambda row: (row[1], -row[0]))
 
@@ -157,7 +178,7 @@ def _documents(db, ranked: list[tuple[int, float]], top: int) -> tuple[list[_Doc
         if doc not in best:
             best[doc] = (pid, s)
     order = list(best)
-    extra = [doc for doc in order[top:] if best[doc][0] & 1][:IDENTITY_EXTRA]
+    extra = [doc for doc in order[top:] if best[doc][0] >= IDENTITY_BASE][:IDENTITY_EXTRA]
     wanted = order[:top] + extra
     rows = db.execute("SELECT id, key, kind, tag, class, session, ts, who, text, reply_at FROM docs"
                       f" WHERE id IN ({','.join('?' * len(wanted))})", wanted).fetchall()
@@ -231,13 +252,10 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
     words = query_words(query)
     if not words or limit < 1:
         return []
-    _scratch(db, "bx_words")
     terms = terms_of(db, words)
     if not terms:
         return []
-    passages = db.execute("SELECT coalesce(max(id), 0) / 2 FROM passages").fetchone()[0]  # about as many as there are
-    useful = sorted((t for t in terms if t.df <= max(BUDGET, COMMON * passages)), key=lambda t: t.df) or [
-        min(terms, key=lambda t: t.df)]
+    useful = sorted((t for t in terms if t.df < COMMON), key=lambda t: t.df) or [min(terms, key=lambda t: t.df)]
     top, most = limit + 8, 8 * (limit + 8)  # a few more than asked: identity entries may move up among them
     while True:
         ranked = _ranked(db, useful, most)
