@@ -17,6 +17,7 @@ by FTS5 up to COMMON (fts5vocab counts every one: 5 ms for a word in 100,000):
   only), the newest WINDOW passages holding all of them and the newest WINDOW
   holding any are ranked; identity entries' passages count as the newest
   (their rowids are the highest), so those holding any word are among them.
+  Such a question names nothing rarer to look for.
 
 A document (a turn, an entry, a note) scores as its best passage. Among
 documents an identity entry moves up past each one ranked just above it
