@@ -6,10 +6,10 @@ however far. A Honcho hit is kept only when it shares two of the query's
 content words, or every one of them when the query has fewer (casefolded,
 clitics cut, the stop words of terms.py ignored, words compared by their
 first 5 letters, so "deploy" and "deployment" are one; the peer who wrote a
-message is one of its words, as the speaker is of a local turn). Measured against a
-real Honcho with semantic embeddings, one shared word kept a near miss for
-nearly every question about something never written there; two keep most
-answers and half the noise (docs/decisions.md has the figures).
+message is one of its words, as the speaker is of a local turn). Measured
+against a real Honcho with semantic embeddings, one shared word kept a near
+miss for nearly every question about something never written there; two
+keep four answers in five and a fifth of the noise (docs/decisions.md).
 
 Imports only terms.py and sanitize.py (and `re`): recall's lean path loads it.
 """
