@@ -24,10 +24,14 @@ PROGRESS_BYTES = 1 << 20  # a rebuild from a ledger this large shows a progress 
 
 
 def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
+    from .rules import DOT
+
     tag, klass = turn_labels(decided)
     peer = decided.get("peer")
+    # The speaker, as searched: the peer id with its `.` given back ("ana_Dot_lima" is "ana", "lima").
+    who = peer.replace(DOT, ".") if isinstance(peer, str) else None
     index.add(decided["item"], "turn", tag, klass, user_text, reply=reply_text, session=decided["session"],
-              ts=decided.get("at"), who=peer if isinstance(peer, str) else None)
+              ts=decided.get("at"), who=who)
 
 
 def index_edit(index: Index, record: dict, target: dict | None) -> None:

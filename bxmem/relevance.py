@@ -24,6 +24,7 @@ from .terms import STOP, words
 _WORD = re.compile(r"\w+")
 
 PREFIX = 5  # letters a word is compared by: a stemmer's work, without one for Honcho's texts
+DOT = "_Dot_"  # as rules.DOT writes a `.` in a peer id (rules imports typing: not on recall's lean path)
 SHARED = 2  # words a hit must share with the query (or every one, when the query has fewer)
 
 
@@ -34,7 +35,7 @@ def stems(text: str) -> set[str]:
 def relevant(query: str, text: str, author: str | None = None) -> bool:
     """`author`, the peer who wrote the text, counts as one of its words."""
     asked = stems(query)
-    held = stems(text) | (stems(author.replace("_", " ")) if author else set())
+    held = stems(text) | (stems(author.replace(DOT, " ").replace("_", " ")) if author else set())
     return bool(asked) and len(asked & held) >= min(SHARED, len(asked))
 
 

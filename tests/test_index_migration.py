@@ -3,7 +3,6 @@ one writer at a time; a large rebuild at a terminal shows its progress (bxmem/in
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import sqlite3
@@ -17,6 +16,7 @@ from bxmem import config as config_module
 from bxmem import decide, fastpath, index_fold, recall
 from bxmem.demo.sample import turn_lines
 from bxmem.index import INDEX_FILE, SCHEMA_VERSION, Index, IndexOutdated
+from bxmem.store import JobLock
 
 # The schema bxmem 0.1.0 wrote (index schema 1): one FTS5 row per document, no passages.
 SCHEMA_1 = """
@@ -99,14 +99,15 @@ def test_a_summary_from_before_the_new_index_is_not_idle():
 
 
 def test_one_writer_at_a_time(decided, monkeypatch):
-    state = decided / "memory" / "bxmem"
-    fd = os.open(state / index_fold.LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    """The lock is a byte of the ledger (store.JobLock), as each job's: another run holding
+    it makes an update wait, then give up with a warning; once it lets go, the update runs."""
+    other = JobLock(load().paths.ledger, "index")
+    assert other.acquire()
     monkeypatch.setattr(index_fold, "WAIT_S", 0.2)
     try:
         applied, warning = index_fold.update(load().paths)
-        assert applied == 0 and "another run held index.lock" in warning
-        timer = threading.Timer(0.1, os.close, (fd,))  # the other run finishes: this one goes on
+        assert applied == 0 and "another run held its lock" in warning
+        timer = threading.Timer(0.1, other.release)  # the other run finishes: this one goes on
         timer.start()
         monkeypatch.setattr(index_fold, "WAIT_S", 5.0)
         write_log(decided, "s", turn_lines(1, "where do the wombat backups go", "to the numbat nas")
@@ -114,10 +115,7 @@ def test_one_writer_at_a_time(decided, monkeypatch):
         decide.run(load())
         timer.join()
     finally:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+        other.release()
     assert [h.text for h in recall.recall(load(), "quokka").hits] == ["and the quokka logs\nthe quokka nas"]
 
 

@@ -148,3 +148,16 @@ def test_two_forms_of_one_word_in_a_query_count_once(tmp_path):
     assert len(search.terms_of(db, ["backup", "backups", "nightly"])) == 2
     assert len(search.terms_of(db, ["kyle", "backups"])) == 1  # kyle is in no passage: left out
     assert [h.key for h in index.search("backup backups", 8)] == ["a"]
+
+
+def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
+    from bxmem import index_fold, relevance, rules
+
+    index = _index(tmp_path)
+    decided = {"item": "turn:s:1", "session": "s", "at": "2026-09-27T10:00:00Z", "peer": rules.peer_name("ana.lima"),
+               "class": "private", "untrusted_by": []}
+    index_fold.index_turn(index, decided, "my parrot is called pickles", "Lovely.")
+    assert keys(index, "what is ana's parrot called?") == ["turn:s:1"]
+    assert keys(index, "dot parrot") == ["turn:s:1"] and not keys(index, "dot")  # the escape is no word of the turn
+    assert relevance.DOT == rules.DOT
+    assert relevance.relevant("what is lima's parrot called?", "pickles, my parrot", "ana_Dot_lima")
