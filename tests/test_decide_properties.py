@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from bxmem import config as config_module
 from bxmem import decide
-from bxmem import index as index_module
+from bxmem import index_fold as index_module
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines
 from bxmem.ledger import Ledger

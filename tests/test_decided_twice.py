@@ -11,7 +11,7 @@ from conftest import bxmem_inprocess, decisions, ledger_events, write_log
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem import audit, decide, index, send
+from bxmem import audit, decide, index, index_fold, send
 from bxmem import config as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.ledger import Ledger
@@ -86,7 +86,7 @@ def test_the_index_keeps_the_first_decisions_labels(home, brokerd, honcho, confi
     decide.run(load())
     decide_again(home, "turn:s:1", ws="bm0-trusted", role="trusted", reason="clean", untrusted_by=[], **{"class": "private"})
     config = load()
-    index.update(config.paths, rebuild=True)
+    index_fold.update(config.paths, rebuild=True)
     hits = index.Index.for_state(config.paths.state).open_readonly().search("zebrafish", 5)
     assert [(h.key, h.tag) for h in hits] == [("turn:s:1", "memory-tainted")]
 

@@ -132,24 +132,24 @@ def test_a_full_disk_leaves_the_index_in_place_and_it_catches_up_later(local, mo
     (moving it aside took more of a full disk) and catches up on a later run."""
     import sqlite3
 
-    from bxmem import index
+    from bxmem import index, index_fold
     from bxmem.log import log
 
     write_log(local, "a", turn_lines(1, "first words", "1"))
     decide.run(load())
-    real = index.catch_up
+    real = index_fold.catch_up
 
     def full(*args):
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(index, "catch_up", full)
+    monkeypatch.setattr(index_fold, "catch_up", full)
     log.propagate = True
     write_log(local, "a", turn_lines(2, "second words", "2"))
     decide.run(load())
     assert any("local index not updated" in r.getMessage() and "catches up" in r.getMessage() for r in caplog.records)
     state = local / "memory" / "bxmem"
     assert not (state / "index.sqlite3.corrupt").exists()
-    monkeypatch.setattr(index, "catch_up", real)
+    monkeypatch.setattr(index_fold, "catch_up", real)
     write_log(local, "a", turn_lines(3, "third words", "3"))
     decide.run(load())
     assert index.Index.for_state(state).count() == 3

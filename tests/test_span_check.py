@@ -12,7 +12,7 @@ import pytest
 from conftest import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem import config as config_module
-from bxmem import decide, index, mirror, send, sync
+from bxmem import decide, index_fold, mirror, send, sync
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.log import log
 
@@ -168,7 +168,7 @@ def test_the_index_does_not_take_a_replaced_line_under_the_old_labels(decided, h
     replace_log(path, [dumps(record)] + lines[1:])
     log.propagate = True
     caplog.set_level(logging.WARNING, logger="bxmem")
-    applied, warning = index.update(load().paths, rebuild=True)
+    applied, warning = index_fold.update(load().paths, rebuild=True)
     assert (applied, warning) == (0, None)  # the one turn, not taken
     hits = run_bxmem("recall", "zebrafish", "--json")
     assert json.loads(hits.stdout)["hits"] == []
