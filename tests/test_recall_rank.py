@@ -101,3 +101,12 @@ def test_a_long_honcho_text_is_cut_around_the_querys_words():
     assert "wolverine cache key rotates hourly" in cut and len(cut) <= recall.SNIPPET_CHARS
     assert recall.snippet(text).startswith("filler words here") and len(recall.snippet(text)) <= recall.SNIPPET_CHARS
     assert recall.snippet("  short  ", "short") == "short"
+
+
+def test_only_a_real_honcho_id_counts_as_the_authors_words():
+    """A peer id outside Honcho's alphabet is shown as the placeholder, whose own words must not count."""
+    assert recall._author("nina") == "nina"
+    assert recall._author(None) is None
+    assert recall._author("nina cat") is None and recall._author(recall.shown.INVALID_ID) is None
+    assert not recall.relevant("is the id invalid", "this one is invalid", recall._author("bad peer!"))
+    assert not recall.relevant("is the okapi queue stuck", "it is stuck", recall._author("okapi queue"))
