@@ -159,14 +159,16 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
     known_home = where.named_home(home)
+    looked_in = None
     if known_home:  # the cache can be found without reading the TOML at all
         guess = Paths(Path(where.home(home)), Path(known_home))
         cached = _read_cache(guess, cache_key)
         if cached is not None:
             return _build(path, Paths(guess.home, Path(cached["run"])), cached)
+        looked_in = guess.state
     raw = load_toml(path, named_by)
     paths = resolve_paths(raw, home)
-    cached = _read_cache(paths, cache_key)
+    cached = _read_cache(paths, cache_key) if paths.state != looked_in else None
     if cached is None:
         from .config_schema import validate
 
@@ -182,21 +184,44 @@ def _cache_key(path: Path, home: object) -> list:
     return [CACHE_VERSION, str(path), stat_fingerprint(path), str(home) if home else None, env]
 
 
-def _read_cache(paths: Paths, key: list) -> dict | None:
-    import marshal
+def _exactly(*fields: str):
+    """An object of exactly these string fields: what the cached classes take as keywords."""
+    from .shapes import record, string
 
-    try:
-        with open(paths.state / CACHE_FILE, "rb") as f:
-            cached = marshal.loads(f.read())
-    except (OSError, EOFError, ValueError, TypeError):
+    check = record(dict.fromkeys(fields, string))
+
+    def exactly(value: object) -> str | None:
+        why = check(value)
+        if why is None and len(value) != len(fields):  # type: ignore[arg-type]
+            return "a field bxmem does not write"
+        return why
+
+    return exactly
+
+
+def _cache_shape():
+    from .shapes import dict_of, integer, list_of, maybe, record, string
+
+    honcho = record({**{name: string for name in HonchoSettings.__slots__[:-1]},
+                     "read": list_of(_exactly(*ReadSource.__slots__))})
+    return record({"key": list_of(lambda _value: None), "data": record({
+        "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string})})
+
+
+def _read_cache(paths: Paths, key: list) -> dict | None:
+    """The cached validation, or None: missing, stale, or of any other shape than
+    this version writes (a miss, never an error: the TOML is validated again)."""
+    from .store import load_marshal
+
+    path = paths.state / CACHE_FILE
+    cached, why = load_marshal(path, _cache_shape())
+    if why is not None:
+        from .log import log
+
+        log.warning(f"{path}: {why}; the configuration is validated again and cached again")
+    if cached is None or cached["key"] != key:
         return None
-    if not isinstance(cached, dict) or cached.get("key") != key:
-        return None
-    data = cached.get("data")
-    # Anything not of the shape this version writes is a miss, never an error.
-    if not isinstance(data, dict) or not {"honcho", "secrets", "batch", "run"} <= set(data):
-        return None
-    return data
+    return cached["data"]
 
 
 def _write_cache(paths: Paths, key: list, data: dict) -> None:

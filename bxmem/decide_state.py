@@ -17,13 +17,31 @@ from the log.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from pathlib import Path
 
+from . import ranges
+from .labels import CLASS_RANK
 from .ledger import Ledger, ReadResult
 from .ledger_events import TURN, is_decided
-from .sources.loopd import new_cursor
-from .store import read_json
+from .log import log
+from .shapes import (
+    RANGES,
+    SPAN,
+    anything,
+    boolean,
+    dict_of,
+    integer,
+    list_of,
+    maybe,
+    number,
+    one_of,
+    problem,
+    record,
+    string,
+)
+from .sources import cursor
+from .sources.loopd import MAX_TURN, new_cursor
+from .store import load_json
 
 STATE_FILE = "decide.json"
 # 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
@@ -36,37 +54,58 @@ def fresh_state() -> dict:
             "logs_missing": False, "resume_at": None, "last_run": None}
 
 
+# --- the shape of decide.json: checked whole on load; any other shape is rebuilt ----------------
+
+_NAME = maybe(string)
+OPEN_TURN = record({"user": list_of(SPAN), "speakers": list_of(_NAME), "ts": _NAME, "reply": maybe(SPAN),
+                    "secret": _NAME, "reply_secret": _NAME, "key": _NAME, "macs": list_of(string), "reply_mac": _NAME})
+UNREADABLE = maybe(record({"line": integer(1), "why": string}))
+CLASS = one_of(*CLASS_RANK)
+# A cursor as decide.json keeps it (decide_state.SHAPE): anything else is a state to rebuild.
+CURSOR = record(
+    {**cursor.FIELDS, "untrusted": boolean, "class": CLASS, "unreadable": UNREADABLE, "skipping": boolean,
+     "open": dict_of(OPEN_TURN), "decided": RANGES},
+    {"seen": cursor.SEEN, "ended": RANGES, "out_of_order": integer(0), "ignored": string, "gone": boolean,
+     "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))})},
+)
+# A finished turn waiting for brokerd (FinishedTurn's fields, and `late`).
+WAITING_TURN = record({
+    "session": string, "turn": integer(1, MAX_TURN), "status": _NAME, "user": list_of(SPAN), "reply": maybe(SPAN),
+    "speaker": _NAME, "ts": _NAME, "has_text": boolean, "secret": _NAME, "untrusted_by_log": boolean,
+    "log_class": CLASS, "log_unreadable": UNREADABLE,
+    "macs": maybe(record({"key": string, "user": list_of(string), "reply": _NAME})),
+}, {"late": boolean})
+
+
+SHAPE = record({
+    "v": one_of(STATE_VERSION), "ledger_size": integer(0), "logs": dict_of(CURSOR), "undecided": dict_of(list_of(WAITING_TURN)),
+    "broker_down_since": _NAME, "logs_missing": boolean, "resume_at": _NAME,
+    "last_run": maybe(record({"at": string, "budget_s": number, "sessions_waiting": integer(0),
+                              "broker_questions": integer(0), "broker_slowest_s": maybe(number)})),
+})
+
+
+def read(state_dir: Path) -> tuple[dict | None, str | None]:
+    """decide.json as last saved: (state, None); (None, None) when there is none or
+    it is of another version (read again from the logs and the ledger, as
+    planned); (None, why) when it cannot be used."""
+    state, why = load_json(state_dir / STATE_FILE, record({"v": anything}))
+    if state is None or state["v"] != STATE_VERSION:
+        return None, why
+    why = problem(state, SHAPE)
+    return (state, None) if why is None else (None, why)
+
+
 def load(state_dir: Path) -> dict:
-    state = read_json(state_dir / STATE_FILE)
-    if state is None or state.get("v") != STATE_VERSION:
-        # Lost, or written by a version that kept only the highest decided turn:
-        # every log is read again and the ledger says which turns are decided.
-        return fresh_state()
-    return state
+    state, why = read(state_dir)
+    if why is not None:
+        # Every log is read again (its taint is in its lines) and the ledger says which turns are decided.
+        log.warning(f"{state_dir / STATE_FILE}: {why}; rebuilt from the logs and the ledger")
+    # None: lost, or written by a version that kept only the highest decided turn.
+    return state if state is not None else fresh_state()
 
 
-def has_turn(ranges: list[list[int]], n: int) -> bool:
-    i = bisect_right(ranges, n, key=lambda r: r[0])
-    return i > 0 and ranges[i - 1][1] >= n
-
-
-def add_turn(ranges: list[list[int]], n: int) -> bool:
-    """Put turn `n` in the set; False if it was there."""
-    i = bisect_right(ranges, n, key=lambda r: r[0])  # ranges[:i] start at or before n
-    if i > 0 and ranges[i - 1][1] >= n:
-        return False
-    joins_left = i > 0 and ranges[i - 1][1] == n - 1
-    joins_right = i < len(ranges) and ranges[i][0] == n + 1
-    if joins_left and joins_right:
-        ranges[i - 1][1] = ranges[i][1]
-        del ranges[i]
-    elif joins_left:
-        ranges[i - 1][1] = n
-    elif joins_right:
-        ranges[i][0] = n
-    else:
-        ranges.insert(i, [n, n])
-    return True
+has_turn, add_turn = ranges.has, ranges.add  # the decided set of a session's turns
 
 
 def recover(state: dict, ledger: Ledger) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import stat  # loaded already: os imports it
 import time
 
 from . import where
@@ -52,7 +53,16 @@ def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
     return [st.st_ino, st.st_size]
 
 
-_KINDS = {"stat": stat_fingerprint, "size": size_fingerprint}
+def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    """Who may read the file: a chmod or chown changes it, a write does not."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_mode, st.st_uid, st.st_gid]
+
+
+_KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "access": access_fingerprint}
 
 
 def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
@@ -108,12 +118,27 @@ def is_idle(parsed) -> bool:
         return False
 
 
+def _read(path: str) -> bytes:
+    """A regular file's bytes, never blocking: a FIFO (or anything else that is
+    not a regular file) where a summary or the config belongs is OSError, and
+    so "not idle": the real job says what is wrong."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        pieces = []
+        while piece := os.read(fd, 1 << 20):
+            pieces.append(piece)
+        return b"".join(pieces)
+    finally:
+        os.close(fd)
+
+
 def _configured_home(path: str) -> str | None:
     import tomllib  # only when the home is not named before the file is read
 
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
+        raw = tomllib.loads(_read(path).decode())
     except FileNotFoundError:
         raw = {}
     return (raw.get("paths") or {}).get("home")
@@ -127,8 +152,7 @@ def _idle(job: str, explicit: str | None) -> bool:
     home_env = os.environ.get(where.HOME_ENV)
     home = where.home(configured=None if where.named_home() else _configured_home(config))
     try:
-        with open(summary_path(where.state_dir(home), job), "rb") as f:
-            summary = marshal.loads(f.read())
+        summary = marshal.loads(_read(summary_path(where.state_dir(home), job)))
     except (OSError, EOFError, ValueError, TypeError):
         return False
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
@@ -174,8 +198,7 @@ def _swept(sweep: list | None) -> bool:
     woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
     if not woken and time.time() - os.stat(path).st_mtime < every:
         return True
-    with open(path, "rb") as f:
-        dormant = marshal.loads(f.read())
+    dormant = marshal.loads(_read(path))
     if dormant.get("token") != token:
         return False
     for folder, entries in dormant["dirs"].items():

@@ -73,7 +73,11 @@ def _undo(index: Index, undo: dict, target: dict) -> None:
 
 
 def _meta(index: Index, key: str, default: int = 0) -> int:
+    """An offset the index recorded; one that is not (the file is not what this
+    code writes) makes the index unusable, so it is moved aside and rebuilt."""
     row = index.db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    if row is not None and not (isinstance(row[0], str) and row[0].isascii() and row[0].isdigit()):
+        raise IndexUnavailable(f"{index.path}: its {key} is not a byte offset")
     return int(row[0]) if row else default
 
 
@@ -142,6 +146,8 @@ def _journal_record(index: Index, f, edit_id: object) -> dict | None:
     if not isinstance(edit_id, str):
         return None
     row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
+    if row is not None and not all(type(n) is int and n >= 0 for n in row):
+        raise IndexUnavailable(f"{index.path}: the span it keeps of edit {edit_id} is not a span")
     return record_at(f, row[0], row[1]) if row else None
 
 

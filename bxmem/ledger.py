@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import StorageError
+from .ledger_shapes import event_problem
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ class ReadResult:
     end: int = 0  # the offset just past the last complete line read
     at: int = 0  # while iterating: the offset of the line just yielded
     malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
+    reasons: dict[int, str] = field(default_factory=dict)  # offset -> why, for a line that is JSON but no event
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
     torn_event: bool = False  # ...that is a whole event lacking only its newline (iter_from's `tail`)
 
@@ -91,15 +94,11 @@ def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str)
     """Append JSON lines to an append-only file under an exclusive flock on the
     file itself (`append_whole`), and return the new size. The journal's
     writers (memoryd, `bxmem undo`) take the same lock."""
-    from .store import Flock
+    from .store import Flock, open_ledger
 
     payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
     data = payload.encode("utf-8", "surrogatepass")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise StorageError(f"cannot open {what} {path}: {exc.strerror}") from None
+    fd = open_ledger(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         with Flock(fd, exclusive=True):
             return append_whole(fd, data)
@@ -125,11 +124,23 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _open_fd(self) -> int:
+        """For reading: never through a link, never anything but a regular file (store.open_ledger)."""
+        from .store import open_ledger
+
+        return open_ledger(self.path, os.O_RDONLY)
+
+    def _open(self) -> BinaryIO:
+        return os.fdopen(self._open_fd(), "rb")
+
     def size(self) -> int:
         try:
-            return self.path.stat().st_size
+            st = os.lstat(self.path)
         except FileNotFoundError:
             return 0
+        if not stat.S_ISREG(st.st_mode):
+            os.close(self._open_fd())  # says what is wrong (store.open_ledger), the same line wherever it is asked
+        return st.st_size
 
     def append(self, events: Sequence[Mapping[str, object]]) -> int:
         """Append whole lines under the lock, fsync, and return the new size."""
@@ -147,11 +158,11 @@ class Ledger:
         """The event on the line that starts at `offset` (the ledger never changes
         what it has written, so an offset names a line for good)."""
         if self._reader is None:
-            self._reader = open(self.path, "rb")  # noqa: SIM115 - kept open across calls, closed by close()
+            self._reader = self._open()
         self._reader.seek(offset)
-        value = json.loads(self._reader.readline())
-        if not isinstance(value, dict):
-            raise ValueError(f"no ledger event at byte {offset}")
+        value = _event(self._reader.readline())
+        if isinstance(value, str):
+            raise ValueError(f"no ledger event at byte {offset}: {value}")
         return value
 
     def read_from(self, offset: int) -> ReadResult:
@@ -174,7 +185,7 @@ class Ledger:
 
         result.end = offset
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 - only the open may raise FileNotFoundError; `with f` below
+            f = self._open()
         except FileNotFoundError:
             return
         with f:
@@ -191,9 +202,11 @@ class Ledger:
                 complete = chunk[: last_newline + 1]
                 for line in complete.splitlines(keepends=True):
                     value = _event(line)
-                    if value is None:
+                    if isinstance(value, str):
                         if line.strip():
                             result.malformed.append(pos)
+                            if value != NOT_JSON:
+                                result.reasons[pos] = value
                         pos += len(line)
                         result.end = pos
                         continue
@@ -204,16 +217,25 @@ class Ledger:
                 if (last_newline + 1 < len(chunk) and len(chunk) < CHUNK_BYTES) or last_newline < 0:
                     result.torn_tail = True
                     torn = _event(chunk[last_newline + 1 :]) if tail else None
-                    if torn is not None:
+                    if isinstance(torn, dict):
                         result.at, result.torn_event = pos, True
                         yield torn
                     return
 
 
-def _event(line: bytes) -> dict | None:
-    """A ledger line's event, or None for a line that is not one."""
+NOT_JSON = "not a JSON object"
+
+
+def _event(line: bytes) -> dict | str:
+    """A ledger line's event, or why it is not one: not JSON (a torn write, nested
+    too deep), or not of its kind's shape (ledger_shapes.py)."""
     try:
         value = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) and "ev" in value else None
+    except ValueError:
+        return NOT_JSON
+    except RecursionError:
+        return "nested too deep"
+    if not isinstance(value, dict):
+        return NOT_JSON
+    why = event_problem(value)
+    return value if why is None else why

@@ -23,25 +23,54 @@ import os
 from pathlib import Path
 
 from .errors import StorageError
+from .store import fsync_dir
 
 KEY_FILE = "entry.key"
 KEY_BYTES = 32
 
 
+MAX_KEY_BYTES = 64  # BLAKE2b's longest key; bxmem writes KEY_BYTES
+
+
 def load(state_dir: Path, *, create: bool = True) -> bytes | None:
-    """The key, created first when `create` and there is none (or only a torn one)."""
+    """The key, created first when `create` and there is none: none at all, a
+    torn one (shorter than a key), or anything bxmem did not write as one (a
+    FIFO, a link, more than MAX_KEY_BYTES), which is replaced, said once."""
+    from .store import Unreadable
+
     path = state_dir / KEY_FILE
+    exists = True
     try:
-        secret = path.read_bytes()
+        secret = _read(path)
+        not_a_key = (f"{len(secret):,} bytes, longer than a key" if len(secret) > MAX_KEY_BYTES
+                     else "empty" if not secret else None)  # bxmem links a key in whole: never an empty file
     except FileNotFoundError:
-        secret = b""
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror}") from None
-    if len(secret) >= KEY_BYTES:
+        secret, not_a_key, exists = b"", None, False
+    except Unreadable as exc:
+        if str(exc).startswith("cannot read"):  # the machine refused (permissions, I/O): not ours to replace
+            raise StorageError(f"{path}: {exc}") from None
+        secret, not_a_key = b"", str(exc)
+    if KEY_BYTES <= len(secret) <= MAX_KEY_BYTES:
         return secret
     if not create:
         return None
-    return _create(path, replace=bool(secret))
+    if not_a_key:
+        from .log import log
+
+        log.warning(f"{path}: {not_a_key}, not a key bxmem wrote; replaced with a new key (line hashes made "
+                    "with the old one are checked without them)")
+    return _create(path, replace=exists)  # an empty file too: linking over it would fail and leave no key
+
+
+def _read(path: Path) -> bytes:
+    """entry.key's bytes (store.read_state: never blocking, never through a link);
+    FileNotFoundError when there is none."""
+    from .store import read_state
+
+    data = read_state(path)
+    if data is None:
+        raise FileNotFoundError(path)
+    return data
 
 
 def _create(path: Path, *, replace: bool) -> bytes:
@@ -56,15 +85,17 @@ def _create(path: Path, *, replace: bool) -> bytes:
             os.fsync(fd)
         finally:
             os.close(fd)
-        if replace:  # a key file shorter than a key: a crash while an older version wrote it
+        if replace:  # not a key bxmem wrote whole: a crash while an older version wrote it, or something else
             os.replace(tmp, path)
+            fsync_dir(path.parent)
             return secret
         try:
             os.link(tmp, path)
         except FileExistsError:
-            return path.read_bytes()  # another job made it first: theirs is the key
+            return _read(path)  # another job made it first: theirs is the key
         finally:
             os.unlink(tmp)
+        fsync_dir(path.parent)  # the name too: a key lost in a crash leaves every hash made with it uncheckable
     except OSError as exc:
         try:
             os.unlink(tmp)
@@ -85,3 +116,9 @@ def line_mac(secret: bytes, raw: bytes) -> str:
     line and reply decide reads, where HMAC-SHA256 through OpenSSL cost 4 µs a
     line, a fifth of reading it; this costs about 1."""
     return hashlib.blake2b(raw, digest_size=16, key=secret, person=b"bxmem line").hexdigest()
+
+
+def window_mac(secret: bytes | None, raw: bytes) -> str:
+    """The hash a reader's cursor keeps of a few bytes of a file it does not
+    write (sources/cursor.py): keyed when a key is at hand."""
+    return hashlib.blake2b(raw, digest_size=16, key=secret or b"", person=b"bxmem cursor").hexdigest()

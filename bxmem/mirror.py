@@ -32,11 +32,14 @@ from .errors import ExitCode
 from .jobrun import run_locked
 from .ledger import Ledger, edit_item
 from .ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
+from .ledger_shapes import ACTIONS
 from .log import log
 from .rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
 from .sanitize import NEUTRALISE_VERSION, find_secret, neutralise
+from .shapes import anything, boolean, dict_of, integer, list_of, record, string
+from .sources import cursor as file_cursor
 from .sources.journal import Edit, field_of, read_edits, text_spec
-from .store import read_json, write_json
+from .store import load_json, write_json
 
 STATE_FILE = "mirror.json"
 KEY_FILE = local_key.KEY_FILE
@@ -83,8 +86,25 @@ def _key_id(secret: bytes) -> str:
     return local_key.key_id(secret)
 
 
+# mirror.json as it is written: checked whole on load, and rebuilt if it is of any other shape.
+SHAPE = record({
+    "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, {"seen": file_cursor.SEEN}),
+    "live": dict_of(list_of(string)), "refkey": dict_of(string),
+    # `role` as the edit's decision recorded it: a damaged one is held by write_policy.py, not here.
+    "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
+    "key_id": string,
+}, {"neutralise": integer(1)})
+
+
+def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
+    """mirror.json as last saved, or (None, why it cannot be used); (None, None): none."""
+    return load_json(state_dir / STATE_FILE, SHAPE)
+
+
 def _load_state(state_dir: Path, secret: bytes) -> dict:
-    state = read_json(state_dir / STATE_FILE)
+    state, why = read_state(state_dir)
+    if why is not None:
+        log.warning(f"{state_dir / STATE_FILE}: {why}; rebuilt from the journal and the ledger")
     if state is not None and state.get("key_id") != _key_id(secret):
         # Its live map is keyed with another secret: every lookup would miss, and a
         # remove would be decided "never mirrored". Rebuilt from the journal and ledger.

@@ -40,21 +40,26 @@ from .ledger_events import (
     UNSENT,
     in_doubt,
 )
+from .ledger_shapes import ATTEMPT_KEPT, RESULT
 from .log import log
-from .store import write_bytes
+from .shapes import (
+    RANGES,
+    anything,
+    boolean,
+    dict_of,
+    integer,
+    list_of,
+    maybe,
+    number,
+    one_of,
+    problem,
+    record,
+    set_of,
+    string,
+)
+from .store import load_marshal, write_bytes
 from .workspace_roles import apply as fold_roles
 from .workspace_roles import save as save_roles
-
-
-def _read_marshal(path: Path) -> dict | None:
-    import marshal
-
-    try:
-        with open(path, "rb") as f:
-            value = marshal.loads(f.read())  # marshal.load(f) reads in small pieces: 20x slower
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    return value if isinstance(value, dict) else None
 
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
@@ -68,6 +73,59 @@ CHECKPOINT_VERSION = 6  # 6: the roles workspaces were written as; the Honcho se
 # decision is read back from the ledger, by offset, for the items a run sends.
 # (Keeping whole decisions cost 328 MiB for 100,000 pending items.)
 OFFSET, WS, SESSION, KIND, PEER, ROLE = range(6)
+
+
+def _record_problem(r: object) -> str | None:
+    """A pending record's shape; `ws` and `role` as the decision had them (a damaged
+    one is held by write_policy.py)."""
+    if type(r) is not tuple or len(r) != 6:
+        return "not a tuple of 6"
+    if type(r[OFFSET]) is not int or r[OFFSET] < 0:
+        return "[0]: not a ledger offset"
+    for i in (SESSION, KIND, PEER):
+        if r[i] is not None and type(r[i]) is not str:
+            return f"[{i}]: not a string"
+    return None
+
+
+def _pending(value: object) -> str | None:
+    # Written out rather than dict_of(tuple_of(...)): 100,000 pending items are checked on every load.
+    if type(value) is not dict:
+        return "not an object"
+    for item, r in value.items():
+        if type(item) is not str:
+            return "a key is not a string"
+        why = _record_problem(r)
+        if why is not None:
+            return f"{item}{why}" if why.startswith("[") else f"{item}: {why}"
+    return None
+
+
+_NAME = maybe(string)
+# The checkpoint as save() writes it: checked whole on load; any other shape is a rebuild from the ledger.
+SHAPE = record({
+    "version": one_of(CHECKPOINT_VERSION), "offset": integer(0), "ino": maybe(integer(0)), "pending": _pending,
+    "attempts": dict_of(ATTEMPT_KEPT),
+    "failed": dict_of(record({"decided": maybe(_record_problem)}, {"ws": _NAME, "results": list_of(RESULT)})),
+    "setup": dict_of(record({"configured": boolean, "peers": list_of(string), "sessions": dict_of(
+        record({"name": string, "n": integer(1), "peers": list_of(string)}))})),
+    "stopped": dict_of(record({"ws": string}, {"key": maybe(list_of(integer(None)))})),
+    "backoff": maybe(record({"since": string, "delay": number, "until": number})),
+    "last_sent": _NAME, "sent_count": integer(0), "malformed": integer(0), "undone": dict_of(string),
+    "conclusions": dict_of(record({"id": string, "ws": _NAME, "hsession": _NAME}, {"deleted_by": string})),
+    "fleet": dict_of(record({"ws": _NAME, "hsession": _NAME, "ids": list_of(string)})),
+    "cancelled": integer(0), "decided": dict_of(integer(0)), "known_turns": dict_of(RANGES),
+    "known_other": set_of(string), "repeated": integer(0), "first_repeated": _NAME,
+})
+
+
+def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
+    """The checkpoint as saved (shape checked), or (None, why it cannot be used)."""
+    raw, why = load_marshal(state_dir / CHECKPOINT, record({"version": anything}))
+    if raw is None or raw["version"] != CHECKPOINT_VERSION:
+        return None, why  # another version: folded again, as planned
+    why = problem(raw, SHAPE)
+    return (raw, None) if why is None else (None, why)
 
 
 def light(item: str, record: tuple) -> dict:
@@ -260,8 +318,8 @@ class Outbox:
 
     def pending_items(self):
         """The pending items in outbox order, as small dicts (see `light`)."""
-        for item, record in self.pending.items():
-            yield light(item, record)
+        for item, compact in self.pending.items():
+            yield light(item, compact)
 
     def workspace(self, ws: str) -> dict:
         return self.setup.setdefault(ws, {"configured": False, "peers": [], "sessions": {}})
@@ -284,14 +342,15 @@ class Outbox:
     @staticmethod
     def read_checkpoint(state_dir: Path) -> dict | None:
         """The checkpoint as last saved, without catching up (for read-only callers)."""
-        raw = _read_marshal(state_dir / CHECKPOINT)
-        return raw if raw and raw.get("version") == CHECKPOINT_VERSION else None
+        return read_checkpoint(state_dir)[0]
 
     @classmethod
     def load(cls, state_dir: Path, ledger: Ledger) -> Outbox:
-        """The checkpoint caught up with the ledger (rebuilt if missing or stale)."""
-        raw = _read_marshal(state_dir / CHECKPOINT)
-        box = cls._from_dict(raw) if raw and raw.get("version") == CHECKPOINT_VERSION else None
+        """The checkpoint caught up with the ledger (rebuilt if missing, stale or of another shape)."""
+        raw, why = read_checkpoint(state_dir)
+        if why is not None:
+            log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger")
+        box = cls._from_dict(raw) if raw is not None else None
         try:
             st = ledger.path.stat()
         except FileNotFoundError:
@@ -322,7 +381,9 @@ class Outbox:
         if result.malformed:
             self.malformed += len(result.malformed)
             for offset in result.malformed:
-                log.warning(f"{ledger.path}: malformed line at byte {offset} skipped (a torn write is closed off this way)")
+                why = result.reasons.get(offset)
+                log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
+                            + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
         self.offset = result.end
 
     def save(self, state_dir: Path) -> None:

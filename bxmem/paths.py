@@ -45,14 +45,15 @@ def load_toml(path: Path, named_by: str | None = None) -> dict:
     """The raw configuration; a missing default file is an empty one (local-only)."""
     import tomllib
 
+    from .store import Unreadable, read_state
+
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+        data = read_state(path, follow=True)  # never blocks: a FIFO named as the config is refused, not opened for good
+    except Unreadable as exc:
+        raise ConfigInvalid(f"{path}: {exc}") from None
+    if data is None:
         check_named(path, named_by)  # gone since it was checked: the same line
         return {}
-    except OSError as exc:
-        raise ConfigInvalid(f"{path}: cannot read: {exc.strerror}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -65,6 +66,8 @@ def load_toml(path: Path, named_by: str | None = None) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigInvalid(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables by recursion
+        raise ConfigInvalid(f"{path}: not valid TOML: arrays or tables nested too deep to read") from None
 
 
 class Paths:
@@ -102,10 +105,11 @@ class Paths:
 
     def ensure_state_dir(self) -> Path:
         from .errors import StorageError
+        from .store import make_dirs
 
         try:
-            self.memory.mkdir(parents=True, exist_ok=True)
-            self.state.mkdir(mode=0o700, exist_ok=True)
+            make_dirs(self.memory, 0o777)  # as mkdir -p makes it (the umask applies): memoryd's folder too
+            make_dirs(self.state, 0o700)
             if self.state.stat().st_mode & 0o777 != 0o700:
                 os.chmod(self.state, 0o700)
         except OSError as exc:

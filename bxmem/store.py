@@ -1,7 +1,10 @@
-"""Small durable files: atomic JSON state, and the exclusive job locks (on the ledger).
+"""Small durable files: atomic state files, read back by shape, and the exclusive job locks (on the ledger).
 
 State files are written to a temporary file, fsynced, then renamed over the
-old one, so a crash leaves either the old state or the new, never half.
+old one (and the folder fsynced), so a crash leaves either the old state or
+the new, never half. They are read back never blocking and never through a
+link, and checked against the shape their reader declares (shapes.py): what
+does not fit is reported and rebuilt by its owner, never used.
 """
 
 from __future__ import annotations
@@ -9,21 +12,82 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from pathlib import Path
 
 from .errors import StorageError
+from .shapes import Shape, problem
 
 
-def read_json(path: Path) -> dict | None:
-    """The file's object, or None if it is missing or unreadable as JSON."""
+def read_state(path: Path, *, follow: bool = False) -> bytes | None:
+    """The bytes of one of bxmem's own files, or None when there is none.
+
+    Never blocks: opened O_NONBLOCK (a FIFO put there would otherwise hang every
+    job), and it must be a regular file. Never follows a link, unless `follow`
+    (the config file, which the owner may well keep as a link). Anything else,
+    or a read error, raises Unreadable with the reason."""
     try:
-        with open(path, "rb") as f:
-            value = json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow else os.O_NOFOLLOW))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
+    except OSError as exc:
+        raise Unreadable("is a symbolic link" if exc.errno == errno.ELOOP else f"cannot read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("is a directory" if stat.S_ISDIR(st.st_mode) else "is not a regular file")
+        pieces: list[bytes] = []
+        while True:
+            piece = os.read(fd, 1 << 20)
+            if not piece:
+                return b"".join(pieces)
+            pieces.append(piece)
+    except OSError as exc:
+        raise Unreadable(f"cannot read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+class Unreadable(Exception):
+    """One of bxmem's own files cannot be used; the message says why, in a few words."""
+
+
+def load_json(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
+    """(the file's object, None), (None, None) when there is no file, or (None,
+    why it cannot be used): not JSON, nested too deep, not of `shape` (shapes.py).
+    Never raises for what the file holds."""
+    import json
+
+    try:
+        data = read_state(path)
+        if data is None:
+            return None, None
+        value = json.loads(data)
+    except Unreadable as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "nested too deep"
+    except ValueError:  # UnicodeDecodeError among them
+        return None, "not valid JSON"
+    why = problem(value, shape)
+    return (value, None) if why is None else (None, why)
+
+
+def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
+    """As load_json, for the marshal files (the outbox checkpoint, the config cache)."""
+    import marshal
+
+    try:
+        data = read_state(path)
+        if data is None:
+            return None, None
+        value = marshal.loads(data)
+    except Unreadable as exc:
+        return None, str(exc)
+    except (EOFError, ValueError, TypeError):  # marshal's own depth limit is a ValueError
+        return None, "not marshal data this bxmem can read"
+    why = problem(value, shape)
+    return (value, None) if why is None else (None, why)
 
 
 def write_json(path: Path, value: dict) -> None:
@@ -43,17 +107,72 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(path.parent)
     except OSError as exc:
         try:
             tmp.unlink()
         except OSError:
             pass
         raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a directory's entries durable: a new file, a rename, a new folder in it."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path, mode: int = 0o700) -> None:
+    """mkdir -p, each folder it makes made durable in its parent (fsync_dir), so a
+    crash after a job's first fsynced write does not take the folder with it."""
+    if path.is_dir():
+        return
+    make_dirs(path.parent, mode)
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        return
+    fsync_dir(path.parent)
+
+
+def open_ledger(path: Path, flags: int) -> int:
+    """A descriptor of the ledger, created (0600) if `flags` has O_CREAT.
+
+    Only ever a regular file, never through a symbolic link (as key files are
+    read): a link would let whoever can write memory/ point the record of every
+    decision elsewhere, or at /dev/null, and have every turn decided again. A
+    ledger that did not exist is made durable in its folder (fsync_dir) before
+    anything is written to it: an fsynced append to a file whose name was lost
+    is lost too. StorageError, one line naming the file, for anything else;
+    FileNotFoundError when it does not exist and O_CREAT is not given."""
+    base = (flags & ~os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    try:
+        try:
+            fd = os.open(path, base)
+        except FileNotFoundError:
+            if not flags & os.O_CREAT:
+                raise
+            make_dirs(path.parent)
+            try:
+                fd = os.open(path, base | os.O_CREAT | os.O_EXCL, 0o600)
+                fsync_dir(path.parent)
+            except FileExistsError:  # another job made it meanwhile
+                fd = os.open(path, base)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StorageError(f"{path} is a symbolic link; bxmem keeps its ledger in a regular file and never "
+                               "reads or writes it through a link (replace the link with the file itself)") from None
+        raise StorageError(f"cannot open the ledger {path}: {exc.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise StorageError(f"{path} is not a regular file; bxmem keeps its ledger in a regular file")
+    return fd
 
 
 class Flock:
@@ -120,10 +239,7 @@ class JobLock:
         import fcntl
 
         for _ in range(3):
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-            except OSError as exc:
-                raise StorageError(f"cannot open {self.path} to lock it: {exc.strerror}") from None
+            fd = open_ledger(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
             try:
                 self._ofd(fd, fcntl.F_WRLCK)
             except OSError as exc:

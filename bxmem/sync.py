@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from . import decide_state as decide_state_file
 from . import shown
 from .audit import SUMMARY_FILE as AUDIT_SUMMARY
 from .config import Config
@@ -18,10 +19,13 @@ from .outbox import KIND, OFFSET, Outbox
 from .retry import in_doubt, iso
 from .send_plan import checked_against, is_session_gone, sendable
 from .send_report import in_doubt_line
-from .store import read_json
+from .shapes import dict_of, integer, record, string
+from .store import load_json
 from .workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
+# audit.json as audit.Report.summary writes it; of any other shape it is not shown (the next audit writes it again).
+AUDIT_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "accepted": integer(0)})
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
 SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (shown.text)
@@ -88,11 +92,16 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         since_age = _age(box.backoff.get("since"), now)
         outage = {"since": shown.date(box.backoff.get("since")), "for_s": since_age, "next_try_at": iso(box.backoff["until"]),
                   "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": _text(box.backoff.get("error"))}
-    decide_state = read_json(state_dir / "decide.json") or {}
+    decide_state, unusable = decide_state_file.read(state_dir)
+    decide_state = decide_state or {}
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
     last_run: dict = decide_state.get("last_run") or {}
     broker = {"undecided_turns": waiting, "unavailable_since": decide_state.get("broker_down_since"),
               "last_run": last_run or None}
+    cursors = (decide_state.get("logs") or {}).items()
+    logs_unreadable = [{"log": str(config.paths.logs / f"{stem}.jsonl"), "why": c["error"]["why"], "since": c["error"]["since"]}
+                       for stem, c in cursors if c.get("error") and not c.get("gone")]
+    out_of_order = sum(c.get("out_of_order", 0) for _stem, c in cursors)
     nowhere: dict[str, int] = {}
     local_only = {"turns": 0, "edits": 0}
     for key, count in box.decided.items():
@@ -110,7 +119,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         key_checks = [{"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
                        "file": str(ws.key_file) if ws.key_file else None, **checks.not_checked("sync ran without checks")}
                       for ws in config.workspaces()]
-    audit_state = read_json(state_dir / AUDIT_SUMMARY) or None
+    audit_state, audit_unusable = load_json(state_dir / AUDIT_SUMMARY, AUDIT_SHAPE)
     reused = reused_workspaces(config, box.roles)
     attention = [reused_text(entry) for entry in reused]
     gone = [f for f in failed if is_session_gone(f["reason"])]
@@ -135,6 +144,10 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         attention.append("Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
     if broker["unavailable_since"]:
         attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
+    if logs_unreadable:
+        first = logs_unreadable[0]
+        attention.append(f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
+                         f"{first['why']})" + cite_runbook("log-unreadable"))
     if last_run.get("sessions_waiting") and (last_run.get("broker_slowest_s") or 0) >= SLOW_BROKER_S:
         attention.append(f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
                          f"questions took up to {last_run['broker_slowest_s']:g} s" + cite_runbook("broker-state-unavailable"))
@@ -156,6 +169,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "keys_refused": refused,
         "outage": outage,
         "broker": broker,
+        "logs_unreadable": logs_unreadable,
+        "log_lines_out_of_order": out_of_order,
         "decided_nowhere": dict(sorted(nowhere.items())),
         "decided_local_only": local_only,
         "checks": live,
@@ -170,7 +185,11 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "attention": attention,
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
         # with auth on refuses the keyless ones, and that refusal is attention.
-        "warnings": [w for w in (checks.partial_keys(config),) if w],
+        "warnings": [w for w in (checks.partial_keys(config),) if w]
+        + ([f"{state_dir / decide_state_file.STATE_FILE}: {unusable}; shown as empty, decide rebuilds it on its next run"]
+           if unusable else [])
+        + ([f"{state_dir / AUDIT_SUMMARY}: {audit_unusable}; not shown, the next bxmem audit writes it again"]
+           if audit_unusable else []),
     }
 
 
@@ -292,6 +311,11 @@ def lines(report: dict) -> list[str]:
         out.append(f"decide's last run (at {last_run['at']}): {last_run['broker_questions']} brokerd question(s){slowest}; "
                    + (f"{last_run['sessions_waiting']} session(s) wait for the next run ({last_run['budget_s']:g} s budget spent)"
                       if last_run["sessions_waiting"] else "every session reached"))
+    for entry in report["logs_unreadable"]:
+        out.append(f"log {entry['log']} as decide recorded: {entry['why']} since {entry['since']}; tried again every minute")
+    if report["log_lines_out_of_order"]:
+        out.append(f"logs: {report['log_lines_out_of_order']} line(s) naming a turn that had already ended skipped "
+                   "(a repeated or backwards turn number)")
     for name, ws in report["workspaces"].items():
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
         doubt = (f" ({ws['in_doubt']} in doubt, {ws['waiting_behind']} waiting behind them)"

@@ -18,7 +18,6 @@ from .ledger import Ledger, edit_item, now_iso
 from .outbox import Outbox
 from .rules import plan_undo
 from .sources.journal import append_checked, find_edit
-from .store import read_json
 from .write_policy import check_write, roles_of
 
 
@@ -66,7 +65,7 @@ def _append_if_still_undoable(config: Config, edit_id: str, record: dict) -> Non
 
 
 def _effects(config: Config, edit_id: str) -> list[str]:
-    state = read_json(config.paths.state / mirror.STATE_FILE) or {}
+    state = mirror.read_state(config.paths.state)[0] or {}  # just saved by mirror.run; if not, nothing is known
     recorded = (state.get("edits") or {}).get(edit_id)
     item = edit_item(edit_id)
     plan = plan_undo(item, recorded, already_undone=False)

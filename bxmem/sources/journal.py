@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from .cursor import moved, seen
 from .jsonline import complete_lines, parse_object, why_too_long
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
@@ -137,24 +138,28 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
         return
     with f:
         st = os.fstat(f.fileno())
-        if cursor.get("ino") is not None and (st.st_ino != cursor["ino"] or st.st_size < cursor["offset"]):
-            warn(f"{path}: truncated or replaced; reading it again from the start (decided edits are kept)")
+        why = moved(f.fileno(), st, cursor, secret)
+        if why is not None:
+            warn(f"{path}: {why}; reading it again from the start (decided edits are kept)")
             cursor.update(offset=0, line=0)
         cursor["ino"] = st.st_ino
         line_no = cursor["line"]
-        for start, end, raw in lines(f, cursor["offset"]):
-            line_no += 1
-            cursor["offset"], cursor["line"] = end, line_no
-            if raw is not None and not raw.strip():
-                continue
-            record = read_line(raw)
-            if isinstance(record, str):
-                warn(f"{path}:{line_no}: {record}; line skipped, not mirrored")
-                continue
-            assert raw is not None
-            session = record.get("session")
-            yield Edit(record["id"], record["op"], session if isinstance(session, str) else None, [start, len(raw)],
-                       line_no, record, line_mac(secret, raw) if secret else None)
+        try:
+            for start, end, raw in lines(f, cursor["offset"]):
+                line_no += 1
+                cursor["offset"], cursor["line"] = end, line_no
+                if raw is not None and not raw.strip():
+                    continue
+                record = read_line(raw)
+                if isinstance(record, str):
+                    warn(f"{path}:{line_no}: {record}; line skipped, not mirrored")
+                    continue
+                assert raw is not None
+                session = record.get("session")
+                yield Edit(record["id"], record["op"], session if isinstance(session, str) else None, [start, len(raw)],
+                           line_no, record, line_mac(secret, raw) if secret else None)
+        finally:  # what the cursor keeps of the bytes read, checked before the next read on (cursor.py)
+            cursor["seen"] = seen(f.fileno(), cursor["offset"], secret)
 
 
 def text_spec(span: list[int], field: str, index: int | None = None, *, mac: str | None = None,

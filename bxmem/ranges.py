@@ -1,0 +1,32 @@
+"""Sets of positive numbers as sorted, disjoint [low, high] ranges: a session's
+decided turns, the turns that have ended in a reading of its log. One range per
+run of numbers, so a history of 100,000 turns costs a few numbers. Pure
+functions, stdlib only (shapes.RANGES is the shape they keep)."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+
+def has(ranges: list[list[int]], n: int) -> bool:
+    i = bisect_right(ranges, n, key=lambda r: r[0])
+    return i > 0 and ranges[i - 1][1] >= n
+
+
+def add(ranges: list[list[int]], n: int) -> bool:
+    """Put `n` in the set; False if it was there."""
+    i = bisect_right(ranges, n, key=lambda r: r[0])  # ranges[:i] start at or before n
+    if i > 0 and ranges[i - 1][1] >= n:
+        return False
+    joins_left = i > 0 and ranges[i - 1][1] == n - 1
+    joins_right = i < len(ranges) and ranges[i][0] == n + 1
+    if joins_left and joins_right:
+        ranges[i - 1][1] = ranges[i][1]
+        del ranges[i]
+    elif joins_left:
+        ranges[i - 1][1] = n
+    elif joins_right:
+        ranges[i][0] = n
+    else:
+        ranges.insert(i, [n, n])
+    return True
