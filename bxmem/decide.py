@@ -38,7 +38,7 @@ from .ledger_events import DecidedTurn, decided_turn
 from .log import log, notice, runbook
 from .rules import LogLabels, TurnFacts, log_labels, route_turn
 from .sources import brokerd
-from .sources.loopd import cursor_labels, new_cursor, read_finished_turns, session_id_problem
+from .sources.loopd import FinishedTurn, ReadStopped, cursor_labels, new_cursor, read_finished_turns, session_id_problem
 from .store import write_json
 
 FLUSH_EVERY = 1000
@@ -52,6 +52,9 @@ SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
 # (or within a second with systemd/bxmem-decide.path) instead of five seconds.
 DORMANT_AFTER_S = 3600.0
 SWEEP_EVERY_S = 60.0
+# A log that cannot be read (permission denied, an I/O error) is tried again this
+# often, and at once when its mode or owner changes: never on every 5 s run.
+RETRY_UNREADABLE_S = 60.0
 
 
 @dataclass
@@ -65,10 +68,12 @@ class DecideReport:
     broker_slowest_s: float | None = None
     broker_down_since: str | None = None  # as decide's state records it
     broker_warned: bool = False  # this run logged the start of brokerd's outage (a warning, once an outage)
+    logs_unreadable: int = 0  # logs that could not be read (their turns wait)
+    out_of_order_lines: int = 0  # lines naming a turn that had already ended, skipped
 
     @property
     def degraded(self) -> bool:
-        return self.undecided > 0 or self.sessions_waiting > 0
+        return self.undecided > 0 or self.sessions_waiting > 0 or self.logs_unreadable > 0
 
     # What the command prints (jobs.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
@@ -78,7 +83,8 @@ class DecideReport:
         return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
                 "broker_problem": self.broker_problem, "broker_unavailable_since": self.broker_down_since,
                 "skipped_lines": self.skipped_lines, "sessions_waiting": self.sessions_waiting,
-                "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why()}
+                "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why(),
+                "logs_unreadable": self.logs_unreadable, "out_of_order_lines": self.out_of_order_lines}
 
     def why(self) -> list[str]:
         """Why the run exits 3, one line per reason (none when it does not)."""
@@ -90,6 +96,8 @@ class DecideReport:
         if self.sessions_waiting:
             out.append(f"decide's {RUN_BUDGET_S:g} s budget is spent; {self.sessions_waiting} session(s) wait for the "
                        "next run" + runbook("broker-state-unavailable"))
+        if self.logs_unreadable:
+            out.append(f"{self.logs_unreadable} log(s) cannot be read: their turns wait" + runbook("log-unreadable"))
         return out
 
     def summary(self, config: Config) -> list[str]:
@@ -234,11 +242,18 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
     dormant: dict[str, tuple[str, list[int]]] = {}  # ("size", [inode, offset])
     quiet_since = time.time() - DORMANT_AFTER_S
-    for stem, cursor in state["logs"].items():
-        if not cursor.get("ignored") and not cursor.get("gone") and cursor["ino"] is not None:
-            active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
-            (watch if active else dormant)[str(logs / f"{stem}.jsonl")] = ("size", [cursor["ino"], cursor["offset"]])
     wake = 0.0 if state["undecided"] or again else None
+    for stem, cursor in state["logs"].items():
+        if cursor.get("ignored") or cursor.get("gone"):
+            continue
+        path = str(logs / f"{stem}.jsonl")
+        error = cursor.get("error")
+        if error is not None:  # not by its size, which loopd may grow every second: by its mode and owner, and a retry
+            watch[path] = ("access", error["access"])
+            wake = error["retry_at"] if wake is None else min(wake, error["retry_at"])
+        elif cursor["ino"] is not None:
+            active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
+            (watch if active else dormant)[path] = ("size", [cursor["ino"], cursor["offset"]])
     write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S)
 
 
@@ -248,7 +263,7 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
     newly finished) for each session with either, in name order starting where
     the last run stopped; `modified` gets each log's mtime. Once the deadline
     has passed no further session is started: the rest wait, counted."""
-    todo = _logs_to_read(config, state, modified)
+    todo = _logs_to_read(config, state, modified, report)
     names = sorted(set(todo) | set(state["undecided"]))
     resume = state.get("resume_at")
     if resume is not None:
@@ -261,6 +276,18 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
         report.skipped_lines += 1
         log.warning(message)
 
+    def read(path: Path, cursor: dict) -> list[FinishedTurn]:
+        before = cursor.get("out_of_order", 0)
+        try:
+            finished, problem = read_finished_turns(path, cursor, warn, secret, deadline, note=log.warning), None
+        except ReadStopped as stop:  # the turns that ended before the error are kept
+            finished, problem = stop.finished, f"cannot read on: {stop.why}"
+        except OSError as exc:
+            finished, problem = [], f"cannot read: {exc.strerror or type(exc).__name__}"
+        report.out_of_order_lines += cursor.get("out_of_order", 0) - before
+        _note_read(path, cursor, problem, report)
+        return finished
+
     for index, session in enumerate(names):
         if clock() > deadline:
             state["resume_at"] = session
@@ -272,17 +299,45 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
             if progress:
                 progress(done, total)
             done += size
-            try:
-                finished = read_finished_turns(path, cursor, warn, secret, deadline)
-            except OSError as exc:
-                log.warning(f"{path}: cannot read: {exc.strerror}; will try again")
-                finished = []
+            finished = read(path, cursor)
             turns += [{**vars(t), "late": False} for t in finished if not decide_state.has_turn(cursor["decided"], t.turn)]
         if turns:
             yield session, turns
 
 
-def _logs_to_read(config: Config, state: dict, modified: dict[str, float]) -> dict[str, tuple[Path, dict, int]]:
+def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideReport) -> None:
+    """Keep in the cursor that a log cannot be read (said once, then tried again
+    every RETRY_UNREADABLE_S), or that it can be again."""
+    from .fastpath import access_fingerprint
+
+    error = cursor.get("error")
+    if problem is None:
+        if error is not None:
+            notice(f"{path} can be read again (not since {error['since']})")
+            del cursor["error"]
+        return
+    report.logs_unreadable += 1
+    if error is None or error["why"] != problem:
+        log.warning(f"{path}: {problem}; its turns wait, and it is tried again every {RETRY_UNREADABLE_S:g} s "
+                    "or as soon as its mode or owner changes" + runbook("log-unreadable"))
+        since = now_iso()
+    else:
+        log.info(f"{path}: still {problem}")
+        since = error["since"]
+    cursor["error"] = {"why": problem, "since": since, "retry_at": time.time() + RETRY_UNREADABLE_S,
+                       "access": access_fingerprint(path)}
+
+
+def _waits_to_retry(path: str, cursor: dict) -> bool:
+    """A log that could not be read, not yet due to be tried again and not changed in mode or owner."""
+    from .fastpath import access_fingerprint
+
+    error = cursor.get("error")
+    return error is not None and time.time() < error["retry_at"] and access_fingerprint(path) == error["access"]
+
+
+def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
+                  report: DecideReport) -> dict[str, tuple[Path, dict, int]]:
     """session -> (its log, its cursor, new bytes) for each log with new bytes."""
     logs_dir = config.paths.logs
     try:
@@ -310,9 +365,15 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float]) -> di
                 cursor["ignored"] = problem
         if cursor.get("ignored"):
             continue
-        st = entry.stat()
+        if _waits_to_retry(entry.path, cursor):
+            report.logs_unreadable += 1
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:  # removed since the folder was listed
+            continue
         modified[stem] = st.st_mtime
-        if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"]:
+        if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"] and not cursor.get("error"):
             continue
         todo[stem] = (Path(entry.path), cursor, max(0, st.st_size - cursor["offset"]))
     return todo

@@ -17,6 +17,7 @@ ENTRIES = {
     "honcho-send-refused": "Honcho (or bxmem itself) refused an item: it is marked failed",
     "honcho-key-refused": "Honcho refused a workspace's key: sends to it stop until the key file changes",
     "broker-state-unavailable": "brokerd cannot answer: finished turns wait undecided",
+    "log-unreadable": "a session log cannot be read (permissions, an I/O error): its turns wait undecided",
     "honcho-config-invalid": "bxmem.toml or a key file cannot be used: the jobs stop with exit 78",
     "honcho-held-by-config": "items wait that the configuration no longer lets go where they were decided",
     "honcho-in-doubt": "an item's request got no answer: it is looked up in Honcho before anything is sent again",

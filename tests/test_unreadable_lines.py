@@ -311,8 +311,9 @@ def test_a_read_error_part_way_keeps_the_turns_that_ended_before_it(clean_sessio
             yield line
 
     monkeypatch.setattr(loopd, "complete_lines", fails_on_the_sixth)
-    decide.run(config_module.load())
-    assert set(decisions(clean_session)) == {"turn:s:1"}
+    monkeypatch.setattr(decide, "RETRY_UNREADABLE_S", 0.0)  # tried again on the next run
+    report = decide.run(config_module.load())
+    assert set(decisions(clean_session)) == {"turn:s:1"} and report.logs_unreadable == 1
     monkeypatch.setattr(loopd, "complete_lines", real)
     decide.run(config_module.load())
     assert [e["item"] for e in ledger_events(clean_session) if e["ev"] == "decided"] == ["turn:s:1", "turn:s:2"]

@@ -22,10 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import ranges
 from ..labels import UNREADABLE_LINE, tool_result_label
 from ..local_key import key_id, line_mac
 from ..rules import LogLabels, after_line, look_alike
 from ..sanitize import find_secret
+from .cursor import moved, seen
 from .jsonline import complete_lines, parse_object, why_too_long
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -113,7 +115,7 @@ class FinishedTurn:
 
 def new_cursor() -> dict:
     return {"offset": 0, "line": 0, "ino": None, "untrusted": False, "class": "public", "unreadable": None,
-            "skipping": False, "open": {}, "decided": []}
+            "skipping": False, "open": {}, "decided": [], "ended": [], "out_of_order": 0}
 
 
 def cursor_labels(cursor: Mapping) -> LogLabels:
@@ -123,32 +125,85 @@ def cursor_labels(cursor: Mapping) -> LogLabels:
 Warn = Callable[[str], None]
 
 
+class ReadStopped(Exception):
+    """Reading a log stopped part-way on an I/O error; `finished` holds the turns
+    that ended before it (the cursor stands after the last line read)."""
+
+    def __init__(self, finished: list[FinishedTurn], why: str) -> None:
+        super().__init__(why)
+        self.finished, self.why = finished, why
+
+
 def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | None = None,
-                        deadline: float | None = None) -> list[FinishedTurn]:
+                        deadline: float | None = None, note: Warn | None = None) -> list[FinishedTurn]:
     """Advance `cursor` over the complete new lines of one log; return the turns that ended.
 
     A line not yet ended by a newline is still being written: it is left for
     the next run. An unreadable line is warned about once, naming it, and
-    taints the session from there on. With a `deadline` (time.monotonic),
-    reading stops at a line boundary once it has passed; the rest waits.
+    taints the session from there on (`warn`); lines naming a turn that has
+    already ended are said once a read (`note`, else `warn`). With a `deadline`
+    (time.monotonic), reading stops at a line boundary once it has passed; the
+    rest waits. OSError when the log cannot be opened; ReadStopped when a read
+    fails part-way.
     """
     finished: list[FinishedTurn] = []
     mac = (key_id(secret), secret) if secret else None
     with open(path, "rb") as f:
         st = os.fstat(f.fileno())
-        if cursor["ino"] is not None and (st.st_ino != cursor["ino"] or st.st_size < cursor["offset"]):
-            warn(f"{path}: truncated or replaced; reading it again from the start (decided turns are kept)")
-            cursor.update(offset=0, line=0, open={}, skipping=False)
-        cursor["ino"] = st.st_ino
         try:
-            _read_on(f, path, cursor, warn, mac, deadline, finished)
+            why = moved(f.fileno(), st, cursor, secret)
+        except OSError as exc:
+            raise ReadStopped(finished, exc.strerror or type(exc).__name__) from None
+        if why is not None:
+            warn(f"{path}: {why}; reading it again from the start (decided turns are kept)")
+            cursor.update(offset=0, line=0, open={}, skipping=False, ended=[])
+        cursor["ino"] = st.st_ino
+        order = _Order(cursor)
+        try:
+            _read_on(f, path, cursor, warn, mac, deadline, finished, order)
         except OSError as exc:  # the cursor stands after the last line read: the turns that ended so far are kept
-            warn(f"{path}: cannot read on: {exc.strerror}; the rest waits for the next run")
+            raise ReadStopped(finished, exc.strerror or type(exc).__name__) from None
+        finally:
+            order.say(path, note or warn)
+            try:
+                cursor["seen"] = seen(f.fileno(), cursor["offset"], secret)
+            except OSError:
+                cursor["seen"] = None  # nothing to check against next time: read on as before
     return finished
 
 
+class _Order:
+    """Turn numbers, as loopd writes them: from 1, one turn after another. A
+    user, assistant or turn_end line naming a turn that has already ended in
+    this reading of the log (a repeated or backwards turn number) belongs to no
+    turn: it is skipped, counted in the cursor, and said once a read."""
+
+    def __init__(self, cursor: dict) -> None:
+        cursor.setdefault("ended", [])
+        cursor.setdefault("out_of_order", 0)
+        self.ended: list[list[int]] = cursor["ended"]
+        self.cursor = cursor
+        self.count = 0
+        self.first: tuple[int, int] | None = None  # (line, turn)
+
+    def skip(self, record: dict, line_no: int) -> bool:
+        if record["type"] not in ("user", "assistant", "turn_end") or not ranges.has(self.ended, record["turn"]):
+            return False
+        self.count += 1
+        self.cursor["out_of_order"] += 1
+        self.first = self.first or (line_no, record["turn"])
+        return True
+
+    def say(self, path: Path, note: Warn) -> None:
+        if self.first is not None:
+            line_no, turn = self.first
+            more = f" ({self.count} such lines in this read)" if self.count > 1 else ""
+            note(f"{path}:{line_no}: turn {turn} has already ended (a repeated or backwards turn number); "
+                 f"line skipped, the turn is not decided again{more}")
+
+
 def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple[str, bytes] | None,
-             deadline: float | None, finished: list[FinishedTurn]) -> None:
+             deadline: float | None, finished: list[FinishedTurn], order: _Order) -> None:
     line_no, count, session = cursor["line"], 0, path.stem
     for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
         cursor["offset"], cursor["skipping"] = line.end, not line.ended
@@ -163,10 +218,11 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple
             _unreadable(cursor, line_no, record)
             warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
                  "from this line on (turns ending after it go nowhere)")
-        else:
+        elif not order.skip(record, line_no):
             assert line.raw is not None
             done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac)
             if done is not None:
+                ranges.add(order.ended, done.turn)
                 finished.append(done)
         count += 1
         if deadline is not None and count % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
