@@ -89,7 +89,7 @@ def _record_problem(r: object) -> str | None:
 
 
 def _pending(value: object) -> str | None:
-    # Written out rather than dict_of(tuple_of(...)): 100,000 pending items are checked on every load.
+    # Written out rather than with shapes.py's combinators: 100,000 pending items are checked on every load.
     if type(value) is not dict:
         return "not an object"
     for item, r in value.items():

@@ -101,21 +101,6 @@ def set_of(shape: Shape) -> Shape:
     return list_of(shape, container=set)
 
 
-def tuple_of(*shapes: Shape) -> Shape:
-    """A tuple of exactly these, in order."""
-
-    def check(value: object) -> str | None:
-        if type(value) is not tuple or len(value) != len(shapes):
-            return f"not a tuple of {len(shapes)}"
-        for i, (element, shape) in enumerate(zip(value, shapes, strict=True)):
-            why = shape(element)
-            if why is not None:
-                return _at(f"[{i}]", why)
-        return None
-
-    return check
-
-
 def dict_of(shape: Shape, key: Shape = string) -> Shape:
     def check(value: object) -> str | None:
         if type(value) is not dict:
