@@ -38,6 +38,7 @@ from .ledger_events import DecidedTurn, decided_turn
 from .log import log, notice, runbook
 from .rules import LogLabels, TurnFacts, log_labels, route_turn
 from .sources import brokerd
+from .sources import cursor as file_cursor
 from .sources.loopd import FinishedTurn, ReadStopped, cursor_labels, new_cursor, read_finished_turns, session_id_problem
 from .store import write_json
 
@@ -240,7 +241,7 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
 
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
-    dormant: dict[str, tuple[str, list[int]]] = {}  # ("size", [inode, offset])
+    dormant: dict[str, tuple[str, list]] = {}  # ("written", [inode, offset, mtime])
     quiet_since = time.time() - DORMANT_AFTER_S
     wake = 0.0 if state["undecided"] or again else None
     for stem, cursor in state["logs"].items():
@@ -253,7 +254,7 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
             wake = error["retry_at"] if wake is None else min(wake, error["retry_at"])
         elif cursor["ino"] is not None:
             active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
-            (watch if active else dormant)[path] = ("size", [cursor["ino"], cursor["offset"]])
+            (watch if active else dormant)[path] = ("written", file_cursor.version(cursor))
     write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S)
 
 
@@ -373,7 +374,7 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
         except FileNotFoundError:  # removed since the folder was listed
             continue
         modified[stem] = st.st_mtime
-        if st.st_size == cursor["offset"] and st.st_ino == cursor["ino"] and not cursor.get("error"):
+        if [st.st_ino, st.st_size, st.st_mtime_ns] == file_cursor.version(cursor) and not cursor.get("error"):
             continue
         todo[stem] = (Path(entry.path), cursor, max(0, st.st_size - cursor["offset"]))
     return todo

@@ -65,7 +65,7 @@ CLASS = one_of(*CLASS_RANK)
 CURSOR = record(
     {**cursor.FIELDS, "untrusted": boolean, "class": CLASS, "unreadable": UNREADABLE, "skipping": boolean,
      "open": dict_of(OPEN_TURN), "decided": RANGES},
-    {"seen": cursor.SEEN, "ended": RANGES, "out_of_order": integer(0), "ignored": string, "gone": boolean,
+    {**cursor.OPTIONAL, "ended": RANGES, "out_of_order": integer(0), "ignored": string, "gone": boolean,
      "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))})},
 )
 # A finished turn waiting for brokerd (FinishedTurn's fields, and `late`).

@@ -30,9 +30,10 @@ import time
 from . import where
 from .grammar import JOBS
 
-# 3: the local index's schema 2. A summary an older bxmem wrote is not trusted, so the first
-# timer run after an upgrade is a real one and rebuilds the index (the idle path never opens it).
-SUMMARY_VERSION = 3
+# A summary another version wrote is not trusted, so the first timer run after an upgrade is a
+# real one. 3: the local index's schema 2 (that run rebuilds it; the idle path never opens it).
+# 4: logs and the journal watched by inode, size and mtime (a rewrite to the same size).
+SUMMARY_VERSION = 4
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
@@ -53,6 +54,15 @@ def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
     return [st.st_ino, st.st_size]
 
 
+def written_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    """A file bxmem reads from a cursor: a rewrite to the same size changes its mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
 def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
     """Who may read the file: a chmod or chown changes it, a write does not."""
     try:
@@ -62,7 +72,8 @@ def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
     return [st.st_ino, st.st_mode, st.st_uid, st.st_gid]
 
 
-_KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "access": access_fingerprint}
+_KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "written": written_fingerprint,
+          "access": access_fingerprint}
 
 
 def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
@@ -74,7 +85,7 @@ def dormant_path(state_dir: str | os.PathLike[str], job: str) -> str:
 
 
 def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None,
-                  dormant: dict[str, tuple[str, list[int]]] | None = None, sweep_every: float = 60.0) -> None:
+                  dormant: dict[str, tuple[str, list]] | None = None, sweep_every: float = 60.0) -> None:
     """Written by the slow path at the end of a run (atomically, like all state).
     `dormant` files are compared only once every `sweep_every` seconds."""
     from .store import write_bytes
@@ -86,10 +97,10 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
         token = time.time_ns()
         path = dormant_path(state_dir, job)
         by_dir: dict[str, list] = {}
-        for name, (kind, (ino, size)) in dormant.items():
-            assert kind == "size", "dormant files are compared by inode and size"
+        for name, (kind, (ino, size, mtime)) in dormant.items():
+            assert kind == "written", "dormant files are compared by inode, size and mtime"
             folder, base = os.path.split(name)
-            by_dir.setdefault(folder, []).append([base, ino, size])
+            by_dir.setdefault(folder, []).append([base, ino, size, mtime])
         write_bytes(path, marshal.dumps({"token": token, "dirs": by_dir}))
         sweep = [path, sweep_every, token]
     data = {
@@ -172,14 +183,14 @@ def _unchanged(watch: list) -> bool:
 
 
 def _same_sizes(folder: str, entries: list) -> bool:
-    """Each [name, inode, size] in folder unchanged. Thousands of files: stat
+    """Each [name, inode, size, mtime] in folder unchanged. Thousands of files: stat
     relative to the folder's descriptor (a one-component lookup) in a tight loop."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         stat = os.stat
-        for name, ino, size in entries:
+        for name, ino, size, mtime in entries:
             st = stat(name, dir_fd=fd)  # a file gone raises: not idle
-            if st.st_size != size or st.st_ino != ino:
+            if st.st_size != size or st.st_ino != ino or st.st_mtime_ns != mtime:
                 return False
     finally:
         os.close(fd)

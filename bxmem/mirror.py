@@ -88,7 +88,7 @@ def _key_id(secret: bytes) -> str:
 
 # mirror.json as it is written: checked whole on load, and rebuilt if it is of any other shape.
 SHAPE = record({
-    "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, {"seen": file_cursor.SEEN}),
+    "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
     "live": dict_of(list_of(string)), "refkey": dict_of(string),
     # `role` as the edit's decision recorded it: a damaged one is held by write_policy.py, not here.
     "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
@@ -304,6 +304,5 @@ def run(config: Config) -> MirrorReport:
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     from .fastpath import write_summary
 
-    cursor = state["cursor"]
-    version = [cursor["ino"], cursor["offset"]] if cursor["ino"] is not None else None
-    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("size", version)}, None)
+    version = file_cursor.version(state["cursor"])
+    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version)}, None)

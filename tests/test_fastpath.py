@@ -246,7 +246,7 @@ def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configu
     state_dir = home / "memory" / "bxmem"
     dormant = dormant_path(state_dir, "decide")
     listed = marshal.loads(Path(dormant).read_bytes())["dirs"]
-    assert {folder: [name for name, _ino, _size in entries] for folder, entries in listed.items()} == {
+    assert {folder: [name for name, _ino, _size, _mtime in entries] for folder, entries in listed.items()} == {
         str(home / "logs"): ["old.jsonl"]
     }
     assert is_idle(["bxmem", "decide"])

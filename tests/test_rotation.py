@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import time
 
 import pytest
 from conftest import decisions, ledger_events, write_log
@@ -16,6 +18,8 @@ from conftest import decisions, ledger_events, write_log
 from bxmem import config as config_module
 from bxmem import decide, mirror
 from bxmem.demo.sample import turn_lines, write_journal
+from bxmem.fastpath import is_idle
+from bxmem.grammar import parse
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 
@@ -79,6 +83,70 @@ def test_a_log_overwritten_in_place_with_other_bytes_is_read_from_the_start(clea
     decide.run(config_module.load())
     assert rewritten(caplog)
     assert decisions(clean)["turn:s:2"]["role"] != "trusted"
+
+
+def written_a_while_ago(path) -> None:
+    """As a log is when a rotation comes: its mtime is not the one a rewrite gives
+    it (the kernel's clock for mtimes ticks every few ms; a test is quicker)."""
+    then = time.time_ns() - 10 * 10**9
+    os.utime(path, ns=(then, then))
+
+
+def cut_and_write(path, data: bytes) -> None:
+    with open(path, "r+b") as f:  # copy-truncate leaves the same inode
+        f.truncate(0)
+        f.write(data)
+
+
+def test_a_turn_starting_exactly_at_the_old_cursor_after_a_copy_truncate_is_not_trusted(clean, caplog):
+    """Before: read on from the old offset, the tool result before it was never
+    seen and turn 2 went trusted."""
+    path = write_log(clean, "s", turn_lines(1, "q", "a"))
+    decide.run(config_module.load())
+    old = path.stat().st_size
+    result = raw([{"type": "tool_result", "turn": 1, "id": "c1", "label": UNTRUSTED[0], "text": "<page>"}])
+    filler = {"type": "note", "x": ""}
+    filler["x"] = "y" * (old - len(result) - len(raw([filler])))
+    head = result + raw([filler])
+    assert len(head) == old  # turn 2's first line starts where the cursor stands
+    cut_and_write(path, head + raw(turn_lines(2, "and now?", "fine")))
+    report = decide.run(config_module.load())
+    got = decisions(clean)["turn:s:2"]
+    assert got["role"] == "untrusted" and got["untrusted_by"] and report.decided == {"untrusted/untrusted-session": 1}
+    assert [e["item"] for e in ledger_events(clean) if e["ev"] == "decided"] == ["turn:s:1", "turn:s:2"]
+    assert [m for m in rewritten(caplog) if m.startswith(f"{path}: rewritten before the point read to")]
+
+
+def test_a_log_rewritten_to_the_same_size_is_read_again_by_decide_and_the_idle_path(clean, caplog):
+    """Before: a log of the inode and size the cursor names was taken as read,
+    by decide and by the idle path: the new turn was never decided."""
+    path = write_log(clean, "s", turn_lines(1, "q", "a"))
+    written_a_while_ago(path)
+    decide.run(config_module.load())
+    assert is_idle(parse(["bxmem", "decide"]))
+    new = raw(turn_lines(2, "q", "a"))
+    assert len(new) == path.stat().st_size
+    cut_and_write(path, new)
+    assert not is_idle(parse(["bxmem", "decide"]))
+    report = decide.run(config_module.load())
+    assert report.decided == {"trusted/clean": 1}
+    assert [e["item"] for e in ledger_events(clean) if e["ev"] == "decided"] == ["turn:s:1", "turn:s:2"]
+    assert [m for m in rewritten(caplog) if m.startswith(f"{path}: rewritten")]
+    assert is_idle(parse(["bxmem", "decide"]))  # read: idle again, and nothing decided twice
+    decide.run(config_module.load())
+    assert len([e for e in ledger_events(clean) if e["ev"] == "decided"]) == 2
+
+
+def test_a_journal_rewritten_to_the_same_size_wakes_the_idle_path(home):
+    path = write_journal(home, [note(1, "one")])
+    written_a_while_ago(path)
+    mirror.run(config_module.load())
+    assert is_idle(parse(["bxmem", "mirror"]))
+    cut_and_write(path, raw([note(2, "owt")]))
+    assert path.stat().st_size == len(raw([note(1, "one")]))
+    assert not is_idle(parse(["bxmem", "mirror"]))
+    mirror.run(config_module.load())
+    assert set(decisions(home)) == {"edit:e1", "edit:e2"}
 
 
 def test_appends_are_never_mistaken_for_a_rewrite(clean, caplog):

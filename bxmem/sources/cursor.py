@@ -3,7 +3,9 @@ journal), and whether that file is still the one it read up to there.
 
 A cursor is a byte offset, a line number and the file's inode. A log that is
 replaced (a new inode) or truncated (shorter than the offset) is read again
-from its start. That is not enough for a copy-truncate rotation: the file is
+from its start. The cursor keeps the file's mtime too: a file of the size and
+inode read up to, but written since, is looked at again (a rewrite to the same
+size would otherwise never be read), by decide and by the idle path alike. That is not enough for a copy-truncate rotation: the file is
 copied elsewhere and cut to nothing in place, loopd goes on appending to it,
 and by the next run it may have grown past the old offset, which now falls
 in the middle of new lines; reading on from there would skip the earlier ones,
@@ -27,7 +29,23 @@ from ..shapes import OFFSET, integer, maybe, record, string
 WINDOW = 256  # bytes hashed at the file's start and before the offset
 
 SEEN = maybe(record({"w": integer(1), "key": maybe(string), "head": string, "tail": string}))
-FIELDS = {"offset": OFFSET, "line": OFFSET, "ino": maybe(integer(0))}  # every cursor's; `seen` is optional
+FIELDS = {"offset": OFFSET, "line": OFFSET, "ino": maybe(integer(0))}  # every cursor's
+OPTIONAL = {"seen": SEEN, "mtime": maybe(integer(None))}  # what remember() adds (a version before kept none)
+
+
+def remember(fd: int, cursor: dict, secret: bytes | None) -> None:
+    """Keep in the cursor what the next read checks the file against (moved(),
+    and `mtime` for the idle checks): after each read."""
+    try:
+        cursor["seen"] = seen(fd, cursor["offset"], secret)
+        cursor["mtime"] = os.fstat(fd).st_mtime_ns
+    except OSError:
+        cursor["seen"] = cursor["mtime"] = None  # nothing to check against next time: read on as before
+
+
+def version(cursor: dict) -> list[int | None] | None:
+    """The file as read up to the cursor, as fastpath.written_fingerprint gives it; None: not read yet."""
+    return None if cursor["ino"] is None else [cursor["ino"], cursor["offset"], cursor.get("mtime")]
 
 
 def seen(fd: int, offset: int, secret: bytes | None) -> dict | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .cursor import moved, seen
+from .cursor import moved, remember
 from .jsonline import complete_lines, parse_object, why_too_long
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
@@ -159,7 +159,7 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
                 yield Edit(record["id"], record["op"], session if isinstance(session, str) else None, [start, len(raw)],
                            line_no, record, line_mac(secret, raw) if secret else None)
         finally:  # what the cursor keeps of the bytes read, checked before the next read on (cursor.py)
-            cursor["seen"] = seen(f.fileno(), cursor["offset"], secret)
+            remember(f.fileno(), cursor, secret)
 
 
 def text_spec(span: list[int], field: str, index: int | None = None, *, mac: str | None = None,

@@ -27,7 +27,7 @@ from ..labels import UNREADABLE_LINE, tool_result_label
 from ..local_key import key_id, line_mac
 from ..rules import LogLabels, after_line, look_alike
 from ..sanitize import find_secret
-from .cursor import moved, seen
+from .cursor import moved, remember
 from .jsonline import complete_lines, parse_object, why_too_long
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -165,10 +165,7 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
             raise ReadStopped(finished, exc.strerror or type(exc).__name__) from None
         finally:
             order.say(path, note or warn)
-            try:
-                cursor["seen"] = seen(f.fileno(), cursor["offset"], secret)
-            except OSError:
-                cursor["seen"] = None  # nothing to check against next time: read on as before
+            remember(f.fileno(), cursor, secret)
     return finished
 
 
