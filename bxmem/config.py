@@ -255,8 +255,6 @@ MAX_KEY_BYTES = 8192
 PR_SET_DUMPABLE = 4
 _dumpable_off = False
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 _PRINTABLE = bytes(range(0x21, 0x7F))  # what a key may hold: printable ASCII, no space
 _LINK = "is a symbolic link; bxmem reads only a regular file as a key, never through a link"
 
@@ -341,7 +339,9 @@ def _read_key_file(path: Path, secret: str) -> str:
 
 
 def _file_kind(mode: int) -> str:
-    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+    from .store import file_kind  # one wording for every file bxmem refuses as not regular
+
+    return file_kind(mode)
 
 
 def _check_owner_and_mode(st: os.stat_result, refused) -> None:

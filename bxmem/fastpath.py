@@ -129,11 +129,11 @@ def is_idle(parsed) -> bool:
         return False
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, *, follow: bool = False) -> bytes:
     """A regular file's bytes, never blocking: a FIFO (or anything else that is
     not a regular file) where a summary or the config belongs is OSError, and
     so "not idle": the real job says what is wrong."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow else os.O_NOFOLLOW))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
@@ -149,7 +149,7 @@ def _configured_home(path: str) -> str | None:
     import tomllib  # only when the home is not named before the file is read
 
     try:
-        raw = tomllib.loads(_read(path).decode())
+        raw = tomllib.loads(_read(path, follow=True).decode())  # the owner may keep the config as a link
     except FileNotFoundError:
         raw = {}
     return (raw.get("paths") or {}).get("home")

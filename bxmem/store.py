@@ -19,23 +19,68 @@ from .errors import StorageError
 from .shapes import Shape, problem
 
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in a few words ("a named pipe (FIFO)")."""
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
+def open_regular(path: str | os.PathLike[str], flags: int, *, follow: bool = False, mode: int = 0o600) -> int:
+    """A descriptor of `path`, only ever a regular file, never blocking.
+
+    lstat first (stat when `follow`), so a FIFO, a device, a socket or a
+    directory is refused unopened (a FIFO opened for reading would wait for a
+    writer; a device may act on open); then opened O_NONBLOCK, O_NOFOLLOW
+    (unless `follow`), O_NOCTTY, and the fstat must name the same regular file
+    (nothing swapped in between). NotRegular says what it is instead;
+    FileNotFoundError when there is none and `flags` lacks O_CREAT; other
+    OSErrors as they come."""
+    try:
+        before = os.stat(path) if follow else os.lstat(path)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        before = None
+    if before is not None and not stat.S_ISREG(before.st_mode):
+        raise NotRegular(f"is {file_kind(before.st_mode)}, not a regular file")
+    base = flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, base, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegular(f"is {file_kind(stat.S_IFLNK)}, not a regular file") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino)):
+        os.close(fd)
+        raise NotRegular(f"is {file_kind(st.st_mode)}, not a regular file" if not stat.S_ISREG(st.st_mode)
+                         else "was replaced while it was opened")
+    return fd
+
+
+class NotRegular(OSError):
+    """A path that is not the regular file bxmem keeps there; the message says what it is."""
+
+
 def read_state(path: Path, *, follow: bool = False) -> bytes | None:
     """The bytes of one of bxmem's own files, or None when there is none.
 
-    Never blocks: opened O_NONBLOCK (a FIFO put there would otherwise hang every
-    job), and it must be a regular file. Never follows a link, unless `follow`
-    (the config file, which the owner may well keep as a link). Anything else,
-    or a read error, raises Unreadable with the reason."""
+    Never blocks and is only ever a regular file (open_regular: a FIFO put there
+    would otherwise hang every job). Never follows a link, unless `follow` (the
+    config file, which the owner may well keep as a link). Anything else, or a
+    read error, raises Unreadable with the reason."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow else os.O_NOFOLLOW))
+        fd = open_regular(path, os.O_RDONLY, follow=follow)
     except FileNotFoundError:
         return None
+    except NotRegular as exc:
+        raise Unreadable(str(exc)) from None
     except OSError as exc:
-        raise Unreadable("is a symbolic link" if exc.errno == errno.ELOOP else f"cannot read: {exc.strerror}") from None
+        raise Unreadable(f"cannot read: {exc.strerror}") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Unreadable("is a directory" if stat.S_ISDIR(st.st_mode) else "is not a regular file")
         pieces: list[bytes] = []
         while True:
             piece = os.read(fd, 1 << 20)
@@ -141,37 +186,36 @@ def make_dirs(path: Path, mode: int = 0o700) -> None:
 def open_ledger(path: Path, flags: int) -> int:
     """A descriptor of the ledger, created (0600) if `flags` has O_CREAT.
 
-    Only ever a regular file, never through a symbolic link (as key files are
-    read): a link would let whoever can write memory/ point the record of every
-    decision elsewhere, or at /dev/null, and have every turn decided again. A
-    ledger that did not exist is made durable in its folder (fsync_dir) before
-    anything is written to it: an fsynced append to a file whose name was lost
-    is lost too. StorageError, one line naming the file, for anything else;
-    FileNotFoundError when it does not exist and O_CREAT is not given."""
-    base = (flags & ~os.O_CREAT) | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+    Only ever a regular file (open_regular: a FIFO or a directory there is
+    refused unopened, never waited on), never through a symbolic link (as key
+    files are read): a link would let whoever can write memory/ point the
+    record of every decision elsewhere, or at /dev/null, and have every turn
+    decided again. A ledger that did not exist is made durable in its folder
+    (fsync_dir) before anything is written to it: an fsynced append to a file
+    whose name was lost is lost too. StorageError, one line naming the file, for
+    anything else; FileNotFoundError when it does not exist and O_CREAT is not given."""
+    base = flags & ~os.O_CREAT
     try:
         try:
-            fd = os.open(path, base)
+            fd = open_regular(path, base)
         except FileNotFoundError:
             if not flags & os.O_CREAT:
                 raise
             make_dirs(path.parent)
             try:
-                fd = os.open(path, base | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = open_regular(path, base | os.O_CREAT | os.O_EXCL)
                 fsync_dir(path.parent)
             except FileExistsError:  # another job made it meanwhile
-                fd = os.open(path, base)
+                fd = open_regular(path, base)
     except FileNotFoundError:
         raise
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+    except NotRegular as exc:
+        if "symbolic link" in str(exc):
             raise StorageError(f"{path} is a symbolic link; bxmem keeps its ledger in a regular file and never "
                                "reads or writes it through a link (replace the link with the file itself)") from None
+        raise StorageError(f"{path} {exc}; bxmem keeps its ledger in a regular file") from None
+    except OSError as exc:
         raise StorageError(f"cannot open the ledger {path}: {exc.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise StorageError(f"{path} is not a regular file; bxmem keeps its ledger in a regular file")
     return fd
 
 

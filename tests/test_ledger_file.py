@@ -43,9 +43,17 @@ class Hung(BaseException):
     """Not an OSError (TimeoutError is one, and bxmem rightly catches those): nothing catches it."""
 
 
-def test_a_ledger_that_is_a_fifo_is_refused_without_hanging(logged):
+NOT_REGULAR = {"a FIFO": (lambda path: os.mkfifo(path, 0o600), "is a named pipe (FIFO), not a regular file"),
+               "a directory": (lambda path: path.mkdir(), "is a directory, not a regular file")}
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+@pytest.mark.parametrize("command", ["decide", "mirror", "send", "sync", "index"])
+def test_a_ledger_that_is_not_a_regular_file_is_refused_without_hanging(logged, kind, command):
+    """Before: a FIFO hung every job on its open, a directory was a traceback."""
     ledger = logged / "memory" / "honcho.jsonl"
-    os.mkfifo(ledger, 0o600)
+    make, what = NOT_REGULAR[kind]
+    make(ledger)
 
     def alarm(*_args):
         raise Hung("hung on the ledger")
@@ -53,14 +61,14 @@ def test_a_ledger_that_is_a_fifo_is_refused_without_hanging(logged):
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(30)
     try:
-        for command in ("decide", "sync"):
-            result = bxmem_inprocess(command)
-            assert result.returncode == 1
-            assert result.stderr.splitlines()[-1] == (f"bxmem: error: {ledger} is not a regular file; bxmem keeps its "
-                                                      "ledger in a regular file")
+        result = bxmem_inprocess(*(["index", "rebuild"] if command == "index" else [command]))
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines()[-1] == f"bxmem: error: {ledger} {what}; bxmem keeps its ledger in a regular file"
+    assert "Traceback" not in result.stderr
+    assert not ledger.is_file()  # nothing made in its place
 
 
 def fsynced(monkeypatch) -> list[str]:

@@ -209,7 +209,7 @@ def test_the_config_file_as_a_fifo_is_one_line(config_file, no_hang):
     assert not is_idle(parse(["bxmem", "decide"]))
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78
-    assert result.stderr == f"bxmem: error: {config_file}: is not a regular file (see: bxmem runbook honcho-config-invalid)\n"
+    assert result.stderr == f"bxmem: error: {config_file}: is a named pipe (FIFO), not a regular file (see: bxmem runbook honcho-config-invalid)\n"
 
 
 KEY_CASES = {
