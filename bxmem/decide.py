@@ -252,9 +252,9 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
         if error is not None:  # not by its size, which loopd may grow every second: by its mode and owner, and a retry
             watch[path] = ("access", error["access"])
             wake = error["retry_at"] if wake is None else min(wake, error["retry_at"])
-        elif cursor["ino"] is not None:
+        elif (version := file_cursor.version(cursor)) is not None:  # None: never read yet
             active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
-            (watch if active else dormant)[path] = ("written", file_cursor.version(cursor))
+            (watch if active else dormant)[path] = ("written", version)
     write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S)
 
 
