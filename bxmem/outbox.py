@@ -112,8 +112,9 @@ SHAPE = record({
     "stopped": dict_of(record({"ws": string}, {"key": maybe(list_of(integer(None)))})),
     "backoff": maybe(record({"since": string, "delay": number, "until": number})),
     "last_sent": _NAME, "sent_count": integer(0), "malformed": integer(0), "undone": dict_of(string),
-    "conclusions": dict_of(record({"id": string, "ws": _NAME, "hsession": _NAME}, {"deleted_by": string})),
-    "fleet": dict_of(record({"ws": _NAME, "hsession": _NAME, "ids": list_of(string)})),
+    # Honcho's ids as the ledger recorded them (ledger_shapes.RESULT): checked where they are used.
+    "conclusions": dict_of(record({"id": anything, "ws": _NAME, "hsession": _NAME}, {"deleted_by": string})),
+    "fleet": dict_of(record({"ws": _NAME, "hsession": _NAME, "ids": anything})),
     "cancelled": integer(0), "decided": dict_of(integer(0)), "known_turns": dict_of(RANGES),
     "known_other": set_of(string), "repeated": integer(0), "first_repeated": _NAME,
 })
