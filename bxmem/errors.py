@@ -47,13 +47,15 @@ MEANINGS = {
     ExitCode.OK: "done",
     ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
     ExitCode.USAGE: "the command line was wrong",
-    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer, or decide ran out of its run budget "
+    ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer, a session log could not be read, or decide ran "
+                       "out of its run budget "
                        "(`send`: an outage, a workspace whose key is refused, items in doubt waiting to be looked up); "
                        "work waits for a later run, nothing lost (`demo`: what Honcho was not sent goes with the demo's "
                        "temporary home, unless --keep kept it)",
     ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
                         "workspace this agent wrote in another role, a refused key or a key file send would refuse, a "
-                        "long outage, brokerd unavailable, the last audit's discrepancies), `send` (it holds items the "
+                        "long outage, brokerd unavailable, a session log decide cannot read, the last audit's "
+                        "discrepancies), `send` (it holds items the "
                         "configuration no longer lets go where they were decided to; the rest was sent), `audit` (a "
                         "discrepancy between Honcho and the ledger, not accepted)",
     ExitCode.NOT_FOUND: "something named on the command line does not exist (an edit, an outbox item, an audit finding)",
