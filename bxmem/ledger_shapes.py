@@ -82,7 +82,7 @@ SHAPES: dict[str, Shape] = {
     "sent": record({"ts": string, "item": string, "ws": string},
                    {"hsession": string, "ids": _HONCHO_IDS, "settled": boolean, "results": list_of(RESULT)}),
     "failed": record({"ts": string, "item": string, "ws": _NAME, "status": maybe(integer(None)), "reason": _NAME},
-                     {"results": list_of(RESULT)}),
+                     {"results": list_of(RESULT), "in_doubt": boolean}),
     "unsent": record({"ts": string, "items": _STRINGS, "ws": string, "reason": string}),
     "cancelled": record({"ts": string, "item": string, "ws": string, "by": string}),
     "requeued": record({"ts": string, "item": string}),
@@ -91,6 +91,12 @@ SHAPES: dict[str, Shape] = {
     "key_refused": record({"ts": string, "ws": string, "status": maybe(integer(None)), "secret": string,
                            "key": maybe(list_of(integer(None)))}, {"problem": string}),
     "key_resumed": record({"ts": string, "ws": string}, {"why": string}),
+    "session_gone": record({"ts": string, "ws": string, "session": string, "hsession": string,
+                            "status": maybe(integer(None))}),
+    "session_renewed": record({"ts": string, "ws": string, "session": string, "hsession": string}),
+    "dropped": record({"ts": string, "item": string, "ws": _NAME, "was": string, "reason": string}),
+    "rerouted": record({"ts": string, "item": string, "ws": string, "role": string, "was": _NAME}),
+    "accepted": record({"ts": string, "finding": string, "reason": string}),
 }
 KINDS = ("decided", *SHAPES)
 

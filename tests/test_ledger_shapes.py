@@ -43,6 +43,12 @@ def every_kind() -> list[dict]:
         le.created_session("w", "s-2", "s", 2, ["kyle", "boxmaker0"]),
         le.key_refused("w", None, "honcho_trusted", [1, 2, 3, 4, 5, 6], "is a symbolic link"),
         le.key_resumed("w", "the key file changed"),
+        le.failed("turn:s:1", "w", None, "an answer bxmem could not use", in_doubt=True),
+        le.session_gone("w", "s", "s", 404),
+        le.session_renewed("w", "s", "s"),
+        le.dropped("turn:s:1", None, "failed", "given up"),
+        le.rerouted("turn:s:1", "w2", "trusted", "w"),
+        le.accepted("duplicate:w:m1", "known"),
     ]
 
 
