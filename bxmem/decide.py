@@ -70,6 +70,7 @@ class DecideReport:
     broker_down_since: str | None = None  # as decide's state records it
     broker_warned: bool = False  # this run logged the start of brokerd's outage (a warning, once an outage)
     logs_unreadable: int = 0  # logs that could not be read (their turns wait)
+    logs_warned: bool = False  # this run warned of a log it cannot read (once a log and problem)
     out_of_order_lines: int = 0  # lines naming a turn that had already ended, skipped
 
     @property
@@ -107,6 +108,7 @@ class DecideReport:
         if self.busy:
             return []
         why = self.why()[1:] if self.broker_warned and self.undecided else self.why()  # the warning said it
+        why = why[:-1] if self.logs_warned and self.logs_unreadable else why  # (the logs' line is the last)
         if not self.decided:
             return why
         by_role: dict[str, int] = {}
@@ -319,6 +321,7 @@ def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideRepo
         return
     report.logs_unreadable += 1
     if error is None or error["why"] != problem:
+        report.logs_warned = True
         log.warning(f"{path}: {problem}; its turns wait, and it is tried again every {RETRY_UNREADABLE_S:g} s "
                     "or as soon as its mode or owner changes" + runbook("log-unreadable"))
         since = now_iso()
