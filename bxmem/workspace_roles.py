@@ -26,7 +26,8 @@ from pathlib import Path
 
 from .ledger import Ledger, ReadResult
 from .ledger_events import ATTEMPT, CREATED, DECIDED, SENT
-from .store import read_json, write_json
+from .shapes import anything, dict_of, integer, list_of, maybe, record, string
+from .store import load_json, write_json
 
 SIDECAR = "workspace-roles.json"
 SIDECAR_VERSION = 1
@@ -35,6 +36,9 @@ SIDECAR_VERSION = 1
 TAINTING = ("untrusted", "fleet")
 
 Roles = dict[str, dict]
+# What `apply` builds, as the outbox checkpoint and the copy beside it keep it.
+SHAPE = dict_of(record({"set_up": list_of(maybe(string)), "written": dict_of(string)}))
+SIDECAR_SHAPE = record({"version": anything, "ino": maybe(integer(0)), "offset": integer(0), "roles": SHAPE})
 
 
 def _entry(roles: Roles, ws: str) -> dict:
@@ -129,10 +133,13 @@ def read(state_dir: Path, ledger_path: Path) -> Roles | None:
         return {}  # nothing was ever written anywhere
     except OSError:
         return None
-    saved = read_json(state_dir / SIDECAR)
-    usable = (saved is not None and saved.get("version") == SIDECAR_VERSION and saved.get("ino") == st.st_ino
-              and isinstance(saved.get("offset"), int) and 0 <= saved["offset"] <= st.st_size
-              and isinstance(saved.get("roles"), dict))
+    saved, why = load_json(state_dir / SIDECAR, SIDECAR_SHAPE)
+    if why is not None:  # the read path says it quietly: the next send writes the copy again
+        from .log import log
+
+        log.info(f"{state_dir / SIDECAR}: {why}; the ledger is folded instead")
+    usable = (saved is not None and saved["version"] == SIDECAR_VERSION and saved["ino"] == st.st_ino
+              and saved["offset"] <= st.st_size)
     try:
         if usable:
             assert saved is not None

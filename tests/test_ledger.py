@@ -16,7 +16,7 @@ def decided(n: int, ws: str | None = "w") -> dict:
 
 def test_append_and_read_from_offsets(tmp_path):
     ledger = Ledger(tmp_path / "honcho.jsonl")
-    end = ledger.append([decided(1), le.sent_turn("turn:s:1", "w", "s", ["m1"])])
+    end = ledger.append([decided(1), le.sent_turn("turn:s:1", "w", "trusted", "s", ["m1"])])
     result = ledger.read_from(0)
     assert [e["ev"] for e in result.events] == ["decided", "sent"] and result.end == end
     assert ledger.read_from(end).events == []
@@ -46,8 +46,8 @@ def test_outbox_fold_and_rebuild_agree(tmp_path):
             decided(1),
             decided(2),
             decided(3, ws=None),
-            le.attempt(now_iso(), items=["turn:s:1"], ws="w", session="s", hsession="s"),
-            le.sent_turn("turn:s:1", "w", "s", ["m1"]),
+            le.attempt(now_iso(), items=["turn:s:1"], ws="w", role="trusted", session="s", hsession="s"),
+            le.sent_turn("turn:s:1", "w", "trusted", "s", ["m1"]),
             le.failed("turn:s:2", "w", 422, "refused"),
         ]
     )
