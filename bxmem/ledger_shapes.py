@@ -57,10 +57,18 @@ ACTIONS = list_of(action)
 # (honcho.py refuses one that is not a Honcho id, naming the item), so a forged
 # one fails its own item, visibly, where skipping the line would hide it.
 _HONCHO_IDS = anything
-RESULT = record({"i": integer(0), "do": string}, {
+_RESULT = record({"i": integer(0), "do": string}, {
     "id": _HONCHO_IDS, "of": string, "deleted": _HONCHO_IDS, "was_there": boolean, "hsession": _NAME,
     "ids": _HONCHO_IDS, "skipped": string, "settled": boolean,
 })
+
+
+def RESULT(value: Any) -> str | None:  # a shape, named as the others are
+    """What send recorded of one action: a deletion names the action it undid (`of`), as send writes it."""
+    why = _RESULT(value)
+    if why is None and value["do"] == "unconclude" and "of" not in value:
+        return "of: missing"
+    return why
 _MACS = maybe(record({"key": _NAME, "user": _STRINGS, "reply": _NAME}))
 
 # A decision's `ws` and `role` are not checked here: whatever they hold, a

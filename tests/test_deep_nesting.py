@@ -14,7 +14,7 @@ import pytest
 from conftest import bxmem_inprocess, decisions, write_log
 
 from bxmem import config as config_module
-from bxmem import decide, index, mirror, send, sync
+from bxmem import decide, index_fold, mirror, send, sync
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.fastpath import is_idle
 from bxmem.grammar import parse
@@ -74,7 +74,7 @@ def test_a_journal_line_loses_neither_the_edits_before_it_nor_after(home, depth,
     assert [m for m in warnings(caplog) if m.startswith(f"{path}:2: nested deeper than 256 levels")]
     caplog.clear()
     assert mirror.run(config_module.load()).skipped_lines == 0  # said once
-    index.refresh(config_module.load().paths)
+    index_fold.refresh(config_module.load().paths)
     assert not warnings(caplog)  # the index skips it too, without a word on every run
     assert bxmem_inprocess("undo", "e2").returncode == 5  # no such edit: the line is none
 
@@ -103,7 +103,7 @@ def test_a_ledger_line(decided_home, brokerd, depth, caplog):
     assert [m for m in warnings(caplog) if f"malformed line at byte {at} skipped (nested too deep; not folded)" in m]
     caplog.clear()
     assert send.run(config_module.load()).exit_code == 0
-    index.refresh(config_module.load().paths)
+    index_fold.refresh(config_module.load().paths)
     assert not warnings(caplog)  # counted once, never again
     status = sync.status(config_module.load(), check=False)
     assert status["ledger_malformed_lines"] == 1

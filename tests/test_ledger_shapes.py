@@ -5,13 +5,15 @@ crash. Every line bxmem writes is of its shape."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem import audit, decide_state, index, ledger_events, mirror
+from bxmem import audit, decide_state, index, index_fold, ledger_events, mirror
 from bxmem.ledger import Ledger, ReadResult, now_iso
 from bxmem.ledger_shapes import KINDS, event_problem
 from bxmem.outbox import Outbox
@@ -68,6 +70,8 @@ DAMAGED = [
     ('{"v":1,"ev":"attempt","ts":"t","items":5,"ws":"w","session":"s"}', "items: not a list"),
     ('{"v":1,"ev":"attempt","ts":"t","items":["turn:s:1"],"ws":"w","session":"s"}', "hsession: missing"),
     ('{"v":1,"ev":"sent","ts":"t","item":"edit:e1","ws":"w","results":[{"i":"0","do":"conclude"}]}', "results[0].i: not an integer of at least 0"),
+    ('{"v":1,"ev":"failed","ts":"t","item":"edit:u1","ws":"w","status":422,"reason":"refused",'
+     '"results":[{"i":0,"do":"unconclude","deleted":"c1","was_there":true}]}', "results[0].of: missing"),
     ('{"v":1,"ev":"created","ts":"t","ws":"w","what":"session","session":"s"}', "id: missing"),
     ('{"v":1,"ev":"key_refused","ts":"t","ws":["w"],"status":401,"secret":"x","key":null}', "ws: not a string"),
     ('{"v":1,"ev":"failed","ts":"t","item":"turn:s:9","ws":"w","status":"422","reason":null}', "status: not an integer"),
@@ -91,7 +95,7 @@ def folds(tmp_path, ledger_path):
     paths = SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state, logs=tmp_path, state=state,
                             journal=tmp_path / "no-journal.jsonl")
     audit._expected(SimpleNamespace(paths=paths))
-    index.catch_up(index.Index(state / "index.sqlite3"), paths)
+    index_fold.catch_up(index.Index(state / "index.sqlite3"), paths)
     return box, recovered, edits
 
 
@@ -141,15 +145,14 @@ def damaged(draw) -> dict:
     return ev
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None)
 @given(lines=st.lists(damaged(), min_size=1, max_size=6))
-def test_no_damaged_line_stops_a_fold(tmp_path, lines):
-    ledger_path = tmp_path / "fuzzed.jsonl"
-    ledger_path.unlink(missing_ok=True)
-    for old in (tmp_path / "state").glob("*"):
-        old.unlink()
-    with open(ledger_path, "w") as f:
-        f.write("".join(json.dumps(line) + "\n" for line in lines))
-    box, _recovered, _edits = folds(tmp_path, ledger_path)
+def test_no_damaged_line_stops_a_fold(lines):
+    with tempfile.TemporaryDirectory() as fresh:  # each example its own home: no state left by the one before
+        home = Path(fresh)
+        ledger_path = home / "fuzzed.jsonl"
+        with open(ledger_path, "w") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines))
+        box, _recovered, _edits = folds(home, ledger_path)
     kept = [line for line in lines if event_problem(line) is None]
     assert box.malformed == len(lines) - len(kept)

@@ -238,7 +238,7 @@ def test_an_entry_key_bxmem_did_not_write_is_replaced(added, home, honcho, no_ha
 def test_an_index_with_damaged_offsets_is_rebuilt_not_warned_about_on_every_run(added, home, caplog, damage):
     import sqlite3
 
-    from bxmem import index
+    from bxmem import index_fold
 
     db = sqlite3.connect(added / "index.sqlite3")
     db.execute(damage)
@@ -248,7 +248,7 @@ def test_an_index_with_damaged_offsets_is_rebuilt_not_warned_about_on_every_run(
     with open(home / "memory" / "honcho.jsonl", "ab") as f:
         f.write(b"\n")  # the ledger grew: the index catches up
     for _ in range(3):
-        index.refresh(load().paths)
+        index_fold.refresh(load().paths)
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(said) == 1 and "moved aside" in said[0] and "rebuilt" in said[0], said
     assert (added / "index.sqlite3.corrupt").exists()
