@@ -232,7 +232,10 @@ def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path:
     try:
         import json as json_module
 
-        return status, json_module.loads(raw)
+        from .sources.jsonline import refuse_constant
+
+        # Strict JSON, as every reader of outside input: NaN and Infinity are no JSON a server may send.
+        return status, json_module.loads(raw, parse_constant=refuse_constant)
     except (ValueError, RecursionError):  # nested too deep is no answer either
         raise Unavailable(workspace, operation, "the answer was not JSON", status) from None
 

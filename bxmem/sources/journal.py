@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from .cursor import moved, remember
-from .jsonline import complete_lines, parse_object, why_too_long
+from .jsonline import complete_lines, is_blank, parse_object, why_too_long
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
@@ -148,7 +148,7 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
             for start, end, raw in lines(f, cursor["offset"]):
                 line_no += 1
                 cursor["offset"], cursor["line"] = end, line_no
-                if raw is not None and not raw.strip():
+                if raw is not None and is_blank(raw):
                     continue
                 record = read_line(raw)
                 if isinstance(record, str):

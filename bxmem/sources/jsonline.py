@@ -7,10 +7,13 @@ than that is reported by its span, its bytes skipped. `parse_object` turns one
 line into its object, or into a short reason why it cannot be read: it never
 raises, whatever the bytes (RecursionError and all).
 
-A line is readable when it is UTF-8, one JSON value that is an object, nested
-at most MAX_DEPTH levels, with no key twice in any object. JSON's own escapes
-are text like any other (a lone surrogate escape among them: the senders
-replace it when the text leaves).
+A line is readable when it is UTF-8, one JSON value (RFC 8259: not Python's
+`NaN`, `Infinity` or `-Infinity`, which serde_json, the writer, never writes)
+that is an object, nested at most MAX_DEPTH levels, with no key twice in any
+object. JSON's own escapes are text like any other (a lone surrogate escape
+among them: the senders replace it when the text leaves). A blank line is
+JSON's whitespace alone (space, tab, CR): a vertical tab or a form feed is
+no whitespace of JSON's, so a line of them is unreadable, not blank.
 """
 
 from __future__ import annotations
@@ -95,6 +98,24 @@ class _DuplicateKey(Exception):
     pass
 
 
+class NotJsonConstant(ValueError):
+    """`NaN`, `Infinity` or `-Infinity`: Python's json reads them, JSON has none."""
+
+
+def refuse_constant(name: str) -> object:
+    """json's parse_constant hook for every reader of outside input: those three are not JSON."""
+    raise NotJsonConstant(name)
+
+
+JSON_WHITESPACE = b" \t\r\n"
+
+
+def is_blank(raw: bytes) -> bool:
+    """Nothing but JSON's whitespace: a line a reader passes over (bytes.strip
+    would take a vertical tab or a form feed for blank, which JSON does not)."""
+    return not raw.strip(JSON_WHITESPACE)
+
+
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     record = dict(pairs)
     if len(record) != len(pairs):
@@ -103,7 +124,7 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
 
 
 # Built once: json.loads builds a decoder per call when given a hook (twice the cost of a line).
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=refuse_constant)
 
 
 def too_deep(raw: bytes) -> bool:
@@ -134,6 +155,8 @@ def parse_object(raw: bytes) -> dict | str:
         value = _DECODER.decode(text)
     except _DuplicateKey:
         return "a key appears twice in one object"
+    except NotJsonConstant:
+        return "not valid JSON (NaN or Infinity)"
     except ValueError:
         return "not valid JSON"
     except RecursionError:

@@ -28,7 +28,7 @@ from ..local_key import key_id, line_mac
 from ..rules import LogLabels, after_line, look_alike
 from ..sanitize import find_secret
 from .cursor import moved, remember
-from .jsonline import complete_lines, parse_object, why_too_long
+from .jsonline import complete_lines, is_blank, parse_object, why_too_long
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple
             continue
         line_no += 1
         cursor["line"] = line_no
-        if line.raw is not None and not line.raw.strip():
+        if line.raw is not None and is_blank(line.raw):
             continue
         record = read_line(line.raw)
         if isinstance(record, str):
