@@ -357,8 +357,8 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
         cursor["gone"] = stem not in present  # kept, so a log that comes back is not decided twice
     todo = {}
     for entry in entries:
-        if not entry.name.endswith(".jsonl") or not entry.is_file():
-            continue
+        if not entry.name.endswith(".jsonl"):
+            continue  # a log that is not a regular file is read, and refused by name (store.open_regular)
         stem = entry.name[: -len(".jsonl")]
         cursor = state["logs"].get(stem)
         if cursor is None:
@@ -373,7 +373,7 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
             report.logs_unreadable += 1
             continue
         try:
-            st = entry.stat()
+            st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:  # removed since the folder was listed
             continue
         modified[stem] = st.st_mtime

@@ -112,9 +112,21 @@ class Index:
     def for_state(cls, state_dir: Path) -> Index:
         return cls(state_dir / INDEX_FILE)
 
+    def _check_files(self) -> None:
+        """SQLite opens its files blocking and through links: a FIFO in the place
+        of one would hang every job at its index refresh, and recall."""
+        from .store import check_regular
+
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                check_regular(f"{self.path}{suffix}")
+        except OSError as exc:
+            raise IndexUnavailable(f"{exc.filename}: {exc.strerror}") from None
+
     def db(self) -> sqlite3.Connection:
         """A writable connection; the file and its schema are made if new."""
         if self._db is None:
+            self._check_files()
             if not self.path.exists():
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
             try:
@@ -135,6 +147,7 @@ class Index:
 
     def open_readonly(self) -> Index:
         """For recall: never creates the file, never writes, never waits on a writer long."""
+        self._check_files()
         if not self.path.exists():
             raise IndexUnavailable("no local index yet (decide or mirror build it)")
         try:

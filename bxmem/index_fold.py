@@ -94,12 +94,14 @@ def catch_up(index: Index, paths, progress=None) -> int:
     from .local_key import load as load_key
     from .sources import journal
     from .sources.loopd import SpanChanged, SpanReader
+    from .store import NotRegularFile, open_file
 
     ledger = Ledger(paths.ledger)
     journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
         return 0
     applied = changed = 0
+    refused: dict[str, str] = {}  # a log that is not a regular file -> what it is
     with index.transaction(), SpanReader(load_key(paths.state, create=False)) as spans:
         # Offsets are read again under the write lock: decide and mirror may catch up at once.
         ledger_at = _meta(index, "ledger_offset")
@@ -115,13 +117,15 @@ def catch_up(index: Index, paths, progress=None) -> int:
                 texts, reply = spans.turn_texts(paths.logs, ev)
             except (OSError, ValueError, KeyError, TypeError) as exc:  # the log is gone, shorter, or changed
                 changed += isinstance(exc, SpanChanged)  # another line's text is never indexed under these labels
+                if isinstance(exc, NotRegularFile):
+                    refused[exc.filename] = exc.strerror
                 continue
             index_turn(index, ev, "\n".join(texts), reply)
             applied += 1
         _set_meta(index, "ledger_offset", result.end)
         if paths.journal.exists():
             pos = journal_at
-            with open(paths.journal, "rb") as f:
+            with open_file(paths.journal) as f:
                 for start, end, raw in journal.lines(f, journal_at):
                     pos = end
                     record = journal.parse(raw)
@@ -132,10 +136,12 @@ def catch_up(index: Index, paths, progress=None) -> int:
                     index_edit(index, record, target)
                     applied += 1
             _set_meta(index, "journal_offset", pos)
-    if changed:
-        from .log import log
+    from .log import log
 
+    if changed:
         log.warning(f"{changed} decided turn(s) not indexed: their log changed since they were decided")
+    for path, why in refused.items():
+        log.warning(f"{path}: {why}; its decided turns are not indexed")
     return applied
 
 
@@ -161,7 +167,8 @@ def refresh(paths) -> None:
     try:
         _applied, warning = update(paths)
     except Exception as exc:  # the index is a cache: its failure must never stop a job
-        warning = f"local index not updated ({type(exc).__name__}: {exc}); recall may miss the newest entries"
+        why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else f"{type(exc).__name__}: {exc}"
+        warning = f"local index not updated ({why}); recall may miss the newest entries"
     if warning:
         log.warning(" ".join(warning.split()))
 

@@ -96,7 +96,8 @@ class Messages:
         except SpanChanged as exc:
             raise LocalFailure(f"not sent: {exc}") from None
         except (OSError, ValueError) as exc:
-            raise LocalFailure(f"cannot read the turn back from {self.logs / item['log']}: {exc}") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise LocalFailure(f"cannot read the turn back from {self.logs / item['log']}: {why}") from None
         if reply is None:
             raise LocalFailure("the decision names no reply")
         self._messages[key] = build(item, "\n".join(texts), reply, self.agent, self.owner)

@@ -4,7 +4,9 @@ State files are written to a temporary file, fsynced, then renamed over the
 old one (and the folder fsynced), so a crash leaves either the old state or
 the new, never half. They are read back never blocking and never through a
 link, and checked against the shape their reader declares (shapes.py): what
-does not fit is reported and rebuilt by its owner, never used.
+does not fit is reported and rebuilt by its owner, never used. Logs, the
+journal and the index's files, which bxmem reads but does not write, are
+opened the same way (`open_file`), and a refusal names the file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from .shapes import Shape, problem
 
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from io import BufferedReader
 
 
 def file_kind(mode: int) -> str:
@@ -310,3 +316,45 @@ class JobLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+# --- files bxmem reads but does not write (logs, the journal, the index's) ---------------------
+
+
+class NotRegularFile(NotRegular):
+    """NotRegular, naming the file: what the readers of logs, the journal and the
+    index raise. An OSError, so every reader's handling of an unreadable file
+    takes it; `strerror` says what it is, `filename` which."""
+
+    def __init__(self, path: str | os.PathLike[str], why: str) -> None:
+        OSError.__init__(self, errno.EINVAL, why, str(path))
+
+
+def open_file(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> BufferedReader:
+    """open(path, "rb") through open_regular: a regular file, never a wait on a
+    FIFO put in its place (a blocking open of one with no writer never returns:
+    every run of the job would hang), never through a link (one in logs/ would
+    have another file read under that session's labels). NotRegularFile
+    otherwise; FileNotFoundError and other OSErrors as open raises them."""
+    return os.fdopen(open_fd(path, flags), "rb")
+
+
+def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
+    """As open_file, a descriptor."""
+    try:
+        return open_regular(path, flags)
+    except NotRegular as exc:
+        if isinstance(exc, NotRegularFile):
+            raise
+        raise NotRegularFile(path, str(exc)) from None
+
+
+def check_regular(path: str | os.PathLike[str]) -> None:
+    """NotRegularFile unless `path` is a regular file or absent: for a file another
+    library opens (SQLite: the index and its -wal and -shm)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, f"is {file_kind(mode)}, not a regular file")

@@ -18,6 +18,7 @@ from .ledger import Ledger, edit_item, now_iso
 from .outbox import Outbox
 from .rules import plan_undo
 from .sources.journal import append_checked, find_edit
+from .store import open_file
 from .write_policy import check_write, roles_of
 
 
@@ -101,7 +102,7 @@ def _effects(config: Config, edit_id: str) -> list[str]:
 def run(config: Config, edit_id: str, dry_run: bool = False) -> UndoResult:
     mirror.run(config)  # the target's own decision first, so the preview is true
     try:
-        with open(config.paths.journal, "rb") as f:
+        with open_file(config.paths.journal) as f:
             target, undone_by = find_edit(f, edit_id)
     except FileNotFoundError:
         target, undone_by = None, None

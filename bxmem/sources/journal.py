@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from .cursor import moved, remember
+from ..store import open_fd, open_file
 from .jsonline import complete_lines, is_blank, parse_object, why_too_long
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
@@ -113,10 +114,10 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
     from ..store import Flock
 
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    with open(path, "rb") as f, Flock(f.fileno(), exclusive=True):
+    with open_file(path) as f, Flock(f.fileno(), exclusive=True):
         check(f)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            fd = open_fd(path, os.O_RDWR | os.O_APPEND)
         except OSError as exc:
             raise StorageError(f"cannot open the journal {path}: {exc.strerror}") from None
         try:
@@ -129,13 +130,18 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
 
 def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: bytes | None = None) -> Iterator[Edit]:
     """Complete new lines from the cursor on; advances the cursor as it goes.
-    With `secret`, each edit carries the keyed hash of its line."""
+    With `secret`, each edit carries the keyed hash of its line. No journal is
+    no edit; one that cannot be opened (not a regular file: a FIFO is refused,
+    never waited on) is a StorageError naming it, and nothing is mirrored."""
+    from ..errors import StorageError
     from ..local_key import line_mac
 
     try:
-        f = open(path, "rb")  # noqa: SIM115 - only the open may raise FileNotFoundError; `with f` below
+        f = open_file(path)  # only the open may raise FileNotFoundError; `with f` below
     except FileNotFoundError:
         return
+    except OSError as exc:
+        raise StorageError(f"cannot read the journal {path}: {exc.strerror}; nothing is mirrored until it can be") from None
     with f:
         st = os.fstat(f.fileno())
         why = moved(f.fileno(), st, cursor, secret)
@@ -196,7 +202,7 @@ def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str
     from ..local_key import key_id, line_mac
 
     offset, length = spec["span"]
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         f.seek(offset)
         raw = f.read(length)
     where = f"the line at byte {offset} of {path}"
