@@ -118,7 +118,7 @@ def catch_up(index: Index, paths, progress=None) -> int:
             except (OSError, ValueError, KeyError, TypeError) as exc:  # the log is gone, shorter, or changed
                 changed += isinstance(exc, SpanChanged)  # another line's text is never indexed under these labels
                 if isinstance(exc, NotRegularFile):
-                    refused[exc.filename] = exc.strerror
+                    refused[exc.filename] = exc.strerror or "not a regular file"
                 continue
             index_turn(index, ev, "\n".join(texts), reply)
             applied += 1

@@ -30,3 +30,18 @@ def add(ranges: list[list[int]], n: int) -> bool:
     else:
         ranges.insert(i, [n, n])
     return True
+
+
+def first_common(a: list[list[int]], b: list[list[int]], low: int) -> int | None:
+    """The least number at or above `low` in both sets, or None."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo = max(a[i][0], b[j][0], low)
+        hi = min(a[i][1], b[j][1])
+        if lo <= hi:
+            return lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return None

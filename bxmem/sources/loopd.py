@@ -10,6 +10,13 @@ is skipped for its content, counted and warned about, never fatal; and it
 counts as a tool result labelled untrusted and secret (labels.UNREADABLE_LINE)
 from that line on: every turn that ends after it is decided nowhere, reason
 `log-unreadable` (rules.route_turn).
+
+Tool results count by turn number, wherever they fall in the file: a turn
+that has ended waits (in the cursor) while a lower-numbered turn is open, and
+a result of a turn that has ended counts for the turns at and above it still
+to be decided; one of a turn already decided taints as an unreadable line
+does (rules.turns_to_decide, rules.result_too_late). Lines of a turn that has
+ended belong to no turn: skipped, said once a read.
 """
 
 from __future__ import annotations
@@ -25,8 +32,9 @@ from pathlib import Path
 from .. import ranges
 from ..labels import UNREADABLE_LINE, tool_result_label
 from ..local_key import key_id, line_mac
-from ..rules import LogLabels, after_line, look_alike
+from ..rules import MAX_WAITING_TURNS, LogLabels, after_line, look_alike, result_too_late, turns_to_decide
 from ..sanitize import find_secret
+from ..store import open_file
 from .cursor import moved, remember
 from .jsonline import complete_lines, is_blank, parse_object, why_too_long
 
@@ -136,19 +144,22 @@ class ReadStopped(Exception):
 
 def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | None = None,
                         deadline: float | None = None, note: Warn | None = None) -> list[FinishedTurn]:
-    """Advance `cursor` over the complete new lines of one log; return the turns that ended.
+    """Advance `cursor` over the complete new lines of one log; return the turns
+    that may be decided now (rules.turns_to_decide), in that order.
 
     A line not yet ended by a newline is still being written: it is left for
-    the next run. An unreadable line is warned about once, naming it, and
+    the next run. A line that is unreadable, or cannot be trusted (a tool
+    result after its turn's decision), is warned about once, naming it, and
     taints the session from there on (`warn`); lines naming a turn that has
-    already ended are said once a read (`note`, else `warn`). With a `deadline`
-    (time.monotonic), reading stops at a line boundary once it has passed; the
-    rest waits. OSError when the log cannot be opened; ReadStopped when a read
-    fails part-way.
+    already ended, and turns given up on, are said once (`note`, else `warn`).
+    With a `deadline` (time.monotonic), reading stops at a line boundary once
+    it has passed; the rest waits. OSError when the log cannot be opened
+    (store.NotRegularFile when it is not a regular file); ReadStopped when a
+    read fails part-way.
     """
     finished: list[FinishedTurn] = []
     mac = (key_id(secret), secret) if secret else None
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         st = os.fstat(f.fileno())
         try:
             why = moved(f.fileno(), st, cursor, secret)
@@ -160,7 +171,7 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
         cursor["ino"] = st.st_ino
         order = _Order(cursor)
         try:
-            _read_on(f, path, cursor, warn, mac, deadline, finished, order)
+            _read_on(f, path, cursor, warn, note or warn, mac, deadline, finished, order)
         except OSError as exc:  # the cursor stands after the last line read: the turns that ended so far are kept
             raise ReadStopped(finished, exc.strerror or type(exc).__name__) from None
         finally:
@@ -199,7 +210,7 @@ class _Order:
                  f"line skipped, the turn is not decided again{more}")
 
 
-def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple[str, bytes] | None,
+def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn, mac: tuple[str, bytes] | None,
              deadline: float | None, finished: list[FinishedTurn], order: _Order) -> None:
     line_no, count, session = cursor["line"], 0, path.stem
     for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
@@ -213,17 +224,26 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, mac: tuple
         record = read_line(line.raw)
         if isinstance(record, str):
             _unreadable(cursor, line_no, record)
+            _release(cursor, session, finished, [])  # ended turns waiting go nowhere now, whatever comes
             warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
                  "from this line on (turns ending after it go nowhere)")
-        elif not order.skip(record, line_no):
+        elif record["type"] == "tool_result":
+            late = _tool_result(record, cursor, finished, line_no)
+            if late is not None:
+                _release(cursor, session, finished, [])
+                warn(f"{path}:{line_no}: a tool result of turn {record['turn']}, logged after turn {late} was decided "
+                     "without it; the session counts as untrusted and secret from this line on (turns ending after "
+                     "it go nowhere)")
+        elif record["type"] in ("user", "assistant", "turn_end") and not order.skip(record, line_no):
             assert line.raw is not None
-            done = _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac)
-            if done is not None:
-                ranges.add(order.ended, done.turn)
-                finished.append(done)
+            gave_up: list[int] = []
+            _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac, finished, gave_up)
+            for n in gave_up:
+                note(f"{path}:{line_no}: turn {n} is still open while more than {MAX_WAITING_TURNS} later turns have "
+                     "ended; decided as not completed, so that they can be decided")
         count += 1
         if deadline is not None and count % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
-            return
+            break
 
 
 def _unreadable(cursor: dict, line_no: int, why: str) -> None:
@@ -231,17 +251,38 @@ def _unreadable(cursor: dict, line_no: int, why: str) -> None:
     cursor["untrusted"], cursor["class"], cursor["unreadable"] = labels
 
 
+def _tool_result(record: dict, cursor: dict, finished: list[FinishedTurn], line_no: int) -> int | None:
+    """Fold a tool result's label in by its turn number (rules.result_too_late):
+    into the session from here, and into the turns numbered at or above it that
+    ended before it and are still to be decided. Returns the turn already
+    decided without it, if any: then the line taints the session as an
+    unreadable one does."""
+    label = tool_result_label(record["label"])
+    assert label is not None  # record_problem checked it
+    labels = after_line(cursor_labels(cursor), *label)
+    cursor["untrusted"], cursor["class"] = labels.untrusted, labels.klass
+    turn, ended = record["turn"], cursor.setdefault("ended", [])
+    if not ended or ended[-1][1] < turn:
+        return None  # the usual case: no turn at or above it has ended
+    for done in finished:
+        if done.turn >= turn:
+            was = LogLabels(done.untrusted_by_log, done.log_class, done.log_unreadable)
+            done.untrusted_by_log, done.log_class, _ = after_line(was, *label)
+    late = result_too_late(turn, ended, cursor.get("decided") or [])
+    if late is not None:
+        _unreadable(cursor, line_no, f"a tool result of turn {turn}, logged after turn {late} was decided without it")
+    return late
+
+
 def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str,
-           mac: tuple[str, bytes] | None) -> FinishedTurn | None:
-    kind = record["type"]
-    if kind == "tool_result":
-        label = tool_result_label(record["label"])
-        assert label is not None  # record_problem checked it
-        labels = after_line(cursor_labels(cursor), *label)
-        cursor["untrusted"], cursor["class"] = labels.untrusted, labels.klass
-        return None
-    if kind not in ("user", "assistant", "turn_end"):
-        return None  # tool calls, reasoning and unknown types are not written
+           mac: tuple[str, bytes] | None, finished: list[FinishedTurn], gave_up: list[int]) -> bool:
+    """Take one user, assistant or turn_end line into its turn; the turns it lets
+    be decided (rules.turns_to_decide) go to `finished`, those given up on to
+    `gave_up` too. False: its turn had already ended, and the line belongs to
+    no turn (skipped)."""
+    kind, ended = record["type"], cursor.setdefault("ended", [])
+    if ranges.has(ended, record["turn"]):
+        return False
     key = str(record["turn"])
     turn = cursor["open"].get(key)
     if turn is None:
@@ -257,15 +298,32 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
         turn["secret"] = turn["secret"] or find_secret(record["text"])
         if mac is not None:
             turn["macs"].append(line_mac(mac[1], raw))
-        return None
-    if kind == "assistant":
+    elif kind == "assistant":
         if record["final"] is True:
             turn["reply"] = span
             turn["reply_secret"] = find_secret(record["text"])
             turn["reply_mac"] = line_mac(mac[1], raw) if mac is not None else None
-        return None
-    # turn_end
-    del cursor["open"][key]
+    else:  # turn_end: the turn is decided once no lower-numbered turn is open
+        turn["end"] = record["status"]
+        ranges.add(ended, record["turn"])
+        _release(cursor, session, finished, gave_up)
+    return True
+
+
+def _release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: list[int]) -> None:
+    """The turns that may be decided now (rules.turns_to_decide) out of the open ones, into `finished`."""
+    tainted = cursor.get("unreadable") is not None
+    now, given_up = turns_to_decide({int(k): "end" in t for k, t in cursor["open"].items()}, tainted=tainted)
+    for n in now:
+        done = cursor["open"].pop(str(n))
+        if n in given_up:
+            done["end"] = None  # never ended: decided as not completed
+            ranges.add(cursor["ended"], n)
+            gave_up.append(n)
+        finished.append(_finished(cursor, session, n, done))
+
+
+def _finished(cursor: dict, session: str, number: int, turn: dict) -> FinishedTurn:
     speakers = turn["speakers"]
     # Two user lines from different people are a burst of several speakers:
     # incomplete speaker information, like a null speaker.
@@ -275,8 +333,8 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
         macs = {"key": turn["key"], "user": turn["macs"], "reply": turn["reply_mac"] if turn["reply"] else None}
     return FinishedTurn(
         session=session,
-        turn=record["turn"],
-        status=record["status"],
+        turn=number,
+        status=turn["end"],
         user=turn["user"],
         reply=turn["reply"],
         speaker=speaker,
@@ -334,7 +392,7 @@ class SpanReader:
         file = self._file
         if file is None or path != self._path:
             self.close()
-            file = open(path, "rb")  # noqa: SIM115 - kept open across calls, closed by close()
+            file = open_file(path)  # kept open across calls, closed by close()
             self._file, self._path = file, path
         file.seek(span[0])
         raw = file.read(span[1])
