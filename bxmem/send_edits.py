@@ -101,7 +101,8 @@ class EditActions:
         except LineChanged as exc:
             raise LocalFailure(f"not sent: {exc}") from None
         except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LocalFailure(f"cannot read the entry back from the journal: {exc}") from None
+            why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else exc
+            raise LocalFailure(f"cannot read the entry back from the journal: {why}") from None
 
     def _session_for_writes(self, ws: str, bx_session: str | None) -> str:
         """The latest Honcho session of the Boxmaker session in `ws`, created (holding only

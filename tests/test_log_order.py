@@ -201,7 +201,8 @@ def test_lines_of_a_turn_that_has_ended_are_skipped_and_said_once(clean_brokerd,
     assert decisions(clean_brokerd)["turn:s:1"]["user"][0][0] == 0  # the first copy
     path = clean_brokerd / "logs" / "s.jsonl"
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
-        f"{path}:5: turn 1 has already ended; line skipped, the turn is not decided again (4 such lines in this read)"]
+        f"{path}:5: turn 1 has already ended (a repeated or backwards turn number); line skipped, the turn is not "
+        "decided again (4 such lines in this read)"]
     assert report.skipped_lines == 0
 
 

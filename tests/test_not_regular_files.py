@@ -231,3 +231,19 @@ def test_a_fifo_among_the_index_files_hangs_neither_a_job_nor_recall(home, broke
     assert in_time and raised is None, ("decide hung on the index", raised)
     said = [m for m in warnings(caplog) if "local index" in m]
     assert said and f"{target}: is a named pipe (FIFO), not a regular file" in said[0], said
+
+
+def test_a_fifo_in_place_of_the_journal_does_not_hang_send_and_fails_the_edit(home, honcho, configure):
+    configure(honcho.url)
+    journal = write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md",
+                                    "entry": "Kyle prefers metric units"}])
+    mirror.run(load())
+    to_fifo(journal)
+    reports: list = []
+    in_time, raised = finishes(lambda: reports.append(send.run(load())), journal)
+    assert in_time and raised is None, ("send hung on the journal", raised)
+    assert reports[0].failed == 1 and not honcho.conclusions
+    [failed] = [e for e in ledger_events(home) if e["ev"] == "failed"]
+    assert failed["item"] == "edit:e1"
+    assert failed["reason"] == (f"cannot read the entry back from the journal: {journal}: is a named pipe (FIFO), "
+                                "not a regular file")
