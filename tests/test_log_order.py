@@ -269,7 +269,7 @@ def test_result_too_late(turn_no, ended, decided, expected):
 def interleaved(draw) -> tuple[list[bytes], int, list[int]]:
     """Up to 4 turns, one untrusted result (of turn k) anywhere after its turn's
     first line, the turns' lines interleaved in any order that keeps each turn's
-    own order; and where the log is cut into runs."""
+    own order; and where the log is cut into runs (decide runs after each piece)."""
     count = draw(st.integers(1, 4))
     k = draw(st.integers(1, count))
     queues = [turn(n) for n in range(1, count + 1)]
@@ -309,6 +309,12 @@ def test_no_turn_at_or_after_an_untrusted_result_is_ever_trusted(clean_brokerd, 
     count = max(int(json.loads(line)["turn"]) for line in lines)
     assert sorted(got) == list(range(1, count + 1))  # every turn decided, once
     assert len(decided_order(clean_brokerd)) == count
+    def run_of(index: int) -> int:  # which run first read the line at `index`
+        return sum(1 for cut in cuts if cut <= index)
+
+    result_run = run_of(next(i for i, line in enumerate(lines) if b'"tool_result"' in line))
     for n, (role, _reason) in got.items():
-        if n >= k:
+        end_run = run_of(next(i for i, line in enumerate(lines) if line == turn(n)[-1]))
+        # A turn decided in a run before the result was written cannot move (it taints from there on).
+        if n >= k and end_run >= result_run:
             assert role != "trusted", (n, k, lines, cuts, got)

@@ -36,7 +36,7 @@ from ..rules import MAX_WAITING_TURNS, LogLabels, after_line, look_alike, result
 from ..sanitize import find_secret
 from ..store import open_file
 from .cursor import moved, remember
-from .jsonline import complete_lines, is_blank, parse_object, why_too_long
+from .jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -195,11 +195,13 @@ class _Order:
         self.first: tuple[int, int] | None = None  # (line, turn)
 
     def skip(self, record: dict, line_no: int) -> bool:
-        if record["type"] not in ("user", "assistant", "turn_end") or not ranges.has(self.ended, record["turn"]):
+        turn = record["turn"]
+        # A turn above every ended one, the usual case, needs no search.
+        if not self.ended or self.ended[-1][1] < turn or not ranges.has(self.ended, turn):
             return False
         self.count += 1
         self.cursor["out_of_order"] += 1
-        self.first = self.first or (line_no, record["turn"])
+        self.first = self.first or (line_no, turn)
         return True
 
     def say(self, path: Path, note: Warn) -> None:
@@ -219,7 +221,7 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn
             continue
         line_no += 1
         cursor["line"] = line_no
-        if line.raw is not None and is_blank(line.raw):
+        if line.raw is not None and not line.raw.strip(JSON_WHITESPACE):  # jsonline.is_blank, without a call per line
             continue
         record = read_line(line.raw)
         if isinstance(record, str):
@@ -275,14 +277,11 @@ def _tool_result(record: dict, cursor: dict, finished: list[FinishedTurn], line_
 
 
 def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str,
-           mac: tuple[str, bytes] | None, finished: list[FinishedTurn], gave_up: list[int]) -> bool:
-    """Take one user, assistant or turn_end line into its turn; the turns it lets
-    be decided (rules.turns_to_decide) go to `finished`, those given up on to
-    `gave_up` too. False: its turn had already ended, and the line belongs to
-    no turn (skipped)."""
+           mac: tuple[str, bytes] | None, finished: list[FinishedTurn], gave_up: list[int]) -> None:
+    """Take one user, assistant or turn_end line of a turn that has not ended
+    (_Order.skip) into its turn; the turns it lets be decided
+    (rules.turns_to_decide) go to `finished`, those given up on to `gave_up` too."""
     kind, ended = record["type"], cursor.setdefault("ended", [])
-    if ranges.has(ended, record["turn"]):
-        return False
     key = str(record["turn"])
     turn = cursor["open"].get(key)
     if turn is None:
@@ -307,13 +306,17 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
         turn["end"] = record["status"]
         ranges.add(ended, record["turn"])
         _release(cursor, session, finished, gave_up)
-    return True
 
 
 def _release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: list[int]) -> None:
     """The turns that may be decided now (rules.turns_to_decide) out of the open ones, into `finished`."""
-    tainted = cursor.get("unreadable") is not None
-    now, given_up = turns_to_decide({int(k): "end" in t for k, t in cursor["open"].items()}, tainted=tainted)
+    tainted, open_turns = cursor.get("unreadable") is not None, cursor["open"]
+    given_up: list[int] = []
+    if len(open_turns) == 1:  # one turn at a time, as loopd nearly always logs: it is decided at its end
+        (key, turn), = open_turns.items()
+        now = [int(key)] if "end" in turn else []
+    else:
+        now, given_up = turns_to_decide({int(k): "end" in t for k, t in open_turns.items()}, tainted=tainted)
     for n in now:
         done = cursor["open"].pop(str(n))
         if n in given_up:
