@@ -58,7 +58,8 @@ def fresh_state() -> dict:
 
 _NAME = maybe(string)
 OPEN_TURN = record({"user": list_of(SPAN), "speakers": list_of(_NAME), "ts": _NAME, "reply": maybe(SPAN),
-                    "secret": _NAME, "reply_secret": _NAME, "key": _NAME, "macs": list_of(string), "reply_mac": _NAME})
+                    "secret": _NAME, "reply_secret": _NAME, "key": _NAME, "macs": list_of(string), "reply_mac": _NAME},
+                   {"end": _NAME})  # `end`: its turn_end's status, while it waits for a lower-numbered turn (loopd)
 UNREADABLE = maybe(record({"line": integer(1), "why": string}))
 CLASS = one_of(*CLASS_RANK)
 # A cursor as decide.json keeps it (decide_state.SHAPE): anything else is a state to rebuild.

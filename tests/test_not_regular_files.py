@@ -82,22 +82,27 @@ def to_fifo(path) -> None:
     (lambda p: p.symlink_to(p.with_name("absent")), "a symbolic link"),
 ])
 @pytest.mark.parametrize("flags", [os.O_RDONLY, os.O_RDWR | os.O_APPEND, os.O_WRONLY])
-def test_open_regular_refuses_what_is_not_a_regular_file(tmp_path, make, kind, flags):
+def test_open_fd_refuses_what_is_not_a_regular_file_naming_it(tmp_path, make, kind, flags):
     (tmp_path / "real").write_bytes(b"x\n")
     path = tmp_path / "f.jsonl"
     make(path)
-    if kind == "a directory" and flags != os.O_RDONLY:
-        kind = None  # the kernel refuses a directory opened for writing itself: EISDIR
-    with pytest.raises(OSError) as caught:
-        os.close(store.open_regular(path, flags))
-    if kind is None:
-        assert caught.value.errno == errno.EISDIR
-    else:
-        assert isinstance(caught.value, store.NotRegularFile)
-        assert caught.value.strerror == f"is {kind}, not a regular file" and caught.value.filename == str(path)
+    with pytest.raises(store.NotRegularFile) as caught:
+        os.close(store.open_fd(path, flags))
+    assert caught.value.strerror == f"is {kind}, not a regular file" and caught.value.filename == str(path)
+    assert isinstance(caught.value, OSError)  # every reader's handling of an unreadable file takes it
 
 
-def test_open_regular_opens_a_regular_file_and_says_when_there_is_none(tmp_path):
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+def test_check_regular_names_what_sqlite_would_open(tmp_path, suffix):
+    store.check_regular(tmp_path / "absent")
+    (tmp_path / "regular").write_bytes(b"")
+    store.check_regular(tmp_path / "regular")
+    os.mkfifo(tmp_path / f"index{suffix}")
+    with pytest.raises(store.NotRegularFile, match="named pipe"):
+        store.check_regular(tmp_path / f"index{suffix}")
+
+
+def test_open_file_opens_a_regular_file_and_says_when_there_is_none(tmp_path):
     (tmp_path / "f").write_bytes(b"abc")
     with store.open_file(tmp_path / "f") as f:
         assert f.read() == b"abc"
@@ -153,7 +158,8 @@ def test_logs_that_are_not_regular_files_are_named_once_and_the_others_decided(h
     assert set(decisions(home)) == {"turn:ok:1", "turn:other:1"}
     said = [m for m in warnings(caplog) if "cannot read" in m]
     assert sorted(said) == sorted(
-        f"{logs / name}: cannot read: is {kind}, not a regular file; its turns wait until it can be read"
+        f"{logs / name}: cannot read: is {kind}, not a regular file; its turns wait, and it is tried again every 60 s "
+        "or as soon as its mode or owner changes (see: bxmem runbook log-unreadable)"
         for name, kind in [("adir.jsonl", "a directory"), ("afifo.jsonl", "a named pipe (FIFO)"),
                            ("alink.jsonl", "a symbolic link"), ("dangling.jsonl", "a symbolic link")])
     caplog.clear()

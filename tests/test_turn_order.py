@@ -71,13 +71,14 @@ def test_a_turn_that_never_ended_is_decided_whatever_its_number(clean, caplog):
     assert report.out_of_order_lines == 0 and not said(caplog)
 
 
-def test_a_repeated_tool_result_still_taints(clean):
+def test_a_tool_result_of_a_turn_that_has_ended_still_taints(clean):
+    """Counted by its turn number (tests/test_log_order.py): turn 1, still to be decided, and turn 2."""
     lines = turn_lines(1, "a", "b")
     tainted = turn_lines(1, "a", "b", results=[{"untrusted": True, "class": "public"}])
     write_log(clean, "s", lines + [line for line in tainted if line["type"] == "tool_result"] + turn_lines(2, "c", "d"))
     run()
     got = decisions(clean)
-    assert got["turn:s:1"]["role"] == "trusted" and got["turn:s:2"]["role"] == "untrusted"
+    assert got["turn:s:1"]["role"] == "untrusted" and got["turn:s:2"]["role"] == "untrusted"
 
 
 def test_reading_a_log_again_from_its_start_is_not_a_repeat(clean, caplog):

@@ -77,7 +77,7 @@ def denied(clean, monkeypatch):
     path = write_log(clean, "s", turn_lines(1, "a", "b"))
     decide.run(config_module.load())
     tried = []
-    real_open = open
+    real_open = loopd.open_file
 
     def refusing(file, *args, **kwargs):
         if os.fspath(file) == str(path):
@@ -85,7 +85,7 @@ def denied(clean, monkeypatch):
             raise PermissionError(errno.EACCES, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(loopd, "open", refusing, raising=False)
+    monkeypatch.setattr(loopd, "open_file", refusing)
     write_log(clean, "s", turn_lines(2, "c", "d"))
     return path, tried
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .cursor import moved, remember
 from ..store import open_fd, open_file
+from .cursor import moved, remember
 from .jsonline import complete_lines, is_blank, parse_object, why_too_long
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")

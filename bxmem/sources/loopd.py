@@ -11,12 +11,8 @@ counts as a tool result labelled untrusted and secret (labels.UNREADABLE_LINE)
 from that line on: every turn that ends after it is decided nowhere, reason
 `log-unreadable` (rules.route_turn).
 
-Tool results count by turn number, wherever they fall in the file: a turn
-that has ended waits (in the cursor) while a lower-numbered turn is open, and
-a result of a turn that has ended counts for the turns at and above it still
-to be decided; one of a turn already decided taints as an unreadable line
-does (rules.turns_to_decide, rules.result_too_late). Lines of a turn that has
-ended belong to no turn: skipped, said once a read.
+Tool results count by turn number, wherever they fall in the file; which
+turns may be decided, and with which labels, is sources/turns.py's.
 """
 
 from __future__ import annotations
@@ -25,18 +21,20 @@ import hmac
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import ranges
-from ..labels import UNREADABLE_LINE, tool_result_label
+from ..labels import tool_result_label
 from ..local_key import key_id, line_mac
-from ..rules import MAX_WAITING_TURNS, LogLabels, after_line, look_alike, result_too_late, turns_to_decide
+from ..rules import MAX_WAITING_TURNS, look_alike
 from ..sanitize import find_secret
 from ..store import open_file
 from .cursor import moved, remember
 from .jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
+from .turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
+
+__all__ = ["FinishedTurn", "cursor_labels"]  # decide's, from here: the log's reader hands them out
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -104,33 +102,9 @@ def read_line(raw: bytes | None) -> dict | str:
     return record_problem(record) or record
 
 
-@dataclass
-class FinishedTurn:
-    session: str
-    turn: int
-    status: str | None
-    user: list[list[int]]  # [offset, length] of each user line
-    reply: list[int] | None  # [offset, length] of the last final assistant line
-    speaker: str | None
-    ts: str | None
-    has_text: bool  # at least one user line
-    secret: str | None  # the name of the secret rule that matched, if any
-    untrusted_by_log: bool
-    log_class: str
-    log_unreadable: dict | None  # the first line of the log bxmem could not read, before the turn's end
-    macs: dict | None  # {"key", "user", "reply"}: keyed hashes of the lines at the spans; None without a key
-
-
 def new_cursor() -> dict:
     return {"offset": 0, "line": 0, "ino": None, "untrusted": False, "class": "public", "unreadable": None,
             "skipping": False, "open": {}, "decided": [], "ended": [], "out_of_order": 0}
-
-
-def cursor_labels(cursor: Mapping) -> LogLabels:
-    return LogLabels(cursor["untrusted"], cursor["class"], cursor.get("unreadable"))
-
-
-Warn = Callable[[str], None]
 
 
 class ReadStopped(Exception):
@@ -169,7 +143,7 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
             warn(f"{path}: {why}; reading it again from the start (decided turns are kept)")
             cursor.update(offset=0, line=0, open={}, skipping=False, ended=[])
         cursor["ino"] = st.st_ino
-        order = _Order(cursor)
+        order = Order(cursor)
         try:
             _read_on(f, path, cursor, warn, note or warn, mac, deadline, finished, order)
         except OSError as exc:  # the cursor stands after the last line read: the turns that ended so far are kept
@@ -180,40 +154,8 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
     return finished
 
 
-class _Order:
-    """Turn numbers, as loopd writes them: from 1, one turn after another. A
-    user, assistant or turn_end line naming a turn that has already ended in
-    this reading of the log (a repeated or backwards turn number) belongs to no
-    turn: it is skipped, counted in the cursor, and said once a read."""
-
-    def __init__(self, cursor: dict) -> None:
-        cursor.setdefault("ended", [])
-        cursor.setdefault("out_of_order", 0)
-        self.ended: list[list[int]] = cursor["ended"]
-        self.cursor = cursor
-        self.count = 0
-        self.first: tuple[int, int] | None = None  # (line, turn)
-
-    def skip(self, record: dict, line_no: int) -> bool:
-        turn = record["turn"]
-        # A turn above every ended one, the usual case, needs no search.
-        if not self.ended or self.ended[-1][1] < turn or not ranges.has(self.ended, turn):
-            return False
-        self.count += 1
-        self.cursor["out_of_order"] += 1
-        self.first = self.first or (line_no, turn)
-        return True
-
-    def say(self, path: Path, note: Warn) -> None:
-        if self.first is not None:
-            line_no, turn = self.first
-            more = f" ({self.count} such lines in this read)" if self.count > 1 else ""
-            note(f"{path}:{line_no}: turn {turn} has already ended (a repeated or backwards turn number); "
-                 f"line skipped, the turn is not decided again{more}")
-
-
 def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn, mac: tuple[str, bytes] | None,
-             deadline: float | None, finished: list[FinishedTurn], order: _Order) -> None:
+             deadline: float | None, finished: list[FinishedTurn], order: Order) -> None:
     line_no, count, session = cursor["line"], 0, path.stem
     for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
         cursor["offset"], cursor["skipping"] = line.end, not line.ended
@@ -225,14 +167,14 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn
             continue
         record = read_line(line.raw)
         if isinstance(record, str):
-            _unreadable(cursor, line_no, record)
-            _release(cursor, session, finished, [])  # ended turns waiting go nowhere now, whatever comes
+            taint(cursor, line_no, record)
+            release(cursor, session, finished, [])  # ended turns waiting go nowhere now, whatever comes
             warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
                  "from this line on (turns ending after it go nowhere)")
         elif record["type"] == "tool_result":
-            late = _tool_result(record, cursor, finished, line_no)
+            late = tool_result(record, cursor, finished, line_no)
             if late is not None:
-                _release(cursor, session, finished, [])
+                release(cursor, session, finished, [])
                 warn(f"{path}:{line_no}: a tool result of turn {record['turn']}, logged after turn {late} was decided "
                      "without it; the session counts as untrusted and secret from this line on (turns ending after "
                      "it go nowhere)")
@@ -248,38 +190,10 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn
             break
 
 
-def _unreadable(cursor: dict, line_no: int, why: str) -> None:
-    labels = after_line(cursor_labels(cursor), *UNREADABLE_LINE, {"line": line_no, "why": why})
-    cursor["untrusted"], cursor["class"], cursor["unreadable"] = labels
-
-
-def _tool_result(record: dict, cursor: dict, finished: list[FinishedTurn], line_no: int) -> int | None:
-    """Fold a tool result's label in by its turn number (rules.result_too_late):
-    into the session from here, and into the turns numbered at or above it that
-    ended before it and are still to be decided. Returns the turn already
-    decided without it, if any: then the line taints the session as an
-    unreadable one does."""
-    label = tool_result_label(record["label"])
-    assert label is not None  # record_problem checked it
-    labels = after_line(cursor_labels(cursor), *label)
-    cursor["untrusted"], cursor["class"] = labels.untrusted, labels.klass
-    turn, ended = record["turn"], cursor.setdefault("ended", [])
-    if not ended or ended[-1][1] < turn:
-        return None  # the usual case: no turn at or above it has ended
-    for done in finished:
-        if done.turn >= turn:
-            was = LogLabels(done.untrusted_by_log, done.log_class, done.log_unreadable)
-            done.untrusted_by_log, done.log_class, _ = after_line(was, *label)
-    late = result_too_late(turn, ended, cursor.get("decided") or [])
-    if late is not None:
-        _unreadable(cursor, line_no, f"a tool result of turn {turn}, logged after turn {late} was decided without it")
-    return late
-
-
 def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str,
            mac: tuple[str, bytes] | None, finished: list[FinishedTurn], gave_up: list[int]) -> None:
     """Take one user, assistant or turn_end line of a turn that has not ended
-    (_Order.skip) into its turn; the turns it lets be decided
+    (turns.Order.skip) into its turn; the turns it lets be decided
     (rules.turns_to_decide) go to `finished`, those given up on to `gave_up` too."""
     kind, ended = record["type"], cursor.setdefault("ended", [])
     key = str(record["turn"])
@@ -305,50 +219,7 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
     else:  # turn_end: the turn is decided once no lower-numbered turn is open
         turn["end"] = record["status"]
         ranges.add(ended, record["turn"])
-        _release(cursor, session, finished, gave_up)
-
-
-def _release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: list[int]) -> None:
-    """The turns that may be decided now (rules.turns_to_decide) out of the open ones, into `finished`."""
-    tainted, open_turns = cursor.get("unreadable") is not None, cursor["open"]
-    given_up: list[int] = []
-    if len(open_turns) == 1:  # one turn at a time, as loopd nearly always logs: it is decided at its end
-        (key, turn), = open_turns.items()
-        now = [int(key)] if "end" in turn else []
-    else:
-        now, given_up = turns_to_decide({int(k): "end" in t for k, t in open_turns.items()}, tainted=tainted)
-    for n in now:
-        done = cursor["open"].pop(str(n))
-        if n in given_up:
-            done["end"] = None  # never ended: decided as not completed
-            ranges.add(cursor["ended"], n)
-            gave_up.append(n)
-        finished.append(_finished(cursor, session, n, done))
-
-
-def _finished(cursor: dict, session: str, number: int, turn: dict) -> FinishedTurn:
-    speakers = turn["speakers"]
-    # Two user lines from different people are a burst of several speakers:
-    # incomplete speaker information, like a null speaker.
-    speaker = speakers[0] if speakers and all(s == speakers[0] for s in speakers) else None
-    macs = None
-    if turn.get("key") is not None and len(turn["macs"]) == len(turn["user"]):
-        macs = {"key": turn["key"], "user": turn["macs"], "reply": turn["reply_mac"] if turn["reply"] else None}
-    return FinishedTurn(
-        session=session,
-        turn=number,
-        status=turn["end"],
-        user=turn["user"],
-        reply=turn["reply"],
-        speaker=speaker,
-        ts=turn["ts"],
-        has_text=bool(turn["user"]),
-        secret=turn["secret"] or turn["reply_secret"],
-        untrusted_by_log=bool(cursor["untrusted"]),
-        log_class=cursor["class"],
-        log_unreadable=cursor.get("unreadable"),
-        macs=macs,
-    )
+        release(cursor, session, finished, gave_up)
 
 
 class SpanChanged(ValueError):
