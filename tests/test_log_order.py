@@ -7,7 +7,7 @@ so a result logged after its turn's end, or an earlier turn's result logged
 after a later turn had ended, was read as if it came later in the session:
 the turn it belongs to went trusted.
 
-Now (rules.turns_to_decide, rules.result_too_late): a turn that has ended
+Now (turn_order.turns_to_decide, turn_order.result_too_late): a turn that has ended
 waits while a lower-numbered turn is open, and is decided by number once
 every lower-numbered turn has ended, with the labels as of then; a result of a
 turn that ended but is still to be decided counts for it and every later turn;
@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from bxmem import config as config_module
 from bxmem import decide
 from bxmem.demo.sample import turn_lines
-from bxmem.rules import MAX_WAITING_TURNS, result_too_late, turns_to_decide
+from bxmem.turn_order import MAX_WAITING_TURNS, result_too_late, turns_to_decide
 
 UNTRUSTED = {"untrusted": True, "class": "public"}
 SECRET = {"untrusted": False, "class": "secret"}

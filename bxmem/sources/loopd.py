@@ -27,9 +27,10 @@ from pathlib import Path
 from .. import ranges
 from ..labels import tool_result_label
 from ..local_key import key_id, line_mac
-from ..rules import MAX_WAITING_TURNS, look_alike
+from ..rules import look_alike
 from ..sanitize import find_secret
 from ..store import open_file
+from ..turn_order import MAX_WAITING_TURNS
 from .cursor import moved, remember
 from .jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
 from .turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
@@ -119,7 +120,7 @@ class ReadStopped(Exception):
 def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | None = None,
                         deadline: float | None = None, note: Warn | None = None) -> list[FinishedTurn]:
     """Advance `cursor` over the complete new lines of one log; return the turns
-    that may be decided now (rules.turns_to_decide), in that order.
+    that may be decided now (turn_order.turns_to_decide), in that order.
 
     A line not yet ended by a newline is still being written: it is left for
     the next run. A line that is unreadable, or cannot be trusted (a tool
@@ -194,7 +195,7 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
            mac: tuple[str, bytes] | None, finished: list[FinishedTurn], gave_up: list[int]) -> None:
     """Take one user, assistant or turn_end line of a turn that has not ended
     (turns.Order.skip) into its turn; the turns it lets be decided
-    (rules.turns_to_decide) go to `finished`, those given up on to `gave_up` too."""
+    (turn_order.turns_to_decide) go to `finished`, those given up on to `gave_up` too."""
     kind, ended = record["type"], cursor.setdefault("ended", [])
     key = str(record["turn"])
     turn = cursor["open"].get(key)

@@ -5,7 +5,7 @@ Tool results count by turn number, wherever they fall in the file: a turn
 that has ended waits (in the cursor, `end` set) while a lower-numbered turn
 is open, and a result of a turn that has ended counts for the turns at and
 above it still to be decided; one of a turn already decided taints as an
-unreadable line does (rules.turns_to_decide, rules.result_too_late). Lines
+unreadable line does (turn_order.turns_to_decide, turn_order.result_too_late). Lines
 of a turn that has ended belong to no turn: skipped, counted, said once a
 read (`Order`). sources/loopd.py reads the lines and calls these.
 """
@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .. import ranges
 from ..labels import UNREADABLE_LINE, tool_result_label
-from ..rules import LogLabels, after_line, result_too_late, turns_to_decide
+from ..rules import LogLabels, after_line
+from ..turn_order import result_too_late, turns_to_decide
 
 Warn = Callable[[str], None]
 
@@ -82,7 +83,7 @@ def taint(cursor: dict, line_no: int, why: str) -> None:
 
 
 def tool_result(record: dict, cursor: dict, finished: list[FinishedTurn], line_no: int) -> int | None:
-    """Fold a tool result's label in by its turn number (rules.result_too_late):
+    """Fold a tool result's label in by its turn number (turn_order.result_too_late):
     into the session from here, and into the turns numbered at or above it that
     ended before it and are still to be decided. Returns the turn already
     decided without it, if any: then the line taints the session as an
@@ -105,7 +106,7 @@ def tool_result(record: dict, cursor: dict, finished: list[FinishedTurn], line_n
 
 
 def release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: list[int]) -> None:
-    """The turns that may be decided now (rules.turns_to_decide) out of the open ones, into `finished`."""
+    """The turns that may be decided now (turn_order.turns_to_decide) out of the open ones, into `finished`."""
     tainted, open_turns = cursor.get("unreadable") is not None, cursor["open"]
     given_up: list[int] = []
     if len(open_turns) == 1:  # one turn at a time, as loopd nearly always logs: it is decided at its end
