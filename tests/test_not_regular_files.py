@@ -24,7 +24,7 @@ import pytest
 from conftest import decisions, ledger_events, write_log
 
 from bxmem import config as config_module
-from bxmem import decide, index, mirror, recall, send, store, undo
+from bxmem import decide, index, index_fold, mirror, recall, send, store, undo
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import StorageError
 
@@ -117,13 +117,13 @@ def test_a_fifo_in_place_of_a_decided_log_does_not_hang_the_index_refresh(home, 
                                                                           caplog):
     configure(None)
     path = write_log(home, "s", turn_lines(1, "hi", "hello"))
-    real = index.refresh
+    real = index_fold.refresh
 
     def after_the_swap(paths):  # the log becomes a FIFO between the decision and the refresh
         to_fifo(path)
         return real(paths)
 
-    monkeypatch.setattr(index, "refresh", after_the_swap)
+    monkeypatch.setattr(index_fold, "refresh", after_the_swap)
     in_time, raised = finishes(lambda: decide.run(load()), path)
     assert in_time and raised is None, ("decide hung in the index refresh", raised)
     assert decisions(home)["turn:s:1"]["reason"] == "clean; local-only"
