@@ -58,7 +58,7 @@ def _run(command: str, mode: str, results: list) -> None:
         err = proc.stderr.read() if proc.stderr else ""
         code = proc.wait()
         took = time.monotonic() - started
-        peak_mb = int(peak_file.read_text(encoding="ascii")) / 1024 if peak_file.exists() else float("nan")
+        peak_mb = int(peak_file.read_text(encoding="ascii").split()[0]) / 1024 if peak_file.exists() else float("nan")
         results.append((command, mode, took, peak_mb, code, "Traceback" in err))
 
 
