@@ -17,10 +17,10 @@ what the owner dropped or re-routed, and which lasting states send has logged
 from __future__ import annotations
 
 import sys
-from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ranges
 from .ledger import Ledger
 from .ledger_events import (
     ATTEMPT,
@@ -66,27 +66,6 @@ def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
 def light(item: str, record: tuple) -> dict:
     return {"item": item, "offset": record[OFFSET], "ws": record[WS], "session": record[SESSION],
             "kind": record[KIND], "peer": record[PEER], "role": record[ROLE]}
-
-
-def _add_number(ranges: list[list[int]], n: int) -> bool:
-    """Add `n` to sorted disjoint [low, high] ranges; False when already there."""
-    if ranges and ranges[-1][1] == n - 1:  # the usual case: the next turn of the session
-        ranges[-1][1] = n
-        return True
-    i = bisect_right(ranges, n, key=lambda r: r[0])  # ranges[i - 1] starts at or before n
-    if i and n <= ranges[i - 1][1]:
-        return False
-    joins_left = bool(i) and ranges[i - 1][1] == n - 1
-    joins_right = i < len(ranges) and ranges[i][0] == n + 1
-    if joins_left and joins_right:
-        ranges[i - 1][1] = ranges.pop(i)[1]
-    elif joins_left:
-        ranges[i - 1][1] = n
-    elif joins_right:
-        ranges[i][0] = n
-    else:
-        ranges.insert(i, [n, n])
-    return True
 
 
 def _intern(value: str | None) -> str | None:
@@ -233,7 +212,7 @@ class Outbox:
         kind, _, rest = item.partition(":")
         session, _, number = rest.rpartition(":")
         if kind == TURN and session and number.isascii() and number.isdigit():
-            return _add_number(self.known_turns.setdefault(session, []), int(number))
+            return ranges.add(self.known_turns.setdefault(session, []), int(number))
         if item in self.known_other:
             return False
         self.known_other.add(item)

@@ -15,6 +15,9 @@ def has(ranges: list[list[int]], n: int) -> bool:
 
 def add(ranges: list[list[int]], n: int) -> bool:
     """Put `n` in the set; False if it was there."""
+    if ranges and ranges[-1][1] == n - 1:  # the usual case: the next turn of a session
+        ranges[-1][1] = n
+        return True
     i = bisect_right(ranges, n, key=lambda r: r[0])  # ranges[:i] start at or before n
     if i > 0 and ranges[i - 1][1] >= n:
         return False
