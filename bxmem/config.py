@@ -227,12 +227,13 @@ def _read_cache(paths: Paths, key: list) -> dict | None:
 def _write_cache(paths: Paths, key: list, data: dict) -> None:
     import marshal
 
+    from .sealed import seal
     from .store import write_bytes
 
     if not paths.state.is_dir():
         return  # created by the first job that needs it; a cache is no reason to
     try:
-        write_bytes(paths.state / CACHE_FILE, marshal.dumps({"key": key, "data": data}))
+        write_bytes(paths.state / CACHE_FILE, seal(marshal.dumps({"key": key, "data": data})))
     except Exception:  # a cache that cannot be written is only a slower next start
         pass
 

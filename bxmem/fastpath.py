@@ -29,6 +29,7 @@ import time
 
 from . import where
 from .grammar import JOBS
+from .sealed import seal, unseal
 
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one. 3: the local index's schema 2 (that run rebuilds it; the idle path never opens it).
@@ -101,7 +102,7 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
             assert kind == "written", "dormant files are compared by inode, size and mtime"
             folder, base = os.path.split(name)
             by_dir.setdefault(folder, []).append([base, ino, size, mtime])
-        write_bytes(path, marshal.dumps({"token": token, "dirs": by_dir}))
+        write_bytes(path, seal(marshal.dumps({"token": token, "dirs": by_dir})))
         sweep = [path, sweep_every, token]
     data = {
         "version": SUMMARY_VERSION,
@@ -111,7 +112,7 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
         "wake_at": wake_at,
         "sweep": sweep,
     }
-    write_bytes(summary_path(state_dir, job), marshal.dumps(data))
+    write_bytes(summary_path(state_dir, job), seal(marshal.dumps(data)))
 
 
 def is_idle(parsed) -> bool:
@@ -163,7 +164,7 @@ def _idle(job: str, explicit: str | None) -> bool:
     home_env = os.environ.get(where.HOME_ENV)
     home = where.home(configured=None if where.named_home() else _configured_home(config))
     try:
-        summary = marshal.loads(_read(summary_path(where.state_dir(home), job)))
+        summary = marshal.loads(unseal(_read(summary_path(where.state_dir(home), job))))
     except (OSError, EOFError, ValueError, TypeError):
         return False
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
@@ -209,7 +210,7 @@ def _swept(sweep: list | None) -> bool:
     woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
     if not woken and time.time() - os.stat(path).st_mtime < every:
         return True
-    dormant = marshal.loads(_read(path))
+    dormant = marshal.loads(unseal(_read(path)))
     if dormant.get("token") != token:
         return False
     for folder, entries in dormant["dirs"].items():

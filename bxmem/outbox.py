@@ -42,6 +42,7 @@ from .ledger_events import (
 )
 from .log import log
 from .outbox_shape import KIND, OFFSET, PEER, ROLE, SESSION, SHAPE, WS
+from .sealed import seal
 from .shapes import anything, problem, record
 from .store import load_marshal, write_bytes
 from .workspace_roles import apply as fold_roles
@@ -304,7 +305,7 @@ class Outbox:
         import marshal
 
         saved = {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
-        write_bytes(state_dir / CHECKPOINT, marshal.dumps({"version": CHECKPOINT_VERSION, **saved}))
+        write_bytes(state_dir / CHECKPOINT, seal(marshal.dumps({"version": CHECKPOINT_VERSION, **saved})))
         save_roles(state_dir, self.roles, self.ino, self.offset)  # for recall and ask (workspace_roles.read)
 
     @classmethod

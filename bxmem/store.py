@@ -18,6 +18,7 @@ import stat
 from pathlib import Path
 
 from .errors import StorageError
+from .sealed import unseal
 from .shapes import Shape, problem
 
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
@@ -131,10 +132,12 @@ def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
         data = read_state(path)
         if data is None:
             return None, None
-        value = marshal.loads(data)
+        value = marshal.loads(unseal(data))
     except Unreadable as exc:
         return None, str(exc)
-    except (EOFError, ValueError, TypeError):  # marshal's own depth limit is a ValueError
+    except ValueError as exc:  # a seal that does not match; marshal's own depth limit
+        return None, str(exc) if str(exc).startswith("damaged") else "not marshal data this bxmem can read"
+    except (EOFError, TypeError):
         return None, "not marshal data this bxmem can read"
     why = problem(value, shape)
     return (value, None) if why is None else (None, why)

@@ -15,6 +15,7 @@ from bxmem import config as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.fastpath import is_idle as _is_idle
 from bxmem.grammar import parse
+from bxmem.sealed import seal, unseal
 
 
 def is_idle(argv: list[str]) -> bool:
@@ -245,7 +246,7 @@ def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configu
     decide_module.run(config_module.load())
     state_dir = home / "memory" / "bxmem"
     dormant = dormant_path(state_dir, "decide")
-    listed = marshal.loads(Path(dormant).read_bytes())["dirs"]
+    listed = marshal.loads(unseal(Path(dormant).read_bytes()))["dirs"]
     assert {folder: [name for name, _ino, _size, _mtime in entries] for folder, entries in listed.items()} == {
         str(home / "logs"): ["old.jsonl"]
     }
@@ -284,9 +285,9 @@ def test_a_sweep_list_from_another_run_is_never_trusted(home, dormant_home):
     from bxmem.fastpath import dormant_path
 
     dormant = dormant_path(home / "memory" / "bxmem", "decide")
-    listed = marshal.loads(Path(dormant).read_bytes())
+    listed = marshal.loads(unseal(Path(dormant).read_bytes()))
     with open(dormant, "wb") as f:
-        f.write(marshal.dumps({**listed, "token": listed["token"] + 1}))
+        f.write(seal(marshal.dumps({**listed, "token": listed["token"] + 1})))
     _age(dormant, decide_module.SWEEP_EVERY_S + 1)
     assert not is_idle(["bxmem", "decide"])
 

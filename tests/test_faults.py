@@ -16,6 +16,7 @@ from bxmem import decide, send
 from bxmem import honcho as honcho_module
 from bxmem.demo.sample import turn_lines
 from bxmem.retry import iso, settle_wait_s
+from bxmem.sealed import unseal
 
 
 def load():
@@ -146,7 +147,7 @@ def test_a_request_stored_late_is_looked_up_only_once_honcho_is_done_with_it(lat
     assert [(d["items"], d["lookup_at"], d["waiting_behind"]) for d in report.in_doubt] == [
         (["turn:s:1"], iso(1e6 + settle_wait_s()), 1)]
     # Only held items are left: the idle fast path sleeps until they may be looked up.
-    summary = marshal.loads((late_store / "memory" / "bxmem" / "idle-send.marshal").read_bytes())
+    summary = marshal.loads(unseal((late_store / "memory" / "bxmem" / "idle-send.marshal").read_bytes()))
     assert summary["wake_at"] == 1e6 + settle_wait_s()
     assert parts_of(honcho, "o") == [("turn:o:3", 0), ("turn:o:3", 1)]
     assert not [r for r in honcho.requests[asked:] if "/sessions/s/" in r.path]  # no lookup, no post

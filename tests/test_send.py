@@ -20,6 +20,7 @@ from bxmem import decide, send
 from bxmem.demo import sample
 from bxmem.demo.sample import turn_lines
 from bxmem.retry import settle_wait_s
+from bxmem.sealed import unseal
 
 
 def load():
@@ -174,7 +175,7 @@ def test_outage_waits_doubles_logs_once_and_drains_in_order(home, brokerd, honch
     assert report.outage and report.sent == 0
     delays = []
     for _ in range(9):
-        box = marshal.loads((home / "memory" / "bxmem" / "outbox.marshal").read_bytes())
+        box = marshal.loads(unseal((home / "memory" / "bxmem" / "outbox.marshal").read_bytes()))
         delays.append(box["backoff"]["delay"])
         assert send.run(load(), clock=clock).waiting_until  # before the retry time: no request
         clock.now = box["backoff"]["until"]

@@ -25,6 +25,7 @@ from bxmem import decide, mirror, send, sync
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.fastpath import is_idle
 from bxmem.grammar import parse
+from bxmem.sealed import seal, unseal
 
 
 def load():
@@ -48,11 +49,11 @@ def added(home, brokerd, honcho, configure):
 
 
 def read(path):
-    return json.loads(path.read_bytes()) if path.suffix == ".json" else marshal.loads(path.read_bytes())
+    return json.loads(path.read_bytes()) if path.suffix == ".json" else marshal.loads(unseal(path.read_bytes()))
 
 
 def write(path, value):
-    path.write_bytes(json.dumps(value).encode() if path.suffix == ".json" else marshal.dumps(value))
+    path.write_bytes(json.dumps(value).encode() if path.suffix == ".json" else seal(marshal.dumps(value)))
 
 
 def changed(name, change):
@@ -196,7 +197,7 @@ def test_an_idle_summary_bxmem_cannot_use_makes_the_job_run(added, job, kind, no
     elif kind == "a directory":
         summary.mkdir()
     else:
-        summary.write_bytes(marshal.dumps({"version": 2, "watch": {"x": 1}, "config": None}))
+        summary.write_bytes(seal(marshal.dumps({"version": 2, "watch": {"x": 1}, "config": None})))
     assert not is_idle(parse(["bxmem", job]))
     if kind != "a directory":
         assert bxmem_inprocess(job).returncode == 0

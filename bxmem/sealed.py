@@ -1,0 +1,33 @@
+"""A checksum sealed onto each marshal file bxmem writes (the idle summaries,
+the config cache, the outbox checkpoint), checked before marshal reads it.
+
+marshal trusts the sizes in its input: a damaged byte that makes a list
+declare a billion elements has it allocate them, and reading or freeing them
+runs for hours, in C, past every signal and deadline. A file whose seal does
+not match is never given to marshal: it is damaged, and rebuilt like a
+missing one. Builtins only, for the idle path. The checksum is a residue
+modulo a prime below 2**30 (one CPython digit, the fast division): any
+random damage passes it with a chance of about one in a billion; a file made
+to pass it by someone who can write the owner's files is outside what bxmem
+defends (docs/design.md's threat model)."""
+
+from __future__ import annotations
+
+_PRIME = 1_073_741_789  # the largest prime below 2**30
+_SEAL_BYTES = 4
+
+
+def _residue(data: bytes) -> int:
+    return (int.from_bytes(data, "little") + len(data)) % _PRIME
+
+
+def seal(data: bytes) -> bytes:
+    return data + _residue(data).to_bytes(_SEAL_BYTES, "little")
+
+
+def unseal(sealed: bytes) -> bytes:
+    """The data, or ValueError when the seal is missing or does not match."""
+    data, stamp = sealed[:-_SEAL_BYTES], sealed[-_SEAL_BYTES:]
+    if len(sealed) < _SEAL_BYTES or int.from_bytes(stamp, "little") != _residue(data):
+        raise ValueError("damaged: its checksum does not match")
+    return data
