@@ -75,7 +75,7 @@ def test_two_agents_with_the_same_journal_id_in_the_same_session_both_arrive_onc
     # long enough ago to be looked up now. Then bravo's note, same id, same session, goes in.
     _agent, a_home, a_env, _text = agents["alpha"]
     Ledger(a_home / "memory" / "honcho.jsonl").append(
-        [attempt(iso(time.time() - 600), items=["edit:j-0001"], ws=fleet, session="chan")])
+        [attempt(iso(time.time() - 600), items=["edit:j-0001"], ws=fleet, role="fleet", session="chan")])
     bx("send", env=agents["bravo"][2])
     bx("send", env=a_env)
 

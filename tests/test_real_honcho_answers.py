@@ -77,7 +77,7 @@ def test_every_answer_bxmem_reads_from_a_real_honcho_is_usable(tmp_path):
     bx("mirror", env=a)
     ledger = Ledger(home / "memory" / "honcho.jsonl")
     old = iso(1e9)  # an attempt long ago: looked up at once
-    ledger.append([{**attempt(old, items=["turn:s1:3"], ws=f"i18b-{run}-rigA-t", session="s1", hsession="s1",
+    ledger.append([{**attempt(old, items=["turn:s1:3"], ws=f"i18b-{run}-rigA-t", role="trusted", session="s1", hsession="s1",
                               parts={"turn:s1:3": 2})}])
     ledger.close()
     sent = json.loads(bx("send", "--json", env=a).stdout)
