@@ -30,7 +30,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from bxmem.relevance import relevant, stems
+from bxmem.policy.relevance import relevant, stems
 
 from .corpus import Corpus, Question, generate
 
@@ -256,8 +256,8 @@ def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed:
     import tempfile
     from pathlib import Path
 
-    from bxmem.index import Index
-    from bxmem.recall import Hit, run_sources, snippet
+    from bxmem.commands.recall import Hit, run_sources, snippet
+    from bxmem.store.index import Index
 
     mine, other, fleet = generate(local_turns, 19), generate(other_turns, seed), generate(other_turns // 2, seed + 1)
     absent_from = generate(other_turns, seed + 2)

@@ -1,3 +1,3 @@
-from .entry import console
+from bxmem.start.entry import console
 
 console()

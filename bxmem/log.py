@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 
-from .runbooks import ENTRIES as RUNBOOK_ENTRIES
+from bxmem.runbooks import ENTRIES as RUNBOOK_ENTRIES
 
 log = logging.getLogger("bxmem")
 
@@ -32,7 +32,7 @@ def notice(message: str) -> None:
 
 def runbook(entry: str) -> str:
     """The citation a log line ends with: a command the owner can run to read the entry."""
-    from .errors import cite_runbook
+    from bxmem.errors import cite_runbook
 
     if entry not in RUNBOOK_ENTRIES:
         raise ValueError(f"no runbook entry {entry!r}")

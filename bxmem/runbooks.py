@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import NotFound
+from bxmem.errors import NotFound
 
 # Each entry, and what it is about in one line (`bxmem runbook` lists them).
 ENTRIES = {

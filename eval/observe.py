@@ -4,7 +4,7 @@ Every case asserts on what this module extracts, never on the JSON directly,
 so when the output contract changes only this file is re-pointed. It reads
 the contract of issue 11: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
 and ask.schema.json (`bxmem.ask/2`), whose `text` is the model-facing text
-framed as bxmem/render.py describes (a nonce fence, `[n] ` headers, every
+framed as bxmem/policy/render.py describes (a nonce fence, `[n] ` headers, every
 stored line behind CONTENT). Any other shape does not parse: a case that
 reads it fails rather than guessing.
 """
@@ -24,7 +24,7 @@ ANSWER_CHARS = 4_000
 
 # Characters neutralise() must have removed from anything shown to the agent.
 INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# The frame (bxmem/render.py): a header starts a line with "[n] "; a stored text's
+# The frame (bxmem/policy/render.py): a header starts a line with "[n] "; a stored text's
 # every line starts with CONTENT; the fences carry a 16-hex-digit nonce.
 HIT_HEADER = re.compile(r"^\[(\d+)\] ")
 CONTENT = "  | "
@@ -38,7 +38,7 @@ def estimate_tokens(text: str) -> int:
     time (render.estimate_tokens; bench/ checks that estimate against the real
     tokenizer). 4.5 characters a token (English in o200k_base) is the floor:
     the corpus never trusts an estimate below it."""
-    from bxmem.render import estimate_tokens as estimate
+    from bxmem.policy.render import estimate_tokens as estimate
 
     return max(estimate(text), math.ceil(len(text) / 4.5))
 

@@ -149,8 +149,8 @@ def bxmem_logger():
 def output_contract(monkeypatch: pytest.MonkeyPatch):
     """In-process: every RecallResult and AskResult made is rendered and validated.
     Subprocesses: run_bxmem validates their --json stdout."""
-    from bxmem import ask as ask_module
-    from bxmem import recall as recall_module
+    from bxmem.commands import ask as ask_module
+    from bxmem.commands import recall as recall_module
 
     for module, kind, entry in ((recall_module, "recall", "recall"), (ask_module, "ask", "ask")):
         original = getattr(module, entry)
@@ -203,7 +203,7 @@ def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.Completed
     import io
     import logging
 
-    from bxmem.cli import run_cli
+    from bxmem.cli.app import run_cli
     from bxmem.log import log
 
     saved_env = {name: os.environ.get(name) for name in (env or {})}

@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     budget, folder, separator, *job = argv
     assert separator == "--" and job[0] == "bxmem", argv
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from bxmem.cli import run_cli
+    from bxmem.cli.app import run_cli
 
     with DiskFull(folder, int(budget)):
         return run_cli(job[1:])

@@ -26,15 +26,15 @@ from pathlib import Path
 
 # What tests/test_hostile_server.py waits for, and where each value lives.
 SHORT = {
-    "bxmem.honcho.CONNECT_TIMEOUT": 0.5,
-    "bxmem.honcho.READ_TIMEOUT": 1.0,  # a request's deadline: 0.5 + 2 x 1.0 = 2.5 s
-    "bxmem.send_runner.RUN_BUDGET_S": 3.0,
-    "bxmem.send_runner.RUN_DEADLINE_S": 5.0,
-    "bxmem.recall.HONCHO_TIMEOUT_S": 1.0,
-    "bxmem.checks.HONCHO_TIMEOUT_S": 1.0,
-    "bxmem.audit.DEADLINE_S": 5.0,
-    "bxmem.ask.ASK_TIMEOUT_S": 4.0,
-    "bxmem.ask.LIST_TIMEOUT_S": 1.0,
+    "bxmem.honcho.client.CONNECT_TIMEOUT": 0.5,
+    "bxmem.honcho.client.READ_TIMEOUT": 1.0,  # a request's deadline: 0.5 + 2 x 1.0 = 2.5 s
+    "bxmem.commands.send.runner.RUN_BUDGET_S": 3.0,
+    "bxmem.commands.send.runner.RUN_DEADLINE_S": 5.0,
+    "bxmem.commands.recall.HONCHO_TIMEOUT_S": 1.0,
+    "bxmem.commands.checks.HONCHO_TIMEOUT_S": 1.0,
+    "bxmem.commands.audit.DEADLINE_S": 5.0,
+    "bxmem.commands.ask.ASK_TIMEOUT_S": 4.0,
+    "bxmem.commands.ask.LIST_TIMEOUT_S": 1.0,
 }
 
 
@@ -62,7 +62,7 @@ def main() -> None:
         module, attribute = name.rsplit(".", 1)
         setattr(importlib.import_module(module), attribute, value)
     sys.argv = ["bxmem", *sys.argv[1:]]
-    from bxmem.entry import console
+    from bxmem.start.entry import console
 
     leave = os._exit
 

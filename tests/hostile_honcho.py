@@ -270,8 +270,9 @@ def build_home(base: Path, fake: FakeHoncho, setup: str) -> dict[str, str]:
     a command run in it needs. `fresh`: decided, nothing sent yet. `settled`: sent, then a
     turn and an edit in doubt (stored, no answer), an undo waiting to delete a conclusion,
     a new session, and another agent's workspace to read from (bm1-trusted)."""
-    from bxmem import config as config_module
-    from bxmem import decide, mirror, send, undo
+    from bxmem.commands import decide, mirror, undo
+    from bxmem.commands.send import job as send
+    from bxmem.config import loader as config_module
     from bxmem.demo.brokerd import StubBrokerd
     from bxmem.demo.sample import turn_lines, write_journal
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import VALIDATED, honcho_config, register_secret, run_bxmem, write_log
 
-from bxmem import ask, decide, mirror, send
-from bxmem import config as config_module
+from bxmem.commands import ask, decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 
 KEYS = {ws: register_secret(f"key-for-{ws}-7c2e91") for ws in ("bm0-trusted", "bm0-untrusted", "fleet", "bm1-trusted")}
@@ -49,8 +50,8 @@ def keyed(home, brokerd, honcho, config_file, tmp_path):
     decide.run(load())
     mirror.run(load())
     send.run(load())
-    from bxmem.config import Key
-    from bxmem.honcho import WorkspaceClient
+    from bxmem.config.loader import Key
+    from bxmem.honcho.client import WorkspaceClient
 
     with WorkspaceClient(honcho.url, "bm1-trusted", Key(KEYS["bm1-trusted"])) as b:  # boxmaker1's own memory
         b.create_peer("boxmaker1", False)

@@ -11,8 +11,8 @@ import os
 
 from conftest import bxmem_inprocess, honcho_config, register_secret
 
-from bxmem import ask, recall
-from bxmem import config as config_module
+from bxmem.commands import ask, recall
+from bxmem.config import loader as config_module
 
 READ = '[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\ntrust = "trusted"\n'
 TRUSTED_KEY = register_secret("k" * 40)
@@ -30,8 +30,8 @@ def _partial(honcho, config_file, tmp_path) -> None:
     """A key for the trusted workspace only, on a server that wants a key for both."""
     config_file.write_text(honcho_config(honcho.url) + READ + _key(tmp_path, "honcho_trusted.key"))
     honcho.keys.update({"bm0-trusted": TRUSTED_KEY, "bm1-trusted": register_secret("the-key-we-do-not-have-0b1d")})
-    from bxmem.config import Key
-    from bxmem.honcho import WorkspaceClient
+    from bxmem.config.loader import Key
+    from bxmem.honcho.client import WorkspaceClient
 
     for ws in ("bm0-trusted", "bm1-trusted"):
         with WorkspaceClient(honcho.url, ws, Key(honcho.keys[ws])) as client:

@@ -7,8 +7,9 @@ import json
 import pytest
 from conftest import run_bxmem
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo import sample
 
 

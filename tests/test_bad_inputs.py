@@ -13,8 +13,9 @@ from conftest import decisions, ledger_events, run_bxmem, write_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import StorageError

@@ -57,7 +57,7 @@ def test_a_read_agent_may_not_take_a_name_recall_or_ask_gives_its_own_sources(co
 
 def test_read_sources_default_to_untrusted_and_private(config_file):
     config_file.write_text(GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\n')
-    from bxmem import config
+    from bxmem.config import loader as config
 
     source = config.load().honcho.read[0]
     assert (source.trust, source.class_) == ("untrusted", "private")
@@ -116,13 +116,13 @@ def test_config_flag_overrides_the_environment(tmp_path):
 def test_a_stale_or_garbage_config_cache_is_a_miss_never_an_error(config_file, home):
     import marshal
 
-    from bxmem import config
+    from bxmem.config import loader as config
 
     config_file.write_text(GOOD)
     state = home / "memory" / "bxmem"
     state.mkdir(parents=True)
     key = config._cache_key(config_file, None)
-    from bxmem.sealed import seal
+    from bxmem.start.sealed import seal
 
     for junk in (b"garbage", seal(marshal.dumps({"key": key, "data": {"honcho": None}})), seal(marshal.dumps([1, 2])),
                  marshal.dumps({"key": key, "data": {"honcho": None}})):
@@ -131,7 +131,7 @@ def test_a_stale_or_garbage_config_cache_is_a_miss_never_an_error(config_file, h
 
 
 def test_the_config_cache_follows_edits(config_file, home):
-    from bxmem import config
+    from bxmem.config import loader as config
 
     (home / "memory" / "bxmem").mkdir(parents=True)
     config_file.write_text(GOOD)

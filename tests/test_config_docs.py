@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bxmem.config_schema import (
-    HonchoSection,
-    RawConfig,
-    ReadSection,
-    SendSection,
-    validate,
-)
+from bxmem.config.schema import HonchoSection, RawConfig, ReadSection, SendSection, validate
 from bxmem.errors import ConfigInvalid
-from bxmem.paths import resolve_paths
+from bxmem.store.paths import resolve_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = {"README.md": ROOT / "README.md", "docs/config.md": ROOT / "docs" / "config.md"}
@@ -81,9 +75,9 @@ def test_the_documented_home_precedence_is_the_code_s(monkeypatch, tmp_path):
 
 
 def test_the_plain_config_classes_take_exactly_the_schemas_fields():
-    """One list of Honcho fields per layer: config.py's plain classes are built
+    """One list of Honcho fields per layer: config/loader.py's plain classes are built
     from the schema's model_dump, so a field added to one and not the other fails here."""
-    from bxmem import config
+    from bxmem.config import loader as config
 
     assert set(config.HonchoSettings.__slots__) == set(HonchoSection.model_fields)
     assert set(config.ReadSource.__slots__) == set(ReadSection.model_fields)

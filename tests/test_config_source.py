@@ -72,7 +72,7 @@ def test_the_typo_of_the_issue_decides_nothing_then_the_right_path_sends_everyth
 def test_the_fast_path_never_calls_a_missing_named_config_idle(finished_turns, tmp_path):
     """A summary left from a run on a file that is gone (or from a version that
     ran local-only on a missing file) must not answer "idle": the job says why it stops."""
-    from bxmem import fastpath
+    from bxmem.start import idle as fastpath
 
     class Gone:
         path = tmp_path / "gone.toml"

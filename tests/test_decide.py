@@ -8,8 +8,8 @@ import os
 import pytest
 from conftest import decisions, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide
+from bxmem.commands import decide
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 FETCHED = [{"untrusted": True, "class": "public"}]
@@ -202,7 +202,7 @@ def test_local_only_still_decides_and_says_so(home, brokerd):
 
 
 def test_second_decide_at_once_exits_zero(home, honcho_url_config, brokerd):
-    from bxmem.store import JobLock
+    from bxmem.store.files import JobLock
 
     (home / "memory" / "bxmem").mkdir(parents=True)
     lock = JobLock(home / "memory" / "honcho.jsonl", "decide")

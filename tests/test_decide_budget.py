@@ -13,8 +13,8 @@ import pytest
 from conftest import ROOT, ledger_events, write_log
 from enospc import Killed
 
-from bxmem import config as config_module
-from bxmem import decide, sync
+from bxmem.commands import decide, sync
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.errors import ExitCode
 from bxmem.sources import brokerd as brokerd_source
@@ -115,8 +115,8 @@ def test_sync_shows_a_slow_brokerd_and_the_sessions_waiting(home, sessions, brok
 
 
 DECIDE_UNDER_A_BUDGET = (
-    "import sys, bxmem.decide as d; d.RUN_BUDGET_S = float(sys.argv[1]); "
-    "from bxmem.cli import run_cli; raise SystemExit(run_cli(['decide']))"
+    "import sys, bxmem.commands.decide as d; d.RUN_BUDGET_S = float(sys.argv[1]); "
+    "from bxmem.cli.app import run_cli; raise SystemExit(run_cli(['decide']))"
 )
 
 

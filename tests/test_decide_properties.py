@@ -30,13 +30,13 @@ from enospc import Crash, Killed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bxmem import config as config_module
-from bxmem import decide
-from bxmem import index_fold as index_module
+from bxmem.commands import decide
+from bxmem.commands import index_fold as index_module
+from bxmem.config import loader as config_module
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines
-from bxmem.ledger import Ledger
 from bxmem.sources import jsonline
+from bxmem.store.ledger import Ledger
 
 LINE_BOUND = 2048  # jsonline.MAX_LINE_BYTES while the examples run: over-long lines stay small
 INVALID_UTF8 = [b"\xff", b"\xfe", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xe2\x82"]

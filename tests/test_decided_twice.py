@@ -11,11 +11,13 @@ from conftest import bxmem_inprocess, decisions, ledger_events, write_log
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem import audit, decide, index, index_fold, send
-from bxmem import config as config_module
+from bxmem.commands import audit, decide, index_fold
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.ledger import Ledger
-from bxmem.outbox import Outbox
+from bxmem.store import index
+from bxmem.store.ledger import Ledger
+from bxmem.store.outbox import Outbox
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 

@@ -13,12 +13,13 @@ import logging
 import pytest
 from conftest import bxmem_inprocess, decisions, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, index_fold, mirror, send, sync
+from bxmem.commands import decide, index_fold, mirror, sync
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.fastpath import is_idle
-from bxmem.grammar import parse
-from bxmem.ledger import Ledger
+from bxmem.start.grammar import parse
+from bxmem.start.idle import is_idle
+from bxmem.store.ledger import Ledger
 
 DEPTHS = {"2KB": 1_100, "100k": 100_000}
 
@@ -31,7 +32,7 @@ def marshalled_lists(depth: int) -> bytes:
     """marshal's bytes for a list holding a list ... `depth` deep: marshal.dumps
     itself refuses past 2,000 levels, a file on disk need not. Sealed, as bxmem seals what it
     writes, so it is marshal's own depth limit that is met, not the seal."""
-    from bxmem.sealed import seal
+    from bxmem.start.sealed import seal
 
     return seal(b"[\x01\x00\x00\x00" * depth + b"N")
 

@@ -109,7 +109,7 @@ def test_demo_never_writes_into_a_directory_that_holds_something(tmp_path, tmpdi
 @pytest.mark.parametrize("url", ["notaurl", "ftp://example.org", "http://user@example.org", "http://127.0.0.1:99999", "",
                                  "http://example.org/?q=1"])
 def test_a_honcho_option_that_is_not_a_url_is_a_usage_error_naming_it(url, tmpdir_for_demo, monkeypatch):
-    from bxmem.demo import run_demo
+    from bxmem.demo.run import run_demo
     from bxmem.errors import UsageError
 
     monkeypatch.setenv("TMPDIR", str(tmpdir_for_demo))

@@ -48,7 +48,7 @@ def test_every_runbook_reference_in_code_names_an_entry():
 def test_a_runbook_citation_is_a_command_that_prints_the_entry(capsys):
     """Log lines, errors and sync's attention lines end with one form, naming a
     command the owner can run wherever bxmem is installed (the entries are package data)."""
-    from bxmem.cli import run_cli
+    from bxmem.cli.app import run_cli
     from bxmem.errors import ConfigInvalid
     from bxmem.log import runbook
 
@@ -71,7 +71,7 @@ def test_readme_opens_with_the_two_commands_and_names_every_command():
     assert "./dev demo" in first_block and "./dev test" in first_block
     import typer
 
-    from bxmem.cli import app
+    from bxmem.cli.app import app
 
     for name in typer.main.get_command(app).commands:
         assert f"`bxmem {name}" in readme, name
@@ -104,7 +104,8 @@ def test_units_verify_clean_and_are_hardened(tmp_path):
 def test_send_unit_outlasts_a_send_run():
     """Every request of a run ends by RUN_DEADLINE_S (tests/test_honcho_bounds.py holds it, a
     trickling answer too); the unit leaves as much again for start-up, loading and saving."""
-    from bxmem import honcho, send_runner
+    from bxmem.commands.send import runner as send_runner
+    from bxmem.honcho import client as honcho
 
     text = (ROOT / "systemd" / "bxmem-send.service").read_text()
     timeout = int(re.search(r"TimeoutStartSec=(\d+)", text).group(1))

@@ -53,7 +53,7 @@ def test_stored_results_hold_no_conversation_text(tmp_path):
 
 
 def _recall_text(*stored: str) -> str:
-    from bxmem import recall
+    from bxmem.commands import recall
 
     result = recall.RecallResult()
     result.hits = [recall.Hit("local", "memory", "private", text, where="note") for text in stored]

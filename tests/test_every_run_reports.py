@@ -9,12 +9,13 @@ import re
 
 from conftest import bxmem_inprocess, honcho_config, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send, sync
-from bxmem import honcho as honcho_module
+from bxmem.commands import decide, sync
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.outbox import Outbox
-from bxmem.retry import iso, settle_wait_s
+from bxmem.honcho import client as honcho_module
+from bxmem.policy.retry import iso, settle_wait_s
+from bxmem.store.outbox import Outbox
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -102,8 +103,8 @@ def test_an_item_in_doubt_and_the_turns_behind_it_show_in_send_and_sync(home, br
 
 def test_sync_counts_each_item_sent_once(home, configure):
     """The fold counted `sent` lines, so a second line for one item counted it twice."""
-    from bxmem.ledger import Ledger
-    from bxmem.ledger_events import decided_turn, sent_turn
+    from bxmem.store.ledger import Ledger
+    from bxmem.store.ledger_events import decided_turn, sent_turn
 
     configure("http://127.0.0.1:9")
     ledger = Ledger(home / "memory" / "honcho.jsonl")

@@ -13,7 +13,7 @@ import typer
 from conftest import run_bxmem, write_log
 
 from bxmem import errors
-from bxmem.cli import app
+from bxmem.cli.app import app
 from bxmem.demo.sample import turn_lines
 from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
 
@@ -53,10 +53,12 @@ def test_every_command_has_a_row_and_every_code_a_meaning():
 
 
 def _functions() -> dict[str, list[ast.FunctionDef]]:
-    """Each command's own code: its function in cli.py, and for the timer jobs
-    and recall the functions both paths run (jobs.py), with the job report's exit_code."""
+    """Each command's own code: its function in cli/app.py, and for the timer jobs
+    and recall the functions both paths run (cli/output.py), with the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    trees = {name: ast.parse((ROOT / "bxmem" / f"{name}.py").read_text())
+    files = {"cli": "cli/app", "cli_owner": "cli/owner", "jobs": "cli/output", "decide": "commands/decide",
+             "mirror": "commands/mirror", "send_report": "commands/send/report"}
+    trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text())
              for name in ("cli", "cli_owner", "jobs", *reports.values())}
     defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     out: dict[str, list[ast.FunctionDef]] = {}

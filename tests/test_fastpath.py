@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.fastpath import is_idle as _is_idle
-from bxmem.grammar import parse
-from bxmem.sealed import seal, unseal
+from bxmem.start.grammar import parse
+from bxmem.start.idle import is_idle as _is_idle
+from bxmem.start.sealed import seal, unseal
 
 
 def is_idle(argv: list[str]) -> bool:
@@ -85,7 +85,7 @@ def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
 def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
     import platformdirs
 
-    from bxmem import where
+    from bxmem.start import where
 
     for xdg in (None, "", str(tmp_path / "xdg")):
         for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
@@ -112,7 +112,7 @@ def test_fast_path_imports_only_builtins(home, brokerd, configure):
     configure("http://127.0.0.1:9")
     run_bxmem("decide")
     probe = (
-        "import sys; before = set(sys.modules); from bxmem.entry import main; "
+        "import sys; before = set(sys.modules); from bxmem.start.entry import main; "
         "main(['bxmem', 'decide']); print(sorted(set(sys.modules) - before))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -128,7 +128,7 @@ def test_send_idle_before_any_ledger_exists(home, honcho, configure):
 
 
 LOCAL_ONLY_PROBE = (
-    "import sys; from bxmem.entry import main; code = main(['bxmem', '--quiet', '{job}']); "
+    "import sys; from bxmem.start.entry import main; code = main(['bxmem', '--quiet', '{job}']); "
     "print(code, sorted({{m.split('.')[0] for m in sys.modules}} & {{'httpx', 'httpcore', 'typer', 'rich'}}))"
 )
 
@@ -219,7 +219,7 @@ def _age(path, seconds: float) -> None:
 @pytest.fixture
 def dormant_home(home, brokerd, configure):
     """A home whose one log, decided, has been untouched for two hours."""
-    from bxmem import decide as decide_module
+    from bxmem.commands import decide as decide_module
 
     configure("http://127.0.0.1:9")
     write_log(home, "old", turn_lines(1, "hi", "hello"))
@@ -236,8 +236,8 @@ def _wake(home) -> None:
 def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configure):
     """Logs untouched for an hour are compared once a minute, not on every run;
     a write to one is seen at the next sweep, and nothing is missed."""
-    from bxmem import decide as decide_module
-    from bxmem.fastpath import dormant_path
+    from bxmem.commands import decide as decide_module
+    from bxmem.start.idle import dormant_path
 
     configure("http://127.0.0.1:9")
     write_log(home, "old", turn_lines(1, "hi", "hello"))
@@ -261,8 +261,8 @@ def test_a_dormant_log_is_looked_at_once_a_sweep_interval(home, brokerd, configu
 
 
 def test_an_unchanged_sweep_is_idle_and_resets_the_interval(home, dormant_home):
-    from bxmem import decide as decide_module
-    from bxmem.fastpath import dormant_path
+    from bxmem.commands import decide as decide_module
+    from bxmem.start.idle import dormant_path
 
     dormant = dormant_path(home / "memory" / "bxmem", "decide")
     _age(dormant, decide_module.SWEEP_EVERY_S + 1)
@@ -281,8 +281,8 @@ def test_a_run_started_by_the_path_unit_sweeps_at_once(home, dormant_home, monke
 def test_a_sweep_list_from_another_run_is_never_trusted(home, dormant_home):
     """If the summary and the dormant list come from different runs (one of the two
     writes failed), a log could be in neither list: the token makes that not idle."""
-    from bxmem import decide as decide_module
-    from bxmem.fastpath import dormant_path
+    from bxmem.commands import decide as decide_module
+    from bxmem.start.idle import dormant_path
 
     dormant = dormant_path(home / "memory" / "bxmem", "decide")
     listed = marshal.loads(unseal(Path(dormant).read_bytes()))

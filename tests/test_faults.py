@@ -11,12 +11,13 @@ import pytest
 from conftest import decisions, ledger_events, write_log
 from freezegun import freeze_time
 
-from bxmem import config as config_module
-from bxmem import decide, send
-from bxmem import honcho as honcho_module
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.retry import iso, settle_wait_s
-from bxmem.sealed import unseal
+from bxmem.honcho import client as honcho_module
+from bxmem.policy.retry import iso, settle_wait_s
+from bxmem.start.sealed import unseal
 
 
 def load():
@@ -75,7 +76,7 @@ def test_a_409_on_create_means_it_exists(one_turn, honcho, route):
 
 
 def test_a_409_on_create_of_the_session_for_a_conclusion_means_it_exists(home, honcho, configure):
-    from bxmem import mirror
+    from bxmem.commands import mirror
     from bxmem.demo.sample import write_journal
 
     configure(honcho.url)
@@ -160,7 +161,7 @@ def test_a_request_stored_late_is_looked_up_only_once_honcho_is_done_with_it(lat
 def test_a_duplicate_that_still_gets_through_is_reported_by_audit(late_store, honcho):
     """A server slower than the wait stores the request after the lookup: the item is
     sent twice, which bxmem cannot see when sending, and `audit` reports."""
-    from bxmem import audit
+    from bxmem.commands import audit
 
     send.run(load(), clock=lambda: 1e6 + settle_wait_s())
     assert honcho.release_late() == 1
@@ -172,7 +173,7 @@ def test_a_duplicate_that_still_gets_through_is_reported_by_audit(late_store, ho
 @pytest.fixture
 def late_conclusion(home, honcho, configure, monkeypatch):
     """Edit e1's conclusion is stored only when the test releases it; e2 removes it."""
-    from bxmem import mirror
+    from bxmem.commands import mirror
     from bxmem.demo.sample import write_journal
 
     monkeypatch.setattr(honcho_module, "READ_TIMEOUT", 0.3)
@@ -200,7 +201,7 @@ def test_a_conclusion_stored_late_is_found_and_its_remove_waits_for_it(late_conc
 
 
 def test_a_duplicate_conclusion_that_still_gets_through_is_reported_by_audit(late_conclusion, honcho):
-    from bxmem import audit
+    from bxmem.commands import audit
 
     send.run(load(), clock=lambda: 1e6 + settle_wait_s())
     assert honcho.release_late() == 1

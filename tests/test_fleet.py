@@ -13,11 +13,12 @@ from itertools import pairwise
 
 from conftest import write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.outbox import Outbox
-from bxmem.retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
+from bxmem.policy.retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
+from bxmem.store.outbox import Outbox
 
 HOMES = 12
 T0 = 1_000_000.0

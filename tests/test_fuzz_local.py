@@ -201,7 +201,7 @@ def fresh_home(monkeypatch, honcho_url: str = "http://127.0.0.1:9"):
 
 
 def decided(home: Path) -> Counter:
-    from bxmem.ledger import Ledger
+    from bxmem.store.ledger import Ledger
 
     events = Ledger(home / "memory" / "honcho.jsonl").read_from(0).events
     return Counter(e["item"] for e in events if e["ev"] == "decided")
@@ -324,7 +324,7 @@ def check_broker(monkeypatch, reply: bytes) -> None:
             if not counts:
                 assert code == 3  # brokerd could not answer: the turn waits, said
             if counts:
-                from bxmem.ledger import Ledger
+                from bxmem.store.ledger import Ledger
 
                 ev = Ledger(home / "memory" / "honcho.jsonl").read_from(0).events[0]
                 assert ev["role"] != "trusted" or strictly_clean(reply), (reply[:200], ev)

@@ -10,11 +10,12 @@ import os
 import pytest
 from conftest import bxmem_inprocess, honcho_config, ledger_events, register_secret, run_bxmem, write_log
 
-from bxmem import audit as audit_module
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, sync, undo
+from bxmem.commands import audit as audit_module
+from bxmem.commands import decide, mirror, sync, undo
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.write_policy import (
+from bxmem.policy.write_policy import (
     BEHIND_HELD_EDIT,
     NOT_CONFIGURED,
     PEER_IS_THE_AGENT,
@@ -260,7 +261,7 @@ def test_a_retraction_beside_a_note_in_a_renamed_fleet_is_held(home, brokerd, ho
 
 def test_an_in_doubt_item_whose_workspace_became_a_read_source_is_not_even_looked_up(
         waiting, honcho, config_file, tmp_path):
-    from bxmem import honcho as honcho_module
+    from bxmem.honcho import client as honcho_module
 
     honcho.inject("store-then-drop", match=r"/sessions/s-clean/messages$")
     send.run(load())
@@ -274,10 +275,10 @@ def test_an_in_doubt_item_whose_workspace_became_a_read_source_is_not_even_looke
 
 def test_the_client_itself_refuses_a_workspace_that_is_not_ours(waiting, honcho, config_file, tmp_path):
     config_file.write_text(swapped(honcho.url, tmp_path))
-    from bxmem.ledger import Ledger
-    from bxmem.outbox import Outbox
-    from bxmem.send_report import SendReport
-    from bxmem.send_runner import Sender
+    from bxmem.commands.send.report import SendReport
+    from bxmem.commands.send.runner import Sender
+    from bxmem.store.ledger import Ledger
+    from bxmem.store.outbox import Outbox
 
     config = load()
     ledger = Ledger(config.paths.ledger)
@@ -306,7 +307,7 @@ def test_audit_reads_only_this_agents_workspaces_and_says_what_it_left(waiting, 
 
 
 def test_a_decision_with_a_damaged_workspace_or_role_is_held_not_sent_and_stops_nothing(home, brokerd, honcho, configure):
-    from bxmem.ledger import Ledger
+    from bxmem.store.ledger import Ledger
 
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "again", "yes") + turn_lines(3, "more", "ok"))

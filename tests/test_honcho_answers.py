@@ -1,4 +1,4 @@
-"""honcho_answers.py: any JSON a server sends is plain data of the types bxmem
+"""honcho/answers.py: any JSON a server sends is plain data of the types bxmem
 needs, or an AnswerProblem naming the field, never another exception, and
 never the value itself in the message."""
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem import honcho_answers as answers
-from bxmem.honcho_answers import AnswerProblem, is_honcho_id
+from bxmem.honcho import answers
+from bxmem.honcho.answers import AnswerProblem, is_honcho_id
 
 SECRETISH = "zz-value-that-must-not-be-echoed-zz"
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),

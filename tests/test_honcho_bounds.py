@@ -16,12 +16,14 @@ import pytest
 from conftest import bxmem_inprocess, ledger_events, write_log
 from hostile_honcho import Attack, arm, disarm
 
-from bxmem import audit, decide, recall, send, send_runner
-from bxmem import config as config_module
-from bxmem import honcho as honcho_module
+from bxmem.commands import audit, decide, recall
+from bxmem.commands.send import job as send
+from bxmem.commands.send import runner as send_runner
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.honcho import Unavailable, WorkspaceClient
-from bxmem.honcho_http import cap_messages
+from bxmem.honcho import client as honcho_module
+from bxmem.honcho.client import Unavailable, WorkspaceClient
+from bxmem.honcho.http import cap_messages
 
 
 def load():
@@ -196,7 +198,7 @@ def test_recall_and_ask_end_at_their_deadlines_with_the_connection_closed(home, 
 
 
 def test_sync_ends_at_its_health_deadline_on_a_trickling_health_check(home, honcho, configure, monkeypatch):
-    from bxmem import checks
+    from bxmem.commands import checks
 
     configure(honcho.url)
     monkeypatch.setattr(checks, "HONCHO_TIMEOUT_S", 1.0)

@@ -11,11 +11,12 @@ import pytest
 from conftest import bxmem_inprocess, decisions, ledger_events, write_log
 from hostile_honcho import FORGED_IDS, Attack, Trap, arm, disarm
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, sync, undo
+from bxmem.commands import decide, mirror, sync, undo
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.ledger import Ledger
-from bxmem.ledger_events import sent_edit
+from bxmem.store.ledger import Ledger
+from bxmem.store.ledger_events import sent_edit
 
 
 def load():
@@ -141,7 +142,7 @@ def test_an_undo_of_a_conclusion_recorded_with_a_forged_id_fails_named_and_the_r
 def test_a_dot_dot_id_never_reaches_the_delete_workspace_route(home, honcho, configure):
     """The path a conclusion id `..` made: DELETE /v3/workspaces/<ws>/conclusions/.. is
     DELETE /v3/workspaces/<ws> once normalised, Honcho's delete-workspace route."""
-    from bxmem.honcho import BadId, WorkspaceClient
+    from bxmem.honcho.client import BadId, WorkspaceClient
 
     with WorkspaceClient(honcho.url, "bm0-trusted", None) as client, pytest.raises(BadId):
         client.delete_conclusion("..")

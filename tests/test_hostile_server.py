@@ -47,12 +47,12 @@ GENERIC = [m for m in MODES if m != "typed"]
 for _key in KEYS.values():
     register_secret(_key)  # checked after every test: in no output and no file of the home
 BOUND_S = {  # with SHORT: what each command's documented bound comes to
-    "send": SHORT["bxmem.send_runner.RUN_DEADLINE_S"],
-    "recall": SHORT["bxmem.recall.HONCHO_TIMEOUT_S"],
+    "send": SHORT["bxmem.commands.send.runner.RUN_DEADLINE_S"],
+    "recall": SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"],
     "ask": 5.0,  # --deadline 5
-    "audit": SHORT["bxmem.audit.DEADLINE_S"],
-    "sync": SHORT["bxmem.checks.HONCHO_TIMEOUT_S"] + 0.5 + 2.0,  # Honcho's and brokerd's checks run at once
-    "demo": 2 * SHORT["bxmem.send_runner.RUN_DEADLINE_S"] + SHORT["bxmem.recall.HONCHO_TIMEOUT_S"] + 3.5,
+    "audit": SHORT["bxmem.commands.audit.DEADLINE_S"],
+    "sync": SHORT["bxmem.commands.checks.HONCHO_TIMEOUT_S"] + 0.5 + 2.0,  # Honcho's and brokerd's checks run at once
+    "demo": 2 * SHORT["bxmem.commands.send.runner.RUN_DEADLINE_S"] + SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"] + 3.5,
 }
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, recall
+from bxmem.commands import decide, mirror, recall
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import FAKE_AWS_KEY, turn_lines, write_journal
 
 

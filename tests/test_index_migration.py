@@ -1,5 +1,5 @@
 """An index another version of bxmem built is rebuilt on its first update, never read;
-one writer at a time; a large rebuild at a terminal shows its progress (bxmem/index_fold.py)."""
+one writer at a time; a large rebuild at a terminal shows its progress (bxmem/commands/index_fold.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import threading
 import pytest
 from conftest import write_log
 
-from bxmem import config as config_module
-from bxmem import decide, fastpath, index_fold, recall
+from bxmem.commands import decide, index_fold, recall
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.index import INDEX_FILE, SCHEMA_VERSION, Index, IndexOutdated
-from bxmem.store import JobLock
+from bxmem.start import idle as fastpath
+from bxmem.store.files import JobLock
+from bxmem.store.index import INDEX_FILE, SCHEMA_VERSION, Index, IndexOutdated
 
 # The schema bxmem 0.1.0 wrote (index schema 1): one FTS5 row per document, no passages.
 SCHEMA_1 = """

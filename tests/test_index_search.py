@@ -1,4 +1,4 @@
-"""The local index's ranking (bxmem/search.py): every match ranked, at a bounded cost;
+"""The local index's ranking (bxmem/store/search.py): every match ranked, at a bounded cost;
 words stemmed; candidates chosen by how rare their words are; snippets around the match."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from bxmem import search
-from bxmem.index import Index
+from bxmem.store import search
+from bxmem.store.index import Index
 
 
 def _index(tmp_path) -> Index:
@@ -130,7 +130,7 @@ def test_query_syntax_in_a_word_is_matched_as_a_word(tmp_path):
 
 
 def test_identity_entries_take_the_highest_rowids_as_search_expects(tmp_path):
-    from bxmem import index as index_module
+    from bxmem.store import index as index_module
 
     assert search.IDENTITY_BASE == index_module.IDENTITY_BASE
     index = _index(tmp_path)
@@ -151,7 +151,8 @@ def test_two_forms_of_one_word_in_a_query_count_once(tmp_path):
 
 
 def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
-    from bxmem import index_fold, relevance, rules
+    from bxmem.commands import index_fold
+    from bxmem.policy import relevance, rules
 
     index = _index(tmp_path)
     decided = {"item": "turn:s:1", "session": "s", "at": "2026-09-27T10:00:00Z", "peer": rules.peer_name("ana.lima"),

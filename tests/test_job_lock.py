@@ -12,10 +12,10 @@ from collections import Counter
 import pytest
 from conftest import ROOT, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide
+from bxmem.commands import decide
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.store import JobLock
+from bxmem.store.files import JobLock
 
 HOLD = """
 import sys, time
@@ -98,7 +98,7 @@ def test_the_lock_does_not_hold_up_the_ledger_appends_of_its_own_run(home):
     ledger.parent.mkdir(parents=True)
     with JobLock(ledger, "decide") as lock:
         assert lock.acquire()
-        from bxmem.ledger import Ledger
+        from bxmem.store.ledger import Ledger
 
         Ledger(ledger).append([{"v": 1, "ev": "created", "ts": "t", "ws": "w", "what": "peer", "id": "p"}])
         assert not JobLock(ledger, "decide").acquire()  # a second open file description: refused

@@ -74,7 +74,7 @@ def test_a_text_spec_reads_back_the_field_it_names(tmp_path):
 
 
 def test_read_field_checks_the_span_still_holds_the_line_decided(tmp_path):
-    from bxmem.local_key import key_id, line_mac
+    from bxmem.store.local_key import key_id, line_mac
 
     secret, other = b"k" * 32, b"o" * 32
     path = tmp_path / "journal.jsonl"

@@ -15,9 +15,10 @@ import pytest
 import typer
 from conftest import bxmem_inprocess, honcho_config, run_bxmem, validate_output, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send
-from bxmem.cli import app
+from bxmem.cli.app import app
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import COMMAND_EXITS, ExitCode
 
@@ -93,11 +94,11 @@ def _down_brokerd(c: Case) -> list[str]:
 
 
 def _held_lock(c: Case) -> list[str]:
-    from bxmem.outbox_actions import LOCK_WAIT_S  # noqa: F401  (the wait the command gives a running send)
-    from bxmem.store import JobLock
+    from bxmem.commands.outbox_actions import LOCK_WAIT_S  # noqa: F401  (the wait the command gives a running send)
+    from bxmem.store.files import JobLock
 
     c.failed()
-    c.monkeypatch.setattr("bxmem.outbox_actions.LOCK_WAIT_S", 0.1)
+    c.monkeypatch.setattr("bxmem.commands.outbox_actions.LOCK_WAIT_S", 0.1)
     lock = JobLock(c.home / "memory" / "honcho.jsonl", "send")
     assert lock.acquire()
     c.monkeypatch.setattr(Case, "lock", lock, raising=False)  # released with the test's monkeypatch
@@ -212,7 +213,7 @@ def test_a_bug_still_leaves_a_document_and_its_traceback(home, monkeypatch):
     import contextlib
     import io
 
-    from bxmem.cli import run_cli
+    from bxmem.cli.app import run_cli
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(RuntimeError):

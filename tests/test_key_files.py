@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import bxmem_inprocess, ledger_events, register_secret, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send
-from bxmem.config import MAX_KEY_BYTES, Workspace, read_key
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
+from bxmem.config.loader import MAX_KEY_BYTES, Workspace, read_key
 from bxmem.demo.sample import turn_lines
 from bxmem.errors import ConfigInvalid, KeyFileInvalid
 
@@ -186,7 +187,7 @@ def test_a_process_holding_a_key_cannot_be_dumped_or_read_by_its_user(tmp_path):
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from bxmem.config import Workspace, read_key\n"
+        "from bxmem.config.loader import Workspace, read_key\n"
         "read_key(Workspace('fleet', 'f', 'honcho_fleet', None))\n"
         "print('ctypes without a key:', 'ctypes' in sys.modules)\n"
         "import ctypes\n"

@@ -1,4 +1,4 @@
-"""labels.py's tables: a tool result's label (seed 000 section 5) and the tags the
+"""policy/labels.py's tables: a tool result's label (seed 000 section 5) and the tags the
 read path gives what it finds (sections 8 and 9), row by row."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, recall
+from bxmem.commands import decide, mirror, recall
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.labels import (
+from bxmem.policy.labels import (
     FLEET_LABEL,
     OWN_LABELS,
     UNREADABLE_LINE,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from bxmem import ledger_events as le
-from bxmem.ledger import Ledger, now_iso
-from bxmem.outbox import Outbox
+from bxmem.store import ledger_events as le
+from bxmem.store.ledger import Ledger, now_iso
+from bxmem.store.outbox import Outbox
 
 
 def decided(n: int, ws: str | None = "w") -> dict:

@@ -1,4 +1,4 @@
-"""Ledgers written before the event vocabulary moved to ledger_events.py fold
+"""Ledgers written before the event vocabulary moved to store/ledger_events.py fold
 exactly as they did then.
 
 The ledgers in tests/fixtures/ledger-v1/ were written by the suite's own send,
@@ -19,15 +19,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from bxmem import audit, decide_state, index_fold, mirror
-from bxmem.ledger import Ledger
-from bxmem.outbox import Outbox
+from bxmem.commands import audit, decide_state, index_fold, mirror
+from bxmem.store.ledger import Ledger
+from bxmem.store.outbox import Outbox
 
 LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 # The owner's way out (bxmem outbox, audit --accept): a ledger written by the suite at the
 # commit that added those kinds, and its folds then.
 OWNER = Path(__file__).parent / "fixtures" / "ledger-owner"
-# What the outbox fold keeps that it did not then (each decision is final: outbox.py).
+# What the outbox fold keeps that it did not then (each decision is final: store/outbox.py).
 ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat",
                "dropped", "announced", "roles", "hsessions")
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
@@ -172,14 +172,14 @@ def test_the_fixtures_cover_every_event_kind():
         "created/workspace", "created/peer", "created/session", "key_refused", "key_resumed",
         "session_gone", "session_renewed", "dropped", "rerouted", "accepted",
     }
-    from bxmem import ledger_events as le
+    from bxmem.store import ledger_events as le
 
     assert {kind.split("/")[0] for kind in kinds} == set(le.KINDS)  # a kind added to the vocabulary needs a fixture
 
 
 def _rebuilt(ev: dict) -> dict:
     """The line built again by ledger_events' constructor for its kind, from its own fields."""
-    from bxmem import ledger_events as le
+    from bxmem.store import ledger_events as le
 
     kind = ev["ev"]
     if kind == le.DECIDED and ev["kind"] == le.TURN:
@@ -240,7 +240,7 @@ def test_the_constructors_write_the_old_lines_byte_for_byte(path):
 
 def test_every_ledger_line_is_built_by_ledger_events():
     """No module writes a ledger event as a free dict: a new kind or field goes
-    through ledger_events.py, where the folds' vocabulary is."""
+    through store/ledger_events.py, where the folds' vocabulary is."""
     import re
 
     import bxmem
@@ -248,7 +248,7 @@ def test_every_ledger_line_is_built_by_ledger_events():
     root = Path(bxmem.__file__).parent
     offenders = []
     for path in sorted(root.rglob("*.py")):
-        if path.name in ("ledger.py", "ledger_events.py"):
+        if path.name in ("store/ledger.py", "store/ledger_events.py"):
             continue
         for n, text in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"\bevent\(\s*\"|[\"']ev[\"']\s*:", text):

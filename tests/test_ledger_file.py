@@ -9,8 +9,8 @@ import signal
 import pytest
 from conftest import bxmem_inprocess, write_log
 
-from bxmem import config as config_module
-from bxmem import decide
+from bxmem.commands import decide
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 REFUSED = "is a symbolic link; bxmem keeps its ledger in a regular file and never reads or writes it through a link"

@@ -1,4 +1,4 @@
-"""A ledger line not of its kind's shape is a malformed line (ledger_shapes.py):
+"""A ledger line not of its kind's shape is a malformed line (store/ledger_shapes.py):
 skipped, counted and said, by every fold alike, never half folded and never a
 crash. Every line bxmem writes is of its shape."""
 
@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem import audit, decide_state, index, index_fold, ledger_events, mirror
-from bxmem.ledger import Ledger, ReadResult, now_iso
-from bxmem.ledger_shapes import KINDS, event_problem
-from bxmem.outbox import Outbox
+from bxmem.commands import audit, decide_state, index_fold, mirror
+from bxmem.store import index, ledger_events
+from bxmem.store.ledger import Ledger, ReadResult, now_iso
+from bxmem.store.ledger_shapes import KINDS, event_problem
+from bxmem.store.outbox import Outbox
 
 
 def every_kind() -> list[dict]:

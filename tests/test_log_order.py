@@ -28,10 +28,10 @@ from conftest import decisions, ledger_events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bxmem import config as config_module
-from bxmem import decide
+from bxmem.commands import decide
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.turn_order import MAX_WAITING_TURNS, result_too_late, turns_to_decide
+from bxmem.policy.turn_order import MAX_WAITING_TURNS, result_too_late, turns_to_decide
 
 UNTRUSTED = {"untrusted": True, "class": "public"}
 SECRET = {"untrusted": False, "class": "secret"}

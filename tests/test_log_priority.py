@@ -10,8 +10,9 @@ import sys
 
 from conftest import run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 PROBE = """

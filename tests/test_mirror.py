@@ -7,11 +7,12 @@ import json
 import pytest
 from conftest import decisions, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, undo
+from bxmem.commands import decide, mirror, undo
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import NotFound, Refused
-from bxmem.retry import settle_wait_s
+from bxmem.policy.retry import settle_wait_s
 
 
 def load():

@@ -23,10 +23,13 @@ import time
 import pytest
 from conftest import decisions, ledger_events, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, index, index_fold, mirror, recall, send, store, undo
+from bxmem.commands import decide, index_fold, mirror, recall, undo
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import StorageError
+from bxmem.store import files as store
+from bxmem.store import index
 
 DEADLINE_S = 10.0
 

@@ -12,11 +12,11 @@ import pytest
 from conftest import write_log
 from enospc import Crash, DiskFull, Killed
 
-from bxmem import config as config_module
-from bxmem import decide, mirror
+from bxmem.commands import decide, mirror
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import StorageError
-from bxmem.ledger import Ledger
+from bxmem.store.ledger import Ledger
 
 
 def load():
@@ -132,8 +132,9 @@ def test_a_full_disk_leaves_the_index_in_place_and_it_catches_up_later(local, mo
     (moving it aside took more of a full disk) and catches up on a later run."""
     import sqlite3
 
-    from bxmem import index, index_fold
+    from bxmem.commands import index_fold
     from bxmem.log import log
+    from bxmem.store import index
 
     write_log(local, "a", turn_lines(1, "first words", "1"))
     decide.run(load())

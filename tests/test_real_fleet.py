@@ -23,9 +23,9 @@ from conftest import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.ledger import Ledger
-from bxmem.ledger_events import attempt
-from bxmem.retry import iso
+from bxmem.policy.retry import iso
+from bxmem.store.ledger import Ledger
+from bxmem.store.ledger_events import attempt
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")

@@ -6,7 +6,7 @@ Skipped unless a real server with auth off is given:
 
 Every answer bxmem reads (created ids, pages of messages, conclusions,
 sessions and peers, search, conclusion query, chat) is parsed by
-honcho_answers.py: none may be refused as unusable. The largest messages the
+honcho/answers.py: none may be refused as unusable. The largest messages the
 server takes (25,000 characters of 4-byte and of escaped characters) must
 fit the per-message size the caps assume. Workspaces are this run's own.
 """
@@ -24,11 +24,11 @@ from conftest import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.honcho import WorkspaceClient
-from bxmem.honcho_http import MESSAGE_BYTES, cap_messages
-from bxmem.ledger import Ledger
-from bxmem.ledger_events import attempt
-from bxmem.retry import iso
+from bxmem.honcho.client import WorkspaceClient
+from bxmem.honcho.http import MESSAGE_BYTES, cap_messages
+from bxmem.policy.retry import iso
+from bxmem.store.ledger import Ledger
+from bxmem.store.ledger_events import attempt
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")

@@ -148,7 +148,7 @@ def test_ask_by_workspace_chat_with_auth_off(tmp_path):
 def test_the_two_404s_on_the_real_servers():
     """3.0.12 has no route ({"detail": "Not Found"}); the workspace-chat build answers
     `Workspace W not found` for a workspace it does not hold, and creates nothing."""
-    from bxmem.honcho import Missing, ReadClient
+    from bxmem.honcho.client import Missing, ReadClient
 
     assert CHAT_URL and OLD_URL
     missing = f"i21b-{secrets.token_hex(4)}-nowhere"

@@ -26,7 +26,7 @@ from conftest import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.honcho import AuditClient, Missing, WorkspaceClient
+from bxmem.honcho.client import AuditClient, Missing, WorkspaceClient
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")

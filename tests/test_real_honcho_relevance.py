@@ -20,8 +20,8 @@ import time
 import pytest
 from conftest import run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide
+from bxmem.commands import decide
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")

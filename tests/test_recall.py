@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import honcho_config, run_bxmem, write_log
 
-from bxmem import ask, decide, mirror, recall, send
-from bxmem import config as config_module
+from bxmem.commands import ask, decide, mirror, recall
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import UsageError
 
@@ -60,7 +61,7 @@ def test_local_hits_carry_their_exact_labels(agent_home, honcho):
 
 
 def test_index_follows_replace_remove_and_undo(agent_home):
-    from bxmem import undo
+    from bxmem.commands import undo
 
     write_journal(agent_home, [edit("i2", "identity_replace", file="user.md", old="Kyle keeps restic repos on the NAS", entry="Kyle keeps restic repos offsite")])
     mirror.run(load())
@@ -199,7 +200,7 @@ def test_a_broken_source_is_unavailable_never_a_traceback(agent_home, honcho, fa
 
 
 def test_recall_creates_nothing_and_shows_a_retraction_beside_its_note(fleet, configure, honcho, home):
-    from bxmem import undo
+    from bxmem.commands import undo
 
     b_home, as_b = fleet
     configure(honcho.url)
@@ -268,7 +269,7 @@ def test_ask_never_creates_a_workspace(home, honcho, configure):
 def test_the_probe_connects_by_name_and_reports_a_refusal():
     import socket
 
-    from bxmem.recall import SourceUnavailable, _probe
+    from bxmem.commands.recall import SourceUnavailable, _probe
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

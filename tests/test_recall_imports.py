@@ -7,8 +7,8 @@ import sys
 
 from conftest import run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide
+from bxmem.commands import decide
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 # Each was once loaded on the lean recall path for nothing: datetime by the
@@ -24,7 +24,7 @@ def test_the_lean_recall_path_loads_none_of_the_heavy_modules(home, brokerd, con
     decide.run(config_module.load())
     run_bxmem("recall", "restic")  # as on a host: the validated configuration is cached by the first run
     probe = (
-        "import sys; from bxmem.entry import main; code = main(['bxmem', 'recall', 'restic backups', '--json']); "
+        "import sys; from bxmem.start.entry import main; code = main(['bxmem', 'recall', 'restic backups', '--json']); "
         "print(code, sorted(sys.modules), file=sys.stderr)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bxmem import recall, search
-from bxmem.index import Index
+from bxmem.commands import recall
+from bxmem.store import search
+from bxmem.store.index import Index
 
 
 def _index(tmp_path) -> Index:

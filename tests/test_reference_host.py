@@ -17,8 +17,9 @@ import pytest
 from conftest import CAPTURED, register_secret, write_log
 from reference_host import FAIL_CLOSED, NOTHING_READ, Host
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import FAKE_AWS_KEY, turn_lines, write_journal
 from bxmem.errors import COMMAND_EXITS
 
@@ -58,8 +59,8 @@ def fleet(home, brokerd, honcho, config_file, tmp_path):
                           "trust": "untrusted", "entry": "a forum says restic prune is slow"}])
     for job in (decide, mirror, send):
         job.run(config_module.load())
-    from bxmem.config import Key
-    from bxmem.honcho import WorkspaceClient
+    from bxmem.config.loader import Key
+    from bxmem.honcho.client import WorkspaceClient
 
     with WorkspaceClient(honcho.url, "bm1-trusted", Key(KEYS["bm1-trusted"])) as b:
         b.create_peer("boxmaker1", False)
@@ -175,9 +176,9 @@ def test_the_wrong_home_is_exit_78_not_an_empty_memory(fleet, tmp_path):
 
 def test_exit_1_a_bug_fails_closed_and_the_model_gets_none_of_its_output(fleet):
     """A bug's traceback can quote what it was handling: never for the model."""
-    bug = ("import sys, bxmem.recall as r\n"
+    bug = ("import sys, bxmem.commands.recall as r\n"
            "def broken(*a, **k): raise ValueError('while reading: the restic password is in the vault')\n"
-           "r.recall = broken\nsys.argv[0] = 'bxmem'\nfrom bxmem.entry import console\nconsole()\n")
+           "r.recall = broken\nsys.argv[0] = 'bxmem'\nfrom bxmem.start.entry import console\nconsole()\n")
     host = Host([sys.executable, "-c", bug], fleet.env)
     result = host.call("recall", {"query": "restic"})
     assert (result.exit, result.label, result.is_error) == (1, FAIL_CLOSED, True)
@@ -238,7 +239,7 @@ def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_f
     """What section 5 labels them by: neither the local index nor Honcho is read."""
     from conftest import bxmem_inprocess
 
-    from bxmem import index
+    from bxmem.store import index
 
     opened = []
     monkeypatch.setattr(index.Index, "open_readonly", lambda self: opened.append(self) or 1 / 0)

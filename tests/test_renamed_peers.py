@@ -20,13 +20,21 @@ from conftest import bxmem_inprocess, honcho_config, write_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem import config as config_module
-from bxmem import decide, send, sync
+from bxmem.commands import decide, sync
+from bxmem.commands.send import job as send
+from bxmem.commands.send.messages import build
+from bxmem.commands.send.plan import LocalFailure
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.rules import look_alike, peer_problem, speaker_peer
-from bxmem.send_messages import build
-from bxmem.send_plan import LocalFailure
-from bxmem.write_policy import PEER_IS_THE_AGENT, PEER_LIKE_THE_OWNER, PEER_NOT_A_NAME, Now, hold_pending, roles_of
+from bxmem.policy.rules import look_alike, peer_problem, speaker_peer
+from bxmem.policy.write_policy import (
+    PEER_IS_THE_AGENT,
+    PEER_LIKE_THE_OWNER,
+    PEER_NOT_A_NAME,
+    Now,
+    hold_pending,
+    roles_of,
+)
 
 
 def load():

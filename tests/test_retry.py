@@ -1,8 +1,8 @@
-"""retry.py's rules, as pure functions: when an in-doubt item may be looked up, and what waits behind it."""
+"""policy/retry.py's rules, as pure functions: when an in-doubt item may be looked up, and what waits behind it."""
 
 from __future__ import annotations
 
-from bxmem.retry import Hold, iso, settle_at, settle_wait_s
+from bxmem.policy.retry import Hold, iso, settle_at, settle_wait_s
 
 T = 1_000_000.0
 
@@ -20,7 +20,7 @@ def edit(item: str, session: str = "owner", ws: str = "w") -> dict:
 
 
 def test_the_wait_is_more_than_twice_the_read_timeout():
-    from bxmem import honcho
+    from bxmem.honcho import client as honcho
 
     assert settle_wait_s() >= 2 * honcho.READ_TIMEOUT
     assert settle_wait_s() == 95.0  # connect 5 + write 30 + read 30, and 30 more for the server

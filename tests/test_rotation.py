@@ -15,11 +15,11 @@ import time
 import pytest
 from conftest import decisions, ledger_events, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror
+from bxmem.commands import decide, mirror
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.fastpath import is_idle
-from bxmem.grammar import parse
+from bxmem.start.grammar import parse
+from bxmem.start.idle import is_idle
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 

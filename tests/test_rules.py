@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.rules import (
+from bxmem.policy.rules import (
     CLEAN_LOG,
     DOT,
     PEER_RE,

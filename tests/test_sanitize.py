@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.ignorable import DEFAULT_IGNORABLE, UNICODE_VERSION
-from bxmem.sanitize import chunks, find_secret, neutralise, replacement, secret_rules
+from bxmem.policy.ignorable import DEFAULT_IGNORABLE, UNICODE_VERSION
+from bxmem.policy.sanitize import chunks, find_secret, neutralise, replacement, secret_rules
 
 # Fake secrets of each well-known shape, assembled so this file holds none whole.
 EXAMPLES = {

@@ -15,12 +15,13 @@ from collections import Counter
 import pytest
 from conftest import ROOT, decisions, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo import sample
 from bxmem.demo.sample import turn_lines
-from bxmem.retry import settle_wait_s
-from bxmem.sealed import unseal
+from bxmem.policy.retry import settle_wait_s
+from bxmem.start.sealed import unseal
 
 
 def load():
@@ -251,7 +252,7 @@ def test_local_only_send_sends_nothing_and_says_so(home):
 
 def test_second_send_at_once_exits_zero_saying_so(home, honcho, configure):
     configure(honcho.url)
-    from bxmem.store import JobLock
+    from bxmem.store.files import JobLock
 
     (home / "memory").mkdir(parents=True)
     lock = JobLock(home / "memory" / "honcho.jsonl", "send")

@@ -9,10 +9,11 @@ from collections import Counter
 
 from conftest import ledger_events, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.retry import settle_wait_s
+from bxmem.policy.retry import settle_wait_s
 
 
 def load():

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from bxmem import honcho
-from bxmem.outbox import Outbox
-from bxmem.retry import Hold, iso
-from bxmem.send_plan import LocalFailure, Planner, missing_peers, opening, target
+from bxmem.commands.send.plan import LocalFailure, Planner, missing_peers, opening, target
+from bxmem.honcho import client as honcho
+from bxmem.policy.retry import Hold, iso
+from bxmem.store.outbox import Outbox
 
 AGENT = "boxmaker0"
 WS = "bm0-trusted"

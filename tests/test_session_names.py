@@ -20,8 +20,10 @@ from conftest import write_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, send_plan
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.commands.send import plan as send_plan
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 
 HONCHO_ID = re.compile(r"^[A-Za-z0-9_-]{1,512}$")

@@ -10,10 +10,11 @@ from collections import Counter
 import pytest
 from conftest import ledger_events, write_log
 
-from bxmem import audit, decide, mirror, send
-from bxmem import config as config_module
+from bxmem.commands import audit, decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.retry import settle_wait_s
+from bxmem.policy.retry import settle_wait_s
 
 T0 = 2_000_000_000.0
 

@@ -1,4 +1,4 @@
-"""What bxmem prints that came from outside goes through shown.py, and within its
+"""What bxmem prints that came from outside goes through policy/shown.py, and within its
 schema's limits: ids, dates and text from Honcho in recall's and ask's JSON
 and text, in audit's and undo's lines."""
 
@@ -14,10 +14,12 @@ from hostile_honcho import FORGED_DATE, FORGED_IDS, FORGED_TEXT, Attack, arm
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, shown
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.sanitize import replacement
+from bxmem.policy import shown
+from bxmem.policy.sanitize import replacement
 
 RECALL = json.loads((SCHEMAS / "recall.schema.json").read_text())
 ID_PATTERN = re.compile(RECALL["$defs"]["id"]["anyOf"][1]["pattern"])
@@ -89,7 +91,7 @@ def test_a_line_shown_is_text_shown_on_one_line(value, cap):
 
 
 def test_the_placeholder_is_no_id_and_survives_the_header_alphabet():
-    from bxmem.render import field
+    from bxmem.policy.render import field
 
     assert not ID_PATTERN.fullmatch(shown.INVALID_ID) and field(shown.INVALID_ID) == shown.INVALID_ID
 

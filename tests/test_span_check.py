@@ -11,8 +11,9 @@ import logging
 import pytest
 from conftest import decisions, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, index_fold, mirror, send, sync
+from bxmem.commands import decide, index_fold, mirror, sync
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.log import log
 

@@ -9,8 +9,9 @@ import shutil
 import pytest
 from conftest import decisions, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send
+from bxmem.commands import decide, mirror
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 
 # Every file bxmem keeps in memory/bxmem/ once decide, mirror and send have run.

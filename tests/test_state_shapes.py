@@ -1,6 +1,6 @@
 """A state file of the wrong shape is rebuilt, not used (docs/interfaces.md,
 "Bad local input"): decide.json, mirror.json, the outbox checkpoint and the
-config cache are each checked whole on load (shapes.py); what does not fit
+config cache are each checked whole on load (policy/shapes.py); what does not fit
 is said once, naming the file, and rebuilt from the ledger, the logs and the
 journal. The result is the one a deleted file gives (tests/test_state_cache.py):
 nothing lost, nothing sent twice, the right conclusion removed.
@@ -20,12 +20,13 @@ import signal
 import pytest
 from conftest import bxmem_inprocess, decisions, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, sync
+from bxmem.commands import decide, mirror, sync
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.fastpath import is_idle
-from bxmem.grammar import parse
-from bxmem.sealed import seal, unseal
+from bxmem.start.grammar import parse
+from bxmem.start.idle import is_idle
+from bxmem.start.sealed import seal, unseal
 
 
 def load():
@@ -239,7 +240,7 @@ def test_an_entry_key_bxmem_did_not_write_is_replaced(added, home, honcho, no_ha
 def test_an_index_with_damaged_offsets_is_rebuilt_not_warned_about_on_every_run(added, home, caplog, damage):
     import sqlite3
 
-    from bxmem import index_fold
+    from bxmem.commands import index_fold
 
     db = sqlite3.connect(added / "index.sqlite3")
     db.execute(damage)

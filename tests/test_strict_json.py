@@ -19,10 +19,10 @@ import pytest
 from conftest import decisions
 from hostile_honcho import Attack, arm
 
-from bxmem import config as config_module
-from bxmem import decide, mirror
+from bxmem.commands import decide, mirror
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.honcho import Unavailable, WorkspaceClient
+from bxmem.honcho.client import Unavailable, WorkspaceClient
 from bxmem.sources import brokerd as brokerd_module
 from bxmem.sources import jsonline
 

@@ -10,8 +10,9 @@ import json
 import pytest
 from conftest import bxmem_inprocess, honcho_config, ledger_events, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, send
+from bxmem.commands import decide
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
@@ -111,7 +112,7 @@ def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_acce
 
 
 def test_an_edit_whose_session_was_deleted_is_resent_to_a_new_one(home, honcho, configure):
-    from bxmem import mirror
+    from bxmem.commands import mirror
     from bxmem.demo.sample import write_journal
 
     configure(honcho.url)
@@ -237,7 +238,7 @@ def test_an_audit_finding_the_server_cannot_put_right_is_accepted_once_for_good(
 
 
 def test_an_item_in_doubt_is_not_dropped_or_moved_until_send_has_looked(home, brokerd, honcho, configure, monkeypatch):
-    from bxmem import honcho as honcho_module
+    from bxmem.honcho import client as honcho_module
 
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "first", "one") + turn_lines(2, "second", "two"))
@@ -275,7 +276,7 @@ def test_a_renamed_workspace_holds_items_until_reroute_sends_them_where_their_ro
 
 
 def test_a_held_edit_rerouted_writes_its_conclusion_where_it_was_rerouted(home, honcho, config_file):
-    from bxmem import mirror
+    from bxmem.commands import mirror
     from bxmem.demo.sample import write_journal
 
     config_file.write_text(honcho_config(honcho.url))
@@ -333,10 +334,10 @@ def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows
 
     from conftest import ROOT
 
-    from bxmem import audit
+    from bxmem.commands import audit
     from bxmem.runbooks import ENTRIES
 
-    tree = ast.parse((ROOT / "bxmem" / "audit.py").read_text())
+    tree = ast.parse((ROOT / "bxmem" / "commands/audit.py").read_text())
     added = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, "attr", "") == "add" and node.args and isinstance(node.args[0], ast.Constant)}
     assert added == set(audit.KINDS)
@@ -385,7 +386,7 @@ def _touched(honcho, ws: str) -> list[str]:
 
 def test_items_held_by_a_read_source_are_rerouted_where_their_role_is_now_never_to_the_read_source(
         home, brokerd, honcho, config_file, tmp_path):
-    from bxmem import mirror
+    from bxmem.commands import mirror
     from bxmem.demo.sample import write_journal
 
     config_file.write_text(honcho_config(honcho.url))
@@ -420,7 +421,7 @@ def test_items_held_by_a_read_source_are_rerouted_where_their_role_is_now_never_
 def test_a_reroute_never_targets_a_workspace_the_write_rule_refuses(home, brokerd, honcho, config_file, monkeypatch):
     """Belt and braces: should the configuration ever give a role a workspace the write
     rule refuses (a read source), the re-route is refused, nothing written."""
-    from bxmem import outbox_actions
+    from bxmem.commands import outbox_actions
 
     config_file.write_text(honcho_config(honcho.url))
     write_log(home, "s", turn_lines(1, "hello", "hi"))
@@ -444,7 +445,7 @@ def test_an_undo_waiting_behind_a_held_edit_goes_once_that_edit_is_rerouted(home
     """The add was decided for the old trusted workspace, its undo under the new
     configuration: the undo writes only where it may, but names a held edit, so it
     waits behind it (never moved alone); re-routing the add lets both go, in order."""
-    from bxmem import mirror, undo
+    from bxmem.commands import mirror, undo
     from bxmem.demo.sample import write_journal
 
     config_file.write_text(honcho_config(honcho.url))
@@ -522,7 +523,7 @@ def test_a_failure_honcho_may_hold_is_shown_in_doubt_never_moved_and_resent_only
 def test_what_sync_and_outbox_list_print_from_the_ledger_goes_through_shown(home, brokerd, honcho, configure):
     """A damaged or forged ledger line (its reason, workspace, time) cannot print an ESC,
     a line break that forges an `attention:` line, or a bidi override."""
-    from bxmem.ledger import Ledger
+    from bxmem.store.ledger import Ledger
 
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))

@@ -7,8 +7,9 @@ import os
 
 from conftest import bxmem_inprocess, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror, send, sync
+from bxmem.commands import decide, mirror, sync
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 
 

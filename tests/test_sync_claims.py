@@ -53,7 +53,8 @@ def test_what_answers_is_said_to_answer_with_the_time(home, brokerd, honcho, con
 
 
 def test_not_checked_says_so(home, configure):
-    from bxmem import config, sync
+    from bxmem.commands import sync
+    from bxmem.config import loader as config
 
     configure("http://127.0.0.1:9")
     report = sync.status(config.load(), check=False)
@@ -116,7 +117,9 @@ def test_on_a_terminal_the_lines_are_the_same_text(home, configure):
     """rich renders for a person at a terminal; what it prints is exactly sync's lines."""
     from rich.console import Console
 
-    from bxmem import config, jobs, sync
+    from bxmem.cli import output as jobs
+    from bxmem.commands import sync
+    from bxmem.config import loader as config
 
     configure("http://127.0.0.1:9")
     report = sync.status(config.load(), check=False)
@@ -150,7 +153,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     attention = [line for line in out if line.startswith("attention: ")]
     assert len(attention) == 1 and attention[0].endswith("(see: bxmem runbook honcho-key-refused)") and len(attention[0]) > 80
     assert not any(line.startswith(" ") or "…" in line for line in out), out
-    from bxmem import sync
+    from bxmem.commands import sync
 
     _code, report = sync_json(env={"COLUMNS": "80"})
     assert len(out) == len(sync.lines(report))  # one printed line per fact, no more

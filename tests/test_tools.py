@@ -8,8 +8,8 @@ import json
 import jsonschema
 from conftest import bxmem_inprocess, run_bxmem
 
-from bxmem import ask, recall, tools
-from bxmem import config as config_module
+from bxmem.commands import ask, recall, tools
+from bxmem.config import loader as config_module
 
 AGENTS = ["boxmaker1", "boxmaker2", "scout", "ana-bot", "relay_7"]
 READS = "".join(f'\n[[honcho.read]]\nagent = "{a}"\nworkspace = "{a}-trusted"\n' for a in AGENTS)

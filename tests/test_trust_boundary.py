@@ -25,8 +25,9 @@ import pytest
 from conftest import write_log
 from test_sanitize import EXAMPLES
 
-from bxmem import config as config_module
-from bxmem import decide, recall, send
+from bxmem.commands import decide, recall
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 
 SESSIONS = int(os.environ.get("BXMEM_TRUST_SESSIONS", "10000"))
 SPEAKERS = ["kyle", "kyle", "ana.lima", None, "two words", "boxmaker0", "x" * 600]

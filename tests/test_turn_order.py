@@ -15,8 +15,8 @@ import logging
 import pytest
 from conftest import bxmem_inprocess, decisions, ledger_events, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, sync
+from bxmem.commands import decide, sync
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 
 

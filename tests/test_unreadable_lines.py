@@ -13,8 +13,8 @@ import json
 import pytest
 from conftest import decisions, ledger_events, run_bxmem, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, mirror
+from bxmem.commands import decide, mirror
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.sources import jsonline
 

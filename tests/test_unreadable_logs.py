@@ -17,12 +17,12 @@ import time
 import pytest
 from conftest import CAPTURED, ROOT, bxmem_inprocess, decisions, write_log
 
-from bxmem import config as config_module
-from bxmem import decide, sync
+from bxmem.commands import decide, sync
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.fastpath import is_idle
-from bxmem.grammar import parse
 from bxmem.sources import loopd
+from bxmem.start.grammar import parse
+from bxmem.start.idle import is_idle
 
 
 def unprivileged() -> list[str]:

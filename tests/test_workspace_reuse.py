@@ -6,7 +6,7 @@ untrusted workspace named as the trusted one, the old trusted one as the fleet.
 Items still waiting are held for it (test_held_by_config.py). These are the
 same mistakes made once the queue is empty: what was sent stays in Honcho, so
 the ledger's record of what each workspace was set up and written as
-(workspace_roles.py) decides. Nothing more is written to a workspace that
+(store/workspace_roles.py) decides. Nothing more is written to a workspace that
 holds another role's writes, sync says so with an attention line whether or
 not anything waits, and recall and ask read a workspace they would call
 trusted memory as memory-tainted when this agent wrote untrusted turns or
@@ -24,13 +24,15 @@ from pathlib import Path
 import pytest
 from conftest import bxmem_inprocess, honcho_config, ledger_events, register_secret, write_log
 
-from bxmem import ask, decide, mirror, recall, send, sync, workspace_roles
-from bxmem import config as config_module
+from bxmem.commands import ask, decide, mirror, recall, sync
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.honcho import CONFIG_DEFAULTS, CONFIG_QUIET
-from bxmem.ledger import Ledger
-from bxmem.outbox import Outbox
-from bxmem.write_policy import NOT_CONFIGURED, ROLE_CHANGED, WORKSPACE_REUSED, check_write, roles_of
+from bxmem.honcho.client import CONFIG_DEFAULTS, CONFIG_QUIET
+from bxmem.policy.write_policy import NOT_CONFIGURED, ROLE_CHANGED, WORKSPACE_REUSED, check_write, roles_of
+from bxmem.store import workspace_roles
+from bxmem.store.ledger import Ledger
+from bxmem.store.outbox import Outbox
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
@@ -297,7 +299,7 @@ def test_the_copy_is_caught_up_with_the_ledgers_tail(home, both_sent):
     assert ask.ask(load(), "restic?", ["own"]).answers[0].tag == "memory"
     # A tail the copy has not seen: an attempt of an untrusted turn to the trusted workspace,
     # as a crashed run of another release could leave it (hand-written here).
-    from bxmem import ledger_events
+    from bxmem.store import ledger_events
 
     Ledger(ledger).append([ledger_events.attempt("2026-09-27T10:00:00.000Z", items=["turn:x:1"], ws="bm0-trusted",
                                                  role="untrusted", session="x", hsession="x")])
@@ -426,8 +428,8 @@ def test_the_rule_row_by_row(ws, role, written, reason):
 
 
 def test_the_runner_refuses_a_client_for_a_reused_workspace(swapped_after_sending, home):
-    from bxmem.send import Sender
-    from bxmem.send_report import SendReport
+    from bxmem.commands.send.job import Sender
+    from bxmem.commands.send.report import SendReport
 
     config = load()
     ledger = Ledger(config.paths.ledger)

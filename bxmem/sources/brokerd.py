@@ -90,7 +90,7 @@ def session_state(sock_path: Path, session: str, timeout: float = TIMEOUT_S) -> 
 def _parse(reply: bytes) -> SessionState:
     """The reply's state; anything but the one shape the interfaces give (nested
     too deep, a key twice, wrong types, not UTF-8) did not parse."""
-    from .jsonline import parse_object
+    from bxmem.sources.jsonline import parse_object
 
     message = parse_object(reply)
     body = message.get("SessionStateReply") if isinstance(message, dict) else None

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..store import open_fd, open_file
-from .cursor import moved, remember
-from .jsonline import complete_lines, is_blank, parse_object, why_too_long
+from bxmem.sources.cursor import moved, remember
+from bxmem.sources.jsonline import complete_lines, is_blank, parse_object, why_too_long
+from bxmem.store.files import open_fd, open_file
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
@@ -109,9 +109,9 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
     (FileNotFoundError): bxmem never creates memoryd's file."""
     import json
 
-    from ..errors import StorageError
-    from ..ledger import append_whole
-    from ..store import Flock
+    from bxmem.errors import StorageError
+    from bxmem.store.files import Flock
+    from bxmem.store.ledger import append_whole
 
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     with open_file(path) as f, Flock(f.fileno(), exclusive=True):
@@ -133,8 +133,8 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
     With `secret`, each edit carries the keyed hash of its line. No journal is
     no edit; one that cannot be opened (not a regular file: a FIFO is refused,
     never waited on) is a StorageError naming it, and nothing is mirrored."""
-    from ..errors import StorageError
-    from ..local_key import line_mac
+    from bxmem.errors import StorageError
+    from bxmem.store.local_key import line_mac
 
     try:
         f = open_file(path)  # only the open may raise FileNotFoundError; `with f` below
@@ -199,7 +199,7 @@ def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str
     the span is checked: it must hold a readable edit line (of `edit_id`, when
     the caller knows whose line it is); and, when the spec has a keyed hash made with
     `secret`, exactly the bytes decided. LineChanged (a ValueError) if not."""
-    from ..local_key import key_id, line_mac
+    from bxmem.store.local_key import key_id, line_mac
 
     offset, length = spec["span"]
     with open_file(path) as f:

@@ -24,16 +24,16 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import ranges
-from ..labels import tool_result_label
-from ..local_key import key_id, line_mac
-from ..rules import look_alike
-from ..sanitize import find_secret
-from ..store import open_file
-from ..turn_order import MAX_WAITING_TURNS
-from .cursor import moved, remember
-from .jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
-from .turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
+from bxmem.policy import ranges
+from bxmem.policy.labels import tool_result_label
+from bxmem.policy.rules import look_alike
+from bxmem.policy.sanitize import find_secret
+from bxmem.policy.turn_order import MAX_WAITING_TURNS
+from bxmem.sources.cursor import moved, remember
+from bxmem.sources.jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
+from bxmem.sources.turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
+from bxmem.store.files import open_file
+from bxmem.store.local_key import key_id, line_mac
 
 __all__ = ["FinishedTurn", "cursor_labels"]  # decide's, from here: the log's reader hands them out
 

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import ranges
-from ..labels import UNREADABLE_LINE, tool_result_label
-from ..rules import LogLabels, after_line
-from ..turn_order import result_too_late, turns_to_decide
+from bxmem.policy import ranges
+from bxmem.policy.labels import UNREADABLE_LINE, tool_result_label
+from bxmem.policy.rules import LogLabels, after_line
+from bxmem.policy.turn_order import result_too_late, turns_to_decide
 
 Warn = Callable[[str], None]
 

@@ -1,6 +1,6 @@
 """What the run's three workspaces hold in Honcho: messages per session, conclusions. JSON.
 
-    honcho.py BASE_URL RUN
+    honcho/client.py BASE_URL RUN
 """
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""Which workspaces `bxmem ask` asks, and with what tag; whose memory it asks by
+peer chat where a server has no workspace chat.
+
+A name is `own` (the agent's trusted workspace), `untrusted`, `fleet`, or an
+agent from `[[honcho.read]]`; an unknown name is refused before any call. The
+tag is the configuration's, held to what this agent's ledger says it wrote
+there (`as_written`): a workspace called trusted that holds this agent's
+untrusted turns or fleet notes is asked as memory-tainted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bxmem.config.loader import Config
+from bxmem.errors import Refused, UsageError
+from bxmem.policy.labels import MEMORY, OWN_LABELS, TAINTED, read_tag
+
+PEERS_AT_MOST = 6
+
+
+@dataclass
+class Target:
+    name: str  # as the caller named it
+    role: str  # config role
+    tag: str
+    klass: str
+    note: str | None = None  # why it is not tagged as configured (as_written)
+
+
+def targets(config: Config, names: list[str]) -> list[Target]:
+    if config.honcho is None:
+        raise Refused("bxmem is local-only (no [honcho] section): there is no workspace to ask")
+    known = {
+        "own": Target("own", "trusted", *OWN_LABELS["trusted"]),
+        "untrusted": Target("untrusted", "untrusted", *OWN_LABELS["untrusted"]),
+        "fleet": Target("fleet", "fleet", *OWN_LABELS["fleet"]),
+    }
+    for source in config.honcho.read:
+        known[source.agent] = Target(source.agent, f"read:{source.agent}",
+                                     read_tag(source.trust), source.class_)
+    chosen = []
+    for name in names or ["own"]:
+        if name not in known:
+            raise UsageError(f"unknown workspace name {name!r} (known: {', '.join(known)})")
+        if known[name] not in chosen:
+            chosen.append(known[name])
+    # A workspace without a key is asked without one, as every command uses it
+    # (config.keyless_among_keyed): a server with auth on answers 401, which is
+    # that workspace's unavailable line, never the caller's bad input.
+    return as_written(config, chosen)
+
+
+def as_written(config: Config, chosen: list[Target]) -> list[Target]:
+    """Those tagged memory held to what the ledger says this agent wrote there (workspace_roles)."""
+    trusted = {config.workspace(t.role).name: t for t in chosen if t.tag == MEMORY}
+    if trusted:
+        from bxmem.store.workspace_roles import tainting_notes
+
+        for ws, why in tainting_notes(config.paths.state, config.paths.ledger, trusted).items():
+            trusted[ws].tag, trusted[ws].note = TAINTED, why
+    return chosen
+
+
+def peers_to_ask(config: Config, target: Target, listed: list[str]) -> tuple[list[str], int]:
+    """Whose memory is in the workspace, as workspace chat would search it. The
+    agent's own workspaces: the owner's peer (user.md, the owner's turns) and the
+    agent's (memory.md, trusted notes, its replies). Another agent's workspace and
+    the fleet: every peer there (the fleet holds each agent's notes under its own
+    peer), that agent's and the owner's first. Only listed peers: a chat on a
+    missing peer would create it. Returns the peers and how many were left out."""
+    assert config.honcho is not None
+    listed = list(dict.fromkeys(listed))  # a peer listed twice is asked once
+    if target.role in ("trusted", "untrusted"):
+        return [p for p in (config.honcho.owner, config.honcho.agent) if p in listed], 0
+    first = [target.role.removeprefix("read:"), config.honcho.owner] if target.role.startswith("read:") else []
+    ordered = [p for p in first if p in listed] + [p for p in listed if p not in first]
+    return ordered[:PEERS_AT_MOST], max(0, len(ordered) - PEERS_AT_MOST)

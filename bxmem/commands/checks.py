@@ -1,0 +1,124 @@
+"""The live checks behind `bxmem sync`: what it says about brokerd, Honcho and
+the key files is what it found when it asked, not what a job last recorded.
+
+brokerd is asked one SessionState question under decide's 2 s deadline (the
+request changes nothing, interfaces section 3). Honcho's `/health` is asked
+under recall's 5 s deadline. Key files are read by config.read_key, the one
+reader every command uses, so sync's verdict on a key is send's, recall's and
+ask's. Each
+result carries the time it was made; a check not made says "not checked".
+Both network checks run at once, so sync waits at most the longer deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from bxmem.commands.recall import HONCHO_TIMEOUT_S
+from bxmem.config.loader import Config, read_key
+from bxmem.errors import ConfigInvalid
+from bxmem.sources import brokerd
+from bxmem.store.ledger import now_iso
+
+# Asked when no turn is waiting: brokerd answers a session it has not seen as
+# private and clean, and the question changes nothing.
+PROBE_SESSION = "bxmem-sync-check"
+
+
+def _result(checked_at: str | None, ok: bool | None, problem: str | None, deadline: float | None) -> dict:
+    return {"checked_at": checked_at, "ok": ok, "problem": problem, "deadline_s": deadline}
+
+
+def not_checked(why: str) -> dict:
+    return _result(None, None, f"not checked: {why}", None)
+
+
+def _ask_brokerd(config: Config, session: str) -> None:
+    brokerd.session_state(config.paths.broker_socket, session, timeout=brokerd.TIMEOUT_S)
+
+
+def _ask_honcho(url: str) -> None:
+    from bxmem.honcho.client import health
+
+    health(url, HONCHO_TIMEOUT_S)  # bounded as every request is: a deadline, a cap on the answer
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, brokerd.BrokerUnavailable):
+        return str(exc)
+    from bxmem.honcho.errors import HonchoError
+
+    if isinstance(exc, HonchoError):
+        if exc.kind == "timed out":
+            return f"no answer within {HONCHO_TIMEOUT_S:g} s"
+        return f"/health answered {exc.kind}" if exc.kind.startswith("HTTP ") else f"/health: {exc.kind}"
+    return str(exc) or type(exc).__name__
+
+
+def services(config: Config, session: str | None) -> dict[str, dict]:
+    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
+    jobs = {"brokerd": (brokerd.TIMEOUT_S, lambda: _ask_brokerd(config, session or PROBE_SESSION))}
+    if config.honcho:
+        url = config.honcho.url
+        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
+    outcome: dict[str, Exception | None] = {}
+
+    def run(name: str, fn) -> None:
+        try:
+            fn()
+            outcome[name] = None
+        except Exception as exc:  # reported as the check's problem, never raised
+            outcome[name] = exc
+
+    started, checked_at = time.monotonic(), now_iso()
+    threads = {name: threading.Thread(target=run, args=(name, fn), daemon=True) for name, (_d, fn) in jobs.items()}
+    for thread in threads.values():
+        thread.start()
+    results = {"honcho": not_checked("local-only, no [honcho] section")}
+    for name, (deadline, _fn) in jobs.items():
+        # Daemon threads with a deadline from the same start: a check that
+        # overruns (a DNS lookup has no timeout of its own) is reported, not waited for.
+        threads[name].join(max(0.0, started + deadline + 0.5 - time.monotonic()))
+        failure = outcome.get(name)
+        if name not in outcome:
+            results[name] = _result(checked_at, False, f"no answer within {deadline:g} s", deadline)
+        elif failure is None:
+            results[name] = _result(checked_at, True, None, deadline)
+        else:
+            results[name] = _result(checked_at, False, _describe(failure), deadline)
+    return results
+
+
+def partial_keys(config: Config) -> str | None:
+    """The warning `config check` and `sync` print when some workspaces have
+    keys and others none: a mistake (a server with auth on refuses them) or
+    harmless (auth off, the keys unneeded). Never a refusal: every command uses
+    the keyless ones without a key."""
+    keyless = config.keyless_among_keyed()
+    if not keyless:
+        return None
+    names = ", ".join(f"{ws.name} ([secrets.{ws.secret}])" for ws in keyless)
+    return (f"keys are configured for some workspaces but not for {names}: every command uses "
+            f"{'it' if len(keyless) == 1 else 'them'} without a key, which a Honcho server with auth on refuses "
+            "(401); auth is on or off for the whole server, so add the missing keys, or remove the others if auth is off")
+
+
+def keys(config: Config) -> list[dict]:
+    """Every configured key file, read as every command reads it (config.read_key:
+    a regular file of this user's, mode 600, at most 8 KiB, one line of printable
+    ASCII; a FIFO is never opened). The key itself is dropped at once."""
+    out = []
+    for ws in config.workspaces():
+        entry = {"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
+                 "file": str(ws.key_file) if ws.key_file else None}
+        if ws.key_file is None:
+            out.append({**entry, **_result(None, None, "no key file configured; requests go without a key", None)})
+            continue
+        checked_at = now_iso()
+        try:
+            read_key(ws)
+            out.append({**entry, **_result(checked_at, True, None, None)})
+        except ConfigInvalid as exc:
+            out.append({**entry, **_result(checked_at, False, str(exc), None)})
+    return out

@@ -1,0 +1,133 @@
+"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger.
+
+Per session log: a cursor (sources/loopd.py) and the exact set of its turns
+already decided, as sorted disjoint ranges ([[1, 30]] for a session whose 30
+turns are decided; one range per run of turns, so a long history costs a
+few numbers). Also the turns waiting for brokerd, where the last run stopped
+when its budget ran out, and what it saw of brokerd.
+
+A turn is decided once: before a turn is decided its number is looked up in
+the set, and the set is learnt back from the ledger on every run (from the
+offset the state last recorded, or from the start when the state is lost or
+from an older version). So a crash or a full disk between an append and the
+state write, or mid-append at any byte, decides nothing twice and loses
+nothing: the turns whose lines did not reach the ledger are decided again
+from the log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bxmem.log import log
+from bxmem.policy import ranges
+from bxmem.policy.labels import CLASS_RANK
+from bxmem.policy.shapes import (
+    RANGES,
+    SPAN,
+    anything,
+    boolean,
+    dict_of,
+    integer,
+    list_of,
+    maybe,
+    number,
+    one_of,
+    problem,
+    record,
+    string,
+)
+from bxmem.sources import cursor
+from bxmem.sources.loopd import MAX_TURN, new_cursor
+from bxmem.store.files import load_json
+from bxmem.store.ledger import Ledger, ReadResult
+from bxmem.store.ledger_events import TURN, is_decided
+
+STATE_FILE = "decide.json"
+# 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
+# A state of another version is read again from the logs and the ledger.
+STATE_VERSION = 2
+
+
+def fresh_state() -> dict:
+    return {"v": STATE_VERSION, "ledger_size": 0, "logs": {}, "undecided": {}, "broker_down_since": None,
+            "logs_missing": False, "resume_at": None, "last_run": None}
+
+
+# --- the shape of decide.json: checked whole on load; any other shape is rebuilt ----------------
+
+_NAME = maybe(string)
+OPEN_TURN = record({"user": list_of(SPAN), "speakers": list_of(_NAME), "ts": _NAME, "reply": maybe(SPAN),
+                    "secret": _NAME, "reply_secret": _NAME, "key": _NAME, "macs": list_of(string), "reply_mac": _NAME},
+                   {"end": _NAME})  # `end`: its turn_end's status, while it waits for a lower-numbered turn (loopd)
+UNREADABLE = maybe(record({"line": integer(1), "why": string}))
+CLASS = one_of(*CLASS_RANK)
+# A cursor as decide.json keeps it (decide_state.SHAPE): anything else is a state to rebuild.
+CURSOR = record(
+    {**cursor.FIELDS, "untrusted": boolean, "class": CLASS, "unreadable": UNREADABLE, "skipping": boolean,
+     "open": dict_of(OPEN_TURN), "decided": RANGES},
+    {**cursor.OPTIONAL, "ended": RANGES, "out_of_order": integer(0), "ignored": string, "gone": boolean,
+     "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))})},
+)
+# A finished turn waiting for brokerd (FinishedTurn's fields, and `late`).
+WAITING_TURN = record({
+    "session": string, "turn": integer(1, MAX_TURN), "status": _NAME, "user": list_of(SPAN), "reply": maybe(SPAN),
+    "speaker": _NAME, "ts": _NAME, "has_text": boolean, "secret": _NAME, "untrusted_by_log": boolean,
+    "log_class": CLASS, "log_unreadable": UNREADABLE,
+    "macs": maybe(record({"key": string, "user": list_of(string), "reply": _NAME})),
+}, {"late": boolean})
+
+
+SHAPE = record({
+    "v": one_of(STATE_VERSION), "ledger_size": integer(0), "logs": dict_of(CURSOR), "undecided": dict_of(list_of(WAITING_TURN)),
+    "broker_down_since": _NAME, "logs_missing": boolean, "resume_at": _NAME,
+    "last_run": maybe(record({"at": string, "budget_s": number, "sessions_waiting": integer(0),
+                              "broker_questions": integer(0), "broker_slowest_s": maybe(number)})),
+})
+
+
+def read(state_dir: Path) -> tuple[dict | None, str | None]:
+    """decide.json as last saved: (state, None); (None, None) when there is none or
+    it is of another version (read again from the logs and the ledger, as
+    planned); (None, why) when it cannot be used."""
+    state, why = load_json(state_dir / STATE_FILE, record({"v": anything}))
+    if state is None or state["v"] != STATE_VERSION:
+        return None, why
+    why = problem(state, SHAPE)
+    return (state, None) if why is None else (None, why)
+
+
+def load(state_dir: Path) -> dict:
+    state, why = read(state_dir)
+    if why is not None:
+        # Every log is read again (its taint is in its lines) and the ledger says which turns are decided.
+        log.warning(f"{state_dir / STATE_FILE}: {why}; rebuilt from the logs and the ledger")
+    # None: lost, or written by a version that kept only the highest decided turn.
+    return state if state is not None else fresh_state()
+
+
+has_turn, add_turn = ranges.has, ranges.add  # the decided set of a session's turns
+
+
+def recover(state: dict, ledger: Ledger) -> None:
+    """Learn the turns decided in the ledger since the state's last write (a crash,
+    a full disk, a lost or old state file), the torn last line too when it is a
+    whole decision (the next append completes it)."""
+    if ledger.size() <= state["ledger_size"]:
+        return
+    result = ReadResult()
+    for ev in ledger.iter_from(state["ledger_size"], result, tail=True):
+        if not is_decided(ev, TURN):
+            continue
+        session, turn = ev.get("session"), ev.get("turn")
+        if not isinstance(session, str) or type(turn) is not int:
+            continue
+        add_turn(state["logs"].setdefault(session, new_cursor())["decided"], turn)
+        waiting = state["undecided"].get(session)
+        if waiting:
+            state["undecided"][session] = [t for t in waiting if t["turn"] != turn]
+            if not state["undecided"][session]:
+                del state["undecided"][session]
+    if result.torn_event:
+        ledger.close_torn_tail()
+    state["ledger_size"] = result.end  # learnt up to here: the next run reads on from it

@@ -1,0 +1,305 @@
+"""What goes into the local index, and when: the fold over the ledger and the journal.
+
+decide and mirror catch the index up after each run (`refresh`); `bxmem index
+rebuild` builds it again from nothing. One writer at a time: a lock on a byte
+of the ledger (store.JobLock) is held for a catch-up or a rebuild. An index that another
+version of bxmem built is rebuilt on its first update, into a new file that
+replaces it whole once complete (recall meanwhile says the local index is
+unavailable and why); a large rebuild at a terminal shows a progress bar.
+"""
+
+from __future__ import annotations
+
+# The C module, as store/index.py imports it: the `sqlite3` package would import datetime.
+import _sqlite3 as sqlite3
+import os
+import time
+from pathlib import Path
+
+from bxmem.policy.labels import entry_class, note_tag, turn_labels
+from bxmem.store.index import INDEX_FILE, Index, IndexOutdated, IndexUnavailable
+
+WAIT_S = 30.0  # a catch-up waits this long for another one (or a rebuild) to finish
+PROGRESS_BYTES = 1 << 20  # a rebuild from a ledger this large shows a progress bar at a terminal
+
+
+def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
+    from bxmem.policy.rules import DOT
+
+    tag, klass = turn_labels(decided)
+    peer = decided.get("peer")
+    # The speaker, as searched: the peer id with its `.` given back ("ana_Dot_lima" is "ana", "lima").
+    who = peer.replace(DOT, ".") if isinstance(peer, str) else None
+    index.add(decided["item"], "turn", tag, klass, user_text, reply=reply_text, session=decided["session"],
+              ts=decided.get("at"), who=who)
+
+
+def index_edit(index: Index, record: dict, target: dict | None) -> None:
+    """Apply one journal edit to the index; `target` is the record an undo names."""
+    op, file, edit_id = record.get("op"), record.get("file"), record.get("id")
+    entry = record.get("entry")
+    if op in ("identity_add", "identity_replace") and isinstance(entry, str):
+        if op == "identity_replace" and isinstance(record.get("old"), str):
+            index.remove_entry("identity", file, record["old"])
+        index.add(f"edit:{edit_id}#0", "identity", "identity", entry_class(entry), entry, file=file, session=record.get("session"), ts=record.get("ts"))
+    elif op == "identity_remove" and isinstance(entry, str):
+        index.remove_entry("identity", file, entry)
+    elif op == "consolidate":
+        for dropped in record.get("dropped") or []:
+            if isinstance(dropped, str):
+                index.remove_entry("identity", file, dropped)
+    elif op == "note" and isinstance(entry, str):
+        tag = note_tag(record.get("trust"))
+        index.add(f"edit:{edit_id}#0", "note", tag, entry_class(entry), entry, session=record.get("session"), ts=record.get("ts"))
+    elif op == "undo" and target is not None:
+        _undo(index, record, target)
+
+
+def _undo(index: Index, undo: dict, target: dict) -> None:
+    op, file = target.get("op"), target.get("file")
+    index.remove_key(f"edit:{target.get('id')}#0")
+    restore: list[str] = []
+    if op == "identity_replace" and isinstance(target.get("old"), str):
+        restore = [target["old"]]
+    elif op == "identity_remove" and isinstance(target.get("entry"), str):
+        restore = [target["entry"]]
+    elif op == "consolidate":
+        restore = [d for d in target.get("dropped") or [] if isinstance(d, str)]
+    for n, text in enumerate(restore):
+        index.add(f"undo:{undo.get('id')}#{n}", "identity", "identity", entry_class(text), text, file=file, session=target.get("session"), ts=undo.get("ts"))
+
+
+# --- the fold: catch up with the ledger (turns) and the journal (edits) ------------------
+
+
+def _meta(index: Index, key: str, default: int = 0) -> int:
+    """An offset the index recorded; one that is not (the file is not what this
+    code writes) makes the index unusable, so it is moved aside and rebuilt."""
+    row = index.db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    if row is not None and not (isinstance(row[0], str) and row[0].isascii() and row[0].isdigit()):
+        raise IndexUnavailable(f"{index.path}: its {key} is not a byte offset")
+    return int(row[0]) if row else default
+
+
+def _set_meta(index: Index, key: str, value: int) -> None:
+    index.db().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
+
+def catch_up(index: Index, paths, progress=None) -> int:
+    """Apply what the ledger and the journal gained since the last catch-up, in
+    one transaction with the new offsets: a crash leaves the index as it was.
+    `progress(offset)` is told how far into the ledger the fold has read."""
+    from bxmem.sources import journal
+    from bxmem.sources.loopd import SpanChanged, SpanReader
+    from bxmem.store.files import NotRegularFile, open_file
+    from bxmem.store.ledger import Ledger, ReadResult
+    from bxmem.store.ledger_events import TURN, is_decided
+    from bxmem.store.local_key import load as load_key
+
+    ledger = Ledger(paths.ledger)
+    journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
+    if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
+        return 0
+    applied = changed = 0
+    refused: dict[str, str] = {}  # a log that is not a regular file -> what it is
+    with index.transaction(), SpanReader(load_key(paths.state, create=False)) as spans:
+        # Offsets are read again under the write lock: decide and mirror may catch up at once.
+        ledger_at = _meta(index, "ledger_offset")
+        journal_at = _meta(index, "journal_offset")
+        result, db = ReadResult(), index.db()
+        for ev in ledger.iter_from(ledger_at, result):
+            if progress is not None:
+                progress(result.end)
+            # A decision is final: a second one for an indexed turn changes nothing (store/outbox.py).
+            if not is_decided(ev, TURN) or db.execute("SELECT 1 FROM docs WHERE key = ?", (ev.get("item"),)).fetchone():
+                continue
+            try:
+                texts, reply = spans.turn_texts(paths.logs, ev)
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # the log is gone, shorter, or changed
+                changed += isinstance(exc, SpanChanged)  # another line's text is never indexed under these labels
+                if isinstance(exc, NotRegularFile):
+                    refused[exc.filename] = exc.strerror or "not a regular file"
+                continue
+            index_turn(index, ev, "\n".join(texts), reply)
+            applied += 1
+        _set_meta(index, "ledger_offset", result.end)
+        if paths.journal.exists():
+            pos = journal_at
+            with open_file(paths.journal) as f:
+                for start, end, raw in journal.lines(f, journal_at):
+                    pos = end
+                    record = journal.parse(raw)
+                    if record is None or raw is None:
+                        continue
+                    index.db().execute("INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw)))
+                    target = _journal_record(index, f, record.get("target")) if record.get("op") == "undo" else None
+                    index_edit(index, record, target)
+                    applied += 1
+            _set_meta(index, "journal_offset", pos)
+    from bxmem.log import log
+
+    if changed:
+        log.warning(f"{changed} decided turn(s) not indexed: their log changed since they were decided")
+    for path, why in refused.items():
+        log.warning(f"{path}: {why}; its decided turns are not indexed")
+    return applied
+
+
+def _journal_record(index: Index, f, edit_id: object) -> dict | None:
+    """The record an undo names, read at the span noted when its line was indexed."""
+    from bxmem.sources.journal import record_at
+
+    if not isinstance(edit_id, str):
+        return None
+    row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
+    if row is not None and not all(type(n) is int and n >= 0 for n in row):
+        raise IndexUnavailable(f"{index.path}: the span it keeps of edit {edit_id} is not a span")
+    return record_at(f, row[0], row[1]) if row else None
+
+
+# --- updates and rebuilds ---------------------------------------------------------------
+
+
+def refresh(paths) -> None:
+    """Catch up after a job's run; a problem is one warning line, never fatal."""
+    from bxmem.log import log
+
+    try:
+        _applied, warning = update(paths)
+    except Exception as exc:  # the index is a cache: its failure must never stop a job
+        why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else f"{type(exc).__name__}: {exc}"
+        warning = f"local index not updated ({why}); recall may miss the newest entries"
+    if warning:
+        log.warning(" ".join(warning.split()))
+
+
+def update(paths, rebuild: bool = False) -> tuple[int, str | None]:
+    """Catch the index up, or rebuild it (asked, or built by another version). A
+    corrupt index is moved aside and rebuilt. Returns (entries applied, a warning
+    or None); never raises for the index's sake: the ledger, the logs and the
+    journal stay the truth."""
+    path = paths.state / INDEX_FILE
+    lock = _Lock(paths.ledger)
+    if not lock.acquire(WAIT_S * (4 if rebuild else 1)):
+        return 0, f"local index not updated: another run held its lock for {WAIT_S:g} s; the next run catches up"
+    try:
+        if rebuild:
+            return _rebuilt(paths, path, None)
+        index = Index(path)
+        try:
+            return catch_up(index, paths), None
+        except IndexOutdated as exc:
+            return _rebuilt(paths, path, str(exc))
+        except (IndexUnavailable, sqlite3.DatabaseError) as exc:
+            if "disk is full" in str(exc) or "disk I/O error" in str(exc):  # refused, not corrupt: nothing to move aside
+                return 0, f"local index not updated ({exc}); it catches up once the disk takes writes again"
+            aside = path.with_name(path.name + ".corrupt")
+            index.close()
+            _remove(aside)
+            try:
+                os.replace(path, aside)
+            except OSError:
+                pass
+            applied, warning = _rebuilt(paths, path, None)
+            return applied, warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt"
+        finally:
+            index.close()
+    finally:
+        lock.release()
+
+
+def _rebuilt(paths, path: Path, outdated: str | None) -> tuple[int, str | None]:
+    """Build the index anew in a file of its own, then put it in place of `path`
+    whole: a crash or a reader in the meantime sees the old file, never half a new one."""
+    from bxmem.log import log
+
+    if outdated:
+        log.info(f"rebuilding the local index: {outdated.split(': ', 1)[-1].split(';')[0]}")
+    started = time.monotonic()
+    new = path.with_name(f".{path.name}.{os.getpid()}.new")
+    _remove(new)
+    index = Index(new)
+    try:
+        with _progress(paths.ledger) as progress:
+            applied = catch_up(index, paths, progress)
+        index.db().execute("PRAGMA journal_mode=DELETE")  # one file, nothing beside it, to move in place
+        index.close()
+        _remove(path, suffixes=("-wal", "-shm"))
+        os.replace(new, path)
+        index = Index(path)
+        applied += catch_up(index, paths)  # what came while it was built
+    except (IndexUnavailable, sqlite3.DatabaseError, OSError) as exc:
+        index.close()
+        _remove(new)
+        return 0, f"local index unusable ({exc}); recall answers without it"
+    finally:
+        index.close()
+    if outdated:
+        log.info(f"local index rebuilt: {applied} turns and edits in {time.monotonic() - started:.1f} s")
+    return applied, None
+
+
+class _Lock:
+    """The index's writer lock, waited for a bounded time: a byte of the ledger, as each job's
+    (store.JobLock), not a file in memory/bxmem/, which the owner may delete mid-run."""
+
+    def __init__(self, ledger: Path) -> None:
+        from bxmem.store.files import JobLock
+
+        self.lock = JobLock(ledger, "index")
+
+    def acquire(self, wait_s: float) -> bool:
+        deadline = time.monotonic() + wait_s
+        while not self.lock.acquire():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+class _progress:
+    """A progress bar over the ledger's bytes, on a terminal and for a large ledger only."""
+
+    def __init__(self, ledger: Path) -> None:
+        import sys
+
+        try:
+            self.total = ledger.stat().st_size
+        except OSError:
+            self.total = 0
+        self.bar = None
+        if self.total >= PROGRESS_BYTES and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress("rebuilding the local index", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                                console=Console(stderr=True), transient=True)
+            self.task = self.bar.add_task("ledger", total=self.total)
+
+    def __enter__(self):
+        if self.bar is None:
+            return None
+        self.bar.start()
+        bar, task, step = self.bar, self.task, max(1, self.total // 500)
+        shown = [0]
+
+        def advance(offset: int) -> None:
+            if offset - shown[0] >= step:
+                shown[0] = offset
+                bar.update(task, completed=offset)
+        return advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _remove(path: Path, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:
+    for suffix in suffixes:
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass

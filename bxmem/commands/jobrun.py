@@ -1,0 +1,48 @@
+"""The skeleton the three timer jobs share, written once.
+
+lock → state (read, then recovered from the ledger) → the job's work →
+save (state, then the idle summary) → unlock → index refresh. A second run
+of the same job finds the lock taken and reports busy; the lock is on the
+ledger (store.JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
+only a finished run (a crash is recovered from the ledger next time); send
+saves its outbox checkpoint even when a run stops with an error, because the
+ledger lines it has written are already folded into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from bxmem.config.loader import Config
+from bxmem.store.files import JobLock
+from bxmem.store.ledger import Ledger
+
+R = TypeVar("R")
+
+
+def run_locked(config: Config, name: str, report: R, load: Callable, work: Callable, save: Callable, *,
+               save_on_error: bool = False, refresh_index: bool = True) -> R:
+    """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
+    `report` gets busy=True when another run holds the lock."""
+    state_dir = config.paths.ensure_state_dir()
+    lock = JobLock(config.paths.ledger, name)  # on the ledger: memory/bxmem/ may be deleted mid-run
+    if not lock.acquire():
+        report.busy = True  # type: ignore[attr-defined]
+        return report
+    with lock:
+        ledger = Ledger(config.paths.ledger)
+        state = load(state_dir, ledger)
+        if save_on_error:
+            try:
+                work(state, ledger)
+            finally:
+                save(config.paths.ensure_state_dir(), state)  # the cache folder may have been deleted meanwhile
+        else:
+            work(state, ledger)
+            save(config.paths.ensure_state_dir(), state)
+    if refresh_index:
+        from bxmem.commands.index_fold import refresh
+
+        refresh(config.paths)
+    return report

@@ -1,0 +1,308 @@
+"""`bxmem mirror`: every memory write memoryd journals, decided the moment it is seen.
+
+Reads only the new lines of memory/journal.jsonl, decides each edit by
+`rules.plan_edit` / `rules.plan_undo` and appends the decisions to the ledger
+at once; `send` carries them out in the same ordered outbox as turns.
+
+Mirror keeps a model of which conclusion is live for each identity entry and
+note (`edit:<id>#<action>` refs), so a later replace, remove, drop or undo
+names exactly the conclusion to delete, even when the same text was added
+twice. Entries are keyed by an HMAC with a local secret, so the state file
+does not reveal short entries to someone who guesses them.
+
+The state and the secret are a cache of the journal and the ledger: the state
+names the secret and the version of neutralise it was built with, and a state
+built with another (entry.key deleted or replaced, or a bxmem whose neutralise
+strips other characters) is rebuilt from the journal and the ledger, so a
+later remove still names the conclusion the add wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bxmem.commands.jobrun import run_locked
+from bxmem.config.loader import Config
+from bxmem.errors import ExitCode
+from bxmem.log import log
+from bxmem.policy.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
+from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
+from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, record, string
+from bxmem.sources import cursor as file_cursor
+from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
+from bxmem.store import local_key
+from bxmem.store.files import load_json, write_json
+from bxmem.store.ledger import Ledger, edit_item
+from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
+from bxmem.store.ledger_shapes import ACTIONS
+
+STATE_FILE = "mirror.json"
+KEY_FILE = local_key.KEY_FILE
+
+
+@dataclass
+class MirrorReport:
+    busy: bool = False
+    decided: Counter = field(default_factory=Counter)  # by "role/reason"
+    skipped_lines: int = 0
+    events: list[Mapping[str, object]] = field(default_factory=list)  # this run's decided lines
+
+    # What the command prints (jobs.finish writes it): the report knows its own output.
+    def notice(self) -> str | None:
+        return "another mirror is running; this one has nothing to do" if self.busy else None
+
+    def as_json(self, config: Config) -> dict:  # scripts get an object in every case
+        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())),
+                "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+
+    def summary(self, config: Config) -> str | None:
+        if self.busy or not self.decided:
+            return None
+        total = sum(self.decided.values())
+        nowhere = sum(n for key, n in self.decided.items() if key.startswith("none/"))
+        return (f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local"
+                + ("; local-only, nothing will be sent" if config.local_only else ""))
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK  # mirror waits on nothing that can be down
+
+
+def _fresh_state() -> dict:
+    return {"ledger_size": 0, "cursor": {"offset": 0, "line": 0, "ino": None}, "live": {}, "refkey": {}, "edits": {}}
+
+
+def _entry_key(secret: bytes, about: str, text: str) -> str:
+    return hmac.new(secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+
+
+def _key_id(secret: bytes) -> str:
+    """Names the secret in the state file without revealing it."""
+    return local_key.key_id(secret)
+
+
+# mirror.json as it is written: checked whole on load, and rebuilt if it is of any other shape.
+SHAPE = record({
+    "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
+    "live": dict_of(list_of(string)), "refkey": dict_of(string),
+    # `role` as the edit's decision recorded it: a damaged one is held by policy/write_policy.py, not here.
+    "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
+    "key_id": string,
+}, {"neutralise": integer(1)})
+
+
+def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
+    """mirror.json as last saved, or (None, why it cannot be used); (None, None): none."""
+    return load_json(state_dir / STATE_FILE, SHAPE)
+
+
+def _load_state(state_dir: Path, secret: bytes) -> dict:
+    state, why = read_state(state_dir)
+    if why is not None:
+        log.warning(f"{state_dir / STATE_FILE}: {why}; rebuilt from the journal and the ledger")
+    if state is not None and state.get("key_id") != _key_id(secret):
+        # Its live map is keyed with another secret: every lookup would miss, and a
+        # remove would be decided "never mirrored". Rebuilt from the journal and ledger.
+        log.info(f"{state_dir / KEY_FILE} is not the one {state_dir / STATE_FILE} was built with; rebuilding it")
+        state = None
+    elif state is not None and state.get("neutralise", 1) != NEUTRALISE_VERSION:
+        # Entries are keyed by their neutralised text: keys made by another
+        # version of neutralise miss as surely as keys made with another secret.
+        log.info(f"{state_dir / STATE_FILE} was keyed by an earlier neutralise; rebuilding it")
+        state = None
+    if state is None:
+        state = _fresh_state()
+        state["key_id"] = _key_id(secret)
+        state["neutralise"] = NEUTRALISE_VERSION
+    return state
+
+
+def _secret(state_dir: Path) -> bytes:
+    secret = local_key.load(state_dir)
+    assert secret is not None  # created when missing
+    return secret
+
+
+class Model:
+    """Which conclusion refs are live for which entry, and what each edit did."""
+
+    def __init__(self, state: dict, secret: bytes) -> None:
+        self.state = state
+        self.secret = secret
+
+    def live_ref(self, about: str, text: str) -> str | None:
+        refs = self.state["live"].get(_entry_key(self.secret, about, text))
+        return refs[-1] if refs else None
+
+    def apply(self, edit: Edit, plan_actions: list[dict], role: str | None) -> None:
+        item = edit_item(edit.id)
+        for index, action in enumerate(plan_actions):
+            ref = f"{item}#{index}"
+            if action["do"] == "conclude":
+                text = _field(edit.record, action)
+                key = _entry_key(self.secret, action["about"], text) if text is not None else None
+                if key:
+                    self.state["live"].setdefault(key, []).append(ref)
+                    self.state["refkey"][ref] = key
+            elif action["do"] == "unconclude":
+                key = self.state["refkey"].get(action["of"])
+                if key and action["of"] in self.state["live"].get(key, []):
+                    self.state["live"][key].remove(action["of"])
+            elif action["do"] == "reconclude":
+                key = self.state["refkey"].get(action["of"])
+                if key:
+                    self.state["live"].setdefault(key, []).append(ref)
+                    self.state["refkey"][ref] = key
+        if edit.op == "undo" and isinstance(edit.record.get("target"), str):
+            target = self.state["edits"].get(edit.record["target"])
+            if target is not None and target["op"] != "undo":
+                target["undone"] = True  # even if it stayed local: a second undo is refused
+        self.state["edits"][edit.id] = {"op": edit.op, "role": role, "actions": plan_actions}
+
+
+def _field(record: dict, action: dict) -> str | None:
+    """The action's text in the edit's own journal record (plans name the field
+    directly; recorded actions name it in their text spec)."""
+    return field_of(record, action.get("text") or action)
+
+
+def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
+    """Each action says where its text is (a journal span and field, and the
+    line's keyed HMAC), so send can read it back and check it is still that
+    line; the ledger never holds the text itself."""
+    actions = []
+    for action in plan.actions:
+        action = dict(action)
+        if action["do"] in ("conclude", "fleet-message"):
+            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None), mac=edit.mac,
+                                       key=_key_id(model.secret) if edit.mac else None)
+        elif action["do"] in ("reconclude", "retract"):
+            creator = _action_of(model, action["of"])
+            if creator is not None:
+                action["text"] = creator.get("text")
+                action["about"] = creator.get("about")
+        actions.append(action)
+    return actions
+
+
+def _action_of(model: Model, ref: str) -> dict | None:
+    item, _, index = ref.rpartition("#")
+    record = model.state["edits"].get(item.removeprefix("edit:"))
+    if record is None or not index.isdigit() or int(index) >= len(record["actions"]):
+        return None
+    action = record["actions"][int(index)]
+    if action["do"] == "reconclude":  # a conclusion written again: its text is the original's
+        return _action_of(model, action["of"])
+    return action
+
+
+def _edit_facts(record: dict, model: Model) -> EditFacts:
+    """What rules.plan_edit needs to know about the edit's texts: the live
+    conclusion of each text it names, and what its entry holds."""
+    dropped = record.get("dropped")
+    about = about_for(record.get("file"))
+    live: dict[str, str] = {}
+    for text in (record.get("old"), record.get("entry"), *(dropped if isinstance(dropped, list) else [])):
+        ref = model.live_ref(about, text) if isinstance(text, str) else None
+        if ref is not None:
+            live[text] = ref
+    entry = record.get("entry")
+    if not isinstance(entry, str):
+        return EditFacts(live)
+    return EditFacts(live, entry_secret=find_secret(entry), entry_chars=len(neutralise(entry)))
+
+
+def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
+    if edit.op == "undo":
+        target_id = edit.record.get("target")
+        target = model.state["edits"].get(target_id) if isinstance(target_id, str) else None
+        plan = plan_undo(edit_item(str(target_id)), target, bool(target and target.get("undone")))
+    else:
+        plan = plan_edit(edit.record, _edit_facts(edit.record, model))
+    actions = _with_text_specs(edit, plan, model)
+    if plan.role is None:
+        actions = []
+    return decided_edit(
+        edit.id,
+        op=edit.op,
+        session=edit.session,
+        role=plan.role,
+        ws=config.workspace(plan.role).name if plan.role and config.honcho else None,
+        reason=plan.reason if not (plan.role and config.local_only) else f"{plan.reason}; local-only",
+        actions=actions,
+        journal_line=edit.line,
+        at=edit.record.get("ts") if isinstance(edit.record.get("ts"), str) else None,
+        target=edit.record.get("target"),
+    )
+
+
+def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
+    """Edits decided in the ledger after the state's last write (a crash, a full
+    disk, or a lost state file): the exact set, the torn last line too when it is a
+    whole decision (the next append completes it)."""
+    if ledger.size() <= state["ledger_size"]:
+        return {}
+    from bxmem.store.ledger import ReadResult
+
+    result = ReadResult()
+    found: dict[str, dict] = {}
+    for ev in ledger.iter_from(state["ledger_size"], result, tail=True):
+        if is_decided(ev, EDIT) and isinstance(ev.get("edit"), str):
+            found.setdefault(ev["edit"], ev)  # the first decision stands, as in every fold (store/outbox.py)
+    if result.torn_event:
+        ledger.close_torn_tail()
+    return found
+
+
+def run(config: Config) -> MirrorReport:
+    report = MirrorReport()
+    already: dict[str, dict] = {}
+    secret = b""
+
+    def load(state_dir: Path, ledger: Ledger) -> dict:
+        nonlocal secret
+        secret = _secret(state_dir)
+        state = _load_state(state_dir, secret)
+        already.update(_recover(state, ledger))
+        return state
+
+    def work(state: dict, ledger: Ledger) -> None:
+        model = Model(state, secret)
+
+        def warn(message: str) -> None:
+            report.skipped_lines += 1
+            log.warning(message)
+
+        for edit in read_edits(config.paths.journal, state["cursor"], warn, secret):
+            if edit.id in state["edits"]:
+                warn(f"{config.paths.journal}:{edit.line}: edit id {edit.id} was used before; line skipped")
+                continue
+            decided = already.get(edit.id) or _decide_one(edit, model, config)
+            model.apply(edit, decided["actions"], decided["role"])
+            if edit.id not in already:
+                report.events.append(decided)
+                report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
+                if decided["reason"] in ("undo-target-unknown", "unknown-op"):
+                    log.warning(f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored")
+        if report.events:
+            state["ledger_size"] = ledger.append(report.events)
+        elif already:
+            state["ledger_size"] = ledger.size()
+
+    def save(state_dir: Path, state: dict) -> None:
+        write_json(state_dir / STATE_FILE, state)
+        _write_idle_summary(config, state, state_dir)
+
+    return run_locked(config, "mirror", report, load, work, save)
+
+
+def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
+    from bxmem.start.idle import write_summary
+
+    version = file_cursor.version(state["cursor"])
+    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version)}, None)

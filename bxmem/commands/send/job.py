@@ -1,0 +1,115 @@
+"""`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
+
+At-least-once delivery with duplicate defence (seed 002 section 12.2):
+
+* an item leaves the outbox only through a `sent` or `failed` line;
+* before any POST that creates messages, an `attempt` line names the items
+  and the Honcho session, so a crash or a lost answer leaves a trace;
+* an item with an attempt and no `sent` is in doubt: once Honcho can no
+  longer be working on that request (policy/retry.py), its messages are looked up
+  by their `bxmem_item` metadata and only the missing parts sent, while the
+  later items of its session wait behind it.
+
+A request Honcho stores later than that, after the lookup, is sent twice:
+the window is narrow, not closed, and `bxmem audit` reports such a duplicate.
+
+Every change of state is a ledger line folded back into the outbox, so the
+checkpoint and the ledger cannot disagree.
+
+The work is split by responsibility: commands/send/plan.py chooses and groups a run's
+work from the outbox (no HTTP), commands/send/messages.py builds a turn's messages,
+commands/send/edits.py carries out a memory write's actions, and commands/send/runner.py does
+the requests, the ledger writes, the backoff and the keys.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from bxmem.commands.jobrun import run_locked
+from bxmem.commands.send.report import SendReport
+from bxmem.config.loader import Config
+from bxmem.errors import BxmemError
+from bxmem.policy.retry import Hold
+from bxmem.policy.write_policy import Holds
+from bxmem.store.ledger import Ledger
+from bxmem.store.outbox import Outbox
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from bxmem.commands.send.runner import Sender
+
+__all__ = ["SendReport", "run", "write_idle_summary"]  # and, through __getattr__, RUN_BUDGET_S and Sender
+
+
+def __getattr__(name: str):
+    """The runner, and httpx with it, is imported only by a run that may send."""
+    if name in ("RUN_BUDGET_S", "Sender"):
+        from bxmem.commands.send import runner as send_runner
+
+        return getattr(send_runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
+    if config.local_only:
+        _local_only_summary(config)
+        return SendReport(local_only=True)
+    from bxmem.commands.send.runner import Sender
+
+    report = SendReport()
+    senders: list[Sender] = []
+
+    def load(state_dir: Path, ledger: Ledger) -> Outbox:
+        return Outbox.load(state_dir, ledger)  # the outbox is send's state, recovered from the ledger
+
+    def work(box: Outbox, ledger: Ledger) -> None:
+        senders.append(Sender(config, box, ledger, report, clock, rng))
+        try:
+            senders[0].run()
+        finally:
+            senders[0].close()
+
+    def save(state_dir: Path, box: Outbox) -> None:
+        box.save(state_dir)
+        write_idle_summary(config, box, state_dir, senders[0]._hold if senders else None,
+                           senders[0].holds if senders else None)
+
+    return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
+
+
+def _local_only_summary(config: Config) -> None:
+    """Local-only, send has nothing to do until the configuration changes, and every
+    idle summary holds the config file's version: the next runs are idle ones."""
+    from bxmem.start.idle import write_summary
+
+    try:
+        write_summary(config.paths.ensure_state_dir(), "send", config, {}, None)
+    except (OSError, BxmemError):
+        pass  # a home that cannot be written: the next run asks again, slower, never wrong
+
+
+def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None,
+                       holds: Holds | None = None) -> None:
+    """What the next run's fast path compares to decide there is nothing to do.
+    Items the configuration holds do not wake it: a change of the configuration does."""
+    from bxmem.start.idle import stat_fingerprint, write_summary
+
+    held = hold.items if hold else set()
+    by_config = set(holds.held) if holds else set()
+    sendable = any(
+        item["item"] not in by_config and item["item"] not in held and item["ws"] not in box.stopped
+        for item in box.pending_items()
+    )
+    # Items that only wait behind an in-doubt one wake the job when it may be looked up.
+    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else (hold.until if hold else None))
+    ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet
+    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", ledger_version)}
+    for workspace in config.workspaces():
+        if workspace.key_file:
+            refusal = box.stopped.get(workspace.name)
+            # A stopped workspace wakes when its key differs from the refused one.
+            version = refusal.get("key") if refusal else stat_fingerprint(workspace.key_file)
+            watch[str(workspace.key_file)] = ("stat", version)
+    write_summary(state_dir, "send", config, watch, wake_at)

@@ -1,0 +1,186 @@
+"""What bxmem takes from Honcho's answers: every field it stores or acts on, checked here.
+
+Each parse function takes a decoded JSON answer and returns plain data holding
+only the fields bxmem uses, each of the type it needs, or raises AnswerProblem
+naming the field (`items[3].metadata`), never its value, which may hold
+anything (ESC sequences, a forged line, a megabyte). The client (honcho/client.py)
+turns that into a BadAnswer: a refusal of that item, named, never a crash.
+
+Two strengths of check, by what bxmem does with a field:
+
+* stored in the ledger, built into a request path, or matched against the
+  ledger (a created message's or conclusion's id, a listed session or peer
+  that is asked next, a listed message's id): must be a Honcho id, 1 to 512
+  of `A-Z a-z 0-9 _ -` (the real server makes nanoids of 21 of them), so
+  `..`, `a/b` or an ESC can never reach a path or the ledger;
+* only shown (a search hit's peer, session and date): must be a string, or
+  absent. What is shown goes through policy/shown.py, which puts a marked placeholder
+  in place of an id outside the alphabet and drops a date that is not one.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+
+ID_RE = re.compile(r"[A-Za-z0-9_-]{1,512}")
+ID_RULE = "1-512 of A-Z a-z 0-9 _ -"
+
+
+def is_honcho_id(value: object) -> bool:
+    return isinstance(value, str) and ID_RE.fullmatch(value) is not None
+
+
+class AnswerProblem(ValueError):
+    """A field of an answer is not what bxmem needs: `where` names it, `what` says how."""
+
+    def __init__(self, where: str, what: str) -> None:
+        self.where, self.what = where, what
+        super().__init__(f"{where} {what}" if where else what)
+
+
+def _kind(value: object) -> str:
+    """The JSON type of a value, to say what came instead (never the value itself)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def obj(value: object, where: str = "") -> dict:
+    if not isinstance(value, dict):
+        raise AnswerProblem(where or "the answer", f"is {_kind(value)}, not an object")
+    return value
+
+
+def array(value: object, where: str = "") -> list:
+    if not isinstance(value, list):
+        raise AnswerProblem(where or "the answer", f"is {_kind(value)}, not an array")
+    return value
+
+
+def honcho_id(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise AnswerProblem(where, f"is {_kind(value)}, not a Honcho id")
+    if ID_RE.fullmatch(value) is None:
+        raise AnswerProblem(where, f"is not a Honcho id ({ID_RULE})")
+    return value
+
+
+def text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise AnswerProblem(where, f"is {_kind(value)}, not a string")
+    return value
+
+
+def optional_text(value: object, where: str) -> str | None:
+    return None if value is None else text(value, where)
+
+
+def metadata(value: object, where: str) -> dict:
+    """A message's metadata: an object, or absent (then empty). Its values are the
+    caller's to check (send_lookup.is_ours and audit look at each one's type)."""
+    return {} if value is None else obj(value, where)
+
+
+# --- what each route answers ----------------------------------------------------------
+
+
+def created_ids(body: object, count: int) -> list[str]:
+    """The ids of what a create made (messages, conclusions): one object per thing
+    asked for, in order, each with its own Honcho id."""
+    items = array(body)
+    if len(items) != count:
+        raise AnswerProblem("the answer", f"lists {len(items)} item(s) for the {count} sent")
+    ids = [honcho_id(obj(item, f"[{n}]").get("id"), f"[{n}].id") for n, item in enumerate(items)]
+    if len(set(ids)) != len(ids):
+        raise AnswerProblem("the answer", "gives one id to two of the items sent")
+    return ids
+
+
+def configuration(body: object) -> dict | None:
+    """A workspace's stored configuration (None: the answer holds none). Its sections
+    are compared, value by value, by honcho.configuration_applied."""
+    found = obj(body).get("configuration")
+    return None if found is None else obj(found, "configuration")
+
+
+def page(body: object, size: int, asked: int) -> tuple[list, bool]:
+    """Page `asked` of a list route: its items (at most `size`, as asked) and
+    whether another page follows."""
+    answer = obj(body)
+    items = array(answer.get("items"), "items")
+    pages = answer.get("pages")
+    if pages is not None and (type(pages) is not int or pages < 0):
+        raise AnswerProblem("pages", f"is {_kind(pages)}, not a count")
+    return items[:size], bool(items) and pages is not None and asked < pages
+
+
+def listed_message(raw: object, where: str) -> dict:
+    """A message from messages/list, as the in-doubt lookup and audit read it."""
+    found = obj(raw, where)
+    return {
+        "id": honcho_id(found.get("id"), _at(where, "id")),
+        "peer_id": text(found.get("peer_id"), _at(where, "peer_id")),
+        "content": text(found.get("content"), _at(where, "content")),
+        "metadata": metadata(found.get("metadata"), _at(where, "metadata")),
+    }
+
+
+def listed_conclusion(raw: object, where: str) -> dict:
+    """A conclusion from conclusions/list, as the in-doubt lookup and audit read it."""
+    found = obj(raw, where)
+    return {
+        "id": honcho_id(found.get("id"), _at(where, "id")),
+        "content": text(found.get("content"), _at(where, "content")),
+        "observer_id": text(found.get("observer_id"), _at(where, "observer_id")),
+        "observed_id": text(found.get("observed_id"), _at(where, "observed_id")),
+    }
+
+
+def listed_id(raw: object, where: str) -> str:
+    """A session's or a peer's id from its list: bxmem asks for it next, by path."""
+    return honcho_id(obj(raw, where).get("id"), _at(where, "id"))
+
+
+def search_hits(body: object, limit: int) -> list[dict]:
+    """Messages from search, as recall shows them: at most `limit`, as asked."""
+    hits = []
+    for n, raw in enumerate(array(body)[:limit]):
+        found, where = obj(raw, f"[{n}]"), f"[{n}]"
+        hits.append({
+            "content": text(found.get("content"), _at(where, "content")),
+            "peer_id": optional_text(found.get("peer_id"), _at(where, "peer_id")),
+            "session_id": optional_text(found.get("session_id"), _at(where, "session_id")),
+            "created_at": optional_text(found.get("created_at"), _at(where, "created_at")),
+        })
+    return hits
+
+
+def conclusion_hits(body: object, limit: int) -> list[dict]:
+    """Conclusions from conclusions/query, as recall shows them: at most `limit`."""
+    hits = []
+    for n, raw in enumerate(array(body)[:limit]):
+        found, where = obj(raw, f"[{n}]"), f"[{n}]"
+        hits.append({
+            "content": text(found.get("content"), _at(where, "content")),
+            "observer_id": optional_text(found.get("observer_id"), _at(where, "observer_id")),
+            "session_id": optional_text(found.get("session_id"), _at(where, "session_id")),
+            "created_at": optional_text(found.get("created_at"), _at(where, "created_at")),
+        })
+    return hits
+
+
+def chat_content(body: object) -> str | None:
+    """A chat's answer text (None: the dialectic gave none)."""
+    return optional_text(obj(body).get("content"), "content")

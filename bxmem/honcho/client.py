@@ -1,0 +1,343 @@
+"""A thin client for Honcho's v3 HTTP API, one per workspace.
+
+Ours rather than an SDK's, because the SDKs read keys and URLs from the
+environment, retry POSTs blindly (duplicating messages) and create resources
+as a side effect of reads (shared/honcho/NOTES.md section 10). This one:
+
+* takes its URL and key from bxmem's configuration only (trust_env=False:
+  no proxy or CA variables either) and sends the key to its own workspace;
+* never follows redirects (a 3xx is `Redirected`), never retries; the caller
+  decides, after checking;
+* bounds every request in time (a deadline over connect, write and every
+  read) and every answer in size (a cap per route): honcho/http.py;
+* checks every id it puts in a path or a body (`BadId`: nothing is sent),
+  and every field of an answer that bxmem stores or acts on
+  (honcho/answers.py; `BadAnswer`, a refusal of the item, never a crash);
+* uses a fresh connection after a 5xx (the server drops keep-alive then);
+* raises typed errors (honcho/errors.py) whose text holds the workspace, the
+  operation and the status, never a response body (422 bodies echo the
+  message text) or a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Self
+
+import httpx
+
+from bxmem import __version__
+from bxmem.config.loader import Key
+from bxmem.honcho import answers
+from bxmem.honcho.answers import AnswerProblem
+from bxmem.honcho.errors import BadAnswer, BadId, HonchoError, KeyRefused, Missing, Redirected, Refused, Unavailable
+from bxmem.honcho.http import CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, health, monotonic, new_http
+
+__all__ = ["BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected", "Refused",
+           "Unavailable", "WorkspaceClient", "health"]
+
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 30.0
+MAX_MESSAGE_CHARS = 25_000
+MAX_BATCH = 100
+PAGE_SIZE = 100
+# Conclusions may be 65,535 characters each: a page of 20 keeps its cap near a message page's.
+CONCLUSION_PAGE_SIZE = 20
+
+
+def request_deadline_s() -> float:
+    """How long one request may take in all: connect, write and read timeouts, one each.
+    retry.settle_wait_s counts from it. Read at each call, so tests can shorten them."""
+    return CONNECT_TIMEOUT + 2 * READ_TIMEOUT
+
+
+# What bxmem asks of each workspace's configuration (seed section 6). Complete
+# nested objects, because Honcho merges configuration one level deep only.
+CONFIG_DEFAULTS: dict[str, Any] = {
+    "reasoning": {"enabled": True},
+    "peer_card": {"use": True, "create": True},
+    "summary": {"enabled": True},
+    "dream": {"enabled": True},
+}
+CONFIG_QUIET: dict[str, Any] = {
+    "reasoning": {"enabled": False},
+    "peer_card": {"use": False, "create": False},
+    "summary": {"enabled": False},
+    "dream": {"enabled": False},
+}
+
+
+def configuration_for(role: str) -> dict[str, Any]:
+    """The fleet's notes are read by no model; the agent's own workspaces get Honcho's defaults."""
+    return CONFIG_QUIET if role == "fleet" else CONFIG_DEFAULTS
+
+
+def configuration_applied(wanted: dict[str, Any], stored: dict[str, Any] | None) -> bool:
+    stored = stored or {}
+    for section, values in wanted.items():
+        got = stored.get(section)
+        if not isinstance(got, dict):  # absent, or not an object: not what was asked for
+            return False
+        for name, value in values.items():
+            if got.get(name) != value:
+                return False
+    return True
+
+
+class WorkspaceClient:
+    """One workspace's client. `ends_by` (honcho_http.monotonic()): no request starts after
+    it and none runs past it, so a command that loops over pages or items stops
+    at its own deadline too; each request also ends within request_deadline_s().
+    `ends_by_name`: what that deadline is, for the error's kind (None: ask's jobs,
+    whose own lines say which deadline came first)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        workspace: str,
+        key: Key | None,
+        *,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        ends_by: float | None = None,
+        ends_by_name: str | None = "the command's deadline",
+    ) -> None:
+        self.base_url = base_url
+        self.workspace = workspace
+        self._key = key
+        # Module constants read here, not bound as defaults, so tests can shorten them.
+        self._connect = connect_timeout or CONNECT_TIMEOUT
+        self._read = read_timeout or READ_TIMEOUT
+        self._timeout = httpx.Timeout(self._read, connect=self._connect)
+        self.ends_by, self._ends_by_name = ends_by, ends_by_name
+        self._client: httpx.Client | None = None
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            headers = {"User-Agent": f"bxmem/{__version__}", "Accept": "application/json"}
+            if self._key is not None:
+                headers["Authorization"] = self._key.bearer()
+            self._client = new_http(self.base_url, headers, self._timeout)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _id(self, value: object, what: str, operation: str) -> str:
+        """An id about to go into a request, checked first: it may come from the ledger
+        (written from an older answer) or from an answer. Never `..`, `a/b`, or an ESC."""
+        if not answers.is_honcho_id(value):
+            raise BadId(self.workspace, operation, f"the {what} is not a Honcho id ({answers.ID_RULE}); nothing was sent")
+        assert isinstance(value, str)
+        return value
+
+    def _ws_path(self, operation: str, suffix: str = "") -> str:
+        return f"/v3/workspaces/{self._id(self.workspace, 'workspace name', operation)}{suffix}"
+
+    def request(self, method: str, path: str, operation: str, *, json: Any = None, params: dict | None = None,
+                cap: int = CAP_SMALL, seconds: float | None = None) -> Any:
+        """The decoded answer of a 2xx (None when empty); a HonchoError otherwise.
+        `seconds`: this request's own deadline (default request_deadline_s())."""
+        now = monotonic()
+        ends = now + (seconds if seconds is not None else self._connect + 2 * self._read)
+        if self.ends_by is not None:
+            if now >= self.ends_by:
+                late = Unavailable(self.workspace, operation, "not sent: no time left"
+                                   if self._ends_by_name is None else f"not sent: {self._ends_by_name} has passed")
+                late.unsent = True
+                raise late
+            ends = min(ends, self.ends_by)
+        try:
+            _status, body = fetch(self._http(), self.workspace, operation, method, path, json=json, params=params,
+                                  cap=cap, ends=ends)
+        except Unavailable as exc:
+            self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
+            if exc.kind == "timed out" and self._ends_by_name and ends == self.ends_by and monotonic() >= ends:
+                exc.kind = f"timed out: {self._ends_by_name} has passed"  # not this request's own
+                exc.args = (f"honcho {operation} in {self.workspace}: {exc.kind}",)
+            raise
+        return body
+
+    def _parse(self, operation: str, parse: Callable[..., Any], body: Any, *args: Any,
+               maybe_stored: bool = False) -> Any:
+        try:
+            return parse(body, *args)
+        except AnswerProblem as problem:
+            raise BadAnswer(self.workspace, operation, problem, maybe_stored) from None
+
+    # --- workspace, peers, sessions -----------------------------------------------
+
+    def _create(self, path: str, operation: str, body: dict) -> Any:
+        """A get-or-create. A 409 means "it exists" (seed section 5.7), which is what
+        was asked for: no answer body then (None). Honcho 3.0.12 itself answers 200."""
+        try:
+            return self.request("POST", path, operation, json=body)
+        except Refused as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    def set_configuration(self, configuration: dict) -> dict | None:
+        """PUT is an upsert: it creates the workspace if needed and sets its configuration.
+        Returns the configuration the answer holds."""
+        operation = "set workspace configuration"
+        body = self.request("PUT", self._ws_path(operation), operation, json={"configuration": configuration})
+        return self._parse(operation, answers.configuration, body)
+
+    def read_configuration(self, if_exists: dict | None = None) -> dict | None:
+        """The stored configuration, read back with get-or-create (which a workspace key may call,
+        unlike workspaces/list, which needs an admin key); `if_exists` when the answer is a
+        409, "exists", which carries no workspace."""
+        operation = "read workspace"
+        self._ws_path(operation)  # the name is checked before it goes in the body
+        body = self._create("/v3/workspaces", operation, {"id": self.workspace})
+        if body is None:
+            return if_exists
+        return self._parse(operation, answers.configuration, body)
+
+    def create_peer(self, peer: str, observe_me: bool) -> None:
+        operation = "create peer"
+        self._create(self._ws_path(operation, "/peers"), operation,
+                     {"id": self._id(peer, "peer", operation), "configuration": {"observe_me": observe_me}})
+
+    def create_session(self, session: str, peers: dict[str, bool], metadata: dict | None = None) -> None:
+        operation = "create session"
+        body: dict[str, Any] = {
+            "id": self._id(session, "session", operation),
+            "peers": {self._id(peer, "peer", operation): {"observe_me": observed, "observe_others": False}
+                      for peer, observed in peers.items()},
+        }
+        if metadata:
+            body["metadata"] = metadata
+        self._create(self._ws_path(operation, "/sessions"), operation, body)
+
+    # --- messages -----------------------------------------------------------------
+
+    def add_messages(self, session: str, messages: list[dict]) -> list[str]:
+        """Honcho's ids for the messages, in order. A 2xx whose answer does not give
+        each its own id is a BadAnswer with `maybe_stored`: they may be there."""
+        if not 1 <= len(messages) <= MAX_BATCH:
+            raise ValueError("a batch holds 1 to 100 messages")
+        operation = "add messages"
+        for m in messages:
+            self._id(m.get("peer_id"), "peer", operation)
+        path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages")
+        body = self.request("POST", path, operation, json={"messages": messages}, cap=cap_messages(len(messages)))
+        return self._parse(operation, answers.created_ids, body, len(messages), maybe_stored=True)
+
+    def list_messages(self, session: str, filters: dict | None = None) -> Iterator[dict]:
+        """Each message as honcho_answers.listed_message gives it: id, peer_id, content, metadata."""
+        operation = "list messages"
+        path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages/list")
+        yield from self._pages(path, operation, filters, PAGE_SIZE, cap_messages(PAGE_SIZE), answers.listed_message)
+
+    def _pages(self, path: str, operation: str, filters: dict | None, size: int, cap: int,
+               item: Callable[[object, str], Any]) -> Iterator[Any]:
+        page = 1
+        while True:
+            body = self.request("POST", path, operation, json={"filters": filters} if filters else {},
+                                params={"page": page, "size": size}, cap=cap)
+            items, more = self._parse(operation, answers.page, body, size, page)
+            # Every item is checked before any is handed on: a lookup acts on the page as a whole.
+            yield from [self._parse(operation, item, raw, f"items[{n}]") for n, raw in enumerate(items)]
+            if not more:
+                return
+            page += 1
+
+    # --- conclusions --------------------------------------------------------------
+
+    def create_conclusions(self, conclusions: list[dict]) -> list[str]:
+        operation = "create conclusions"
+        for c in conclusions:
+            for what in ("observer_id", "observed_id", "session_id"):
+                if what in c:
+                    self._id(c[what], what.removesuffix("_id"), operation)
+        body = self.request("POST", self._ws_path(operation, "/conclusions"), operation,
+                            json={"conclusions": conclusions}, cap=cap_conclusions(len(conclusions)))
+        return self._parse(operation, answers.created_ids, body, len(conclusions), maybe_stored=True)
+
+    def list_conclusions(self, filters: dict) -> Iterator[dict]:
+        """Each conclusion as honcho_answers.listed_conclusion gives it: id, content, observer_id, observed_id."""
+        operation = "list conclusions"
+        yield from self._pages(self._ws_path(operation, "/conclusions/list"), operation, filters,
+                               CONCLUSION_PAGE_SIZE, cap_conclusions(CONCLUSION_PAGE_SIZE), answers.listed_conclusion)
+
+    def delete_conclusion(self, conclusion_id: object) -> bool:
+        """True if deleted now, False if it was already gone (404 counts as done). The id
+        comes from the ledger: one that is not a Honcho id is a BadId, and nothing is sent."""
+        operation = "delete conclusion"
+        path = self._ws_path(operation, f"/conclusions/{self._id(conclusion_id, 'conclusion id recorded', operation)}")
+        try:
+            self.request("DELETE", path, operation, cap=CAP_TINY)
+        except Missing:
+            return False
+        return True
+
+
+class ReadClient(WorkspaceClient):
+    """The read path's calls: search, conclusion query, chat. None of them creates
+    anything in Honcho (recall and ask must never create a workspace, peer or session)."""
+
+    def search(self, query: str, limit: int) -> list[dict]:
+        """Hits as honcho_answers.search_hits gives them: content, peer_id, session_id, created_at."""
+        operation = "search"
+        body = self.request("POST", self._ws_path(operation, "/search"), operation,
+                            json={"query": query, "limit": limit}, cap=cap_messages(limit))
+        return self._parse(operation, answers.search_hits, body, limit)
+
+    def peer_ids(self, limit: int = PAGE_SIZE) -> list[str]:
+        """The workspace's peers, oldest first, at most `limit`. Read-only and answered
+        with the workspace's own key (POST workspaces/list needs an admin key): an
+        empty list means the workspace does not exist, or holds nothing to ask
+        about (every message and conclusion belongs to a peer). 3.0.12 checked:
+        a missing workspace answers 200 with no items and is not created. Each id
+        is asked next by path (peer chat): one that is not a Honcho id is a BadAnswer."""
+        operation = "list peers"
+        size = min(limit, PAGE_SIZE)
+        body = self.request("POST", self._ws_path(operation, "/peers/list"), operation, json={},
+                            params={"page": 1, "size": size})
+        items, _more = self._parse(operation, answers.page, body, size, 1)
+        return [self._parse(operation, answers.listed_id, raw, f"items[{n}]") for n, raw in enumerate(items)][:limit]
+
+    def query_conclusions(self, query: str, peer: str, top_k: int) -> list[dict]:
+        """Conclusions a peer holds about itself (observer and observed the same peer),
+        as honcho_answers.conclusion_hits gives them."""
+        operation = "query conclusions"
+        body = self.request(
+            "POST", self._ws_path(operation, "/conclusions/query"), operation,
+            json={"query": query, "top_k": top_k, "filters": {"observer_id": peer, "observed_id": peer}},
+            cap=cap_conclusions(top_k),
+        )
+        return self._parse(operation, answers.conclusion_hits, body, top_k)
+
+    def chat(self, query: str, reasoning: str, timeout: float) -> str | None:
+        """Workspace chat (Honcho 3.2+), its answer's text; raises Missing on a server without it."""
+        operation = "workspace chat"
+        body = self.request("POST", self._ws_path(operation, "/chat"), operation,
+                            json={"query": query, "reasoning_level": reasoning, "stream": False}, seconds=timeout)
+        return self._parse(operation, answers.chat_content, body)
+
+    def peer_chat(self, peer: str, query: str, reasoning: str, timeout: float) -> str | None:
+        operation = "peer chat"
+        path = self._ws_path(operation, f"/peers/{self._id(peer, 'peer', operation)}/chat")
+        body = self.request("POST", path, operation,
+                            json={"query": query, "reasoning_level": reasoning, "stream": False}, seconds=timeout)
+        return self._parse(operation, answers.chat_content, body)
+
+
+class AuditClient(ReadClient):
+    """Pages through a workspace for `bxmem audit`; creates nothing."""
+
+    def sessions(self) -> Iterator[str]:
+        """The ids of the workspace's active sessions (each is listed next, by path)."""
+        operation = "list sessions"
+        yield from self._pages(self._ws_path(operation, "/sessions/list"), operation, None, PAGE_SIZE, CAP_SMALL,
+                               answers.listed_id)

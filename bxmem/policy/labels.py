@@ -1,0 +1,101 @@
+"""Trust classes, their order, and the labels the read path gives what it finds.
+
+Kept apart from policy/rules.py so the read path (recall, ask, the index) can rank
+and tag without importing anything else. Each function is pure and holds one
+table of the seed (000): section 4's classes, section 5's tool-result labels,
+section 8's recall tags, section 9's ask tags.
+"""
+
+CLASS_RANK = {"public": 0, "private": 1, "secret": 2}
+
+# Tags, as recall and ask report them (seed section 8).
+IDENTITY, MEMORY, TAINTED = "identity", "memory", "memory-tainted"
+
+
+def higher_class(a: str, b: str) -> str:
+    """The more restrictive of two classes; an unknown class counts as secret."""
+    if a not in CLASS_RANK or b not in CLASS_RANK:
+        return "secret"
+    return a if CLASS_RANK[a] >= CLASS_RANK[b] else b
+
+
+def tool_result_label(label: object) -> tuple[bool, str] | None:
+    """(untrusted, class) of one tool result, from the label loopd logged with it,
+    or None when it cannot be read:
+
+    | the result's label                                    | untrusted | class    |
+    | an object with `untrusted` true or false and a `class` | as given  | as given |
+    | of public, private or secret (other fields ignored)    |           |          |
+    | anything else: missing, not an object, `untrusted`    | unreadable: the line  |
+    | not a boolean, `class` missing or not one of the three | taints its session    |
+
+    An unreadable label makes its line unreadable, which counts as untrusted
+    and secret from that line on (UNREADABLE_LINE, rules.log_labels)."""
+    if not isinstance(label, dict):
+        return None
+    untrusted, klass = label.get("untrusted"), label.get("class")
+    if not isinstance(untrusted, bool) or not isinstance(klass, str) or klass not in CLASS_RANK:
+        return None
+    return untrusted, klass
+
+
+# What a line of a session log that bxmem cannot read counts as, from that line
+# on: the worst label there is (seed section 5: nothing reaches a trusted
+# workspace unless both labels say clean; a secret session reaches none).
+UNREADABLE_LINE = (True, "secret")
+
+
+def label_of(items) -> tuple[bool, str]:
+    """The label a caller applies to its session for what it read: untrusted
+    if any item is tagged memory-tainted, and the highest class among them."""
+    untrusted, klass = False, "public"
+    for item in items:
+        untrusted = untrusted or item.tag == TAINTED
+        klass = higher_class(klass, item.klass)
+    return untrusted, klass
+
+
+# --- what the read path tags (seed sections 8 and 9) ----------------------------------
+
+
+def turn_labels(decided: dict) -> tuple[str, str]:
+    """(tag, class) of a decided turn in the local index: exact, as decide saw them.
+
+    | the decided turn                      | tag            | class              |
+    | untrusted by brokerd or the log       | memory-tainted | as recorded        |
+    | clean                                 | memory         | as recorded        |
+    | holds a known-prefix secret           | (as above)     | secret             |
+    | no class recorded                     | (as above)     | private            |
+    """
+    untrusted = bool(decided.get("untrusted_by"))
+    klass = decided.get("class") or "private"
+    if decided.get("secret_rule"):
+        klass = "secret"  # a known-prefix secret in the text makes a hit secret
+    return (TAINTED if untrusted else MEMORY), klass
+
+
+def note_tag(trust: object) -> str:
+    """A journalled note's tag in the local index: memory if trusted; untrusted,
+    flagged or anything else is memory-tainted."""
+    return MEMORY if trust == "trusted" else TAINTED
+
+
+def entry_class(text: str) -> str:
+    """A memory entry is private, unless it holds a known-prefix secret: then it
+    is recalled as secret, as a turn holding one is (turn_labels)."""
+    # Imported only when an entry is indexed: not on recall's path.
+    from bxmem.policy.sanitize import find_secret
+
+    return "secret" if find_secret(text) else "private"
+
+
+def read_tag(trust: str | None) -> str:
+    """Another agent's trusted workspace, searched or asked: memory if the owner
+    labelled it trusted, else memory-tainted (its class is the configured one)."""
+    return MEMORY if trust == "trusted" else TAINTED
+
+
+# This agent's own workspaces, as ask_memory tags their answers; the fleet's
+# notes, as recall tags them (seed 9 and 8).
+OWN_LABELS = {"trusted": (MEMORY, "private"), "untrusted": (TAINTED, "private"), "fleet": (TAINTED, "private")}
+FLEET_LABEL = OWN_LABELS["fleet"]

@@ -1,0 +1,111 @@
+"""The command line of the commands that run most, written down once.
+
+`bxmem recall` (the agent's tool call) and the timer jobs `decide`, `mirror`
+and `send` are parsed here, once per run, by the idle fast path and the lean
+path alike. cli/app.py declares the same options to typer, and a test holds the
+two together (tests/test_argv.py): every argv `parse` accepts, typer accepts
+too and runs the same way. Anything else, `--help` and `--version` included,
+`parse` declines (None) and typer parses it and says what is wrong.
+
+The grammar is deliberately smaller than typer's, so that it cannot disagree:
+global options go before or after the command word; a command's own options
+only after it; a long option's value follows it or an `=`, a short option's
+follows it as the next word (click reads `-k=3` as the value "=3"); no value
+is empty or starts with "-"; recall's query is every word that is not an
+option, joined by spaces (`bxmem recall backup plan` asks for "backup plan",
+as a person typing it means), and every word after `--` (the agent's form,
+`-- QUERY`, whose one word may start with "-"). `-k`'s default is
+recall.DEFAULT_K: an absent -k is passed on as absent, so no second literal
+exists.
+
+Imports nothing: the idle fast path pays for every module it loads.
+"""
+
+from __future__ import annotations
+
+#: Options every command takes, before or after the command word: name -> key.
+GLOBAL = {"--config": "config", "-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
+#: Each lean command's own options, after the command word: name -> key.
+COMMANDS = {
+    "decide": {"--json": "json"},
+    "mirror": {"--json": "json"},
+    "send": {"--json": "json"},
+    "recall": {"--json": "json", "-k": "k"},
+}
+#: Options that take a value (the rest are flags).
+VALUED = frozenset({"--config", "-k"})
+#: The positional words a command takes, by the key they are joined under.
+POSITIONAL = {"recall": "query"}
+#: A value must pass its check, or typer would convert it differently (or refuse it).
+CHECKS = {"k": lambda value: value.isascii() and value.isdigit()}
+JOBS = ("decide", "mirror", "send")
+
+
+class Parsed:
+    """A command line the lean path runs: the command and its options by key."""
+
+    __slots__ = ("command", "options")
+
+    def __init__(self, command: str, options: dict) -> None:
+        self.command, self.options = command, options
+
+    def __repr__(self) -> str:
+        return f"Parsed({self.command!r}, {self.options!r})"
+
+
+def parse(argv: list[str]) -> Parsed | None:
+    """`argv` (program name first) as a Parsed, or None for typer to handle."""
+    words = argv[1:]
+    command: str | None = None
+    options: dict = {}
+    positional: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if command is None and not word.startswith("-"):
+            if word not in COMMANDS:
+                return None
+            command = word
+            i += 1
+            continue
+        own = COMMANDS[command] if command is not None else {}
+        takes = POSITIONAL.get(command or "")
+        if takes and word == "--":
+            if i + 1 == len(words):
+                return None  # nothing after it: typer says what is missing
+            positional.extend(words[i + 1:])
+            break
+        if takes and not word.startswith("-"):
+            positional.append(word)
+            i += 1
+            continue
+        name, equals, inline = word.partition("=")
+        if not equals:
+            name = word
+        known = GLOBAL.get(name) or own.get(name)
+        if known is None:
+            return None
+        if name in VALUED:
+            if equals and not name.startswith("--"):
+                return None  # -k=3: click's value would be "=3"
+            value = inline if equals else (words[i + 1] if i + 1 < len(words) else "")
+            if not value or value.startswith("-") or not CHECKS.get(known, _any)(value):
+                return None
+            options[known] = value
+            i += 1 if equals else 2
+            continue
+        if equals:
+            return None  # a flag with a value: typer says what is wrong
+        options[known] = True
+        i += 1
+    if command is None:
+        return None
+    if command in POSITIONAL:
+        if not positional:
+            return None
+        options[POSITIONAL[command]] = " ".join(positional)
+    return Parsed(command, options)
+
+
+def _any(value: str) -> bool:
+    return True

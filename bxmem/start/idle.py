@@ -1,0 +1,223 @@
+"""The idle fast path: answer "nothing to do" before importing anything heavy.
+
+Each timer job ends its run by writing a small summary of what it has seen:
+the files it watches with the size or version it processed, the config
+file's version, and when it next has to wake (a backoff, waiting turns).
+The next run compares a few `stat` calls against it. Only if something
+differs does the real job (typer, httpx, pydantic) get imported.
+
+Files that have not changed for a long while (loopd's logs of sessions that
+ended, on a host that has kept thousands) are not compared on every run: the
+slow path lists them apart, and the fast path compares them once a sweep
+interval has passed since the last sweep (the list file's mtime), so a run's
+cost follows the number of active sessions, not of all sessions ever.
+
+The comparison errs towards running the job: any doubt means "not idle". A
+person at a terminal always gets the real job (and its report).
+Only builtin modules are imported here (os, marshal, time): even `json`,
+`pathlib`, `dataclasses` and `enum` cost more than the whole check. The
+summary is marshal data for the same reason. Which config file and home
+are start/where.py's, as for every other command.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import stat  # loaded already: os imports it
+import time
+
+from bxmem.start import where
+from bxmem.start.grammar import JOBS
+from bxmem.start.sealed import seal, unseal
+
+# A summary another version wrote is not trusted, so the first timer run after an upgrade is a
+# real one. 3: the local index's schema 2 (that run rebuilds it; the idle path never opens it).
+# 4: logs and the journal watched by inode, size and mtime (a rewrite to the same size).
+SUMMARY_VERSION = 4
+
+
+def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    """A file's version: a rewrite, an edit, a chmod, a chown or a rename all change it
+    (the ctime covers the last two: a key file refused for its owner is fixed by a chown)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid, st.st_ctime_ns]
+
+
+def size_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size]
+
+
+def written_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    """A file bxmem reads from a cursor: a rewrite to the same size changes its mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
+    """Who may read the file: a chmod or chown changes it, a write does not."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_ino, st.st_mode, st.st_uid, st.st_gid]
+
+
+_KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "written": written_fingerprint,
+          "access": access_fingerprint}
+
+
+def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
+    return os.path.join(state_dir, f"idle-{job}.marshal")
+
+
+def dormant_path(state_dir: str | os.PathLike[str], job: str) -> str:
+    return os.path.join(state_dir, f"idle-{job}-dormant.marshal")
+
+
+def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None,
+                  dormant: dict[str, tuple[str, list]] | None = None, sweep_every: float = 60.0) -> None:
+    """Written by the slow path at the end of a run (atomically, like all state).
+    `dormant` files are compared only once every `sweep_every` seconds."""
+    from bxmem.store.files import write_bytes
+
+    sweep = None
+    if dormant:
+        # The pair is matched by a token: a summary never sweeps another run's list,
+        # so a file cannot fall between the two lists if one of the writes fails.
+        token = time.time_ns()
+        path = dormant_path(state_dir, job)
+        by_dir: dict[str, list] = {}
+        for name, (kind, (ino, size, mtime)) in dormant.items():
+            assert kind == "written", "dormant files are compared by inode, size and mtime"
+            folder, base = os.path.split(name)
+            by_dir.setdefault(folder, []).append([base, ino, size, mtime])
+        write_bytes(path, seal(marshal.dumps({"token": token, "dirs": by_dir})))
+        sweep = [path, sweep_every, token]
+    data = {
+        "version": SUMMARY_VERSION,
+        "config": [str(config.path), stat_fingerprint(config.path)],
+        "home_env": os.environ.get(where.HOME_ENV),
+        "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
+        "wake_at": wake_at,
+        "sweep": sweep,
+    }
+    write_bytes(summary_path(state_dir, job), seal(marshal.dumps(data)))
+
+
+def is_idle(parsed) -> bool:
+    """True when the command line (a grammar.Parsed, or None for one the lean
+    path does not run) is a timer job with nothing to do since its last run."""
+    if parsed is None or parsed.command not in JOBS:
+        return False
+    if parsed.options.get("json") or parsed.options.get("verbose"):
+        return False  # --json, -v: the job runs and reports
+    try:
+        if os.isatty(2):
+            return False  # a person is watching: run the job and report
+        return _idle(parsed.command, parsed.options.get("config"))
+    except Exception:  # any doubt: let the real job run and report properly
+        return False
+
+
+def _read(path: str, *, follow: bool = False) -> bytes:
+    """A regular file's bytes, never blocking: a FIFO (or anything else that is
+    not a regular file) where a summary or the config belongs is OSError, and
+    so "not idle": the real job says what is wrong."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow else os.O_NOFOLLOW))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        pieces = []
+        while piece := os.read(fd, 1 << 20):
+            pieces.append(piece)
+        return b"".join(pieces)
+    finally:
+        os.close(fd)
+
+
+def _configured_home(path: str) -> str | None:
+    import tomllib  # only when the home is not named before the file is read
+
+    try:
+        raw = tomllib.loads(_read(path, follow=True).decode())  # the owner may keep the config as a link
+    except FileNotFoundError:
+        raw = {}
+    return (raw.get("paths") or {}).get("home")
+
+
+def _idle(job: str, explicit: str | None) -> bool:
+    config, named_by = where.config_source(explicit)
+    config_version = stat_fingerprint(config)
+    if named_by and config_version is None:
+        return False  # a named config file is missing: the job stops and says so (exit 78)
+    home_env = os.environ.get(where.HOME_ENV)
+    home = where.home(configured=None if where.named_home() else _configured_home(config))
+    try:
+        summary = marshal.loads(unseal(_read(summary_path(where.state_dir(home), job))))
+    except (OSError, EOFError, ValueError, TypeError):
+        return False
+    if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
+        return False
+    if summary.get("config") != [config, config_version]:
+        return False
+    if not _unchanged(summary.get("watch", [])):
+        return False
+    wake_at = summary.get("wake_at")
+    if wake_at is not None and time.time() >= wake_at:
+        return False
+    return _swept(summary.get("sweep"))
+
+
+def _unchanged(watch: list) -> bool:
+    return all(_KINDS[kind](path) == value for path, kind, value in watch)
+
+
+def _same_sizes(folder: str, entries: list) -> bool:
+    """Each [name, inode, size, mtime] in folder unchanged. Thousands of files: stat
+    relative to the folder's descriptor (a one-component lookup) in a tight loop."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        stat = os.stat
+        for name, ino, size, mtime in entries:
+            st = stat(name, dir_fd=fd)  # a file gone raises: not idle
+            if st.st_size != size or st.st_ino != ino or st.st_mtime_ns != mtime:
+                return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _swept(sweep: list | None) -> bool:
+    """True when the dormant files need no look yet, or were looked at and are unchanged."""
+    if sweep is None:
+        return True
+    path, every, token = sweep
+    # systemd (250 and later) names the unit that started us. A .path unit fires
+    # on a write to any log, so a dormant one may have woken: sweep now. The
+    # hint is best effort (systemd coalesces triggers); without it the sweep
+    # comes within the interval anyway.
+    woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
+    if not woken and time.time() - os.stat(path).st_mtime < every:
+        return True
+    dormant = marshal.loads(unseal(_read(path)))
+    if dormant.get("token") != token:
+        return False
+    for folder, entries in dormant["dirs"].items():
+        if not _same_sizes(folder, entries):
+            return False
+    try:
+        os.utime(path)  # swept: the next sweep is due a full interval from now
+    except OSError:
+        pass  # a read-only home sweeps on every run: slower, never wrong
+    return True

@@ -1,0 +1,241 @@
+"""The ledger, memory/honcho.jsonl: bxmem's append-only record of decisions.
+
+One JSON object a line, one event each. The kinds and their fields are
+defined once, in store/ledger_events.py (`decided`, `attempt`, `sent`, `failed`,
+`unsent`, `cancelled`, `requeued`, `created`, `key_refused`, `key_resumed`),
+and every line is built there; this module only reads and appends lines. No
+line ever holds message text or a key.
+
+Writers hold an exclusive flock on the file for one append of whole lines and
+fsync before letting go; an append that fails part-way (a full disk) is cut
+back off, so it leaves nothing. Readers read complete lines only; a crash
+mid-write leaves an unterminated tail, which the next writer closes off with
+a newline so that it reads as one malformed line, skipped and counted (or,
+when the crash fell just before the newline, as the whole line it is).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bxmem.errors import StorageError
+from bxmem.store.ledger_shapes import event_problem
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import BinaryIO
+
+LEDGER_VERSION = 1
+CHUNK_BYTES = 1 << 20
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def event(ev: str, **fields: object) -> dict:
+    """A line of kind `ev`: `v`, `ev` and `ts` first. Callers use ledger_events."""
+    return {"v": LEDGER_VERSION, "ev": ev, "ts": now_iso(), **fields}
+
+
+def turn_item(session: str, turn: int) -> str:
+    return f"turn:{session}:{turn}"
+
+
+def edit_item(edit_id: str) -> str:
+    return f"edit:{edit_id}"
+
+
+@dataclass
+class ReadResult:
+    events: list[dict] = field(default_factory=list)
+    end: int = 0  # the offset just past the last complete line read
+    at: int = 0  # while iterating: the offset of the line just yielded
+    malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
+    reasons: dict[int, str] = field(default_factory=dict)  # offset -> why, for a line that is JSON but no event
+    torn_tail: bool = False  # an unterminated last line (a crash mid-write)
+    torn_event: bool = False  # ...that is a whole event lacking only its newline (iter_from's `tail`)
+
+
+def append_whole(fd: int, data: bytes) -> int:
+    """Append `data` to the file open at `fd` (O_APPEND, under the caller's
+    exclusive flock) whole or not at all, fsync, and return the new size.
+
+    A torn last line left by a crash is closed off with a newline first, so it
+    reads as one malformed line and nothing is glued to it. A write that fails
+    part-way (a full disk) is cut back off before the error is raised: the
+    file is as it was, and no reader ever sees half of it."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        data = b"\n" + data
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        except OSError:
+            pass  # still torn: the next append closes it off
+        raise
+    return os.fstat(fd).st_size
+
+
+def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
+    """Append JSON lines to an append-only file under an exclusive flock on the
+    file itself (`append_whole`), and return the new size. The journal's
+    writers (memoryd, `bxmem undo`) take the same lock."""
+    from bxmem.store.files import Flock, open_ledger
+
+    payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
+    data = payload.encode("utf-8", "surrogatepass")
+    fd = open_ledger(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    try:
+        with Flock(fd, exclusive=True):
+            return append_whole(fd, data)
+    except OSError as exc:
+        raise StorageError(f"cannot append to {what} {path}: {exc.strerror}; nothing of this append was kept") from None
+    finally:
+        os.close(fd)
+
+
+class Ledger:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._reader: BinaryIO | None = None  # kept open by event_at: a run reads back many decisions
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open_fd(self) -> int:
+        """For reading: never through a link, never anything but a regular file (store.open_ledger)."""
+        from bxmem.store.files import open_ledger
+
+        return open_ledger(self.path, os.O_RDONLY)
+
+    def _open(self) -> BinaryIO:
+        return os.fdopen(self._open_fd(), "rb")
+
+    def size(self) -> int:
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return 0
+        if not stat.S_ISREG(st.st_mode):
+            os.close(self._open_fd())  # says what is wrong (store.open_ledger), the same line wherever it is asked
+        return st.st_size
+
+    def append(self, events: Sequence[Mapping[str, object]]) -> int:
+        """Append whole lines under the lock, fsync, and return the new size."""
+        if not events:
+            return self.size()
+        return append_lines(self.path, events, "ledger")
+
+    def close_torn_tail(self) -> None:
+        """Give a torn last line its newline now (append_whole's repair, with
+        nothing after it): once a job has counted a whole event there as written,
+        every reader must see it, without waiting for the next append."""
+        append_lines(self.path, [], "ledger")
+
+    def event_at(self, offset: int) -> dict:
+        """The event on the line that starts at `offset` (the ledger never changes
+        what it has written, so an offset names a line for good)."""
+        if self._reader is None:
+            self._reader = self._open()
+        self._reader.seek(offset)
+        value = _event(self._reader.readline())
+        if isinstance(value, str):
+            raise ValueError(f"no ledger event at byte {offset}: {value}")
+        return value
+
+    def read_from(self, offset: int) -> ReadResult:
+        """Every complete line from `offset` on, as a list (for short tails)."""
+        result = ReadResult(end=offset)
+        result.events = list(self.iter_from(offset, result))
+        return result
+
+    def iter_from(self, offset: int, result: ReadResult, *, tail: bool = False) -> Iterator[dict]:
+        """Complete lines from `offset` on, one at a time, so a long ledger is never
+        held in memory; `result` gets the end offset and the malformed lines.
+        A shared lock keeps a writer's half-written line from being mistaken for
+        a torn one; it is taken per chunk, so writers are never held up long.
+
+        `tail`: also the torn last line (a crash or a full disk mid-append) when
+        it is a whole event that lacks only its newline. The next append closes
+        it off with one, making it a line like any other; the jobs' recovery
+        must therefore count it as written (`result.end` stays before it)."""
+        from bxmem.store.files import Flock
+
+        result.end = offset
+        try:
+            f = self._open()
+        except FileNotFoundError:
+            return
+        with f:
+            pos = offset
+            while True:
+                with Flock(f.fileno(), exclusive=False):
+                    f.seek(pos)
+                    chunk = f.read(CHUNK_BYTES)
+                    if chunk and chunk.rfind(b"\n") < 0 and len(chunk) == CHUNK_BYTES:
+                        chunk = chunk + f.readline()  # a line longer than a chunk
+                if not chunk:
+                    return
+                last_newline = chunk.rfind(b"\n")
+                complete = chunk[: last_newline + 1]
+                for line in complete.splitlines(keepends=True):
+                    value = _event(line)
+                    if isinstance(value, str):
+                        if line.strip():
+                            result.malformed.append(pos)
+                            if value != NOT_JSON:
+                                result.reasons[pos] = value
+                        pos += len(line)
+                        result.end = pos
+                        continue
+                    result.at = pos
+                    pos += len(line)
+                    result.end = pos
+                    yield value
+                if (last_newline + 1 < len(chunk) and len(chunk) < CHUNK_BYTES) or last_newline < 0:
+                    result.torn_tail = True
+                    torn = _event(chunk[last_newline + 1 :]) if tail else None
+                    if isinstance(torn, dict):
+                        result.at, result.torn_event = pos, True
+                        yield torn
+                    return
+
+
+NOT_JSON = "not a JSON object"
+
+
+def _event(line: bytes) -> dict | str:
+    """A ledger line's event, or why it is not one: not JSON (a torn write, nested
+    too deep), or not of its kind's shape (store/ledger_shapes.py)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return NOT_JSON
+    except RecursionError:
+        return "nested too deep"
+    if not isinstance(value, dict):
+        return NOT_JSON
+    why = event_problem(value)
+    return value if why is None else why

@@ -1,0 +1,124 @@
+"""bxmem's local secret, `memory/bxmem/entry.key`: the key of the HMACs and
+keyed hashes that let bxmem recognise a text without writing it anywhere.
+
+mirror keys its map of live conclusions by an HMAC of each entry; decide and
+mirror record a keyed hash (`line_mac`) of each log or journal line a decision
+will read back, and send and the index check it before they use the line.
+Keyed, so that the ledger and the state files never let anyone test guesses
+of a text.
+
+Created once, whole: written under a temporary name, fsynced, then linked
+into place, so two jobs creating it at once end up with the same key. Like
+everything in `memory/bxmem/` it may be deleted: mirror then rebuilds its
+state, and a line's hash made with the old key can no longer be checked (the
+checks that need no key still are: what the span holds must be the record
+the decision names; docs/interfaces.md, "Read back").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from pathlib import Path
+
+from bxmem.errors import StorageError
+from bxmem.store.files import fsync_dir
+
+KEY_FILE = "entry.key"
+KEY_BYTES = 32
+
+
+MAX_KEY_BYTES = 64  # BLAKE2b's longest key; bxmem writes KEY_BYTES
+
+
+def load(state_dir: Path, *, create: bool = True) -> bytes | None:
+    """The key, created first when `create` and there is none: none at all, a
+    torn one (shorter than a key), or anything bxmem did not write as one (a
+    FIFO, a link, more than MAX_KEY_BYTES), which is replaced, said once."""
+    from bxmem.store.files import Unreadable
+
+    path = state_dir / KEY_FILE
+    exists = True
+    try:
+        secret = _read(path)
+        not_a_key = (f"{len(secret):,} bytes, longer than a key" if len(secret) > MAX_KEY_BYTES
+                     else "empty" if not secret else None)  # bxmem links a key in whole: never an empty file
+    except FileNotFoundError:
+        secret, not_a_key, exists = b"", None, False
+    except Unreadable as exc:
+        if str(exc).startswith("cannot read"):  # the machine refused (permissions, I/O): not ours to replace
+            raise StorageError(f"{path}: {exc}") from None
+        secret, not_a_key = b"", str(exc)
+    if KEY_BYTES <= len(secret) <= MAX_KEY_BYTES:
+        return secret
+    if not create:
+        return None
+    if not_a_key:
+        from bxmem.log import log
+
+        log.warning(f"{path}: {not_a_key}, not a key bxmem wrote; replaced with a new key (line hashes made "
+                    "with the old one are checked without them)")
+    return _create(path, replace=exists)  # an empty file too: linking over it would fail and leave no key
+
+
+def _read(path: Path) -> bytes:
+    """entry.key's bytes (store.read_state: never blocking, never through a link);
+    FileNotFoundError when there is none."""
+    from bxmem.store.files import read_state
+
+    data = read_state(path)
+    if data is None:
+        raise FileNotFoundError(path)
+    return data
+
+
+def _create(path: Path, *, replace: bool) -> bytes:
+    secret = os.urandom(KEY_BYTES)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(secret)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:  # not a key bxmem wrote whole: a crash while an older version wrote it, or something else
+            os.replace(tmp, path)
+            fsync_dir(path.parent)
+            return secret
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return _read(path)  # another job made it first: theirs is the key
+        finally:
+            os.unlink(tmp)
+        fsync_dir(path.parent)  # the name too: a key lost in a crash leaves every hash made with it uncheckable
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise StorageError(f"cannot create {path}: {exc.strerror}") from None
+    return secret
+
+
+def key_id(secret: bytes) -> str:
+    """Names the key in the ledger and the state without revealing it."""
+    return hmac.new(secret, b"bxmem mirror state", hashlib.sha256).hexdigest()[:16]
+
+
+def line_mac(secret: bytes, raw: bytes) -> str:
+    """The keyed hash of one line's bytes, exactly as they are in the file:
+    BLAKE2b in its keyed mode (a MAC, RFC 7693), 128 bits. Taken for every user
+    line and reply decide reads, where HMAC-SHA256 through OpenSSL cost 4 µs a
+    line, a fifth of reading it; this costs about 1."""
+    return hashlib.blake2b(raw, digest_size=16, key=secret, person=b"bxmem line").hexdigest()
+
+
+def window_mac(secret: bytes | None, raw: bytes) -> str:
+    """The hash a reader's cursor keeps of a few bytes of a file it does not
+    write (sources/cursor.py): keyed when a key is at hand."""
+    return hashlib.blake2b(raw, digest_size=16, key=secret or b"", person=b"bxmem cursor").hexdigest()

@@ -1,0 +1,317 @@
+"""The outbox: what the ledger says is decided and not yet sent or failed.
+
+There is no second queue. This is a checkpoint of a fold over the ledger (its
+byte offset plus the fold's result), caught up from that offset on every run,
+so no run reads the whole ledger. Deleting the checkpoint is always safe: the
+next run folds the ledger again from the start.
+
+The fold also keeps what bxmem set up in Honcho (configured workspaces,
+peers, and for each Boxmaker session its current Honcho session and peers),
+every Honcho session name it has used in each workspace, the role each
+workspace was set up and written as (store/workspace_roles.py), the workspaces whose
+key was refused, the outage backoff, the Honcho sessions Honcho said are gone,
+what the owner dropped or re-routed, and which lasting states send has logged
+(so the journal hears of each once).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bxmem.log import log
+from bxmem.policy import ranges
+from bxmem.policy.shapes import anything, problem, record
+from bxmem.start.sealed import seal
+from bxmem.store.files import load_marshal, write_bytes
+from bxmem.store.ledger import Ledger
+from bxmem.store.ledger_events import (
+    ATTEMPT,
+    CANCELLED,
+    CREATED,
+    DECIDED,
+    DROPPED,
+    FAILED,
+    KEY_REFUSED,
+    KEY_RESUMED,
+    REQUEUED,
+    REROUTED,
+    SENT,
+    SESSION_GONE,
+    SESSION_RENEWED,
+    TURN,
+    UNSENT,
+    in_doubt,
+)
+from bxmem.store.outbox_shape import KIND, OFFSET, PEER, ROLE, SESSION, SHAPE, WS
+from bxmem.store.workspace_roles import apply as fold_roles
+from bxmem.store.workspace_roles import save as save_roles
+
+CHECKPOINT = "outbox.marshal"
+# marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
+# as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
+# 5: an item sent is counted once; drops, reroutes and gone sessions.
+CHECKPOINT_VERSION = 6  # 6: the roles workspaces were written as; the Honcho session names used
+
+
+def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
+    """The checkpoint as saved (shape checked), or (None, why it cannot be used)."""
+    raw, why = load_marshal(state_dir / CHECKPOINT, record({"version": anything}))
+    if raw is None or raw["version"] != CHECKPOINT_VERSION:
+        return None, why  # another version: folded again, as planned
+    why = problem(raw, SHAPE)
+    return (raw, None) if why is None else (None, why)
+
+
+def light(item: str, record: tuple) -> dict:
+    return {"item": item, "offset": record[OFFSET], "ws": record[WS], "session": record[SESSION],
+            "kind": record[KIND], "peer": record[PEER], "role": record[ROLE]}
+
+
+def _intern(value: str | None) -> str | None:
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+@dataclass
+class Outbox:
+    offset: int = 0
+    ino: int | None = None
+    pending: dict[str, tuple] = field(default_factory=dict)  # item -> compact record (above), ledger order
+    attempts: dict[str, dict] = field(default_factory=dict)  # item -> its last attempt event
+    failed: dict[str, dict] = field(default_factory=dict)  # item -> failed event
+    setup: dict[str, dict] = field(default_factory=dict)  # workspace -> what exists there
+    stopped: dict[str, dict] = field(default_factory=dict)  # workspace -> key_refused event
+    backoff: dict | None = None  # {"since", "delay", "until"} while Honcho is down
+    last_sent: str | None = None
+    sent_count: int = 0  # items sent, each once (a second `sent` line for an item counts no more)
+    dropped: int = 0  # items the owner dropped (bxmem outbox drop)
+    malformed: int = 0
+    undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
+    conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
+    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
+    cancelled: int = 0
+    decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
+    # Every item decided so far. A decision is final: a second `decided` line for
+    # a known item (two runs that both decided it, a recovery that missed it) is
+    # ignored, counted here and said once, so it can neither re-queue a sent item
+    # nor move a pending one. Turns as ranges of turn numbers per session (a
+    # history of 100,000 turns is a few hundred numbers), edits by item.
+    known_turns: dict[str, list[list[int]]] = field(default_factory=dict)
+    known_other: set[str] = field(default_factory=set)
+    # workspace -> {"set_up": [roles], "written": {role: first item}} (store/workspace_roles.py)
+    roles: dict[str, dict] = field(default_factory=dict)
+    # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
+    # every name used, so a new session never takes one already used (send_plan.session_name)
+    hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
+    repeated: int = 0  # second decisions ignored
+    first_repeated: str | None = None  # the first item decided twice (for sync's line)
+    # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
+    # logged when it starts or changes and when it ends, not on every run (commands/send/report.py).
+    announced: dict = field(default_factory=dict)
+    # This catch-up's second decisions, said once at its end (not saved): how many, and the first.
+    _new_repeats: int = 0
+    _first_new_repeat: tuple[str, int] | None = None
+
+    # --- the fold -----------------------------------------------------------------
+
+    def apply(self, ev: dict, offset: int = -1) -> None:
+        kind = ev.get("ev")
+        item: str = ev.get("item", "")  # every kind that names an item has one
+        if kind in (ATTEMPT, SENT, CREATED):  # before the item leaves the outbox: its decided role is still here
+            fold_roles(self.roles, ev, self._decided_role)
+            if kind == ATTEMPT:
+                self._learn_name(ev.get("ws"), ev.get("hsession"), ev.get("session"))
+        if kind == DECIDED:
+            if not self._first_decision(item):
+                self.repeated += 1
+                self.first_repeated = self.first_repeated or item
+                self._new_repeats += 1
+                self._first_new_repeat = self._first_new_repeat or (item, offset)
+                return
+            key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
+            self.decided[key] = self.decided.get(key, 0) + 1
+            if ev.get("ws"):
+                self.pending[item] = (offset, _intern(ev["ws"]), _intern(ev.get("session")),
+                                      _intern(ev.get("kind", TURN)), _intern(ev.get("peer")), _intern(ev.get("role")))
+            if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
+                self.undone[ev["target"]] = item
+        elif kind == ATTEMPT:
+            for one in ev.get("items", []):
+                self.attempts[one] = ev
+        elif kind == SENT:
+            if self.pending.pop(item, None) is not None:
+                self.sent_count += 1
+            self.attempts.pop(item, None)
+            self.failed.pop(item, None)
+            self.last_sent = ev.get("ts")
+            self._learn_results(ev)
+        elif kind == FAILED:
+            decided = self.pending.pop(item, None)
+            attempt = self.attempts.pop(item, None)
+            self.failed[item] = {**ev, "decided": decided}
+            if ev.get("in_doubt"):  # Honcho may hold what it sent: kept for the lookup a requeue needs
+                self.failed[item]["attempt"] = attempt or in_doubt(item, ev.get("ws"))
+            self._learn_results(ev)  # what an edit did before it was refused still happened
+        elif kind == UNSENT:  # the attempt never reached Honcho: nothing to look up
+            for one in ev.get("items", []):
+                self.attempts.pop(one, None)
+        elif kind == CANCELLED:
+            self.pending.pop(item, None)
+            self.attempts.pop(item, None)
+            self.cancelled += 1
+        elif kind == REQUEUED:
+            failed = self.failed.pop(item, None)
+            if failed and failed.get("decided"):
+                self.pending[item] = failed["decided"]
+                if failed.get("attempt"):
+                    # Honcho may hold what its attempt sent: the item is in doubt again,
+                    # and is looked up (in the attempt's Honcho session) before anything is sent.
+                    self.attempts[item] = failed["attempt"]
+                elif failed.get("results"):
+                    # An edit refused half-way did part of its work: it goes through
+                    # the in-doubt path, which looks before it creates again.
+                    self.attempts[item] = in_doubt(item, failed.get("ws"))
+        elif kind == DROPPED:
+            if self.pending.pop(item, None) is not None or self.failed.pop(item, None) is not None:
+                self.dropped += 1
+            self.attempts.pop(item, None)
+        elif kind == REROUTED:
+            self._reroute(item, ev.get("ws"))
+        elif kind in (SESSION_GONE, SESSION_RENEWED):
+            known = (self.setup.get(ev.get("ws", "")) or {}).get("sessions", {}).get(ev.get("session"))
+            if known is not None and known["name"] == ev.get("hsession"):
+                known["gone" if kind == SESSION_GONE else "renew"] = True
+        elif kind == CREATED:
+            self._learn_created(ev)
+        elif kind == KEY_REFUSED:
+            self.stopped[ev["ws"]] = ev
+        elif kind == KEY_RESUMED:
+            self.stopped.pop(ev.get("ws", ""), None)
+
+    def _reroute(self, item: str, ws: object) -> None:
+        """A held or failed item goes to `ws` now, the workspace that has its role
+        (bxmem outbox reroute checked that): a failed one back into the outbox."""
+        if not isinstance(ws, str):
+            return
+        record = self.pending.get(item)
+        if record is None and item in self.failed:
+            record = self.failed.pop(item).get("decided")
+        if record is not None:
+            self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1:])
+
+    def _decided_role(self, item: str) -> object:
+        record = self.pending.get(item)
+        return record[ROLE] if record is not None else None
+
+    def _learn_name(self, ws: object, hsession: object, session: object) -> None:
+        if isinstance(ws, str) and isinstance(hsession, str) and isinstance(session, str):
+            self.hsessions.setdefault(ws, {}).setdefault(hsession, session)
+
+    def _first_decision(self, item: str) -> bool:
+        """Note `item` as decided; False when it was already."""
+        kind, _, rest = item.partition(":")
+        session, _, number = rest.rpartition(":")
+        if kind == TURN and session and number.isascii() and number.isdigit():
+            return ranges.add(self.known_turns.setdefault(session, []), int(number))
+        if item in self.known_other:
+            return False
+        self.known_other.add(item)
+        return True
+
+    def _learn_results(self, ev: dict) -> None:
+        for result in ev.get("results") or []:
+            ref = f"{ev['item']}#{result['i']}"
+            if result["do"] in ("conclude", "reconclude") and result.get("id"):
+                self.conclusions[ref] = {"id": result["id"], "ws": ev.get("ws"), "hsession": result.get("hsession")}
+            elif result["do"] == "unconclude" and result.get("deleted"):
+                target = self.conclusions.get(result["of"])
+                if target is not None:
+                    target["deleted_by"] = ref
+            elif result["do"] == "fleet-message" and result.get("ids"):
+                self.fleet[ref] = {"ws": ev.get("ws"), "hsession": result.get("hsession"), "ids": result["ids"]}
+
+    def pending_items(self):
+        """The pending items in outbox order, as small dicts (see `light`)."""
+        for item, compact in self.pending.items():
+            yield light(item, compact)
+
+    def workspace(self, ws: str) -> dict:
+        return self.setup.setdefault(ws, {"configured": False, "peers": [], "sessions": {}})
+
+    def _learn_created(self, ev: dict) -> None:
+        ws = self.workspace(ev["ws"])
+        what = ev.get("what")
+        if what == "workspace":
+            ws["configured"] = True
+        elif what == "peer" and ev.get("id") not in ws["peers"]:
+            ws["peers"].append(ev["id"])
+        elif what == "session" and ev.get("session"):
+            self._learn_name(ev["ws"], ev.get("id"), ev["session"])
+            known = ws["sessions"].get(ev["session"])
+            if known is None or ev.get("n", 1) >= known["n"]:
+                ws["sessions"][ev["session"]] = {"name": ev["id"], "n": ev.get("n", 1), "peers": ev.get("peers", [])}
+
+    # --- persistence ----------------------------------------------------------------
+
+    @staticmethod
+    def read_checkpoint(state_dir: Path) -> dict | None:
+        """The checkpoint as last saved, without catching up (for read-only callers)."""
+        return read_checkpoint(state_dir)[0]
+
+    @classmethod
+    def load(cls, state_dir: Path, ledger: Ledger) -> Outbox:
+        """The checkpoint caught up with the ledger (rebuilt if missing, stale or of another shape)."""
+        raw, why = read_checkpoint(state_dir)
+        if why is not None:
+            log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger")
+        box = cls._from_dict(raw) if raw is not None else None
+        try:
+            st = ledger.path.stat()
+        except FileNotFoundError:
+            st = None
+        # A checkpoint saved before the ledger existed has no inode to compare (ino None).
+        if box is not None and st is not None and ((box.ino is not None and st.st_ino != box.ino) or st.st_size < box.offset):
+            log.warning(f"{ledger.path} was replaced or truncated; rebuilding the outbox from it")
+            box = None
+        if box is None:
+            box = cls()
+        box.catch_up(ledger)
+        if st is not None:
+            box.ino = st.st_ino
+        return box
+
+    def catch_up(self, ledger: Ledger) -> None:
+        from bxmem.store.ledger import ReadResult
+
+        result = ReadResult()
+        self._new_repeats, self._first_new_repeat = 0, None
+        for ev in ledger.iter_from(self.offset, result):
+            self.apply(ev, result.at)
+        if self._first_new_repeat is not None:
+            item, at = self._first_new_repeat
+            log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
+                        f"ignored, the first decision stands (first: {item} at byte {at})")
+            self._new_repeats, self._first_new_repeat = 0, None
+        if result.malformed:
+            self.malformed += len(result.malformed)
+            for offset in result.malformed:
+                why = result.reasons.get(offset)
+                log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
+                            + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
+        self.offset = result.end
+
+    def save(self, state_dir: Path) -> None:
+        import marshal
+
+        saved = {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
+        write_bytes(state_dir / CHECKPOINT, seal(marshal.dumps({"version": CHECKPOINT_VERSION, **saved})))
+        save_roles(state_dir, self.roles, self.ino, self.offset)  # for recall and ask (workspace_roles.read)
+
+    @classmethod
+    def _from_dict(cls, raw: dict) -> Outbox:
+        box = cls()
+        for name in box.__dict__:
+            if name in raw and not name.startswith("_"):
+                setattr(box, name, raw[name])
+        return box

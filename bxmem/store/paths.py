@@ -1,0 +1,132 @@
+"""Where things live: config file, Boxmaker home, bxmem's own state, as
+Paths. The precedence and the defaults are decided in start/where.py (stdlib only,
+shared with the idle fast path); this module checks what the config says.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from bxmem.errors import ConfigInvalid
+from bxmem.start import where
+from bxmem.start.where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
+
+
+def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
+    """where.config_source as a Path."""
+    path, named_by = where.config_source(explicit)
+    return Path(path), named_by
+
+
+def check_named(path: Path, named_by: str | None) -> None:
+    """A config file someone named must be there and readable: running
+    local-only instead would decide every turn nowhere-to-send, for good
+    (Honcho is not rebuilt from the logs). Only the default path may be absent."""
+    if named_by is None:
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigInvalid(
+            f"{path} (named by {named_by}) does not exist; nothing was decided or sent "
+            "(only the default config file may be absent)"
+        ) from None
+    except OSError as exc:
+        raise ConfigInvalid(f"{path} (named by {named_by}): cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigInvalid(f"{path} (named by {named_by}) is a directory, not a config file")
+    if not os.access(path, os.R_OK):
+        raise ConfigInvalid(f"{path} (named by {named_by}): cannot read: Permission denied")
+
+
+def load_toml(path: Path, named_by: str | None = None) -> dict:
+    """The raw configuration; a missing default file is an empty one (local-only)."""
+    import tomllib
+
+    from bxmem.store.files import Unreadable, read_state
+
+    try:
+        data = read_state(path, follow=True)  # never blocks: a FIFO named as the config is refused, not opened for good
+    except Unreadable as exc:
+        raise ConfigInvalid(f"{path}: {exc}") from None
+    if data is None:
+        check_named(path, named_by)  # gone since it was checked: the same line
+        return {}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigInvalid(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at byte offset {exc.start} (line {line}); "
+            "save the file as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigInvalid(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables by recursion
+        raise ConfigInvalid(f"{path}: not valid TOML: arrays or tables nested too deep to read") from None
+
+
+class Paths:
+    """The Boxmaker home and the run directory, and everything under them."""
+
+    __slots__ = ("home", "run")
+
+    def __init__(self, home: Path, run: Path) -> None:
+        self.home, self.run = home, run
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def memory(self) -> Path:
+        return self.home / "memory"
+
+    @property
+    def journal(self) -> Path:
+        return self.memory / "journal.jsonl"
+
+    @property
+    def ledger(self) -> Path:
+        return self.memory / "honcho.jsonl"
+
+    @property
+    def state(self) -> Path:
+        """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
+        return Path(where.state_dir(self.home))
+
+    @property
+    def broker_socket(self) -> Path:
+        return self.run / "memory-broker" / "state.sock"
+
+    def ensure_state_dir(self) -> Path:
+        from bxmem.errors import StorageError
+        from bxmem.store.files import make_dirs
+
+        try:
+            make_dirs(self.memory, 0o777)  # as mkdir -p makes it (the umask applies): memoryd's folder too
+            make_dirs(self.state, 0o700)
+            if self.state.stat().st_mode & 0o777 != 0o700:
+                os.chmod(self.state, 0o700)
+        except OSError as exc:
+            raise StorageError(f"cannot prepare {self.state}: {exc.strerror}") from None
+        return self.state
+
+
+def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None) -> Paths:
+    section = raw.get("paths") or {}
+    if not isinstance(section, dict):
+        raise ConfigInvalid("[paths] must be a table")
+    home_value = None if where.named_home(home_override) else section.get("home")
+    if home_value is not None and not isinstance(home_value, str):
+        raise ConfigInvalid("[paths] home must be a string")  # checked only when it is the one used, as the schema checks it anyway
+    home = Path(where.home(home_override, home_value))
+    run_value = section.get("run")
+    if run_value is not None and not isinstance(run_value, str):
+        raise ConfigInvalid("[paths] run must be a string")
+    run = Path(run_value).expanduser() if run_value else home / "run"
+    return Paths(home=home, run=run)

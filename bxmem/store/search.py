@@ -1,0 +1,274 @@
+"""The local index's search: every match ranked by BM25, at a bounded cost.
+
+The query's content words (terms.query_words) are stemmed by the index's own
+tokenizer and weighed by how many of the index's passages hold them, counted
+by FTS5 up to COMMON (fts5vocab counts every one: 5 ms for a word in 100,000):
+
+- Words in COMMON passages or more are this history's stop words and are
+  left out (unless nothing else is left): bm25 would count them again.
+- Candidates are the passages holding any of the rarest words, as many of
+  them as fit in BUDGET passages (the rarest always does); every one of them
+  is scored by FTS5's bm25 over all the words, the commoner ones included
+  (two MATCH expressions: the candidates holding one of them, and the rest).
+  A passage holding only common words could not outrank one holding a rarer
+  word unless it held several; that is the price of the bound. No window on
+  age: an old turn is found as a new one is.
+- When every word is in more than BUDGET passages (a question of common words
+  only), the newest WINDOW passages holding all of them and the newest WINDOW
+  holding any are ranked; identity entries' passages count as the newest
+  (their rowids are the highest), so those holding any word are among them.
+  Such a question names nothing rarer to look for.
+
+A document (a turn, an entry, a note) scores as its best passage. Among
+documents an identity entry moves up past each one ranked just above it
+that holds no query word the entry does not: the entry is what the agent
+keeps as current, while an old turn may still hold the text it replaced
+(docs/decisions.md). Equal scores: the newest first. Each hit's text is a
+snippet around its best match (policy/snippets.py).
+"""
+
+from __future__ import annotations
+
+from bxmem.policy.snippets import SNIPPET_CHARS, around
+from bxmem.policy.terms import TOKENIZER, query_words
+
+IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
+
+BUDGET = 2_000  # passages scored by bm25 for one query, at most (1 to 2 µs each)
+WINDOW = 1_000  # when every word is common: the newest passages scored, for all of them and for any
+COMMON = 16_000  # a word in this many passages is left out of the ranking (counting stops there)
+IDENTITY_EXTRA = 64  # identity entries ranked below the best, kept in case they move up
+MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a mark is always ours
+
+
+class LocalHit:
+    __slots__ = ("key", "kind", "tag", "klass", "session", "ts", "text")
+
+    def __init__(self, key: str, kind: str, tag: str, klass: str, session: str | None, ts: str | None, text: str) -> None:
+        self.key, self.kind, self.tag, self.klass = key, kind, tag, klass
+        self.session, self.ts, self.text = session, ts, text
+
+
+class Term:
+    """A query word as the index knows it: the phrases that match it (the word, and its
+    irregular forms), and how many passages hold any of them (at most)."""
+
+    __slots__ = ("expr", "df")
+
+    def __init__(self, alternatives: list[tuple[str, int]]) -> None:
+        # Each a quoted string: matched as a word, never obeyed as query syntax.
+        quoted = ['"' + word.replace('"', '""') + '"' for word, _df in alternatives]
+        self.expr = quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
+        self.df = sum(df for _word, df in alternatives)
+
+
+def _scratch(db, table: str) -> None:
+    """A per-connection scratch table (temp, so a read-only connection may make it):
+    bx_words tokenizes the query as the index does (contentless: the fewest tables to
+    make on each recall); bx_hits marks and checks a few texts."""
+    if table == "bx_words":
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_words USING"
+                   f" fts5(w, content='', columnsize=0, tokenize='{TOKENIZER}')")
+        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_word_terms USING fts5vocab(temp, bx_words, instance)")
+        db.execute("INSERT INTO temp.bx_words(bx_words) VALUES ('delete-all')")
+    else:
+        db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_hits USING fts5(text, who, tokenize='{TOKENIZER}')")
+        db.execute("DELETE FROM temp.bx_hits")
+
+
+def terms_of(db, words: list[str]) -> list[Term]:
+    """The query's words as the index knows them: stemmed as it stems, each once, with
+    how many passages hold them (counted up to COMMON); words it has never seen are left out."""
+    from bxmem.policy.terms import forms
+
+    entries = [(n, form) for n, word in enumerate(words) for form in forms(word)]
+    stems: dict[int, tuple[str, ...]] = {e: (form,) for e, (_n, form) in enumerate(entries)}
+    if _may_share_a_stem(words):  # "backup backups": stem them as the index does, to count the word once
+        _scratch(db, "bx_words")
+        db.executemany("INSERT INTO temp.bx_words(rowid, w) VALUES (?, ?)", ((e, form) for e, (_n, form) in enumerate(entries)))
+        stems = {}
+        for e, stem in db.execute("SELECT doc, term FROM temp.bx_word_terms ORDER BY doc, offset"):
+            stems[e] = (*stems.get(e, ()), stem)
+    families: dict[int, dict[tuple[str, ...], str]] = {}
+    for e, (n, form) in enumerate(entries):
+        if e in stems:
+            families.setdefault(n, {}).setdefault(stems[e], form)
+    count = "SELECT count(*) FROM (SELECT 1 FROM docs_fts WHERE docs_fts MATCH ? LIMIT ?)"
+    terms: list[Term] = []
+    seen: set[frozenset[tuple[str, ...]]] = set()
+    for family in families.values():
+        stemmed = frozenset(family)
+        if stemmed in seen:
+            continue
+        seen.add(stemmed)
+        # A form the tokenizer cuts in two is matched, and counted, as a phrase.
+        alternatives = [(form, db.execute(count, ('"' + form.replace('"', '""') + '"', COMMON)).fetchone()[0])
+                        for form in family.values()]
+        alternatives = [alt for alt in alternatives if alt[1] > 0]
+        if alternatives:
+            terms.append(Term(alternatives))
+    return terms
+
+
+def _may_share_a_stem(words: list[str]) -> bool:
+    """Whether two of the words could stem alike. porter only cuts and mends a word's end, so
+    two words with one stem begin with the same three letters; most questions have none such,
+    and skip making the scratch table (half a millisecond)."""
+    starts = [w[:3] for w in words]
+    return len(set(starts)) < len(starts)
+
+
+def _any(terms: list[Term]) -> str:
+    return " OR ".join(t.expr for t in terms)
+
+
+def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
+    """(passage, bm25) of the best `most` passages, and of every identity entry's passage
+    among the candidates, best first (bm25 is lower for better)."""
+    picked: list[Term] = []
+    total = 0
+    for term in terms:  # rarest first
+        if not picked or total + term.df <= BUDGET:
+            picked.append(term)
+            total += term.df
+    rest = terms[len(picked):]
+    score = "SELECT rowid AS id, bm25(docs_fts) AS s FROM docs_fts WHERE docs_fts MATCH"
+    if terms[0].df <= BUDGET:
+        if rest:
+            some, others = _any(picked), _any(rest)
+            matches = [f"({some}) AND ({others})", f"({some}) NOT ({others})"]
+        else:
+            matches = [_any(picked)]
+        parts, joiner = [f"{score} ?" for _ in matches], " UNION ALL "  # disjoint
+    else:
+        # Every word is common: the newest passages holding all of them, then the newest holding any.
+        # Identity entries' rowids are the highest: the newest begin with them.
+        matches = [_any(terms)]
+        if len(terms) > 1:
+            matches.insert(0, " AND ".join(t.expr for t in terms))
+        parts, joiner = [f"SELECT * FROM ({score} ? ORDER BY rowid DESC LIMIT {WINDOW})" for _ in matches], " UNION "
+    rows = db.execute(f"WITH c AS MATERIALIZED ({joiner.join(parts)}) SELECT id, s FROM"
+                      f" (SELECT id, s FROM c ORDER BY s, id DESC LIMIT ?) UNION SELECT id, s FROM c WHERE id >= {IDENTITY_BASE}",
+                      (*matches, most)).fetchall()
+    return sorted(rows, key=lambda row: (row[1], -row[0]))
+
+
+class _Doc:
+    __slots__ = ("id", "score", "passage", "key", "kind", "tag", "klass", "session", "ts", "who", "text", "reply_at",
+                 "start", "length", "covers")
+
+    def __init__(self, row: tuple, score: float, passage: int, start: int, length: int) -> None:
+        (self.id, self.key, self.kind, self.tag, self.klass, self.session, self.ts, self.who, self.text,
+         self.reply_at) = row
+        self.score, self.passage, self.start, self.length = score, passage, start, length
+        self.covers: frozenset[int] = frozenset()
+
+
+def _documents(db, ranked: list[tuple[int, float]], top: int) -> tuple[list[_Doc], int]:
+    """The documents of the ranked passages, each at its best passage, in rank order: the
+    best `top`, and the best IDENTITY_EXTRA identity entries below them. Also how many
+    documents the passages held in all."""
+    ids = [pid for pid, _s in ranked]
+    if not ids:
+        return [], 0
+    places = {pid: (doc, start, length) for pid, doc, start, length in
+              db.execute(f"SELECT id, doc, start, len FROM passages WHERE id IN ({','.join('?' * len(ids))})", ids)}
+    best: dict[int, tuple[int, float]] = {}
+    for pid, s in ranked:
+        doc = places[pid][0]
+        if doc not in best:
+            best[doc] = (pid, s)
+    order = list(best)
+    extra = [doc for doc in order[top:] if best[doc][0] >= IDENTITY_BASE][:IDENTITY_EXTRA]
+    wanted = order[:top] + extra
+    rows = db.execute("SELECT id, key, kind, tag, class, session, ts, who, text, reply_at FROM docs"
+                      f" WHERE id IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+    by_id = {row[0]: row for row in rows}
+    docs = []
+    for doc in wanted:
+        if doc in by_id:
+            pid, s = best[doc]
+            docs.append(_Doc(by_id[doc], s, pid, places[pid][1], places[pid][2]))
+    return docs, len(order)
+
+
+def _window(doc: _Doc) -> tuple[int, str]:
+    """Where in the document the scratch copy starts, and the copy: the best passage and
+    enough around it for a snippet (the whole text when it is short)."""
+    if len(doc.text) <= 4 * SNIPPET_CHARS:
+        return 0, doc.text
+    start = max(0, doc.start - 2 * SNIPPET_CHARS)
+    return start, doc.text[start:doc.start + doc.length + 2 * SNIPPET_CHARS]
+
+
+def _mark(db, docs: list[_Doc], terms: list[Term]) -> dict[int, list[tuple[int, int]]]:
+    """The matched words of each document (spans in its text), and which terms each one
+    holds (_Doc.covers, as indexes into `terms`), from a scratch copy of each."""
+    _scratch(db, "bx_hits")
+    offsets = {}
+    for doc in docs:
+        offsets[doc.id], copy = _window(doc)
+        db.execute("INSERT INTO temp.bx_hits(rowid, text, who) VALUES (?, ?, ?)", (doc.id, copy, doc.who or ""))
+    marks: dict[int, list[tuple[int, int]]] = {}
+    for doc_id, marked in db.execute(f"SELECT rowid, highlight(bx_hits, 0, '{MARK}', '{UNMARK}') FROM bx_hits"
+                                     " WHERE bx_hits MATCH ?", (_any(terms),)):
+        marks[doc_id] = _spans(marked, offsets[doc_id])
+    held: dict[int, set[int]] = {}
+    for n, term in enumerate(terms):
+        for (doc_id,) in db.execute("SELECT rowid FROM bx_hits WHERE bx_hits MATCH ?", (term.expr,)):
+            held.setdefault(doc_id, set()).add(n)
+    for doc in docs:
+        doc.covers = frozenset(held.get(doc.id, ()))
+    return marks
+
+
+def _spans(marked: str, offset: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    at = plain = 0
+    while True:
+        start = marked.find(MARK, at)
+        if start < 0:
+            return spans
+        end = marked.find(UNMARK, start)
+        plain += start - at
+        spans.append((offset + plain, offset + plain + end - start - 1))
+        plain += end - start - 1
+        at = end + 1
+
+
+def _identity_first(docs: list[_Doc]) -> list[_Doc]:
+    """Each identity entry, in rank order, moves up past every document just above it
+    that is not an identity entry and holds no query word the entry does not."""
+    out: list[_Doc] = []
+    for doc in docs:
+        at = len(out)
+        if doc.kind == "identity":
+            while at and out[at - 1].kind != "identity" and out[at - 1].covers <= doc.covers:
+                at -= 1
+        out.insert(at, doc)
+    return out
+
+
+def search(db, query: str, limit: int) -> list[LocalHit]:
+    words = query_words(query)
+    if not words or limit < 1:
+        return []
+    terms = terms_of(db, words)
+    if not terms:
+        return []
+    useful = sorted((t for t in terms if t.df < COMMON), key=lambda t: t.df) or [min(terms, key=lambda t: t.df)]
+    top, most = limit + 8, 8 * (limit + 8)  # a few more than asked: identity entries may move up among them
+    while True:
+        ranked = _ranked(db, useful, most)
+        docs, held = _documents(db, ranked, top)
+        if held >= top or len(ranked) < most:
+            break
+        most *= 4  # a long document held most of the best passages: look further
+    # Marks for the texts a snippet will cut, and which words each holds when an identity entry may move up.
+    identity = any(d.kind == "identity" for d in docs)
+    marked = docs if identity else [d for d in docs[:limit] if len(d.text) > SNIPPET_CHARS]
+    marks = _mark(db, marked, useful) if marked else {}
+    if identity:
+        docs = _identity_first(docs)
+    return [LocalHit(d.key, d.kind, d.tag, d.klass, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])))
+            for d in docs[:limit]]
