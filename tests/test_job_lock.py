@@ -20,7 +20,7 @@ from bxmem.store.files import JobLock
 HOLD = """
 import sys, time
 from pathlib import Path
-from bxmem.store import JobLock
+from bxmem.store.files import JobLock
 lock = JobLock(Path(sys.argv[1]), sys.argv[2])
 assert lock.acquire()
 print("held", flush=True)

@@ -337,7 +337,7 @@ def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows
     from bxmem.commands import audit
     from bxmem.runbooks import ENTRIES
 
-    tree = ast.parse((ROOT / "bxmem" / "commands/audit.py").read_text())
+    tree = ast.parse((ROOT / "bxmem" / "commands" / "audit.py").read_text())
     added = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, "attr", "") == "add" and node.args and isinstance(node.args[0], ast.Constant)}
     assert added == set(audit.KINDS)

@@ -168,7 +168,7 @@ def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|a
     if name not in SCHEMAS:
         raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")
     # The files the package ships (bxmem/schemas/), printed as they are.
-    text = (Path(__file__).parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
+    text = (Path(__file__).parent.parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
     return jobs.show_text(text.rstrip("\n"))
 
 

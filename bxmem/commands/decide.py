@@ -1,22 +1,18 @@
 """`bxmem decide`: where each finished turn goes, recorded at once.
 
-Reads only the new bytes of each session log, asks brokerd once per session
-with finished turns, decides by `rules.route_turn` and appends the decisions
-to the ledger as it goes (commands/decide_state.py says how a turn is decided exactly
-once, whatever stops a run). A Honcho outage cannot change a decision,
-because Honcho is never asked.
+Reads only the new bytes of each session log, asks brokerd once per session with finished
+turns, decides by `rules.route_turn` and appends the decisions to the ledger as it goes
+(commands/decide_state.py says how a turn is decided exactly once, whatever stops a run).
+A Honcho outage cannot change a decision, because Honcho is never asked.
 
-A run spends at most RUN_BUDGET_S on the logs and brokerd's answers, well
-inside the unit's TimeoutStartSec=60 (systemd/bxmem-decide.service): one more
-brokerd question (its 2 s deadline), the last append and the state write
-follow. Sessions not reached wait for the next run, which starts where this
-one stopped, so a slow or hostile session cannot keep the others waiting.
+A run spends at most RUN_BUDGET_S on the logs and brokerd's answers (see its comment).
+Sessions not reached wait for the next run, which starts where this one stopped, so a slow
+or hostile session cannot keep the others waiting.
 
-If brokerd cannot answer, the session's turns wait undecided in decide's
-state and are decided on a later run from the state then. brokerd's labels
-only ever rise (untrusted is sticky, class only goes up) and the log's flags
-are taken as of the later run too, so a late decision can only move a turn
-towards untrusted or nowhere.
+If brokerd cannot answer, the session's turns wait undecided in decide's state and are
+decided on a later run from the state then. brokerd's labels only ever rise (untrusted is
+sticky, class only goes up) and the log's flags are taken as of the later run too, so a late
+decision can only move a turn towards untrusted or nowhere.
 """
 
 from __future__ import annotations
@@ -45,14 +41,15 @@ from bxmem.sources.loopd import (
     read_finished_turns,
     session_id_problem,
 )
+from bxmem.start.idle import access_fingerprint, stat_fingerprint, write_summary
 from bxmem.store.files import write_json
 from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.ledger_events import DecidedTurn, decided_turn
 
 FLUSH_EVERY = 1000
-# The logs and brokerd's answers get this long; a run then ends within about
-# 45 s (one more brokerd question, the last append, the state, the index),
-# inside the unit's TimeoutStartSec=60.
+# The logs and brokerd's answers get this long; a run then ends within about 45 s (one more
+# brokerd question, its 2 s deadline, the last append, the state, the index), inside the
+# unit's TimeoutStartSec=60 (systemd/bxmem-decide.service).
 RUN_BUDGET_S = 40.0
 SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
 # A log untouched this long is dormant: idle runs look at it once a sweep
@@ -246,7 +243,6 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
     """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
     the others, which on a long-lived host are nearly all of them, once a
     minute. A new log changes the folder, which is always compared."""
-    from bxmem.start.idle import stat_fingerprint, write_summary
 
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
@@ -318,7 +314,6 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
 def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideReport) -> None:
     """Keep in the cursor that a log cannot be read (said once, then tried again
     every RETRY_UNREADABLE_S), or that it can be again."""
-    from bxmem.start.idle import access_fingerprint
 
     error = cursor.get("error")
     if problem is None:
@@ -341,7 +336,6 @@ def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideRepo
 
 def _waits_to_retry(path: str, cursor: dict) -> bool:
     """A log that could not be read, not yet due to be tried again and not changed in mode or owner."""
-    from bxmem.start.idle import access_fingerprint
 
     error = cursor.get("error")
     return error is not None and time.time() < error["retry_at"] and access_fingerprint(path) == error["access"]
