@@ -1,4 +1,5 @@
-"""The shape of the code: no import cycle, no module over 400 lines, a module
+"""The shape of the code: the layers' import contracts, no import cycle, no module
+over 400 lines, every deferred import saying which budget needs it, and a module
 table in docs/design.md that names every module.
 
 Read from the source with `ast`, not by importing: an import inside a function
@@ -10,6 +11,10 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -17,7 +22,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bxmem"
 MAX_LINES = 400
-
 
 
 def module_name(path: Path) -> str:
@@ -28,6 +32,30 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+# --- the import graph: every import of every module, bxmem's and the rest ---
+
+
+@dataclass(frozen=True)
+class Import:
+    """One module an import statement loads, where it stands and what it binds."""
+
+    target: str  # absolute: "bxmem.store.ledger", "httpx", "os.path"
+    bound: str  # the local name it binds ("" for a star import)
+    line: int
+    in_function: bool  # runs when the function is called, not when the module loads
+    type_checking: bool  # under `if TYPE_CHECKING:`: never runs at all
+    text: str  # the statement's first source line
+
+    @property
+    def top(self) -> str:
+        return self.target.partition(".")[0]
+
+    @property
+    def at_load(self) -> bool:
+        """Run when the module is imported."""
+        return not self.in_function and not self.type_checking
 
 
 def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
@@ -43,16 +71,34 @@ def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
-def imports_of(name: str, path: Path) -> set[str]:
-    """The bxmem modules `name` imports anywhere in its source (top level, function, class)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+def _in_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    parent = parents.get(node)
+    while parent is not None:
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return True
+        parent = parents.get(parent)
+    return False
+
+
+@cache
+def parse(path: Path) -> tuple[ast.Module, tuple[str, ...], dict[ast.AST, ast.AST]]:
+    source = path.read_text()
+    tree = ast.parse(source, filename=str(path))
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return tree, tuple(source.splitlines()), parents
+
+
+def import_records(name: str, path: Path) -> list[Import]:
+    """Every import in `name`'s source (top level, class, function, under TYPE_CHECKING),
+    one record per module loaded; relative imports resolved against the package."""
+    tree, lines, parents = parse(path)
     # What a relative import is relative to: the package holding this module.
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
+            # `import a.b` loads a.b and binds a; `import a.b as c` binds c.
+            targets = [(alias.name, alias.asname or alias.name.partition(".")[0]) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base_parts = package.split(".")
@@ -61,13 +107,21 @@ def imports_of(name: str, path: Path) -> set[str]:
             else:
                 base = node.module or ""
             # `from pkg import mod` imports the module pkg.mod; `from mod import name` imports mod.
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+            targets = [(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base,
+                        "" if alias.name == "*" else alias.asname or alias.name) for alias in node.names]
         else:
             continue
-        if _type_checking_only(node, parents):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
-        found.update(target for target in targets if target in MODULES and target != name)
-    return found
+        in_function, type_checking = _in_function(node, parents), _type_checking_only(node, parents)
+        found += [Import(target, bound, node.lineno, in_function, type_checking, lines[node.lineno - 1])
+                  for target, bound in targets]
+    return sorted(found, key=lambda record: (record.line, record.target))
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """The bxmem modules `name` imports anywhere in its source, type-only imports included."""
+    return {record.target for record in import_records(name, path) if record.target in MODULES and record.target != name}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -161,27 +215,434 @@ def _ring(start: str, graph: dict[str, set[str]]) -> set[str]:
     return reach(graph) & reach(reverse)
 
 
-def test_the_graph_sees_every_kind_of_import(tmp_path):
-    """The walker counts imports inside functions, relative ones, and `from pkg import mod`,
-    and skips those under TYPE_CHECKING: checked on the real sources it reads."""
+# --- the layers' import contracts ---
+
+STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def shown(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+
+
+def _says(path: Path, record: Import, why: str) -> str:
+    return f"{shown(path)}:{record.line}: {record.text.strip()}: {why}"
+
+
+def in_layer(*packages: str) -> Callable[[str], bool]:
+    return lambda module: any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def outside(*packages: str) -> Callable[[str], bool]:
+    inside = in_layer(*packages)
+    return lambda module: not inside(module)
+
+
+def start_loads_stdlib_and_start(name: str, path: Path) -> list[str]:
+    """What the idle check and the lean path load before they know what to do: the
+    standard library, bxmem itself and start/; anything else is a deferred import."""
+    return [_says(path, record, f"{record.target} is loaded with the module (only the standard library and "
+                                "bxmem.start at load time; defer it, with its budget)")
+            for record in import_records(name, path)
+            if record.at_load and record.top not in STDLIB and record.target != "bxmem"
+            and not in_layer("bxmem.start")(record.target)]
+
+
+# Modules whose only use is I/O, the clock, randomness from the system or other
+# processes: policy decides from what it is given, so none of them belongs there.
+IO_MODULES = frozenset({
+    "os", "io", "time", "socket", "sqlite3", "subprocess", "shutil", "tempfile", "glob", "fcntl", "select",
+    "selectors", "signal", "mmap", "threading", "multiprocessing", "asyncio", "concurrent", "logging",
+    "secrets", "uuid", "ssl", "http", "urllib", "zoneinfo", "platform", "getpass", "pwd", "grp", "resource",
+})
+# Modules whose types policy may name, as long as nothing of them runs there: a
+# Path is a fine parameter type, Path.read_text() is I/O; a random.Random the caller
+# seeded is how jitter stays testable, random.random() is not.
+TYPES_ONLY = frozenset({"pathlib", "random"})
+CLOCK_ATTRIBUTES = frozenset({"now", "utcnow", "today"})
+IO_BUILTINS = frozenset({"open", "print", "input"})
+
+
+def policy_imports_stdlib_and_policy(name: str, path: Path) -> list[str]:
+    """Policy is the bottom layer: a rule that needs a store's or a command's type
+    (even only for type checking) has the layers upside down."""
+    return [_says(path, record, f"{record.target} is neither the standard library nor bxmem.policy")
+            for record in import_records(name, path)
+            if record.top not in STDLIB and not in_layer("bxmem.policy")(record.target)]
+
+
+def _annotation_nodes(tree: ast.AST) -> set[ast.AST]:
+    """Every node inside an annotation: with `from __future__ import annotations` none runs."""
+    roots: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            roots.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            roots.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+    return {inner for root in roots for inner in ast.walk(root)}
+
+
+def policy_does_no_io_and_reads_no_clock(name: str, path: Path) -> list[str]:
+    """No I/O, no clock, no randomness of its own: importing a module of IO_MODULES at run
+    time (a type under TYPE_CHECKING is fine); pathlib or random used for anything but an
+    annotation (so an rng comes seeded from the caller, a path is only passed through);
+    `datetime.now()`, `utcnow()`, `date.today()`; a call of `open`, `print` or `input`.
+    `datetime` itself stays: converting a timestamp the caller read is arithmetic."""
+    tree, lines, _parents = parse(path)
+    records = import_records(name, path)
+    problems = [_says(path, record, f"{record.top} is I/O or the clock") for record in records
+                if not record.type_checking and record.top in IO_MODULES]
+    annotations = _annotation_nodes(tree)
+    types_only = {record.bound: record for record in records
+                  if not record.type_checking and record.top in TYPES_ONLY and record.bound}
+    clocks = {record.bound for record in records if record.top == "datetime" and record.bound}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in types_only \
+                and node not in annotations:
+            record = types_only[node.id]
+            problems.append(f"{shown(path)}:{node.lineno}: {lines[node.lineno - 1].strip()}: {node.id} "
+                            f"(from {record.target}, line {record.line}) used at run time, not only as a type")
+        if isinstance(node, ast.Attribute) and node.attr in CLOCK_ATTRIBUTES and node not in annotations:
+            value = node.value
+            while isinstance(value, ast.Attribute):
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in clocks:
+                problems.append(f"{shown(path)}:{node.lineno}: {lines[node.lineno - 1].strip()}: reads the clock")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in IO_BUILTINS:
+            problems.append(f"{shown(path)}:{node.lineno}: {lines[node.lineno - 1].strip()}: {node.func.id}() is I/O")
+    return problems
+
+
+def never_imports(*tops: str, what: str) -> Callable[[str, Path], list[str]]:
+    """Anywhere in the module, deferred and type-only imports included: a type of the
+    library in another layer ties that layer to it as much as a call does."""
+
+    def check(name: str, path: Path) -> list[str]:
+        return [_says(path, record, f"{record.top} belongs to {what} alone")
+                for record in import_records(name, path) if record.top in tops]
+
+    return check
+
+
+def never_imports_the_cli(name: str, path: Path) -> list[str]:
+    """A command is a function the CLI and the lean path call (and the tests, directly):
+    one that reaches back into the CLI cannot be run without it."""
+    return [_says(path, record, "a command imports nothing of the CLI (bxmem.cli)")
+            for record in import_records(name, path) if in_layer("bxmem.cli")(record.target)]
+
+
+def is_empty(name: str, path: Path) -> list[str]:
+    """An `__init__.py` with code in it runs on every import of anything in its package
+    (the idle path's included), and hides which module a name lives in."""
+    size = path.stat().st_size
+    return [f"{shown(path)}: {size} bytes (a package's __init__.py is empty)"] if size else []
+
+
+@cache
+def _cycles_of_the_tree() -> tuple[dict[str, set[str]], list[list[str]]]:
     graph = import_graph()
-    # bxmem/demo/run.py: `from ..errors import UsageError` and `from . import sample`
-    assert {"bxmem.errors", "bxmem.demo.sample", "bxmem.demo.brokerd"} <= graph["bxmem.demo.run"]
+    return graph, cycles(graph)
+
+
+def on_no_cycle(name: str, path: Path) -> list[str]:
+    """Counting imports inside functions, which hold a cycle together only as long as each
+    stays inside its function, and type-only ones: two modules that need each other's
+    types cannot be read, tested or moved apart, though that cycle never runs."""
+    graph, found = _cycles_of_the_tree()
+    problems = []
+    for cycle in found:
+        ring = _ring(cycle[0], graph)
+        if name in ring:
+            problems += [_says(path, record, f"on the cycle {describe(cycle)}") for record in import_records(name, path)
+                         if record.target in ring and record.target != name]
+    return problems
+
+
+@dataclass(frozen=True)
+class Contract:
+    name: str
+    modules: str  # which modules it holds, said for a reader
+    rule: str  # what they may or may not import
+    applies: Callable[[str], bool]
+    check: Callable[[str, Path], list[str]]  # the module's breaches, each naming its line and import
+
+
+CONTRACTS = [
+    Contract("start-loads-only-stdlib", "bxmem.start.*",
+             "at load time: the standard library, bxmem and bxmem.start only",
+             in_layer("bxmem.start"), start_loads_stdlib_and_start),
+    Contract("policy-imports-only-policy", "bxmem.policy.*",
+             "the standard library and bxmem.policy only, type-only imports included",
+             in_layer("bxmem.policy"), policy_imports_stdlib_and_policy),
+    Contract("policy-does-no-io", "bxmem.policy.*",
+             "no I/O, no clock, no randomness of its own (policy_does_no_io_and_reads_no_clock)",
+             in_layer("bxmem.policy"), policy_does_no_io_and_reads_no_clock),
+    Contract("only-cli-imports-typer-rich", "every module outside bxmem.cli",
+             "never typer, rich or click, not even deferred",
+             outside("bxmem.cli"), never_imports("typer", "rich", "click", what="the CLI (bxmem.cli)")),
+    Contract("only-honcho-imports-httpx", "every module outside bxmem.honcho",
+             "never httpx or httpcore, not even deferred",
+             outside("bxmem.honcho"), never_imports("httpx", "httpcore", what="the Honcho client (bxmem.honcho)")),
+    Contract("only-config-schema-imports-pydantic", "every module but bxmem.config.schema",
+             "never pydantic, not even deferred",
+             outside("bxmem.config.schema"),
+             never_imports("pydantic", "pydantic_core", what="the config schema (bxmem.config.schema)")),
+    Contract("commands-never-import-cli", "bxmem.commands.*",
+             "nothing of bxmem.cli, not even deferred or for types",
+             in_layer("bxmem.commands"), never_imports_the_cli),
+    Contract("init-is-empty", "every __init__.py", "0 bytes",
+             lambda module: MODULES[module].name == "__init__.py", is_empty),
+    Contract("no-import-cycle", "every module", "on no import cycle, type-only imports included",
+             lambda module: True, on_no_cycle),
+]
+
+# What today's tree breaks, one (contract, module) at a time, each a strict xfail:
+# fixing the module makes its entry XPASS, which forces the entry out.
+BROKEN: dict[tuple[str, str], str] = {
+    ("policy-imports-only-policy", "bxmem.policy.render"): "i22o: Hit and RecallResult from commands.recall, for types",
+    ("policy-imports-only-policy", "bxmem.policy.retry"): "i22o: honcho.client's timeouts, store.outbox's field names",
+    ("policy-does-no-io", "bxmem.policy.render"): "i22o: os.urandom for the nonce",
+    ("only-cli-imports-typer-rich", "bxmem.commands.index_fold"): "i22s: rich's progress bar for a rebuild",
+    ("init-is-empty", "bxmem"): "no owner yet: a docstring and __version__ (cli/app.py and honcho/ read it)",
+    ("init-is-empty", "bxmem.sources"): "i22s: a docstring",
+    ("no-import-cycle", "bxmem.commands.recall"): "i22o: recall <-> render, for render's types",
+    ("no-import-cycle", "bxmem.policy.render"): "i22o: recall <-> render, for render's types",
+}
+
+
+def _contract_params() -> Iterator[object]:
+    for contract in CONTRACTS:
+        for name, path in MODULES.items():
+            if contract.applies(name):
+                reason = BROKEN.get((contract.name, name))
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                yield pytest.param(contract, name, path, marks=marks, id=f"{contract.name}:{shown(path)}")
+
+
+@pytest.mark.parametrize(("contract", "name", "path"), list(_contract_params()))
+def test_import_contract(contract: Contract, name: str, path: Path):
+    problems = list(dict.fromkeys(contract.check(name, path)))  # one line for `from m import a, b`
+    assert not problems, f"{contract.name} ({contract.modules}: {contract.rule}):\n" + "\n".join(problems)
+
+
+def test_every_broken_entry_names_a_contract_and_a_module_it_holds():
+    contracts = {contract.name: contract for contract in CONTRACTS}
+    stale = [key for key in BROKEN if key[0] not in contracts or key[1] not in MODULES
+             or not contracts[key[0]].applies(key[1])]
+    assert not stale, stale
+
+
+def test_every_contract_catches_what_it_forbids(tmp_path):
+    """Each check, on a module written to break it (and on one that keeps it): a
+    contract that cannot fail holds nothing."""
+    cases = {
+        "start-loads-only-stdlib": ("bxmem.start.probe", "import os\nimport httpx\n", "import httpx",
+                                    "import os\ndef f():\n    import httpx  # deferred: idle\n"),
+        "policy-imports-only-policy": ("bxmem.policy.probe",
+                                       "import re\nif TYPE_CHECKING:\n    from bxmem.commands.recall import Hit\n",
+                                       "from bxmem.commands.recall import Hit",
+                                       "import re\nfrom bxmem.policy.labels import higher_class\n"),
+        "policy-does-no-io": ("bxmem.policy.probe", "def f():\n    with open('x') as f:\n        pass\n", "open()",
+                              "import random\ndef f(rng: random.Random) -> float:\n    return rng.random()\n"),
+        "only-cli-imports-typer-rich": ("bxmem.commands.probe", "def f():\n    import rich.console\n",
+                                        "import rich.console", "import re\n"),
+        "only-honcho-imports-httpx": ("bxmem.store.probe", "if TYPE_CHECKING:\n    import httpx\n",
+                                      "import httpx", "import json\n"),
+        "only-config-schema-imports-pydantic": ("bxmem.config.probe", "from pydantic import BaseModel\n",
+                                                "from pydantic import BaseModel", "import tomllib\n"),
+        "commands-never-import-cli": ("bxmem.commands.probe", "def f():\n    from bxmem.cli import output\n",
+                                      "from bxmem.cli import output", "from bxmem.store import ledger\n"),
+    }
+    more = {
+        "policy-does-no-io": [
+            ("import time\n", "time is I/O or the clock"),
+            ("from datetime import datetime\nT = datetime.now()\n", "reads the clock"),
+            ("import datetime\nT = datetime.date.today()\n", "reads the clock"),
+            ("import random\nJ = random.random()\n", "used at run time"),
+            ("from pathlib import Path\ndef f(p: Path):\n    return Path(p).read_text()\n", "used at run time"),
+            ("def f(x):\n    print(x)\n", "print() is I/O"),
+        ],
+    }
+    contracts = {contract.name: contract for contract in CONTRACTS}
+    assert set(cases) | {"init-is-empty", "no-import-cycle"} == set(contracts)
+    for name, (module, breaking, named, keeping) in cases.items():
+        for source, expected in [(breaking, named), *more.get(name, [])]:
+            probe = tmp_path / "probe.py"
+            probe.write_text(source)
+            parse.cache_clear()
+            problems = contracts[name].check(module, probe)
+            assert problems and all(problem.startswith("probe.py:") for problem in problems), (name, source)
+            assert any(expected in problem for problem in problems), (name, source, problems)
+        probe.write_text(keeping)
+        parse.cache_clear()
+        assert contracts[name].check(module, probe) == [], (name, keeping)
+    init = tmp_path / "__init__.py"
+    init.write_text("")
+    assert is_empty("bxmem.probe", init) == []
+    init.write_text('"""A docstring is code here too."""\n')
+    assert is_empty("bxmem.probe", init) == ["__init__.py: 36 bytes (a package's __init__.py is empty)"]
+    parse.cache_clear()
+
+
+def test_the_graph_sees_every_kind_of_import(tmp_path, monkeypatch):
+    """The walker records imports at the top, inside functions and classes, relative ones,
+    `from pkg import mod` and third-party ones, each with its line, and marks those under
+    TYPE_CHECKING, which are no run-time dependency."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from __future__ import annotations\n"
+        "import os.path as osp, httpx\n"
+        "from ..errors import UsageError\n"
+        "from . import sample\n"
+        "if TYPE_CHECKING:\n"
+        "    from bxmem.cli.output import JOBS\n"
+        "class A:\n"
+        "    import json\n"
+        "def f():\n"
+        "    from bxmem.start import idle  # deferred: idle\n"
+    )
+    records = import_records("bxmem.demo.probe", probe)
+    parse.cache_clear()
+    assert [(r.target, r.bound, r.line, r.in_function, r.type_checking) for r in records] == [
+        ("httpx", "httpx", 2, False, False),
+        ("os.path", "osp", 2, False, False),
+        ("bxmem.errors", "UsageError", 3, False, False),
+        ("bxmem.demo.sample", "sample", 4, False, False),
+        ("bxmem.cli.output", "JOBS", 6, False, True),
+        ("json", "json", 8, False, False),
+        ("bxmem.start.idle", "idle", 10, True, False),
+    ]
+    assert records[-1].text == "    from bxmem.start import idle  # deferred: idle"
+    graph = import_graph()
     # start/entry.py imports only inside main(): a function-level import must count
     assert "bxmem.start.idle" in graph["bxmem.start.entry"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycle():
-    """No cycle among bxmem's modules, counting imports inside functions: a cycle
-    works only as long as every import in it stays inside a function."""
-    graph = import_graph()
-    found = cycles(graph)
-    assert not found, "import cycles:\n" + report(found, graph)
+# --- deferred imports: each says which import budget needs it ---
+
+# The import budgets (tests/test_import_budget.py holds each): the idle check of the
+# timer jobs, their lean run and recall's, `--help`, `bxmem tools`, and a command's
+# heavy dependency that the commands sharing its module must not pay.
+BUDGETS = frozenset({"idle", "lean", "help", "tools", "command"})
+DEFERRED = re.compile(r"#\s*deferred:\s*(\S+)")
+# What `python3 -c pass` has loaded already: deferring it saves nothing.
+ALWAYS_LOADED = frozenset({"sys", "builtins", "marshal", "os", "posix", "posixpath", "genericpath", "stat", "io",
+                           "abc", "codecs", "time", "_io", "_stat", "_abc", "_codecs"})
 
 
-@pytest.mark.parametrize("path", list(MODULES.values()), ids=lambda path: path.relative_to(ROOT).as_posix())
+def deferred_problems(name: str, path: Path) -> list[str]:
+    """Every import inside a function says `# deferred: <budget>` on its first line, with a
+    budget of BUDGETS; none defers what is always loaded or what the module imports at its top."""
+    records = import_records(name, path)
+    at_top = {record.target for record in records if record.at_load}
+    problems = []
+    for record in records:
+        if not record.in_function or record.type_checking:
+            continue
+        said = DEFERRED.search(record.text)
+        if said is None:
+            problems.append(_says(path, record, "an import inside a function says `# deferred: <budget>`"))
+        elif said.group(1) not in BUDGETS:
+            problems.append(_says(path, record, f"{said.group(1)!r} is no budget (one of {', '.join(sorted(BUDGETS))})"))
+        if record.top in ALWAYS_LOADED or record.target in at_top:
+            why = "always loaded" if record.top in ALWAYS_LOADED else "imported at the module's top already"
+            problems.append(_says(path, record, f"{record.target} is {why}: import it at the top"))
+    return problems
+
+
+# Today's modules with imports inside functions that do not say their budget (or need
+# none), each a strict xfail with the count: fixing the module forces its entry out.
+UNDEFERRED: dict[str, str] = {
+    "bxmem.cli.app": "i22r: 14 without a budget, 2 of what is loaded anyway",
+    "bxmem.cli.output": "i22r: 22 without a budget",
+    "bxmem.cli.owner": "i22r: 4 without a budget",
+    "bxmem.commands.ask": "i22o: 8 without a budget",
+    "bxmem.commands.ask_targets": "i22s: 1 without a budget",
+    "bxmem.commands.audit": "i22s: 9 without a budget, 5 of what is loaded anyway",
+    "bxmem.commands.checks": "i22o: 2 without a budget",
+    "bxmem.commands.decide": "i22s: 4 without a budget",
+    "bxmem.commands.index_fold": "i22s: 15 without a budget, 1 of what is loaded anyway",
+    "bxmem.commands.jobrun": "i22s: 1 without a budget",
+    "bxmem.commands.mirror": "i22s: 2 without a budget, 1 of what is loaded anyway",
+    "bxmem.commands.recall": "i22o: 13 without a budget",
+    "bxmem.commands.send.edits": "i22o: 1 without a budget",
+    "bxmem.commands.send.job": "i22o: 4 without a budget",
+    "bxmem.commands.send.lanes": "i22o: 1 without a budget",
+    "bxmem.commands.send.messages": "i22o: 1 without a budget",
+    "bxmem.commands.send.report": "i22o: 4 without a budget, 2 of what is loaded anyway",
+    "bxmem.commands.sync": "i22s: 2 without a budget",
+    "bxmem.commands.tools": "i22s: 1 without a budget",
+    "bxmem.config.loader": "i22s: 12 without a budget, 1 of what is loaded anyway",
+    "bxmem.config.schema": "i22s: 1 without a budget",
+    "bxmem.demo.run": "no owner yet: 7 without a budget",
+    "bxmem.errors": "i22r: 4 without a budget, 3 of what is loaded anyway",
+    "bxmem.honcho.http": "i22o: 4 without a budget",
+    "bxmem.log": "i22r: 1 without a budget",
+    "bxmem.policy.labels": "i22s: 1 without a budget",
+    "bxmem.policy.retry": "i22o: 2 without a budget",
+    "bxmem.sources.brokerd": "i22s: 1 without a budget",
+    "bxmem.sources.journal": "i22s: 7 without a budget, 1 of what is loaded anyway",
+    "bxmem.start.entry": "i22r: 5 without a budget",
+    "bxmem.start.idle": "i22r: 2 without a budget",
+    "bxmem.start.lean": "i22r: 2 without a budget",
+    "bxmem.store.files": "i22s: 7 without a budget, 2 of what is loaded anyway",
+    "bxmem.store.index": "i22s: 5 without a budget, 1 of what is loaded anyway",
+    "bxmem.store.ledger": "i22s: 3 without a budget",
+    "bxmem.store.local_key": "i22s: 3 without a budget, 2 of what is loaded anyway",
+    "bxmem.store.outbox": "i22s: 2 without a budget, 2 of what is loaded anyway",
+    "bxmem.store.paths": "i22s: 4 without a budget, 1 of what is loaded anyway",
+    "bxmem.store.search": "i22s: 1 without a budget, 1 of what is loaded anyway",
+    "bxmem.store.workspace_roles": "i22s: 1 without a budget",
+}
+
+
+def _deferred_params() -> Iterator[object]:
+    for name, path in MODULES.items():
+        reason = UNDEFERRED.get(name)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        yield pytest.param(name, path, marks=marks, id=shown(path))
+
+
+@pytest.mark.parametrize(("name", "path"), list(_deferred_params()))
+def test_every_deferred_import_says_its_budget(name: str, path: Path):
+    problems = list(dict.fromkeys(deferred_problems(name, path)))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_deferred_check_catches_each_mistake(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import json\n"
+        "def f():\n"
+        "    import httpx  # deferred: command\n"
+        "    import typer\n"
+        "    import rich  # deferred: speed\n"
+        "    import sys  # deferred: idle\n"
+        "    import json  # deferred: lean\n"
+    )
+    problems = deferred_problems("bxmem.commands.probe", probe)
+    parse.cache_clear()
+    assert problems == [
+        "probe.py:4: import typer: an import inside a function says `# deferred: <budget>`",
+        "probe.py:5: import rich  # deferred: speed: 'speed' is no budget (one of command, help, idle, lean, tools)",
+        "probe.py:6: import sys  # deferred: idle: sys is always loaded: import it at the top",
+        "probe.py:7: import json  # deferred: lean: json is imported at the module's top already: import it at the top",
+    ]
+    assert set(UNDEFERRED) <= set(MODULES)
+
+
+# Today's modules over the cap, each a strict xfail until it is split.
+OVER_400: dict[str, str] = {
+    "bxmem.commands.decide": "i22s: 406 lines",
+}
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(path, id=shown(path), marks=[pytest.mark.xfail(strict=True, reason=OVER_400[name])] if name in OVER_400 else [])
+    for name, path in MODULES.items()])
 def test_no_module_over_400_lines(path: Path):
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines (at most {MAX_LINES}): split it"
