@@ -12,6 +12,7 @@ Honcho is asked; `--help` and `bxmem tools` nothing of HTTP, pydantic or SQLite.
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 
+ROOT = Path(__file__).resolve().parents[1]
 # Everything after `import sys` in a fresh interpreter, and the exit code: the
 # command line runs as the console script runs it (start.entry.main).
 PROBE = (
@@ -87,7 +88,10 @@ def local_only(request: pytest.FixtureRequest) -> None:
 
 def a_new_turn(request: pytest.FixtureRequest) -> None:
     request.getfixturevalue("brokerd")
-    write_log(request.getfixturevalue("home"), "s", turn_lines(1, "the restic backups", "run nightly"))
+    logs = request.getfixturevalue("home") / "logs"
+    logs.mkdir(exist_ok=True)
+    lines = turn_lines(1, "the restic backups", "run nightly")
+    (logs / "s.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def a_new_edit(request: pytest.FixtureRequest) -> None:
