@@ -564,7 +564,7 @@ UNDEFERRED: dict[str, str] = {
     "bxmem.commands.ask_targets": "i22s: 1 without a budget",
     "bxmem.commands.audit": "i22s: 9 without a budget, 5 of what is loaded anyway",
     "bxmem.commands.checks": "i22o: 2 without a budget",
-    "bxmem.commands.decide": "i22s: 4 without a budget",
+    "bxmem.commands.decide": "i22s: 1 without a budget",
     "bxmem.commands.index_fold": "i22s: 15 without a budget, 1 of what is loaded anyway",
     "bxmem.commands.jobrun": "i22s: 1 without a budget",
     "bxmem.commands.mirror": "i22s: 2 without a budget, 1 of what is loaded anyway",
