@@ -1,4 +1,4 @@
-"""memoryd's journal of memory edits (interfaces section 4): the one module
+"""memoryd's journal of memory edits (docs/interfaces.md, "Read"): the one module
 that reads it, finds an edit in it, reads a field back and appends to it.
 
 Like the logs, only byte spans are kept: the entry's text is read back from
@@ -16,6 +16,7 @@ lacks a valid `id` or `op` is no edit: skipped, counted, warned about by
 from __future__ import annotations
 
 import hmac
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -23,9 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from bxmem.errors import StorageError
 from bxmem.sources.cursor import moved, remember
 from bxmem.sources.jsonline import complete_lines, is_blank, parse_object, why_too_long
-from bxmem.store.files import open_fd, open_file
+from bxmem.store.append import append_locked
+from bxmem.store.files import Flock, open_fd, open_file
+from bxmem.store.local_key import key_id, line_mac
 
 EDIT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
@@ -104,28 +108,20 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
     """Append one record under one hold of the journal's flock (the lock memoryd
     takes), after `check(f)` has read the journal under the same hold and not
     raised: two undos of one edit at once cannot both pass their check. Whole
-    or not at all (ledger.append_whole: a torn line left by a crash is closed
-    off first; a full disk leaves nothing). The journal must exist
-    (FileNotFoundError): bxmem never creates memoryd's file."""
-    import json
-
-    from bxmem.errors import StorageError
-    from bxmem.store.files import Flock
-    from bxmem.store.ledger import append_whole
-
+    or not at all (store/append.py). The journal must exist (FileNotFoundError):
+    bxmem never creates memoryd's file."""
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    with open_file(path) as f, Flock(f.fileno(), exclusive=True):
-        check(f)
+
+    def open_for_append() -> int:
         try:
-            fd = open_fd(path, os.O_RDWR | os.O_APPEND)
+            return open_fd(path, os.O_RDWR | os.O_APPEND)
         except OSError as exc:
             raise StorageError(f"cannot open the journal {path}: {exc.strerror}") from None
-        try:
-            append_whole(fd, data)
-        except OSError as exc:
-            raise StorageError(f"cannot append to the journal {path}: {exc.strerror}; nothing was written") from None
-        finally:
-            os.close(fd)
+
+    with open_file(path) as f, Flock(f.fileno(), exclusive=True):
+        check(f)
+        append_locked(open_for_append, data,
+                      lambda exc: f"cannot append to the journal {path}: {exc.strerror}; nothing was written", lock_held=True)
 
 
 def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: bytes | None = None) -> Iterator[Edit]:
@@ -133,9 +129,6 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
     With `secret`, each edit carries the keyed hash of its line. No journal is
     no edit; one that cannot be opened (not a regular file: a FIFO is refused,
     never waited on) is a StorageError naming it, and nothing is mirrored."""
-    from bxmem.errors import StorageError
-    from bxmem.store.local_key import line_mac
-
     try:
         f = open_file(path)  # only the open may raise FileNotFoundError; `with f` below
     except FileNotFoundError:
@@ -199,8 +192,6 @@ def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str
     the span is checked: it must hold a readable edit line (of `edit_id`, when
     the caller knows whose line it is); and, when the spec has a keyed hash made with
     `secret`, exactly the bytes decided. LineChanged (a ValueError) if not."""
-    from bxmem.store.local_key import key_id, line_mac
-
     offset, length = spec["span"]
     with open_file(path) as f:
         f.seek(offset)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bxmem.errors import StorageError
+from bxmem.store.append import append_locked
+from bxmem.store.files import Flock, open_ledger
 from bxmem.store.ledger_shapes import event_problem
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
@@ -64,48 +65,13 @@ class ReadResult:
     torn_event: bool = False  # ...that is a whole event lacking only its newline (iter_from's `tail`)
 
 
-def append_whole(fd: int, data: bytes) -> int:
-    """Append `data` to the file open at `fd` (O_APPEND, under the caller's
-    exclusive flock) whole or not at all, fsync, and return the new size.
-
-    A torn last line left by a crash is closed off with a newline first, so it
-    reads as one malformed line and nothing is glued to it. A write that fails
-    part-way (a full disk) is cut back off before the error is raised: the
-    file is as it was, and no reader ever sees half of it."""
-    size = os.fstat(fd).st_size
-    if size and os.pread(fd, 1, size - 1) != b"\n":
-        data = b"\n" + data
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except OSError:
-        try:
-            os.ftruncate(fd, size)
-            os.fsync(fd)
-        except OSError:
-            pass  # still torn: the next append closes it off
-        raise
-    return os.fstat(fd).st_size
-
-
 def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
-    """Append JSON lines to an append-only file under an exclusive flock on the
-    file itself (`append_whole`), and return the new size. The journal's
-    writers (memoryd, `bxmem undo`) take the same lock."""
-    from bxmem.store.files import Flock, open_ledger
-
+    """Append JSON lines to the ledger, whole or not at all (store/append.py),
+    and return the new size."""
     payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
     data = payload.encode("utf-8", "surrogatepass")
-    fd = open_ledger(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-    try:
-        with Flock(fd, exclusive=True):
-            return append_whole(fd, data)
-    except OSError as exc:
-        raise StorageError(f"cannot append to {what} {path}: {exc.strerror}; nothing of this append was kept") from None
-    finally:
-        os.close(fd)
+    return append_locked(lambda: open_ledger(path, os.O_RDWR | os.O_APPEND | os.O_CREAT), data,
+                         lambda exc: f"cannot append to {what} {path}: {exc.strerror}; nothing of this append was kept")
 
 
 class Ledger:
@@ -125,9 +91,7 @@ class Ledger:
         self.close()
 
     def _open_fd(self) -> int:
-        """For reading: never through a link, never anything but a regular file (store.open_ledger)."""
-        from bxmem.store.files import open_ledger
-
+        """For reading: never through a link, never anything but a regular file (store/files.py's open_ledger)."""
         return open_ledger(self.path, os.O_RDONLY)
 
     def _open(self) -> BinaryIO:
@@ -139,7 +103,7 @@ class Ledger:
         except FileNotFoundError:
             return 0
         if not stat.S_ISREG(st.st_mode):
-            os.close(self._open_fd())  # says what is wrong (store.open_ledger), the same line wherever it is asked
+            os.close(self._open_fd())  # says what is wrong (open_ledger), the same line wherever it is asked
         return st.st_size
 
     def append(self, events: Sequence[Mapping[str, object]]) -> int:
@@ -149,7 +113,7 @@ class Ledger:
         return append_lines(self.path, events, "ledger")
 
     def close_torn_tail(self) -> None:
-        """Give a torn last line its newline now (append_whole's repair, with
+        """Give a torn last line its newline now (store/append.py's repair, with
         nothing after it): once a job has counted a whole event there as written,
         every reader must see it, without waiting for the next append."""
         append_lines(self.path, [], "ledger")
@@ -181,8 +145,6 @@ class Ledger:
         it is a whole event that lacks only its newline. The next append closes
         it off with one, making it a line like any other; the jobs' recovery
         must therefore count it as written (`result.end` stays before it)."""
-        from bxmem.store.files import Flock
-
         result.end = offset
         try:
             f = self._open()
