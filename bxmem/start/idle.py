@@ -29,7 +29,7 @@ import time
 
 from bxmem.start import where
 from bxmem.start.grammar import JOBS
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.sealed import seal, unmarshal
 
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one. 3: the local index's schema 2 (that run rebuilds it; the idle path never opens it).
@@ -164,8 +164,8 @@ def _idle(job: str, explicit: str | None) -> bool:
     home_env = os.environ.get(where.HOME_ENV)
     home = where.home(configured=None if where.named_home() else _configured_home(config))
     try:
-        summary = marshal.loads(unseal(_read(summary_path(where.state_dir(home), job))))
-    except (OSError, EOFError, ValueError, TypeError):
+        summary = unmarshal(_read(summary_path(where.state_dir(home), job)))
+    except (OSError, ValueError):
         return False
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
         return False
@@ -210,7 +210,7 @@ def _swept(sweep: list | None) -> bool:
     woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
     if not woken and time.time() - os.stat(path).st_mtime < every:
         return True
-    dormant = marshal.loads(unseal(_read(path)))
+    dormant = unmarshal(_read(path))
     if dormant.get("token") != token:
         return False
     for folder, entries in dormant["dirs"].items():

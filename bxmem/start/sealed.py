@@ -13,6 +13,12 @@ defends (docs/design.md's threat model)."""
 
 from __future__ import annotations
 
+import marshal
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the idle path
+if TYPE_CHECKING:
+    from typing import Any
+
 _PRIME = 1_073_741_789  # the largest prime below 2**30
 _SEAL_BYTES = 4
 
@@ -31,3 +37,13 @@ def unseal(sealed: bytes) -> bytes:
     if len(sealed) < _SEAL_BYTES or int.from_bytes(stamp, "little") != _residue(data):
         raise ValueError("damaged: its checksum does not match")
     return data
+
+
+def unmarshal(sealed: bytes) -> Any:
+    """The value a sealed marshal file holds: the one reader of them. ValueError
+    saying why not: damaged (the seal), or not marshal data this bxmem can read."""
+    data = unseal(sealed)
+    try:
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError):  # cut short; marshal's own depth limit; a code it does not know
+        raise ValueError("not marshal data this bxmem can read") from None

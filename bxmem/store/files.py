@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bxmem.errors import StorageError
 from bxmem.policy.shapes import Shape, problem
-from bxmem.start.sealed import unseal
+from bxmem.start.sealed import unmarshal
 
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
@@ -126,19 +126,13 @@ def load_json(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
 
 def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
     """As load_json, for the marshal files (the outbox checkpoint, the config cache)."""
-    import marshal
-
     try:
         data = read_state(path)
         if data is None:
             return None, None
-        value = marshal.loads(unseal(data))
-    except Unreadable as exc:
+        value = unmarshal(data)
+    except (Unreadable, ValueError) as exc:
         return None, str(exc)
-    except ValueError as exc:  # a seal that does not match; marshal's own depth limit
-        return None, str(exc) if str(exc).startswith("damaged") else "not marshal data this bxmem can read"
-    except (EOFError, TypeError):
-        return None, "not marshal data this bxmem can read"
     why = problem(value, shape)
     return (value, None) if why is None else (None, why)
 
