@@ -12,6 +12,7 @@ import threading
 import pytest
 from conftest import write_log
 
+from bxmem.cli import progress
 from bxmem.commands import decide, index_fold, recall
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
@@ -122,10 +123,10 @@ def test_one_writer_at_a_time(decided, monkeypatch):
 
 def test_a_large_rebuild_at_a_terminal_shows_its_progress(decided, monkeypatch):
     master, slave = os.openpty()
-    monkeypatch.setattr(index_fold, "PROGRESS_BYTES", 0)
+    monkeypatch.setattr(progress, "THRESHOLD_BYTES", 0)
     monkeypatch.setattr(sys, "stderr", os.fdopen(slave, "w"))
     try:
-        applied, warning = index_fold.update(load().paths, rebuild=True)
+        applied, warning = index_fold.update(load().paths, rebuild=True, progress=progress.index_rebuild_bar)
         sys.stderr.flush()
     finally:
         sys.stderr.close()
@@ -136,6 +137,6 @@ def test_a_large_rebuild_at_a_terminal_shows_its_progress(decided, monkeypatch):
 
 
 def test_a_rebuild_elsewhere_shows_no_bar(decided, monkeypatch, capfd):
-    monkeypatch.setattr(index_fold, "PROGRESS_BYTES", 0)
-    assert index_fold.update(load().paths, rebuild=True) == (1, None)
+    monkeypatch.setattr(progress, "THRESHOLD_BYTES", 0)
+    assert index_fold.update(load().paths, rebuild=True, progress=progress.index_rebuild_bar) == (1, None)
     assert "rebuilding" not in capfd.readouterr().err

@@ -189,12 +189,13 @@ def runbook(ctx: typer.Context,
 @global_options_too
 def index_rebuild(ctx: typer.Context) -> int:
     """Rebuild the local index from the ledger, the logs and the journal."""
+    from bxmem.cli.progress import index_rebuild_bar
     from bxmem.commands import index_fold
     from bxmem.store import index
 
     config = _setup(ctx, "index")
     config.paths.ensure_state_dir()
-    applied, warning = index_fold.update(config.paths, rebuild=True)
+    applied, warning = index_fold.update(config.paths, rebuild=True, progress=index_rebuild_bar)
     if warning:
         raise BxmemError(warning)
     return jobs.index_rebuilt(applied, index.Index.for_state(config.paths.state).count())

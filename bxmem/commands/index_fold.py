@@ -5,7 +5,7 @@ rebuild` builds it again from nothing. One writer at a time: a lock on a byte
 of the ledger (store.JobLock) is held for a catch-up or a rebuild. An index that another
 version of bxmem built is rebuilt on its first update, into a new file that
 replaces it whole once complete (recall meanwhile says the local index is
-unavailable and why); a large rebuild at a terminal shows a progress bar.
+unavailable and why); a rebuild reports how far it has read to the caller's progress display.
 """
 
 from __future__ import annotations
@@ -14,13 +14,22 @@ from __future__ import annotations
 import _sqlite3 as sqlite3
 import os
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from bxmem.policy.labels import entry_class, note_tag, turn_labels
 from bxmem.store.index import INDEX_FILE, Index, IndexOutdated, IndexUnavailable
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+
+    #: What shows a rebuild's progress (the CLI's bar): given the ledger's size, a context
+    #: manager that yields the function told each offset the fold has read, or None.
+    Progress = Callable[[int], AbstractContextManager[Callable[[int], None] | None]]
+
 WAIT_S = 30.0  # a catch-up waits this long for another one (or a rebuild) to finish
-PROGRESS_BYTES = 1 << 20  # a rebuild from a ledger this large shows a progress bar at a terminal
 
 
 def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
@@ -173,23 +182,23 @@ def refresh(paths) -> None:
         log.warning(" ".join(warning.split()))
 
 
-def update(paths, rebuild: bool = False) -> tuple[int, str | None]:
+def update(paths, rebuild: bool = False, progress: Progress | None = None) -> tuple[int, str | None]:
     """Catch the index up, or rebuild it (asked, or built by another version). A
     corrupt index is moved aside and rebuilt. Returns (entries applied, a warning
     or None); never raises for the index's sake: the ledger, the logs and the
-    journal stay the truth."""
+    journal stay the truth. `progress` shows how a rebuild goes."""
     path = paths.state / INDEX_FILE
     lock = _Lock(paths.ledger)
     if not lock.acquire(WAIT_S * (4 if rebuild else 1)):
         return 0, f"local index not updated: another run held its lock for {WAIT_S:g} s; the next run catches up"
     try:
         if rebuild:
-            return _rebuilt(paths, path, None)
+            return _rebuilt(paths, path, None, progress)
         index = Index(path)
         try:
             return catch_up(index, paths), None
         except IndexOutdated as exc:
-            return _rebuilt(paths, path, str(exc))
+            return _rebuilt(paths, path, str(exc), progress)
         except (IndexUnavailable, sqlite3.DatabaseError) as exc:
             if "disk is full" in str(exc) or "disk I/O error" in str(exc):  # refused, not corrupt: nothing to move aside
                 return 0, f"local index not updated ({exc}); it catches up once the disk takes writes again"
@@ -200,7 +209,7 @@ def update(paths, rebuild: bool = False) -> tuple[int, str | None]:
                 os.replace(path, aside)
             except OSError:
                 pass
-            applied, warning = _rebuilt(paths, path, None)
+            applied, warning = _rebuilt(paths, path, None, progress)
             return applied, warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt"
         finally:
             index.close()
@@ -208,7 +217,7 @@ def update(paths, rebuild: bool = False) -> tuple[int, str | None]:
         lock.release()
 
 
-def _rebuilt(paths, path: Path, outdated: str | None) -> tuple[int, str | None]:
+def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None) -> tuple[int, str | None]:
     """Build the index anew in a file of its own, then put it in place of `path`
     whole: a crash or a reader in the meantime sees the old file, never half a new one."""
     from bxmem.log import log
@@ -220,8 +229,8 @@ def _rebuilt(paths, path: Path, outdated: str | None) -> tuple[int, str | None]:
     _remove(new)
     index = Index(new)
     try:
-        with _progress(paths.ledger) as progress:
-            applied = catch_up(index, paths, progress)
+        with progress(_size(paths.ledger)) if progress is not None else nullcontext() as advance:
+            applied = catch_up(index, paths, advance)
         index.db().execute("PRAGMA journal_mode=DELETE")  # one file, nothing beside it, to move in place
         index.close()
         _remove(path, suffixes=("-wal", "-shm"))
@@ -260,41 +269,11 @@ class _Lock:
         self.lock.release()
 
 
-class _progress:
-    """A progress bar over the ledger's bytes, on a terminal and for a large ledger only."""
-
-    def __init__(self, ledger: Path) -> None:
-        import sys
-
-        try:
-            self.total = ledger.stat().st_size
-        except OSError:
-            self.total = 0
-        self.bar = None
-        if self.total >= PROGRESS_BYTES and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-            self.bar = Progress("rebuilding the local index", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                                console=Console(stderr=True), transient=True)
-            self.task = self.bar.add_task("ledger", total=self.total)
-
-    def __enter__(self):
-        if self.bar is None:
-            return None
-        self.bar.start()
-        bar, task, step = self.bar, self.task, max(1, self.total // 500)
-        shown = [0]
-
-        def advance(offset: int) -> None:
-            if offset - shown[0] >= step:
-                shown[0] = offset
-                bar.update(task, completed=offset)
-        return advance
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _remove(path: Path, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:
