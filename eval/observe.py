@@ -2,7 +2,7 @@
 
 Every case asserts on what this module extracts, never on the JSON directly,
 so when the output contract changes only this file is re-pointed. It reads
-the contract of issue 11: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
+the output contract: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
 and ask.schema.json (`bxmem.ask/2`), whose `text` is the model-facing text
 framed as bxmem/policy/render.py describes (a nonce fence, `[n] ` headers, every
 stored line behind CONTENT). Any other shape does not parse: a case that
@@ -167,8 +167,8 @@ def stored_lines(text: str) -> list[str]:
 
 
 def fence_problems(text: str, hits: int) -> list[str]:
-    """What would let stored text pass for bxmem's own frame (issue 11: nothing
-    stored can imitate or close the fence, or start a line):
+    """What would let stored text pass for bxmem's own frame (nothing stored
+    may imitate or close the fence, or start a line):
     - the text opens with `<<<bxmem KIND NONCE: ...>>>` and closes with
       `<<<end bxmem KIND NONCE>>>`, and the nonce is on no other line;
     - no character other than LF breaks a line (a model may read CR, VT, FF,

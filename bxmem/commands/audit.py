@@ -40,14 +40,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from bxmem.commands.outbox_actions import check_reason
 from bxmem.config.loader import Config, read_key
-from bxmem.errors import ExitCode
+from bxmem.errors import ExitCode, NotFound, cite_runbook
 from bxmem.honcho.answers import is_honcho_id
 from bxmem.policy import shown
 from bxmem.policy.write_policy import WRITE_ROLES, roles_of, writable
 from bxmem.store.files import write_json
-from bxmem.store.ledger import Ledger, ReadResult
-from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT
+from bxmem.store.ledger import Ledger, ReadResult, now_iso
+from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT, accepted
 from bxmem.store.outbox import Outbox
 
 # The whole command's deadline: no request starts after it and none runs past it
@@ -97,14 +98,12 @@ class AuditReport:
             self.discrepancies.remove(finding)
             self.accepted.append({**finding, "reason": accepted[finding["id"]]})
 
-    # What the command prints (jobs.show writes it): the report knows its own output.
+    # What the command prints (cli/output.py's show writes it): the report knows its own output.
     def as_json(self) -> dict:
         return {"workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
                 "discrepancies": self.discrepancies, "not_audited": self.not_audited, "accepted": self.accepted}
 
     def lines(self) -> list[str]:
-        from bxmem.errors import cite_runbook
-
         out = [f"audited {', '.join(self.workspaces)}: {self.messages} messages, {self.conclusions} conclusions"]
         for ws, left in self.not_audited.items():
             now = f"now {left['now']}" if left["now"] else "not in the configuration"
@@ -168,8 +167,8 @@ def _recorded_ids(value: object) -> list[str | None]:
 
 
 def audit(config: Config) -> AuditReport:
-    from bxmem.honcho.client import AuditClient
-    from bxmem.honcho.http import monotonic
+    from bxmem.honcho.client import AuditClient  # deferred: command (sync imports this module; only audit asks Honcho)
+    from bxmem.honcho.http import monotonic  # deferred: command
 
     honcho = config.honcho
     if honcho is None:  # the CLI refuses a local-only audit before this
@@ -190,8 +189,6 @@ def audit(config: Config) -> AuditReport:
             if role == "trusted":
                 _conclusions(client, box, workspace.name, (honcho.agent, honcho.owner), report)
     report.set_aside(expected.accepted)
-    from bxmem.store.ledger import now_iso
-
     write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))
     return report
 
@@ -201,17 +198,17 @@ def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: O
     against the ledger. In the fleet, which every agent writes, only those under
     this agent's peer are (others' notes are theirs, whatever metadata they
     carry); in the agent's own workspaces every message is."""
-    from bxmem.honcho.client import Missing
+    from bxmem.honcho.client import Missing  # deferred: command (as in audit)
 
     try:
-        sessions = list(client.sessions())  # Honcho ids, each checked (honcho_answers.listed_id)
+        sessions = list(client.sessions())  # Honcho ids, each checked (honcho/answers.py's listed_id)
     except Missing:
         sessions = []
     seen: Counter = Counter()
     found: set[str] = set()
     unrecorded: list[tuple[str, int, str, str]] = []  # (item, part, message id, session)
     for session in sessions:
-        # Each message as honcho_answers.listed_message checked it: a Honcho id, a peer,
+        # Each message as honcho/answers.py's listed_message checked it: a Honcho id, a peer,
         # text, and metadata that is an object (whose values are looked at one by one here).
         for message in client.list_messages(session, {"peer_id": agent} if role == "fleet" else None):
             report.messages += 1
@@ -264,7 +261,7 @@ def _conclusions(client, box: Outbox, ws: str, peers: tuple[str, str], report: A
                 report.add("missing-conclusion", ws, conclusion=c.get("id"), written_by=ref)
     found: set[str] = set()
     for peer in peers:
-        # Each as honcho_answers.listed_conclusion checked it: a Honcho id and its text.
+        # Each as honcho/answers.py's listed_conclusion checked it: a Honcho id and its text.
         listed = list(client.list_conclusions({"observer_id": peer, "observed_id": peer}))
         # Texts are compared here and never reported; a live one is named by its id.
         live_texts = {c["content"]: c["id"] for c in listed if c["id"] in live}
@@ -287,11 +284,6 @@ def accept(config: Config, report: AuditReport, ids: list[str], reason: str | No
     """The owner accepts findings of this audit (`bxmem audit --accept ID --reason TEXT`):
     an `accepted` line each, so later audits set them aside. Every id must be one of
     this audit's findings (NotFound, nothing written, otherwise)."""
-    from bxmem.commands.outbox_actions import check_reason
-    from bxmem.errors import NotFound
-    from bxmem.store.ledger import now_iso
-    from bxmem.store.ledger_events import accepted
-
     why = check_reason(reason, "audit --accept")
     found = {d["id"] for d in report.discrepancies}
     unknown = [i for i in ids if i not in found and i not in {a["id"] for a in report.accepted}]

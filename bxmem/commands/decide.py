@@ -42,6 +42,7 @@ from bxmem.sources.loopd import (
     session_id_problem,
 )
 from bxmem.start.idle import access_fingerprint, stat_fingerprint, write_summary
+from bxmem.store import local_key
 from bxmem.store.files import write_json
 from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.ledger_events import DecidedTurn, decided_turn
@@ -81,7 +82,7 @@ class DecideReport:
     def degraded(self) -> bool:
         return self.undecided > 0 or self.sessions_waiting > 0 or self.logs_unreadable > 0
 
-    # What the command prints (jobs.finish writes it): the report knows its own output.
+    # What the command prints (its runner writes it): the report knows its own output.
     def notice(self) -> str | None:
         return "another decide is running; this one has nothing to do" if self.busy else None
 
@@ -178,8 +179,6 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
         return state
 
     def work(state: dict, ledger: Ledger) -> None:
-        from bxmem.store import local_key
-
         state_dir = paths.state
         secret = local_key.load(state_dir)
         parked = state["undecided"]  # session -> turns waiting for brokerd; kept in the state until decided
@@ -243,7 +242,6 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
     """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
     the others, which on a long-lived host are nearly all of them, once a
     minute. A new log changes the folder, which is always compared."""
-
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
     dormant: dict[str, tuple[str, list]] = {}  # ("written", [inode, offset, mtime])
@@ -314,7 +312,6 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
 def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideReport) -> None:
     """Keep in the cursor that a log cannot be read (said once, then tried again
     every RETRY_UNREADABLE_S), or that it can be again."""
-
     error = cursor.get("error")
     if problem is None:
         if error is not None:
@@ -336,7 +333,6 @@ def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideRepo
 
 def _waits_to_retry(path: str, cursor: dict) -> bool:
     """A log that could not be read, not yet due to be tried again and not changed in mode or owner."""
-
     error = cursor.get("error")
     return error is not None and time.time() < error["retry_at"] and access_fingerprint(path) == error["access"]
 
@@ -359,7 +355,7 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
     todo = {}
     for entry in entries:
         if not entry.name.endswith(".jsonl"):
-            continue  # a log that is not a regular file is read, and refused by name (store.open_regular)
+            continue  # a log that is not a regular file is read, and refused by name (store/files.py's open_regular)
         stem = entry.name[: -len(".jsonl")]
         cursor = state["logs"].get(stem)
         if cursor is None:

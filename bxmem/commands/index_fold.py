@@ -2,7 +2,7 @@
 
 decide and mirror catch the index up after each run (`refresh`); `bxmem index
 rebuild` builds it again from nothing. One writer at a time: a lock on a byte
-of the ledger (store.JobLock) is held for a catch-up or a rebuild. An index that another
+of the ledger (store/files.py's JobLock) is held for a catch-up or a rebuild. An index that another
 version of bxmem built is rebuilt on its first update, into a new file that
 replaces it whole once complete (recall meanwhile says the local index is
 unavailable and why); a rebuild reports how far it has read to the caller's progress display.
@@ -17,8 +17,16 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
+from bxmem.log import log
 from bxmem.policy.labels import entry_class, note_tag, turn_labels
+from bxmem.policy.rules import DOT
+from bxmem.sources import journal
+from bxmem.sources.loopd import SpanChanged, SpanReader
+from bxmem.store.files import JobLock, NotRegularFile, open_file
 from bxmem.store.index import INDEX_FILE, Index, IndexOutdated, IndexUnavailable
+from bxmem.store.ledger import Ledger, ReadResult
+from bxmem.store.ledger_events import TURN, is_decided
+from bxmem.store.local_key import load as load_key
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -33,8 +41,6 @@ WAIT_S = 30.0  # a catch-up waits this long for another one (or a rebuild) to fi
 
 
 def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
-    from bxmem.policy.rules import DOT
-
     tag, klass = turn_labels(decided)
     peer = decided.get("peer")
     # The speaker, as searched: the peer id with its `.` given back ("ana_Dot_lima" is "ana", "lima").
@@ -98,13 +104,6 @@ def catch_up(index: Index, paths, progress=None) -> int:
     """Apply what the ledger and the journal gained since the last catch-up, in
     one transaction with the new offsets: a crash leaves the index as it was.
     `progress(offset)` is told how far into the ledger the fold has read."""
-    from bxmem.sources import journal
-    from bxmem.sources.loopd import SpanChanged, SpanReader
-    from bxmem.store.files import NotRegularFile, open_file
-    from bxmem.store.ledger import Ledger, ReadResult
-    from bxmem.store.ledger_events import TURN, is_decided
-    from bxmem.store.local_key import load as load_key
-
     ledger = Ledger(paths.ledger)
     journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
@@ -145,7 +144,6 @@ def catch_up(index: Index, paths, progress=None) -> int:
                     index_edit(index, record, target)
                     applied += 1
             _set_meta(index, "journal_offset", pos)
-    from bxmem.log import log
 
     if changed:
         log.warning(f"{changed} decided turn(s) not indexed: their log changed since they were decided")
@@ -156,14 +154,12 @@ def catch_up(index: Index, paths, progress=None) -> int:
 
 def _journal_record(index: Index, f, edit_id: object) -> dict | None:
     """The record an undo names, read at the span noted when its line was indexed."""
-    from bxmem.sources.journal import record_at
-
     if not isinstance(edit_id, str):
         return None
     row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
     if row is not None and not all(type(n) is int and n >= 0 for n in row):
         raise IndexUnavailable(f"{index.path}: the span it keeps of edit {edit_id} is not a span")
-    return record_at(f, row[0], row[1]) if row else None
+    return journal.record_at(f, row[0], row[1]) if row else None
 
 
 # --- updates and rebuilds ---------------------------------------------------------------
@@ -171,8 +167,6 @@ def _journal_record(index: Index, f, edit_id: object) -> dict | None:
 
 def refresh(paths) -> None:
     """Catch up after a job's run; a problem is one warning line, never fatal."""
-    from bxmem.log import log
-
     try:
         _applied, warning = update(paths)
     except Exception as exc:  # the index is a cache: its failure must never stop a job
@@ -220,8 +214,6 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None) -> tu
 def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None) -> tuple[int, str | None]:
     """Build the index anew in a file of its own, then put it in place of `path`
     whole: a crash or a reader in the meantime sees the old file, never half a new one."""
-    from bxmem.log import log
-
     if outdated:
         log.info(f"rebuilding the local index: {outdated.split(': ', 1)[-1].split(';')[0]}")
     started = time.monotonic()
@@ -250,11 +242,9 @@ def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None)
 
 class _Lock:
     """The index's writer lock, waited for a bounded time: a byte of the ledger, as each job's
-    (store.JobLock), not a file in memory/bxmem/, which the owner may delete mid-run."""
+    (store/files.py's JobLock), not a file in memory/bxmem/, which the owner may delete mid-run."""
 
     def __init__(self, ledger: Path) -> None:
-        from bxmem.store.files import JobLock
-
         self.lock = JobLock(ledger, "index")
 
     def acquire(self, wait_s: float) -> bool:

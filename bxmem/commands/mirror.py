@@ -52,7 +52,7 @@ class MirrorReport:
     skipped_lines: int = 0
     events: list[Mapping[str, object]] = field(default_factory=list)  # this run's decided lines
 
-    # What the command prints (jobs.finish writes it): the report knows its own output.
+    # What the command prints (its runner writes it): the report knows its own output.
     def notice(self) -> str | None:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 

@@ -1,6 +1,6 @@
 """The tool definitions the host puts in the model's tools array (`bxmem tools`).
 
-Two tools (seed section 9), generated from the configuration, so the model is
+Two tools (docs/agent-tools.md, "2. The tools array"), generated from the configuration, so the model is
 offered exactly what will work: `recall` always (local-only, it searches the
 local index alone, and says so); `ask_memory` only when there is a `[honcho]`
 section (local-only, ask always exits 6), its `workspaces` an enum of the names

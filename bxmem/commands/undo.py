@@ -30,7 +30,7 @@ class UndoResult:
     written: bool
     effects: list[str] = field(default_factory=list)
 
-    # What the command prints (jobs.show writes it): the result knows its own output.
+    # What the command prints (cli/output.py's show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return {"target": self.target, "undo_id": self.undo_id, "written": self.written, "effects": self.effects}
 

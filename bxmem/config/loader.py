@@ -18,7 +18,7 @@ from bxmem.start import where
 from bxmem.store.paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
-CACHE_VERSION = 3  # 3: a URL's port is checked (a cached 2 may hold port 99999)
+CACHE_VERSION = 3  # a cache another version wrote is a miss: the TOML is validated again
 
 
 class ReadSource:
@@ -31,7 +31,7 @@ class ReadSource:
 
 
 class HonchoSettings:
-    """The validated [honcho] section: config_schema.HonchoSection's fields
+    """The validated [honcho] section: config/schema.py's HonchoSection's fields
     (model_dump'd), held equal to these slots by tests/test_config_docs.py."""
 
     __slots__ = ("url", "agent", "owner", "trusted", "untrusted", "fleet", "read")
@@ -88,8 +88,8 @@ class Workspace:
 
 
 class Config:
-    """The validated configuration. Plain classes here and above: the lean
-    paths cannot afford `dataclasses` (7 ms to import)."""
+    """The validated configuration. Plain classes here and above: importing
+    `dataclasses` would cost every lean run (docs/performance.md, "Start-up")."""
 
     __slots__ = ("path", "paths", "honcho", "secrets", "send")
 
@@ -278,8 +278,8 @@ def read_key(ws: Workspace) -> Key | None:
 
 def _no_core_dumps() -> None:
     """PR_SET_DUMPABLE 0 before a key is in memory: no core dump, and no other
-    process of the same user may ptrace this one or read its memory. ctypes
-    costs 2 to 3 ms (bench keys), so only a run that reads a key pays it."""
+    process of the same user may ptrace this one or read its memory. Only a
+    run that reads a key pays for importing ctypes (docs/performance.md, "Start-up")."""
     global _dumpable_off
     if _dumpable_off or not sys.platform.startswith("linux"):
         return

@@ -2,13 +2,14 @@
 
 Kept apart from policy/rules.py so the read path (recall, ask, the index) can rank
 and tag without importing anything else. Each function is pure and holds one
-table of the seed (000): section 4's classes, section 5's tool-result labels,
-section 8's recall tags, section 9's ask tags.
+table: the trust classes and tool-result labels a turn is decided by
+(docs/design.md, "Deciding"), the tags recall and ask give what they find
+(docs/interfaces.md, "recall and ask --json").
 """
 
 CLASS_RANK = {"public": 0, "private": 1, "secret": 2}
 
-# Tags, as recall and ask report them (seed section 8).
+# Tags, as recall and ask report them.
 IDENTITY, MEMORY, TAINTED = "identity", "memory", "memory-tainted"
 
 
@@ -40,8 +41,8 @@ def tool_result_label(label: object) -> tuple[bool, str] | None:
 
 
 # What a line of a session log that bxmem cannot read counts as, from that line
-# on: the worst label there is (seed section 5: nothing reaches a trusted
-# workspace unless both labels say clean; a secret session reaches none).
+# on: the worst label there is (nothing reaches a trusted workspace unless
+# both labels say clean; a secret session reaches none).
 UNREADABLE_LINE = (True, "secret")
 
 
@@ -55,7 +56,7 @@ def label_of(items) -> tuple[bool, str]:
     return untrusted, klass
 
 
-# --- what the read path tags (seed sections 8 and 9) ----------------------------------
+# --- what the read path tags ------------------------------------------------------------
 
 
 def turn_labels(decided: dict) -> tuple[str, str]:
@@ -96,6 +97,6 @@ def read_tag(trust: str | None) -> str:
 
 
 # This agent's own workspaces, as ask_memory tags their answers; the fleet's
-# notes, as recall tags them (seed 9 and 8).
+# notes, as recall tags them.
 OWN_LABELS = {"trusted": (MEMORY, "private"), "untrusted": (TAINTED, "private"), "fleet": (TAINTED, "private")}
 FLEET_LABEL = OWN_LABELS["fleet"]

@@ -1,4 +1,4 @@
-"""The seed's section 4 tables, as pure functions.
+"""Where text may go, as pure functions: the tables of docs/design.md ("Deciding", "Memory writes").
 
 No I/O, no clock, no configuration objects: a reviewer can hold each function
 against the table it implements, line by line. Everything that decides where
@@ -119,8 +119,7 @@ CLEAN_LOG = LogLabels(False, "public", None)
 
 
 def after_line(labels: LogLabels, untrusted: bool, klass: str, unreadable: dict | None = None) -> LogLabels:
-    """The session's log labels after one more labelled line (seed section 5;
-    interfaces section 2):
+    """The session's log labels after one more labelled line (docs/design.md, "Deciding"):
 
     | the line                               | untrusted         | class            | unreadable      |
     | a tool result with a readable label    | sticky: or-ed in  | the higher       | as before       |
@@ -131,7 +130,7 @@ def after_line(labels: LogLabels, untrusted: bool, klass: str, unreadable: dict 
 
 
 def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:
-    """The log's labels a turn is decided with (seed section 5, step 3).
+    """The log's labels a turn is decided with (a late one: docs/design.md, "Deciding").
 
     | decided                        | takes the log's labels                   |
     | on time                        | up to and including the turn's end       |
@@ -145,7 +144,7 @@ def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:
 
 
 def route_turn(facts: TurnFacts, agent_peer: str, owner_peer: str | None = None) -> Route:
-    """Where a finished turn goes (seed section 4, "Turns"; interfaces section 2),
+    """Where a finished turn goes (docs/design.md, "Deciding"),
     the first row that holds deciding:
 
     | the turn's session at its end                         | goes to   | reason                  |
@@ -202,7 +201,7 @@ def send_veto(speaker_text: str, reply: str) -> str | None:
     return f"holds a secret ({rule})" if rule else None
 
 
-# --- memory writes (seed section 4, "Memory writes") ---------------------------------
+# --- memory writes (docs/design.md, "Memory writes") ---------------------------------
 
 IDENTITY_FILES = ("memory.md", "user.md")
 MAX_CONCLUSION_CHARS = 65_535
@@ -247,7 +246,7 @@ def _list(value: object) -> list:
 
 
 def plan_edit(record: dict, facts: EditFacts) -> EditPlan:
-    """Where an edit goes (seed section 4, "Memory writes"), then `veto_texts`:
+    """Where an edit goes (docs/design.md, "Memory writes"), then `veto_texts`:
 
     | journalled edit                              | in Honcho                                      |
     | identity add (memory.md or user.md)          | a conclusion in the trusted workspace          |
@@ -331,7 +330,7 @@ def veto_texts(plan: EditPlan, facts: EditFacts) -> EditPlan:
 
 
 def plan_undo(target_item: str, target: dict | None, already_undone: bool) -> EditPlan:
-    """Undo of an edit (seed section 4): its conclusions deleted, any it had
+    """Undo of an edit (docs/design.md, "Memory writes"): its conclusions deleted, any it had
     deleted written again; an untrusted note already in the fleet gets a
     retraction message beside it (Honcho cannot delete a message)."""
     if target is None:

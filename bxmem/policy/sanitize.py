@@ -74,7 +74,7 @@ def neutralise(text: str) -> str:
 
 # Each rule: a name for the ledger and logs (never the match), and a pattern.
 # Compiled on first use (`secret_rules()`): `bxmem recall` only neutralises,
-# and compiling them cost it 2.5 ms on every call.
+# and would pay for compiling them on every call (docs/performance.md, "Recall").
 _SECRET_PATTERNS: tuple[tuple[str, str], ...] = (
     ("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|AGPA|ANPA|ANVA|APKA)[0-9A-Z]{16}\b"),
     ("aws-secret-access-key", r"(?i:aws.{0,20}?(?:secret|private).{0,20}?['\"=: ]\s*)[A-Za-z0-9/+]{40}\b"),

@@ -1,6 +1,6 @@
 """When a session's turns may be decided, by turn number, and what a tool
-result logged after turns at or above its number have ended does (interfaces
-section 2; docs/interfaces.md, "Turn order"). Pure functions, beside
+result logged after turns at or above its number have ended does
+(docs/interfaces.md, "Turn order"). Pure functions, beside
 policy/rules.py's tables: sources/turns.py applies them as a log is read.
 """
 

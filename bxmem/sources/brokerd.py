@@ -1,4 +1,4 @@
-"""brokerd's session-state socket (interfaces section 3).
+"""brokerd's session-state socket (docs/interfaces.md, "Read").
 
 One JSON line out, one back, per connection, within 2 s in all. Anything else
 (no socket, refused, slow, garbage, a peer that is not our own user) means

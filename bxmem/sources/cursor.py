@@ -44,7 +44,7 @@ def remember(fd: int, cursor: dict, secret: bytes | None) -> None:
 
 
 def version(cursor: dict) -> list[int | None] | None:
-    """The file as read up to the cursor, as fastpath.written_fingerprint gives it; None: not read yet."""
+    """The file as read up to the cursor, as start/idle.py's written_fingerprint gives it; None: not read yet."""
     return None if cursor["ino"] is None else [cursor["ino"], cursor["offset"], cursor.get("mtime")]
 
 

@@ -1,4 +1,4 @@
-"""loopd's session logs, read incrementally (interfaces section 2).
+"""loopd's session logs, read incrementally (docs/interfaces.md, "Read").
 
 A cursor per log remembers the byte offset read so far and, for turns still
 open, only byte spans, flags and keyed hashes of the lines: no text is kept in
@@ -129,7 +129,7 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
     already ended, and turns given up on, are said once (`note`, else `warn`).
     With a `deadline` (time.monotonic), reading stops at a line boundary once
     it has passed; the rest waits. OSError when the log cannot be opened
-    (store.NotRegularFile when it is not a regular file); ReadStopped when a
+    (store/files.py's NotRegularFile when it is not a regular file); ReadStopped when a
     read fails part-way.
     """
     finished: list[FinishedTurn] = []

@@ -1,5 +1,5 @@
 """A session's turns as its log's lines build them, and the labels each is
-decided with (interfaces section 2; docs/interfaces.md, "Turn order").
+decided with (docs/interfaces.md, "Turn order").
 
 Tool results count by turn number, wherever they fall in the file: a turn
 that has ended waits (in the cursor, `end` set) while a lower-numbered turn

@@ -107,8 +107,6 @@ def load_json(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
     """(the file's object, None), (None, None) when there is no file, or (None,
     why it cannot be used): not JSON, nested too deep, not of `shape` (policy/shapes.py).
     Never raises for what the file holds."""
-    import json
-
     try:
         data = read_state(path)
         if data is None:
@@ -225,22 +223,22 @@ class Flock:
     """A blocking flock on an open file for the length of a with-block: shared
     for readers, exclusive for writers. It is the lock portalocker takes on
     Linux, so writers that use portalocker (memoryd's journal) and bxmem
-    exclude each other; portalocker itself is not used because importing it
-    (it loads importlib.metadata, inspect and email) cost 30-45 ms of every
-    run that touches the ledger."""
+    exclude each other; portalocker itself is not used: importing it loads
+    importlib.metadata, inspect and email on every run that touches the
+    ledger (docs/performance.md, "Start-up")."""
 
     def __init__(self, fd: int, *, exclusive: bool) -> None:
         self.fd = fd
         self.exclusive = exclusive
 
     def __enter__(self) -> Flock:
-        import fcntl
+        import fcntl  # deferred: lean (recall reads state files, never locks one)
 
         fcntl.flock(self.fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import fcntl
+        import fcntl  # deferred: lean (recall reads state files, never locks one)
 
         fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -274,15 +272,15 @@ class JobLock:
         self._fd: int | None = None
 
     def _ofd(self, fd: int, kind: int) -> None:
-        import fcntl
-        import struct
+        import fcntl  # deferred: lean (recall reads state files, never locks one)
+        import struct  # deferred: lean
 
         # struct flock on 64-bit Linux: l_type, l_whence (short), l_start, l_len (off_t),
         # l_pid (pid_t, 0 for OFD locks), padded to 32 bytes.
         fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", kind, os.SEEK_SET, self.offset, 1, 0))
 
     def acquire(self) -> bool:
-        import fcntl
+        import fcntl  # deferred: lean (recall reads state files, never locks one)
 
         for _ in range(3):
             fd = open_ledger(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)

@@ -22,8 +22,8 @@ notes and for turns of sessions that read untrusted content.
 from __future__ import annotations
 
 # The C module, not the `sqlite3` package: the package only re-exports it and
-# registers the default date adapters, which imports datetime (2.5 ms of every
-# recall at start-up). Nothing here binds or converts dates: timestamps are text.
+# registers the default date adapters, which imports datetime on every recall
+# (docs/performance.md, "Recall"). Nothing here binds or converts dates: timestamps are text.
 import _sqlite3 as sqlite3
 import os
 from pathlib import Path
@@ -36,9 +36,8 @@ if TYPE_CHECKING:
 
 INDEX_FILE = "index.sqlite3"
 IDENTITY_BASE = 1 << 48  # the first rowid of an identity entry's passage; turns and notes stay below
-# 2: passages, porter stemming, the speaker, where the reply starts. A change to
-# what is indexed (the tokenizer, terms.passages) is a new version: an index of
-# another version is rebuilt, never read.
+# A change to what is indexed (the schema, the tokenizer, terms.passages) is a
+# new version: an index of another version is rebuilt, never read.
 SCHEMA_VERSION = 2
 
 SCHEMA = f"""

@@ -63,7 +63,7 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
 
 
 def _read(path: Path) -> bytes:
-    """entry.key's bytes (store.read_state: never blocking, never through a link);
+    """entry.key's bytes (store/files.py's read_state: never blocking, never through a link);
     FileNotFoundError when there is none."""
     from bxmem.store.files import read_state
 
@@ -113,8 +113,8 @@ def key_id(secret: bytes) -> str:
 def line_mac(secret: bytes, raw: bytes) -> str:
     """The keyed hash of one line's bytes, exactly as they are in the file:
     BLAKE2b in its keyed mode (a MAC, RFC 7693), 128 bits. Taken for every user
-    line and reply decide reads, where HMAC-SHA256 through OpenSSL cost 4 µs a
-    line, a fifth of reading it; this costs about 1."""
+    line and reply decide reads: a quarter of what HMAC-SHA256 through OpenSSL
+    costs a line (docs/performance.md, "Start-up")."""
     return hashlib.blake2b(raw, digest_size=16, key=secret, person=b"bxmem line").hexdigest()
 
 

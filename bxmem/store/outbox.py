@@ -49,10 +49,10 @@ from bxmem.store.workspace_roles import apply as fold_roles
 from bxmem.store.workspace_roles import save as save_roles
 
 CHECKPOINT = "outbox.marshal"
-# marshal, not JSON: a 10,000-item outbox took 70 ms to load and as long to save
-# as JSON on every run. It is a cache of the ledger: any doubt means a rebuild.
-# 5: an item sent is counted once; drops, reroutes and gone sessions.
-CHECKPOINT_VERSION = 6  # 6: the roles workspaces were written as; the Honcho session names used
+# marshal, not JSON: every send run loads and saves it, and JSON was too slow
+# at that for a large outbox (docs/performance.md, "Start-up"). It is a cache
+# of the ledger: any doubt means a rebuild.
+CHECKPOINT_VERSION = 6  # a checkpoint another version wrote is rebuilt from the ledger
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -102,7 +102,7 @@ class Outbox:
     # workspace -> {"set_up": [roles], "written": {role: first item}} (store/workspace_roles.py)
     roles: dict[str, dict] = field(default_factory=dict)
     # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
-    # every name used, so a new session never takes one already used (send_plan.session_name)
+    # every name used, so a new session never takes one already used (commands/send/plan.py's session_name)
     hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)

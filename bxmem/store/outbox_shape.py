@@ -23,8 +23,9 @@ from bxmem.store.workspace_roles import SHAPE as ROLES
 # A pending item is kept as (ledger offset, workspace, session, kind, peer, role):
 # what a run needs to choose and group its batch, and to check that its
 # workspace still has the role it was decided for (policy/write_policy.py). The full
-# decision is read back from the ledger, by offset, for the items a run sends.
-# (Keeping whole decisions cost 328 MiB for 100,000 pending items.)
+# decision is read back from the ledger, by offset, for the items a run sends:
+# whole decisions for every pending item would not fit the memory target
+# (docs/performance.md, "Memory").
 OFFSET, WS, SESSION, KIND, PEER, ROLE = range(6)
 
 

@@ -2,7 +2,7 @@
 
 The query's content words (terms.query_words) are stemmed by the index's own
 tokenizer and weighed by how many of the index's passages hold them, counted
-by FTS5 up to COMMON (fts5vocab counts every one: 5 ms for a word in 100,000):
+by FTS5 up to COMMON (fts5vocab would count every one, at a cost that grows with the index):
 
 - Words in COMMON passages or more are this history's stop words and are
   left out (unless nothing else is left): bm25 would count them again.
@@ -34,7 +34,7 @@ from bxmem.policy.terms import TOKENIZER, query_words
 
 IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
 
-BUDGET = 2_000  # passages scored by bm25 for one query, at most (1 to 2 µs each)
+BUDGET = 2_000  # passages scored by bm25 for one query, at most (docs/performance.md, "Recall")
 WINDOW = 1_000  # when every word is common: the newest passages scored, for all of them and for any
 COMMON = 16_000  # a word in this many passages is left out of the ranking (counting stops there)
 IDENTITY_EXTRA = 64  # identity entries ranked below the best, kept in case they move up
