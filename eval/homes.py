@@ -19,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fake_honcho import FakeHoncho  # noqa: E402
+
 from bxmem.demo.brokerd import StubBrokerd  # noqa: E402
 
 OWNER = "kyle"
@@ -51,8 +53,6 @@ class Backend:
         self.case = case
         self.force_auth = auth and not self.real
         if not self.real:
-            from fake_honcho import FakeHoncho
-
             self.fake = FakeHoncho().start()
             self.url = self.fake.url
 

@@ -16,7 +16,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-# Issue 11's bounds on what the model sees.
+from bxmem.policy.render import estimate_tokens as render_estimate
+
+# The output contract's bounds on what the model sees (bxmem/schemas/recall.schema.json).
 MAX_K = 8
 HIT_CHARS = 600
 OUTPUT_TOKENS = 1_200
@@ -38,9 +40,7 @@ def estimate_tokens(text: str) -> int:
     time (render.estimate_tokens; bench/ checks that estimate against the real
     tokenizer). 4.5 characters a token (English in o200k_base) is the floor:
     the corpus never trusts an estimate below it."""
-    from bxmem.policy.render import estimate_tokens as estimate
-
-    return max(estimate(text), math.ceil(len(text) / 4.5))
+    return max(render_estimate(text), math.ceil(len(text) / 4.5))
 
 
 @dataclass

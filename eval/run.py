@@ -23,25 +23,25 @@ import time
 import traceback
 from pathlib import Path
 
-from . import cases as c1
-from . import cases2 as c2
+from . import cases as memory_cases
+from . import cases_retrieval as retrieval_cases
 from .corpus import Case, Ctx
 from .homes import ROOT, Backend
 
 # id, function, title, what must be found, what must not be
 CASES = [
-    ("01", c1.c01_preference, "owner preference", "in a later session; by a reader of the trusted ws", "by an agent not reading it"),
-    ("02", c1.c02_tainted, "untrusted session", "as memory-tainted, label untrusted; clean as memory", "tainted fact as memory, or in trusted ws"),
-    ("03", c1.c03_replace, "replaced identity", "new text as identity, locally and in Honcho", "old text, locally or in conclusions"),
-    ("04", c1.c04_undo, "undone edits", "fleet note beside its retraction", "undone entry, locally or in Honcho"),
-    ("05", c1.c05_injection, "stored injection", "turn, note, fleet message, labelled", "invisible chars, fence imitation, forged hits"),
-    ("06", c1.c06_secret, "secret text", "clean turn through Honcho", "secret session or key in any output"),
-    ("07", c2.c07_absent, "evidence absent", "the fact where it was said", "any hit for the never-said; near misses"),
-    ("08", c2.c08_down, "Honcho down", "local hits in time; each source named", "Honcho hits; answers from ask"),
-    ("09", c2.c09_long, "long history", "planted fact; median/p95 wall", "any output over its bounds"),
-    ("10", c2.c10_two_agents, "two agents", "each other's fleet note, tainted, named", "the other's trusted turns (unless read)"),
-    ("11", c2.c11_ask, "ask", "each ws named, labelled; peers named", "unknown ws asked; keyless ws as bad input"),
-    ("12", c2.c12_supersede, "correction supersedes", "new entry first; old text dated", "old text as identity"),
+    ("01", memory_cases.c01_preference, "owner preference", "in a later session; by a reader of the trusted ws", "by an agent not reading it"),
+    ("02", memory_cases.c02_tainted, "untrusted session", "as memory-tainted, label untrusted; clean as memory", "tainted fact as memory, or in trusted ws"),
+    ("03", memory_cases.c03_replace, "replaced identity", "new text as identity, locally and in Honcho", "old text, locally or in conclusions"),
+    ("04", memory_cases.c04_undo, "undone edits", "fleet note beside its retraction", "undone entry, locally or in Honcho"),
+    ("05", memory_cases.c05_injection, "stored injection", "turn, note, fleet message, labelled", "invisible chars, fence imitation, forged hits"),
+    ("06", memory_cases.c06_secret, "secret text", "clean turn through Honcho", "secret session or key in any output"),
+    ("07", retrieval_cases.c07_absent, "evidence absent", "the fact where it was said", "any hit for the never-said; near misses"),
+    ("08", retrieval_cases.c08_down, "Honcho down", "local hits in time; each source named", "Honcho hits; answers from ask"),
+    ("09", retrieval_cases.c09_long, "long history", "planted fact; median/p95 wall", "any output over its bounds"),
+    ("10", retrieval_cases.c10_two_agents, "two agents", "each other's fleet note, tainted, named", "the other's trusted turns (unless read)"),
+    ("11", retrieval_cases.c11_ask, "ask", "each ws named, labelled; peers named", "unknown ws asked; keyless ws as bad input"),
+    ("12", retrieval_cases.c12_supersede, "correction supersedes", "new entry first; old text dated", "old text as identity"),
 ]
 AUTH_CASES = {"11"}  # run with keys on the fake too: "no key" needs a server that wants keys
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bxmem.config.loader import Config
 from bxmem.errors import Refused, UsageError
 from bxmem.policy.labels import MEMORY, OWN_LABELS, TAINTED, read_tag
+from bxmem.store.workspace_roles import tainting_notes
 
 PEERS_AT_MOST = 6
 
@@ -55,8 +56,6 @@ def as_written(config: Config, chosen: list[Target]) -> list[Target]:
     """Those tagged memory held to what the ledger says this agent wrote there (workspace_roles)."""
     trusted = {config.workspace(t.role).name: t for t in chosen if t.tag == MEMORY}
     if trusted:
-        from bxmem.store.workspace_roles import tainting_notes
-
         for ws, why in tainting_notes(config.paths.state, config.paths.ledger, trusted).items():
             trusted[ws].tag, trusted[ws].note = TAINTED, why
     return chosen

@@ -35,9 +35,10 @@ from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
 from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, record, string
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
+from bxmem.start.idle import write_summary
 from bxmem.store import local_key
 from bxmem.store.files import load_json, write_json
-from bxmem.store.ledger import Ledger, edit_item
+from bxmem.store.ledger import Ledger, ReadResult, edit_item
 from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
 from bxmem.store.ledger_shapes import ACTIONS
 
@@ -247,7 +248,6 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     whole decision (the next append completes it)."""
     if ledger.size() <= state["ledger_size"]:
         return {}
-    from bxmem.store.ledger import ReadResult
 
     result = ReadResult()
     found: dict[str, dict] = {}
@@ -302,7 +302,5 @@ def run(config: Config) -> MirrorReport:
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
-    from bxmem.start.idle import write_summary
-
     version = file_cursor.version(state["cursor"])
     write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version)}, None)

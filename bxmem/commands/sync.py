@@ -9,8 +9,10 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from bxmem.commands import checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
+from bxmem.commands.outbox_actions import act
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt_line
 from bxmem.config.loader import Config
@@ -44,8 +46,6 @@ def _age(ts: str | None, now: float) -> float | None:
 def status(config: Config, now: float | None = None, check: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
     are asked now (commands/checks.py); without, each says "not checked"."""
-    from bxmem.commands import checks
-
     now = time.time() if now is None else now
     state_dir = config.paths.ensure_state_dir()
     ledger = Ledger(config.paths.ledger)
@@ -254,8 +254,6 @@ def retry_failed(config: Config):
     """Put every failed item back in the outbox, as `bxmem outbox resend --all-failed`
     does (a new Honcho session where Honcho deleted theirs; an item refused half-way
     goes through the in-doubt path, which looks before it creates again)."""
-    from bxmem.commands.outbox_actions import act
-
     return act(config, "resend", [], all_failed=True)
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 
+from bxmem.errors import UsageError
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from bxmem.config.loader import Config
@@ -79,8 +81,6 @@ def _ask(agents: list[str]) -> dict:
 def definitions(config: Config, fmt: str = "anthropic") -> list[dict]:
     """anthropic: [{name, description, input_schema}]; openai: function-calling tools."""
     if fmt not in FORMATS:
-        from bxmem.errors import UsageError
-
         raise UsageError(f"--format must be anthropic or openai, not {fmt!r}")
     tools = [_recall(config.honcho is None)]
     if config.honcho is not None:

@@ -8,13 +8,18 @@ No `[honcho]` section means local-only. Keys come only from the files named in
 from __future__ import annotations
 
 import errno
+import marshal
 import os
 import stat
 import sys
 from pathlib import Path
 
 from bxmem.errors import ConfigInvalid, KeyFileInvalid
+from bxmem.policy.shapes import dict_of, integer, list_of, maybe, record, string
 from bxmem.start import where
+from bxmem.start.idle import stat_fingerprint
+from bxmem.start.sealed import seal
+from bxmem.store.files import file_kind, load_marshal, write_bytes
 from bxmem.store.paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
@@ -170,7 +175,7 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     paths = resolve_paths(raw, home)
     cached = _read_cache(paths, cache_key) if paths.state != looked_in else None
     if cached is None:
-        from bxmem.config.schema import validate
+        from bxmem.config.schema import validate  # deferred: lean (pydantic, only when the cache misses)
 
         cached = {**validate(raw, path), "run": str(paths.run)}
         _write_cache(paths, cache_key, cached)
@@ -178,16 +183,12 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
 
 
 def _cache_key(path: Path, home: object) -> list:
-    from bxmem.start.idle import stat_fingerprint
-
     env = [os.environ.get(name) for name in (where.HOME_ENV, "XDG_DATA_HOME", "HOME")]
     return [CACHE_VERSION, str(path), stat_fingerprint(path), str(home) if home else None, env]
 
 
 def _exactly(*fields: str):
     """An object of exactly these string fields: what the cached classes take as keywords."""
-    from bxmem.policy.shapes import record, string
-
     check = record(dict.fromkeys(fields, string))
 
     def exactly(value: object) -> str | None:
@@ -200,8 +201,6 @@ def _exactly(*fields: str):
 
 
 def _cache_shape():
-    from bxmem.policy.shapes import dict_of, integer, list_of, maybe, record, string
-
     honcho = record({**{name: string for name in HonchoSettings.__slots__[:-1]},
                      "read": list_of(_exactly(*ReadSource.__slots__))})
     return record({"key": list_of(lambda _value: None), "data": record({
@@ -211,12 +210,10 @@ def _cache_shape():
 def _read_cache(paths: Paths, key: list) -> dict | None:
     """The cached validation, or None: missing, stale, or of any other shape than
     this version writes (a miss, never an error: the TOML is validated again)."""
-    from bxmem.store.files import load_marshal
-
     path = paths.state / CACHE_FILE
     cached, why = load_marshal(path, _cache_shape())
     if why is not None:
-        from bxmem.log import log
+        from bxmem.log import log  # deferred: lean (recall sets up no logging; said only of a damaged cache)
 
         log.warning(f"{path}: {why}; the configuration is validated again and cached again")
     if cached is None or cached["key"] != key:
@@ -225,11 +222,6 @@ def _read_cache(paths: Paths, key: list) -> dict | None:
 
 
 def _write_cache(paths: Paths, key: list, data: dict) -> None:
-    import marshal
-
-    from bxmem.start.sealed import seal
-    from bxmem.store.files import write_bytes
-
     if not paths.state.is_dir():
         return  # created by the first job that needs it; a cache is no reason to
     try:
@@ -245,8 +237,6 @@ def _build(path: Path, paths: Paths, data: dict) -> Config:
 
 def key_fingerprint(key_file: Path | None) -> list[int] | None:
     """What identifies a key file's version: a changed file lifts a key refusal."""
-    from bxmem.start.idle import stat_fingerprint
-
     return None if key_file is None else stat_fingerprint(key_file)
 
 
@@ -283,7 +273,7 @@ def _no_core_dumps() -> None:
     global _dumpable_off
     if _dumpable_off or not sys.platform.startswith("linux"):
         return
-    import ctypes
+    import ctypes  # deferred: lean (only a run that reads a key pays for it)
 
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -310,7 +300,7 @@ def _read_key_file(path: Path, secret: str) -> str:
         # it to Honcho as a bearer key; a regular file they cannot read they cannot copy.
         raise refused(_LINK, f"name the file itself ({os.path.realpath(path)})")
     if not stat.S_ISREG(seen.st_mode):
-        raise refused(f"is {_file_kind(seen.st_mode)}, not a regular file")
+        raise refused(f"is {file_kind(seen.st_mode)}, not a regular file")
     try:
         # Should it be swapped for a FIFO or a link after the lstat: O_NONBLOCK
         # and O_NOFOLLOW, then fstat says what was opened.
@@ -337,12 +327,6 @@ def _read_key_file(path: Path, secret: str) -> str:
     if len(data) > MAX_KEY_BYTES:  # it grew after the fstat
         raise refused(f"is over {MAX_KEY_BYTES} bytes; a key file holds one key of at most {MAX_KEY_BYTES} bytes")
     return _key_text(data, refused)
-
-
-def _file_kind(mode: int) -> str:
-    from bxmem.store.files import file_kind  # one wording for every file bxmem refuses as not regular
-
-    return file_kind(mode)
 
 
 def _check_owner_and_mode(st: os.stat_result, refused) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,8 +28,6 @@ def check_id(value: str) -> str:
 def _check_port(url: str) -> None:
     """A port the socket layer would refuse is caught here, not at the first
     request (where it was a bare "ValueError" from recall)."""
-    from urllib.parse import urlsplit
-
     netloc = urlsplit(url).netloc
     host_port = netloc.rsplit("]", 1)[-1]  # an IPv6 address holds colons of its own
     if ":" not in host_port:

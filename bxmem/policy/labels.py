@@ -1,11 +1,13 @@
 """Trust classes, their order, and the labels the read path gives what it finds.
 
 Kept apart from policy/rules.py so the read path (recall, ask, the index) can rank
-and tag without importing anything else. Each function is pure and holds one
+and tag without importing the rules (policy/sanitize.py alone). Each function is pure and holds one
 table: the trust classes and tool-result labels a turn is decided by
 (docs/design.md, "Deciding"), the tags recall and ask give what they find
 (docs/interfaces.md, "recall and ask --json").
 """
+
+from bxmem.policy.sanitize import find_secret
 
 CLASS_RANK = {"public": 0, "private": 1, "secret": 2}
 
@@ -84,9 +86,6 @@ def note_tag(trust: object) -> str:
 def entry_class(text: str) -> str:
     """A memory entry is private, unless it holds a known-prefix secret: then it
     is recalled as secret, as a turn holding one is (turn_labels)."""
-    # Imported only when an entry is indexed: not on recall's path.
-    from bxmem.policy.sanitize import find_secret
-
     return "secret" if find_secret(text) else "private"
 
 

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bxmem.sources.jsonline import parse_object
+
 TIMEOUT_S = 2.0
 MAX_REPLY = 4096
 
@@ -90,8 +92,6 @@ def session_state(sock_path: Path, session: str, timeout: float = TIMEOUT_S) -> 
 def _parse(reply: bytes) -> SessionState:
     """The reply's state; anything but the one shape the interfaces give (nested
     too deep, a key twice, wrong types, not UTF-8) did not parse."""
-    from bxmem.sources.jsonline import parse_object
-
     message = parse_object(reply)
     body = message.get("SessionStateReply") if isinstance(message, dict) else None
     if not isinstance(body, dict):

@@ -28,7 +28,9 @@ import _sqlite3 as sqlite3
 import os
 from pathlib import Path
 
-from bxmem.policy.terms import TOKENIZER
+from bxmem.policy.sanitize import neutralise
+from bxmem.policy.terms import TOKENIZER, passages
+from bxmem.store.files import check_regular
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -114,8 +116,6 @@ class Index:
     def _check_files(self) -> None:
         """SQLite opens its files blocking and through links: a FIFO in the place
         of one would hang every job at its index refresh, and recall."""
-        from bxmem.store.files import check_regular
-
         try:
             for suffix in ("", "-wal", "-shm"):
                 check_regular(f"{self.path}{suffix}")
@@ -170,9 +170,6 @@ class Index:
     def add(self, key: str, kind: str, tag: str, klass: str, text: str, *, reply: str | None = None,
             file: str | None = None, session: str | None = None, ts: str | None = None, who: str | None = None) -> None:
         """Store one document under `key` (replacing what it held) and index its passages."""
-        from bxmem.policy.sanitize import neutralise
-        from bxmem.policy.terms import passages
-
         text = neutralise(text)  # what recall shows anyway; and SQLite cannot store a lone surrogate
         reply_at = None
         if reply is not None:
@@ -204,8 +201,6 @@ class Index:
 
     def remove_entry(self, kind: str, file: str | None, text: str) -> bool:
         """Remove one doc holding this entry (the latest), as an identity remove does."""
-        from bxmem.policy.sanitize import neutralise
-
         text = neutralise(text)
         row = self.db().execute(
             "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1", (kind, file, text)
@@ -221,7 +216,7 @@ class Index:
 
     def search(self, query: str, limit: int) -> list[LocalHit]:
         """The best `limit` documents for `query`, as store/search.py ranks them."""
-        from bxmem.store.search import search
+        from bxmem.store.search import search  # deferred: lean (decide and mirror write the index, never search it)
 
         try:
             return search(self.db(), query, limit)

@@ -23,7 +23,8 @@ import os
 from pathlib import Path
 
 from bxmem.errors import StorageError
-from bxmem.store.files import fsync_dir
+from bxmem.log import log
+from bxmem.store.files import Unreadable, fsync_dir, read_state
 
 KEY_FILE = "entry.key"
 KEY_BYTES = 32
@@ -36,8 +37,6 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
     """The key, created first when `create` and there is none: none at all, a
     torn one (shorter than a key), or anything bxmem did not write as one (a
     FIFO, a link, more than MAX_KEY_BYTES), which is replaced, said once."""
-    from bxmem.store.files import Unreadable
-
     path = state_dir / KEY_FILE
     exists = True
     try:
@@ -55,8 +54,6 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
     if not create:
         return None
     if not_a_key:
-        from bxmem.log import log
-
         log.warning(f"{path}: {not_a_key}, not a key bxmem wrote; replaced with a new key (line hashes made "
                     "with the old one are checked without them)")
     return _create(path, replace=exists)  # an empty file too: linking over it would fail and leave no key
@@ -65,8 +62,6 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
 def _read(path: Path) -> bytes:
     """entry.key's bytes (store/files.py's read_state: never blocking, never through a link);
     FileNotFoundError when there is none."""
-    from bxmem.store.files import read_state
-
     data = read_state(path)
     if data is None:
         raise FileNotFoundError(path)

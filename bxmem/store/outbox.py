@@ -16,6 +16,7 @@ what the owner dropped or re-routed, and which lasting states send has logged
 
 from __future__ import annotations
 
+import marshal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from bxmem.policy import ranges
 from bxmem.policy.shapes import anything, problem, record
 from bxmem.start.sealed import seal
 from bxmem.store.files import load_marshal, write_bytes
-from bxmem.store.ledger import Ledger
+from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import (
     ATTEMPT,
     CANCELLED,
@@ -282,8 +283,6 @@ class Outbox:
         return box
 
     def catch_up(self, ledger: Ledger) -> None:
-        from bxmem.store.ledger import ReadResult
-
         result = ReadResult()
         self._new_repeats, self._first_new_repeat = 0, None
         for ev in ledger.iter_from(self.offset, result):
@@ -302,8 +301,6 @@ class Outbox:
         self.offset = result.end
 
     def save(self, state_dir: Path) -> None:
-        import marshal
-
         saved = {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
         write_bytes(state_dir / CHECKPOINT, seal(marshal.dumps({"version": CHECKPOINT_VERSION, **saved})))
         save_roles(state_dir, self.roles, self.ino, self.offset)  # for recall and ask (workspace_roles.read)

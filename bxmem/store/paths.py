@@ -9,9 +9,10 @@ import os
 import stat
 from pathlib import Path
 
-from bxmem.errors import ConfigInvalid
+from bxmem.errors import ConfigInvalid, StorageError
 from bxmem.start import where
 from bxmem.start.where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
+from bxmem.store.files import Unreadable, make_dirs, read_state
 
 
 def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
@@ -43,9 +44,7 @@ def check_named(path: Path, named_by: str | None) -> None:
 
 def load_toml(path: Path, named_by: str | None = None) -> dict:
     """The raw configuration; a missing default file is an empty one (local-only)."""
-    import tomllib
-
-    from bxmem.store.files import Unreadable, read_state
+    import tomllib  # deferred: lean (the lean paths read the validated configuration from its cache)
 
     try:
         data = read_state(path, follow=True)  # never blocks: a FIFO named as the config is refused, not opened for good
@@ -104,9 +103,6 @@ class Paths:
         return self.run / "memory-broker" / "state.sock"
 
     def ensure_state_dir(self) -> Path:
-        from bxmem.errors import StorageError
-        from bxmem.store.files import make_dirs
-
         try:
             make_dirs(self.memory, 0o777)  # as mkdir -p makes it (the umask applies): memoryd's folder too
             make_dirs(self.state, 0o700)

@@ -30,7 +30,7 @@ snippet around its best match (policy/snippets.py).
 from __future__ import annotations
 
 from bxmem.policy.snippets import SNIPPET_CHARS, around
-from bxmem.policy.terms import TOKENIZER, query_words
+from bxmem.policy.terms import TOKENIZER, forms, query_words
 
 IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
 
@@ -79,8 +79,6 @@ def _scratch(db, table: str) -> None:
 def terms_of(db, words: list[str]) -> list[Term]:
     """The query's words as the index knows them: stemmed as it stems, each once, with
     how many passages hold them (counted up to COMMON); words it has never seen are left out."""
-    from bxmem.policy.terms import forms
-
     entries = [(n, form) for n, word in enumerate(words) for form in forms(word)]
     stems: dict[int, tuple[str, ...]] = {e: (form,) for e, (_n, form) in enumerate(entries)}
     if _may_share_a_stem(words):  # "backup backups": stem them as the index does, to count the word once

@@ -135,7 +135,7 @@ def read(state_dir: Path, ledger_path: Path) -> Roles | None:
         return None
     saved, why = load_json(state_dir / SIDECAR, SIDECAR_SHAPE)
     if why is not None:  # the read path says it quietly: the next send writes the copy again
-        from bxmem.log import log
+        from bxmem.log import log  # deferred: lean (recall reads this copy and sets up no logging)
 
         log.info(f"{state_dir / SIDECAR}: {why}; the ledger is folded instead")
     usable = (saved is not None and saved["version"] == SIDECAR_VERSION and saved["ino"] == st.st_ino

@@ -1,4 +1,9 @@
-"""The corpus, cases 7-12."""
+"""The corpus, cases 7-12: retrieval where the answer is absent, Honcho is
+down, the history is long, another agent wrote it, ask is the way in, or a
+correction supersedes what was said.
+
+Each a positive (must be found) and a negative (must not), as in eval/cases.py.
+"""
 
 from __future__ import annotations
 
