@@ -39,14 +39,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bxmem.commands.outbox_actions import check_reason
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, NotFound, cite_runbook
 from bxmem.honcho.answers import is_honcho_id
 from bxmem.policy import shown
+from bxmem.policy.shapes import dict_of, integer, record, string
 from bxmem.policy.write_policy import WRITE_ROLES, roles_of, writable
-from bxmem.store.files import write_json
+from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, now_iso
 from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT, accepted
 from bxmem.store.outbox import Outbox
@@ -57,6 +59,8 @@ from bxmem.store.outbox import Outbox
 # about a thousand requests, some 30 s.
 DEADLINE_S = 300.0
 SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
+# audit.json as AuditReport.summary writes it; of any other shape it is not shown (the next audit writes it again).
+SUMMARY_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "accepted": integer(0)})
 # Every kind of finding; each has its runbook entry, audit-<kind>.
 KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
          "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
@@ -164,6 +168,11 @@ def _recorded_ids(value: object) -> list[str | None]:
     older answer, one that is not a Honcho id (None here) is never found, so it is
     reported missing, never used."""
     return [i if is_honcho_id(i) else None for i in value] if isinstance(value, list) else []
+
+
+def read_summary(state_dir: Path) -> tuple[dict | None, str | None]:
+    """The last audit's counts (load_json's answer: the object, or why it cannot be shown)."""
+    return load_json(state_dir / SUMMARY_FILE, SUMMARY_SHAPE)
 
 
 def audit(config: Config) -> AuditReport:

@@ -18,7 +18,6 @@ decision can only move a turn towards untrusted or nowhere.
 from __future__ import annotations
 
 import heapq
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -40,6 +39,7 @@ from bxmem.sources.loopd import (
     new_cursor,
     read_finished_turns,
     session_id_problem,
+    session_logs,
 )
 from bxmem.start.idle import access_fingerprint, stat_fingerprint, write_summary
 from bxmem.store import local_key
@@ -342,21 +342,18 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
     """session -> (its log, its cursor, new bytes) for each log with new bytes."""
     logs_dir = config.paths.logs
     try:
-        entries = list(os.scandir(logs_dir))
+        entries = session_logs(logs_dir)
     except FileNotFoundError:
         if not state.get("logs_missing"):
             log.warning(f"no logs folder at {logs_dir}: nothing to decide until loopd writes one")
             state["logs_missing"] = True
         return {}
     state["logs_missing"] = False
-    present = {e.name[: -len(".jsonl")] for e in entries if e.name.endswith(".jsonl")}
+    present = {stem for stem, _entry in entries}
     for stem, cursor in state["logs"].items():
         cursor["gone"] = stem not in present  # kept, so a log that comes back is not decided twice
     todo = {}
-    for entry in entries:
-        if not entry.name.endswith(".jsonl"):
-            continue  # a log that is not a regular file is read, and refused by name (store/files.py's open_regular)
-        stem = entry.name[: -len(".jsonl")]
+    for stem, entry in entries:  # a log that is not a regular file is read, and refused by name (open_regular)
         cursor = state["logs"].get(stem)
         if cursor is None:
             cursor = state["logs"][stem] = new_cursor()

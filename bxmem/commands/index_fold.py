@@ -22,7 +22,7 @@ from bxmem.policy.labels import entry_class, note_tag, turn_labels
 from bxmem.policy.rules import DOT
 from bxmem.sources import journal
 from bxmem.sources.loopd import SpanChanged, SpanReader
-from bxmem.store.files import JobLock, NotRegularFile, open_file
+from bxmem.store.files import JobLock, NotRegularFile
 from bxmem.store.index import INDEX_FILE, Index, IndexOutdated, IndexUnavailable
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
@@ -105,7 +105,7 @@ def catch_up(index: Index, paths, progress=None) -> int:
     one transaction with the new offsets: a crash leaves the index as it was.
     `progress(offset)` is told how far into the ledger the fold has read."""
     ledger = Ledger(paths.ledger)
-    journal_size = paths.journal.stat().st_size if paths.journal.exists() else 0
+    journal_size = journal.size(paths.journal)
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
         return 0
     applied = changed = 0
@@ -131,9 +131,10 @@ def catch_up(index: Index, paths, progress=None) -> int:
             index_turn(index, ev, "\n".join(texts), reply)
             applied += 1
         _set_meta(index, "ledger_offset", result.end)
-        if paths.journal.exists():
+        f = journal.open_if_present(paths.journal)
+        if f is not None:
             pos = journal_at
-            with open_file(paths.journal) as f:
+            with f:
                 for start, end, raw in journal.lines(f, journal_at):
                     pos = end
                     record = journal.parse(raw)

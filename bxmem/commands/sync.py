@@ -12,6 +12,7 @@ from datetime import datetime
 from bxmem.commands import checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
+from bxmem.commands.audit import read_summary as read_audit_summary
 from bxmem.commands.outbox_actions import act
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt_line
@@ -19,15 +20,11 @@ from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
 from bxmem.policy.retry import in_doubt, iso
-from bxmem.policy.shapes import dict_of, integer, record, string
-from bxmem.store.files import load_json
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, OFFSET, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
-# audit.json as audit.Report.summary writes it; of any other shape it is not shown (the next audit writes it again).
-AUDIT_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "accepted": integer(0)})
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
 SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (shown.text)
@@ -119,7 +116,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         key_checks = [{"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
                        "file": str(ws.key_file) if ws.key_file else None, **checks.not_checked("sync ran without checks")}
                       for ws in config.workspaces()]
-    audit_state, audit_unusable = load_json(state_dir / AUDIT_SUMMARY, AUDIT_SHAPE)
+    audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
     attention = [reused_text(entry) for entry in reused]
     gone = [f for f in failed if is_session_gone(f["reason"])]

@@ -17,8 +17,7 @@ from bxmem.errors import ExitCode, NotFound, Refused
 from bxmem.policy import shown
 from bxmem.policy.rules import plan_undo
 from bxmem.policy.write_policy import check_write, roles_of
-from bxmem.sources.journal import append_checked, find_edit
-from bxmem.store.files import open_file
+from bxmem.sources.journal import append_checked, find_edit, find_edit_in
 from bxmem.store.ledger import Ledger, edit_item, now_iso
 from bxmem.store.outbox import Outbox
 
@@ -102,11 +101,7 @@ def _effects(config: Config, edit_id: str) -> list[str]:
 
 def run(config: Config, edit_id: str, dry_run: bool = False) -> UndoResult:
     mirror.run(config)  # the target's own decision first, so the preview is true
-    try:
-        with open_file(config.paths.journal) as f:
-            target, undone_by = find_edit(f, edit_id)
-    except FileNotFoundError:
-        target, undone_by = None, None
+    target, undone_by = find_edit_in(config.paths.journal, edit_id)
     _check(config, edit_id, target, undone_by)
     result = UndoResult(target=edit_id, undo_id=None, written=False, effects=_effects(config, edit_id))
     if dry_run:

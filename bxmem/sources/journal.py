@@ -82,6 +82,25 @@ def parse(raw: bytes | None) -> dict | None:
     return None if isinstance(record, str) else record
 
 
+def size(path: Path) -> int:
+    """How many bytes the journal holds; 0 when there is none."""
+    return path.stat().st_size if path.exists() else 0
+
+
+def open_if_present(path: Path) -> IO[bytes] | None:
+    """The journal, opened for reading as `open_file` opens it; None when there is none yet."""
+    return open_file(path) if path.exists() else None
+
+
+def find_edit_in(path: Path, edit_id: str) -> tuple[dict | None, str | None]:
+    """find_edit over the journal at `path`; (None, None) when there is none."""
+    try:
+        with open_file(path) as f:
+            return find_edit(f, edit_id)
+    except FileNotFoundError:
+        return None, None
+
+
 def record_at(f: IO[bytes], offset: int, length: int) -> dict | None:
     """The record on the line at a span the reader noted earlier, or None."""
     f.seek(offset)

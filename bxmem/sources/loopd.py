@@ -47,6 +47,14 @@ MAX_TURN = 2**53 - 1  # what every JSON reader holds exactly
 DEADLINE_EVERY = 512  # lines between looks at the clock
 
 
+def session_logs(logs_dir: Path) -> list[tuple[str, os.DirEntry]]:
+    """(session, entry) for each log in loopd's folder, `<session>.jsonl`, as
+    listed now (any kind of file: the reader refuses what is not a regular one);
+    FileNotFoundError when there is no folder."""
+    with os.scandir(logs_dir) as listing:
+        return [(entry.name[: -len(".jsonl")], entry) for entry in listing if entry.name.endswith(".jsonl")]
+
+
 def session_id_problem(stem: str) -> str | None:
     if SESSION_RE.fullmatch(stem):
         return None
