@@ -36,6 +36,7 @@ from bxmem.sources.loopd import (
     FinishedTurn,
     ReadStopped,
     cursor_labels,
+    listed_stat,
     new_cursor,
     read_finished_turns,
     session_id_problem,
@@ -366,9 +367,8 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
         if _waits_to_retry(entry.path, cursor):
             report.logs_unreadable += 1
             continue
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:  # removed since the folder was listed
+        st = listed_stat(entry)
+        if st is None:  # removed since the folder was listed
             continue
         modified[stem] = st.st_mtime
         if [st.st_ino, st.st_size, st.st_mtime_ns] == file_cursor.version(cursor) and not cursor.get("error"):

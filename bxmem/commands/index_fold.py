@@ -222,7 +222,7 @@ def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None)
     _remove(new)
     index = Index(new)
     try:
-        with progress(_size(paths.ledger)) if progress is not None else nullcontext() as advance:
+        with progress(Ledger(paths.ledger).size()) if progress is not None else nullcontext() as advance:
             applied = catch_up(index, paths, advance)
         index.db().execute("PRAGMA journal_mode=DELETE")  # one file, nothing beside it, to move in place
         index.close()
@@ -258,13 +258,6 @@ class _Lock:
 
     def release(self) -> None:
         self.lock.release()
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _remove(path: Path, suffixes: tuple[str, ...] = ("", "-wal", "-shm")) -> None:

@@ -55,6 +55,14 @@ def session_logs(logs_dir: Path) -> list[tuple[str, os.DirEntry]]:
         return [(entry.name[: -len(".jsonl")], entry) for entry in listing if entry.name.endswith(".jsonl")]
 
 
+def listed_stat(entry: os.DirEntry) -> os.stat_result | None:
+    """A listed log's own status (never through a link); None when it is gone since."""
+    try:
+        return entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
 def session_id_problem(stem: str) -> str | None:
     if SESSION_RE.fullmatch(stem):
         return None
