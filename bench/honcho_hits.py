@@ -284,7 +284,7 @@ def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed:
         db.execute("COMMIT")
         for group, questions in groups.items():
             for q in questions:
-                local = [Hit("local", h.tag, h.klass, h.text, where=f"turn {h.key.rsplit(':', 1)[1]}", session=h.session)
+                local = [Hit("local", h.tag, h.trust_class, h.text, where=f"turn {h.key.rsplit(':', 1)[1]}", session=h.session)
                          for h in index.search(q.text, K)]
                 messages = honcho.search_by(b, q.text, K)
                 concluded = {None: honcho.conclusions(b, q.text, "agentb", None)}

@@ -110,7 +110,7 @@ def c05_injection(ctx: Ctx) -> None:
               bool(has(r, "pangolin turn") and has(r, "pangolin note") and has(r, "pangolin fleet", peer="eb")),
               why=f"{len(r.hits)} hits")
     ctx.check("+", "each is labelled (tag, class; the fleet one memory-tainted, label untrusted)",
-              all(h.tag in TAGS and h.klass for h in r.hits) and bool(has(r, "pangolin fleet", tag="memory-tainted"))
+              all(h.tag in TAGS and h.trust_class for h in r.hits) and bool(has(r, "pangolin fleet", tag="memory-tainted"))
               and r.untrusted is True)
     dirty = [h for h in r.hits if observe.INVISIBLE.search(h.text)]
     ctx.check("-", "no bidi, zero-width or control character survives", not dirty, why=f"{len(dirty)} hits")
@@ -142,8 +142,8 @@ def c06_secret(ctx: Ctx) -> None:
     ctx.check("-", "no ask answer holds either", not any(s in x.text for x in ans.answers for s in secrets), "leak")
     ra = ctx.recall(a, "ocelot")
     local = [h for s in secrets for h in has(ra, s)]
-    ctx.check("-", "locally, ea gets them only labelled secret", all(h.klass == "secret" for h in local)
-              and (not local or ra.klass == "secret"), why=f"{len(local)} local hits, label {ra.klass}")
+    ctx.check("-", "locally, ea gets them only labelled secret", all(h.trust_class == "secret" for h in local)
+              and (not local or ra.trust_class == "secret"), why=f"{len(local)} local hits, label {ra.trust_class}")
     fake = ctx.backend.fake
     if fake is not None:
         stored = [m["content"] for m in fake.messages] + [c["content"] for c in fake.conclusions.values()]

@@ -47,7 +47,7 @@ def estimate_tokens(text: str) -> int:
 class Hit:
     text: str
     tag: str | None
-    klass: str | None
+    trust_class: str | None
     source: str | None
     workspace: str | None = None
     agent: str | None = None
@@ -62,7 +62,7 @@ class Recall:
     ok: bool  # the output parsed
     hits: list[Hit] = field(default_factory=list)
     untrusted: bool | None = None
-    klass: str | None = None
+    trust_class: str | None = None
     answered: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     raw_chars: int = 0
@@ -76,7 +76,7 @@ class Answer:
     name: str
     workspace: str | None
     tag: str | None
-    klass: str | None
+    trust_class: str | None
     text: str
     peers: list[str] = field(default_factory=list)
 
@@ -86,7 +86,7 @@ class Ask:
     ok: bool
     answers: list[Answer] = field(default_factory=list)
     untrusted: bool | None = None
-    klass: str | None = None
+    trust_class: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     raw_chars: int = 0
     text: str = ""
@@ -110,13 +110,13 @@ def recall(stdout: str) -> Recall:
     data = _document(stdout, "bxmem.recall/1")
     if data is None:
         return Recall(ok=False, raw_chars=len(stdout))
-    untrusted, klass = _label(data)
+    untrusted, trust_class = _label(data)
     hits = []
     for item in data.get("hits") or []:
         hits.append(Hit(
             text=str(item.get("text") or ""),
             tag=item.get("tag"),
-            klass=item.get("class"),
+            trust_class=item.get("class"),
             source=item.get("source"),
             workspace=item.get("workspace"),
             agent=item.get("agent"),
@@ -126,7 +126,7 @@ def recall(stdout: str) -> Recall:
             retracted=bool(item.get("retracted")),
         ))
     unavailable = {str(e.get("source")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
-    return Recall(True, hits, untrusted, klass, list(data.get("answered") or []), unavailable, len(stdout),
+    return Recall(True, hits, untrusted, trust_class, list(data.get("answered") or []), unavailable, len(stdout),
                   data["schema"], str(data.get("text") or ""), int(data.get("omitted") or 0))
 
 
@@ -139,11 +139,11 @@ def ask(stdout: str) -> Ask:
     data = _document(stdout, "bxmem.ask/2")
     if data is None:
         return Ask(ok=False, raw_chars=len(stdout))
-    untrusted, klass = _label(data)
+    untrusted, trust_class = _label(data)
     answers = [Answer(str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""),
                       _peers_of(a)) for a in data.get("answers") or []]
     unavailable = {str(e.get("name")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
-    return Ask(True, answers, untrusted, klass, unavailable, len(stdout), str(data.get("text") or ""))
+    return Ask(True, answers, untrusted, trust_class, unavailable, len(stdout), str(data.get("text") or ""))
 
 
 # --- the model-facing text: the fence ---------------------------------------------------

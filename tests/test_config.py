@@ -60,7 +60,7 @@ def test_read_sources_default_to_untrusted_and_private(config_file):
     from bxmem.config import loader as config
 
     source = config.load().honcho.read[0]
-    assert (source.trust, source.class_) == ("untrusted", "private")
+    assert (source.trust, source.trust_class) == ("untrusted", "private")
 
 
 def test_config_check_prints_paths_and_workspaces(config_file, home):

@@ -52,7 +52,7 @@ def dumps(record: object) -> bytes:
 def session_lines(turns: list[dict]) -> list[tuple[bytes, dict]]:
     lines = []
     for n, spec in enumerate(turns, 1):
-        labels = [{"untrusted": untrusted, "class": klass} for untrusted, klass in spec["results"]]
+        labels = [{"untrusted": untrusted, "class": trust_class} for untrusted, trust_class in spec["results"]]
         for record in turn_lines(n, f"question {n}", f"answer {n}", results=labels):
             meta = {"type": record["type"], "turn": n}
             if record["type"] == "tool_result":

@@ -110,7 +110,7 @@ def test_sync_counts_each_item_sent_once(home, configure):
     ledger = Ledger(home / "memory" / "honcho.jsonl")
     (home / "memory").mkdir(exist_ok=True)
     decision = decided_turn(session="s", turn=1, role="trusted", ws="bm0-trusted", reason="clean", peer="kyle",
-                            klass="private", untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]],
+                            trust_class="private", untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]],
                             reply=[10, 20], at=None)
     ledger.append([decision, sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"]),
                    sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"], settled=True)])

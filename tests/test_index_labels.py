@@ -22,11 +22,11 @@ def test_a_note_or_entry_holding_a_known_prefix_secret_is_recalled_as_secret(hom
     decide.run(config_module.load())
     mirror.run(config_module.load())
     result = recall.recall(config_module.load(), "key", k=10)
-    classes = {hit.text: hit.klass for hit in result.hits}
+    classes = {hit.text: hit.trust_class for hit in result.hits}
     assert classes[f"a page showed the key {FAKE_AWS_KEY}"] == "secret"
     assert classes[f"Kyle's deploy key is {FAKE_AWS_KEY}"] == "secret"
     assert classes["the key rotation is monthly"] == "private"
-    assert result.klass == "secret"
+    assert result.trust_class == "secret"
 
 
 def test_a_turn_holding_a_known_prefix_key_goes_nowhere_yet_is_recalled_as_secret(home, brokerd, configure):
@@ -40,6 +40,6 @@ def test_a_turn_holding_a_known_prefix_key_goes_nowhere_yet_is_recalled_as_secre
 
     assert decisions(home)["turn:s1:1"]["ws"] is None and decisions(home)["turn:s2:1"]["ws"] == "bm0-trusted"
     result = recall.recall(config_module.load(), "deploy", k=10)
-    classes = {hit.text: hit.klass for hit in result.hits if hit.source == "local"}
+    classes = {hit.text: hit.trust_class for hit in result.hits if hit.source == "local"}
     assert classes == {f"the deploy key is {FAKE_AWS_KEY}\nstored": "secret", "the deploy runs at noon\nok": "private"}
-    assert result.klass == "secret"
+    assert result.trust_class == "secret"

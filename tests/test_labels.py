@@ -97,4 +97,4 @@ def test_a_note_whose_trust_is_not_a_string_is_indexed_as_tainted(home):
     write_journal(home, [{"id": "n1", "ts": "t", "session": "s", "op": "note", "trust": ["trusted"], "entry": "likes tea"}])
     mirror.run(config_module.load())  # refreshes the index
     hits = recall.recall(config_module.load(), "tea").hits
-    assert [(h.tag, h.klass) for h in hits] == [("memory-tainted", "private")]
+    assert [(h.tag, h.trust_class) for h in hits] == [("memory-tainted", "private")]

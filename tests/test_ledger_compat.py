@@ -184,7 +184,7 @@ def _rebuilt(ev: dict) -> dict:
     kind = ev["ev"]
     if kind == le.DECIDED and ev["kind"] == le.TURN:
         return le.decided_turn(session=ev["session"], turn=ev["turn"], role=ev["role"], ws=ev["ws"], reason=ev["reason"],
-                               peer=ev["peer"], klass=ev["class"], untrusted_by=ev["untrusted_by"],
+                               peer=ev["peer"], trust_class=ev["class"], untrusted_by=ev["untrusted_by"],
                                secret_rule=ev["secret_rule"], log=ev["log"], user=ev["user"], reply=ev["reply"], at=ev["at"],
                                macs=ev.get("macs"), unreadable=ev.get("unreadable"))
     if kind == le.DECIDED:

@@ -25,9 +25,9 @@ def every_kind() -> list[dict]:
     le = ledger_events
     macs = {"key": "k1", "user": ["a" * 32], "reply": "b" * 32}
     return [
-        le.decided_turn(session="s", turn=1, role="trusted", ws="w", reason="clean", peer="kyle", klass="private",
+        le.decided_turn(session="s", turn=1, role="trusted", ws="w", reason="clean", peer="kyle", trust_class="private",
                         untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]], reply=[10, 10], at="t", macs=macs),
-        le.decided_turn(session="s", turn=2, role=None, ws=None, reason="log-unreadable", peer=None, klass="secret",
+        le.decided_turn(session="s", turn=2, role=None, ws=None, reason="log-unreadable", peer=None, trust_class="secret",
                         untrusted_by=["log"], secret_rule=None, log="s.jsonl", user=[], reply=None, at=None,
                         unreadable={"line": 3, "why": "not valid JSON"}),
         le.decided_edit("e1", op="note", session="s", role="trusted", ws="w", reason="trusted-note", journal_line=1, at="t",

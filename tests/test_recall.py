@@ -53,10 +53,10 @@ def test_local_hits_carry_their_exact_labels(agent_home, honcho):
     hits = by_text(result)
     assert hits["what about the restic backups\nnightly restic snapshots"].tag == "memory"
     assert hits["read the restic page\nrestic 0.17 is out"].tag == "memory-tainted"
-    assert hits["the restic password\nit is in the vault"].klass == "secret"  # stays local, labelled
+    assert hits["the restic password\nit is in the vault"].trust_class == "secret"  # stays local, labelled
     assert hits["Kyle keeps restic repos on the NAS"].tag == "identity"
     assert hits["a forum says restic prune is slow"].tag == "memory-tainted"
-    assert result.untrusted and result.klass == "secret"
+    assert result.untrusted and result.trust_class == "secret"
     assert result.answered == ["local"] and set(result.unavailable) == {"fleet"}
 
 
@@ -176,7 +176,7 @@ def test_read_sources_their_tags_and_that_own_workspaces_are_not_searched(fleet,
         result = recall.recall(load(), "staging cluster")
         read_hits = [h for h in result.hits if h.source == "boxmaker1"]
         assert {h.text for h in read_hits} >= {"the staging cluster is k3s", "staging cluster runs k3s"}
-        assert {(h.tag, h.klass, h.agent) for h in read_hits} == {(tag, "private", "boxmaker1")}
+        assert {(h.tag, h.trust_class, h.agent) for h in read_hits} == {(tag, "private", "boxmaker1")}
         searched = {r.path for r in honcho.requests}
         assert not any("/bm0-" in path for path in searched)  # the agent's own workspaces
         assert all(r.method == "POST" and r.path.endswith(("/search", "/conclusions/query")) for r in honcho.requests)
@@ -234,7 +234,7 @@ def test_ask_two_at_a_time_with_labels_and_the_peer_chat_fallback(agent_home, ho
     honcho.chat_latency = 0.3
     result = ask.ask(load(), "what about backups?", ["own", "untrusted", "fleet"])
     assert honcho.max_chats_in_flight == 2
-    labels = {a.name: (a.tag, a.klass) for a in result.answers}
+    labels = {a.name: (a.tag, a.trust_class) for a in result.answers}
     assert labels == {"own": ("memory", "private"), "untrusted": ("memory-tainted", "private"), "fleet": ("memory-tainted", "private")}
     # 3.0.12 has no workspace chat: the peers whose memory is there are asked instead
     assert {a.name: a.peers for a in result.answers} == {"own": ["kyle", "boxmaker0"], "untrusted": ["kyle", "boxmaker0"],

@@ -153,7 +153,7 @@ def test_a_late_decision_is_never_more_trusted_than_one_on_time(at_end, now):
     on_time = log_labels(at_end, now, late=False)
     late = log_labels(at_end, now, late=True)
     assert late.untrusted >= on_time.untrusted
-    assert higher_class(late.klass, on_time.klass) == late.klass
+    assert higher_class(late.trust_class, on_time.trust_class) == late.trust_class
     assert (late.unreadable is not None) >= (on_time.unreadable is not None)
 
 

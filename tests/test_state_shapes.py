@@ -99,7 +99,7 @@ WRONG = {
     },
     "config.marshal": {
         "honcho a list": lambda v: v["data"].update(honcho=[]),
-        "a read source with a field too many": lambda v: v["data"]["honcho"].update(read=[{"agent": "a", "workspace": "w", "trust": "trusted", "class_": "private", "x": "y"}]),
+        "a read source with a field too many": lambda v: v["data"]["honcho"].update(read=[{"agent": "a", "workspace": "w", "trust": "trusted", "trust_class": "private", "x": "y"}]),
         "no batch": lambda v: v["data"].pop("batch"),
     },
 }

@@ -136,7 +136,7 @@ def test_nothing_crosses_the_trust_boundary(home, brokerd, honcho, configure, ca
         for hit in result.hits:
             if facts[session][1]["tainted"] and hit.tag != "memory-tainted":
                 tagged_wrong += 1
-            if facts[session][1]["secret"] and hit.klass != "secret":
+            if facts[session][1]["secret"] and hit.trust_class != "secret":
                 tagged_wrong += 1
         if any(hit.tag == "memory-tainted" for hit in result.hits) and not result.untrusted:
             tagged_wrong += 1

@@ -53,13 +53,13 @@ class Answer:
     name: str
     workspace: str
     tag: str
-    klass: str
+    trust_class: str
     text: str
     peers: list[str] | None = None  # the peers asked by peer chat; None: workspace chat
     note: str | None = None
 
     def as_json(self) -> dict:
-        return {"name": self.name, "workspace": self.workspace, "tag": self.tag, "class": self.klass,
+        return {"name": self.name, "workspace": self.workspace, "tag": self.tag, "class": self.trust_class,
                 "text": self.text, "peers": self.peers, "note": self.note}
 
 
@@ -74,7 +74,7 @@ class AskResult:
         return label_of(self.answers)[0]
 
     @property
-    def klass(self) -> str:
+    def trust_class(self) -> str:
         return label_of(self.answers)[1]
 
     # What the command prints (jobs.show writes it): the result knows its own output.
@@ -294,7 +294,7 @@ def _result(states: dict[str, _State]) -> AskResult:
             result.unavailable[name] = state.failure
         elif state.answer is not None:
             text = cut(state.answer or "(no answer)", ANSWER_CHARS)
-            result.answers.append(Answer(name, state.workspace, t.tag, t.klass, text, note=t.note))
+            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, text, note=t.note))
         elif state.parts:
             text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
             note = "this server has no workspace chat: asked by peer chat on " + ", ".join(state.peers)
@@ -303,7 +303,7 @@ def _result(states: dict[str, _State]) -> AskResult:
             if state.failures:
                 note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
             note += f"; {t.note}" if t.note else ""
-            result.answers.append(Answer(name, state.workspace, t.tag, t.klass, cut(text, ANSWER_CHARS),
+            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, cut(text, ANSWER_CHARS),
                                          list(state.peers), note))
         else:
             result.unavailable[name] = next(iter(state.failures.values()), "no answer")
@@ -319,9 +319,9 @@ def render_plain(result: AskResult) -> str:
 
     tag = nonce()
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
-    lines = [opening("ask", tag, (result.untrusted, result.klass), count)]
+    lines = [opening("ask", tag, (result.untrusted, result.trust_class), count)]
     for n, answer in enumerate(result.answers, 1):
-        head = f"[{n}] {field(answer.name)} | {field(answer.tag)} | {field(answer.klass)} | workspace {field(answer.workspace)}"
+        head = f"[{n}] {field(answer.name)} | {field(answer.tag)} | {field(answer.trust_class)} | workspace {field(answer.workspace)}"
         if answer.peers is not None:
             head += " | peers " + field(",".join(answer.peers))
         if answer.note:
@@ -336,7 +336,7 @@ def render_json(result: AskResult) -> dict:
     """The contract in bxmem/schemas/ask.schema.json."""
     return {
         "schema": SCHEMA,
-        "label": {"untrusted": result.untrusted, "class": result.klass},
+        "label": {"untrusted": result.untrusted, "class": result.trust_class},
         "text": render_plain(result),
         "answers": [a.as_json() for a in result.answers],
         # `workspace` is the Honcho workspace, as in `answers` (bxmem.ask/1 gave the name as asked there).

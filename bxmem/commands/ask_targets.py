@@ -25,7 +25,7 @@ class Target:
     name: str  # as the caller named it
     role: str  # config role
     tag: str
-    klass: str
+    trust_class: str
     note: str | None = None  # why it is not tagged as configured (as_written)
 
 
@@ -39,7 +39,7 @@ def targets(config: Config, names: list[str]) -> list[Target]:
     }
     for source in config.honcho.read:
         known[source.agent] = Target(source.agent, f"read:{source.agent}",
-                                     read_tag(source.trust), source.class_)
+                                     read_tag(source.trust), source.trust_class)
     chosen = []
     for name in names or ["own"]:
         if name not in known:

@@ -140,9 +140,9 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
         speaker=turn["speaker"],
         log_unreadable=labels.unreadable is not None,
         untrusted_by_log=labels.untrusted,
-        log_class=labels.klass,
+        log_class=labels.trust_class,
         untrusted_by_broker=broker.untrusted,
-        broker_class=broker.klass,
+        broker_class=broker.trust_class,
         secret_in_text=turn["secret"] is not None,
     )
     agent, owner = (config.honcho.agent, config.honcho.owner) if config.honcho else ("", None)
@@ -155,7 +155,7 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
         ws=config.workspace(route.role).name if route.role and config.honcho else None,
         reason=route.reason if not (route.role and config.local_only) else f"{route.reason}; local-only",
         peer=route.peer,
-        klass=route.session_class,
+        trust_class=route.session_class,
         untrusted_by=untrusted_by,
         secret_rule=turn["secret"],
         log=f"{turn['session']}.jsonl",

@@ -41,11 +41,11 @@ WAIT_S = 30.0  # a catch-up waits this long for another one (or a rebuild) to fi
 
 
 def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | None) -> None:
-    tag, klass = turn_labels(decided)
+    tag, trust_class = turn_labels(decided)
     peer = decided.get("peer")
     # The speaker, as searched: the peer id with its `.` given back ("ana_Dot_lima" is "ana", "lima").
     who = peer.replace(DOT, ".") if isinstance(peer, str) else None
-    index.add(decided["item"], "turn", tag, klass, user_text, reply=reply_text, session=decided["session"],
+    index.add(decided["item"], "turn", tag, trust_class, user_text, reply=reply_text, session=decided["session"],
               ts=decided.get("at"), who=who)
 
 

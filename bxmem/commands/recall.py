@@ -37,14 +37,14 @@ MAX_QUERY_CHARS = 10_000
 
 
 class Hit:
-    __slots__ = ("source", "tag", "klass", "text", "agent", "peer", "where", "retracted", "workspace", "session", "date")
+    __slots__ = ("source", "tag", "trust_class", "text", "agent", "peer", "where", "retracted", "workspace", "session", "date")
 
-    def __init__(self, source: str, tag: str, klass: str, text: str, agent: str | None = None,
+    def __init__(self, source: str, tag: str, trust_class: str, text: str, agent: str | None = None,
                  peer: str | None = None, where: str | None = None, retracted: bool = False,
                  workspace: str | None = None, session: str | None = None, date: str | None = None) -> None:
         self.source = source  # "local", an agent's name, or "fleet"
         self.tag = tag  # identity | memory | memory-tainted
-        self.klass = klass
+        self.trust_class = trust_class
         self.text = text
         self.agent = agent  # whose workspace (read sources)
         self.peer = peer  # who wrote it (Honcho sources)
@@ -55,7 +55,7 @@ class Hit:
         self.date = date  # ISO 8601, when known
 
     def as_json(self) -> dict:
-        return {"source": self.source, "tag": self.tag, "class": self.klass, "text": self.text, "agent": self.agent,
+        return {"source": self.source, "tag": self.tag, "class": self.trust_class, "text": self.text, "agent": self.agent,
                 "peer": self.peer, "where": self.where, "retracted": self.retracted, "workspace": self.workspace,
                 "session": self.session, "date": self.date}
 
@@ -72,7 +72,7 @@ class RecallResult:
         return label_of(self.hits)[0]
 
     @property
-    def klass(self) -> str:
+    def trust_class(self) -> str:
         return label_of(self.hits)[1]
 
     @property
@@ -122,7 +122,7 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     hits = []
     for doc in found:
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
-        hits.append(Hit("local", doc.tag, doc.klass, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
+        hits.append(Hit("local", doc.tag, doc.trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
                         date=shown.date(doc.ts)))
     return hits
 
@@ -197,11 +197,11 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     # Every field shown goes through policy/shown.py: an id outside Honcho's alphabet is a
     # marked placeholder, a date that is not one is dropped, the text is neutralised.
     # (the hit, what the server said): relevance is judged on the whole text
-    made = [(Hit(source.agent, tag, source.class_, snippet(text, query), agent=source.agent,
+    made = [(Hit(source.agent, tag, source.trust_class, snippet(text, query), agent=source.agent,
                  peer=shown.honcho_id(m["peer_id"]), where="message", workspace=ws,
                  session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"])), text)
             for m in messages if (text := m["content"])]
-    concluded = [(Hit(source.agent, tag, source.class_, snippet(text, query), agent=source.agent,
+    concluded = [(Hit(source.agent, tag, source.trust_class, snippet(text, query), agent=source.agent,
                       peer=shown.honcho_id(c["observer_id"]), where="conclusion", workspace=ws,
                       session=shown.honcho_id(c["session_id"]), date=shown.date(c["created_at"])), text)
                  for c in conclusions if (text := c["content"])]
@@ -386,7 +386,7 @@ def render_json(result: RecallResult) -> dict:
     into the tool result's label; `text` is what it gives the model."""
     return {
         "schema": SCHEMA,
-        "label": {"untrusted": result.untrusted, "class": result.klass},
+        "label": {"untrusted": result.untrusted, "class": result.trust_class},
         "text": render_plain(result),
         "hits": [hit.as_json() for hit in result.hits],
         "omitted": result.omitted,

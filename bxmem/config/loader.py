@@ -23,16 +23,17 @@ from bxmem.store.files import file_kind, load_marshal, write_bytes
 from bxmem.store.paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
-CACHE_VERSION = 3  # a cache another version wrote is a miss: the TOML is validated again
+CACHE_VERSION = 4  # a cache another version wrote is a miss: the TOML is validated again
+STALE = "written by another version or for another configuration"
 
 
 class ReadSource:
     """Another agent's workspace this agent may read (`[[honcho.read]]`)."""
 
-    __slots__ = ("agent", "workspace", "trust", "class_")
+    __slots__ = ("agent", "workspace", "trust", "trust_class")
 
-    def __init__(self, agent: str, workspace: str, trust: str, class_: str) -> None:
-        self.agent, self.workspace, self.trust, self.class_ = agent, workspace, trust, class_
+    def __init__(self, agent: str, workspace: str, trust: str, trust_class: str) -> None:
+        self.agent, self.workspace, self.trust, self.trust_class = agent, workspace, trust, trust_class
 
 
 class HonchoSettings:
@@ -200,25 +201,30 @@ def _exactly(*fields: str):
     return exactly
 
 
-def _cache_shape():
+def _cache_shape(key: list):
+    """The cache this version writes for `key`. The key is checked first: a cache
+    of another key (version) is STALE whatever else it holds."""
     honcho = record({**{name: string for name in HonchoSettings.__slots__[:-1]},
                      "read": list_of(_exactly(*ReadSource.__slots__))})
-    return record({"key": list_of(lambda _value: None), "data": record({
+
+    def this_key(value: object) -> str | None:
+        return "not a list" if type(value) is not list else None if value == key else STALE
+
+    return record({"key": this_key, "data": record({
         "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string})})
 
 
 def _read_cache(paths: Paths, key: list) -> dict | None:
-    """The cached validation, or None: missing, stale, or of any other shape than
-    this version writes (a miss, never an error: the TOML is validated again)."""
+    """The cached validation, or None: missing, stale (a miss, said nowhere), or
+    of any other shape than this version writes (said once: the TOML is
+    validated again, and cached again)."""
     path = paths.state / CACHE_FILE
-    cached, why = load_marshal(path, _cache_shape())
-    if why is not None:
+    cached, why = load_marshal(path, _cache_shape(key))
+    if why is not None and why != f"key: {STALE}":
         from bxmem.log import log  # deferred: lean (recall sets up no logging; said only of a damaged cache)
 
         log.warning(f"{path}: {why}; the configuration is validated again and cached again")
-    if cached is None or cached["key"] != key:
-        return None
-    return cached["data"]
+    return None if cached is None else cached["data"]
 
 
 def _write_cache(paths: Paths, key: list, data: dict) -> None:

@@ -62,7 +62,7 @@ class ReadSection(_Strict):
     agent: str
     workspace: str
     trust: Literal["trusted", "untrusted"] = "untrusted"
-    class_: Literal["public", "private"] = Field("private", alias="class")
+    trust_class: Literal["public", "private"] = Field("private", alias="class")
 
     _ids = field_validator("agent", "workspace")(check_id)
 

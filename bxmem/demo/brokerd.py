@@ -94,8 +94,8 @@ class StubBrokerd:
                 if self.raw_reply is not None:
                     conn.sendall(self.raw_reply)
                     return
-                klass, untrusted = self.states.get(session, ("private", False))
-                reply = {"SessionStateReply": {"class": klass, "untrusted": untrusted}}
+                trust_class, untrusted = self.states.get(session, ("private", False))
+                reply = {"SessionStateReply": {"class": trust_class, "untrusted": untrusted}}
                 conn.sendall((json.dumps(reply) + "\n").encode())
             except (OSError, ValueError, KeyError, TypeError):
                 return

@@ -36,10 +36,10 @@ def tool_result_label(label: object) -> tuple[bool, str] | None:
     and secret from that line on (UNREADABLE_LINE, rules.log_labels)."""
     if not isinstance(label, dict):
         return None
-    untrusted, klass = label.get("untrusted"), label.get("class")
-    if not isinstance(untrusted, bool) or not isinstance(klass, str) or klass not in CLASS_RANK:
+    untrusted, trust_class = label.get("untrusted"), label.get("class")
+    if not isinstance(untrusted, bool) or not isinstance(trust_class, str) or trust_class not in CLASS_RANK:
         return None
-    return untrusted, klass
+    return untrusted, trust_class
 
 
 # What a line of a session log that bxmem cannot read counts as, from that line
@@ -51,11 +51,11 @@ UNREADABLE_LINE = (True, "secret")
 def label_of(items) -> tuple[bool, str]:
     """The label a caller applies to its session for what it read: untrusted
     if any item is tagged memory-tainted, and the highest class among them."""
-    untrusted, klass = False, "public"
+    untrusted, trust_class = False, "public"
     for item in items:
         untrusted = untrusted or item.tag == TAINTED
-        klass = higher_class(klass, item.klass)
-    return untrusted, klass
+        trust_class = higher_class(trust_class, item.trust_class)
+    return untrusted, trust_class
 
 
 # --- what the read path tags ------------------------------------------------------------
@@ -71,10 +71,10 @@ def turn_labels(decided: dict) -> tuple[str, str]:
     | no class recorded                     | (as above)     | private            |
     """
     untrusted = bool(decided.get("untrusted_by"))
-    klass = decided.get("class") or "private"
+    trust_class = decided.get("class") or "private"
     if decided.get("secret_rule"):
-        klass = "secret"  # a known-prefix secret in the text makes a hit secret
-    return (TAINTED if untrusted else MEMORY), klass
+        trust_class = "secret"  # a known-prefix secret in the text makes a hit secret
+    return (TAINTED if untrusted else MEMORY), trust_class
 
 
 def note_tag(trust: object) -> str:

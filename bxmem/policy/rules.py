@@ -111,14 +111,14 @@ class LogLabels(NamedTuple):
     """What a session's log says of it, up to some line."""
 
     untrusted: bool
-    klass: str
+    trust_class: str
     unreadable: dict | None  # the first line bxmem could not read ({"line", "why"}), if any
 
 
 CLEAN_LOG = LogLabels(False, "public", None)
 
 
-def after_line(labels: LogLabels, untrusted: bool, klass: str, unreadable: dict | None = None) -> LogLabels:
+def after_line(labels: LogLabels, untrusted: bool, trust_class: str, unreadable: dict | None = None) -> LogLabels:
     """The session's log labels after one more labelled line (docs/design.md, "Deciding"):
 
     | the line                               | untrusted         | class            | unreadable      |
@@ -126,7 +126,7 @@ def after_line(labels: LogLabels, untrusted: bool, klass: str, unreadable: dict 
     | a line bxmem cannot read (`unreadable`) | yes (labels.UNREADABLE_LINE: untrusted, secret) | the first one |
 
     Labels only ever rise: a session untrusted, secret or unreadable stays so."""
-    return LogLabels(labels.untrusted or untrusted, higher_class(labels.klass, klass), labels.unreadable or unreadable)
+    return LogLabels(labels.untrusted or untrusted, higher_class(labels.trust_class, trust_class), labels.unreadable or unreadable)
 
 
 def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:
@@ -140,7 +140,7 @@ def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:
     line unreadable since its end makes a late turn unreadable too."""
     if not late:
         return at_end
-    return after_line(at_end, now.untrusted, now.klass, now.unreadable)
+    return after_line(at_end, now.untrusted, now.trust_class, now.unreadable)
 
 
 def route_turn(facts: TurnFacts, agent_peer: str, owner_peer: str | None = None) -> Route:

@@ -28,7 +28,7 @@ class BrokerUnavailable(Exception):
 
 @dataclass(frozen=True)
 class SessionState:
-    klass: str  # public | private | secret
+    trust_class: str  # public | private | secret
     untrusted: bool
 
 
@@ -96,7 +96,7 @@ def _parse(reply: bytes) -> SessionState:
     body = message.get("SessionStateReply") if isinstance(message, dict) else None
     if not isinstance(body, dict):
         raise BrokerUnavailable("the reply did not parse")
-    klass, untrusted = body.get("class"), body.get("untrusted")
-    if not isinstance(klass, str) or klass not in ("public", "private", "secret") or not isinstance(untrusted, bool):
+    trust_class, untrusted = body.get("class"), body.get("untrusted")
+    if not isinstance(trust_class, str) or trust_class not in ("public", "private", "secret") or not isinstance(untrusted, bool):
         raise BrokerUnavailable("the reply did not parse")
-    return SessionState(klass=klass, untrusted=untrusted)
+    return SessionState(trust_class=trust_class, untrusted=untrusted)

@@ -91,7 +91,7 @@ def tool_result(record: dict, cursor: dict, finished: list[FinishedTurn], line_n
     label = tool_result_label(record["label"])
     assert label is not None  # record_problem checked it
     labels = after_line(cursor_labels(cursor), *label)
-    cursor["untrusted"], cursor["class"] = labels.untrusted, labels.klass
+    cursor["untrusted"], cursor["class"] = labels.untrusted, labels.trust_class
     turn, ended = record["turn"], cursor.setdefault("ended", [])
     if not ended or ended[-1][1] < turn:
         return None  # the usual case: no turn at or above it has ended

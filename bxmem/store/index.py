@@ -167,7 +167,7 @@ class Index:
 
     # --- writes -------------------------------------------------------------------
 
-    def add(self, key: str, kind: str, tag: str, klass: str, text: str, *, reply: str | None = None,
+    def add(self, key: str, kind: str, tag: str, trust_class: str, text: str, *, reply: str | None = None,
             file: str | None = None, session: str | None = None, ts: str | None = None, who: str | None = None) -> None:
         """Store one document under `key` (replacing what it held) and index its passages."""
         text = neutralise(text)  # what recall shows anyway; and SQLite cannot store a lone surrogate
@@ -176,7 +176,7 @@ class Index:
             reply_at = len(text) + 1
             text = f"{text}\n{neutralise(reply)}"
         db = self.db()
-        values = (key, kind, tag, klass, file, session, ts, who, text, reply_at)
+        values = (key, kind, tag, trust_class, file, session, ts, who, text, reply_at)
         insert = "INSERT INTO docs(key, kind, tag, class, file, session, ts, who, text, reply_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
         cursor = db.execute(insert.replace("INSERT", "INSERT OR IGNORE", 1), values)
         if cursor.rowcount == 0:  # the key holds a document: replace it (the trigger takes its passages out)

@@ -198,7 +198,7 @@ class Accepted(Event):
 
 
 def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, reason: str, peer: str | None,
-                 klass: str, untrusted_by: list[str], secret_rule: str | None, log: str,
+                 trust_class: str, untrusted_by: list[str], secret_rule: str | None, log: str,
                  user: list, reply: list | None, at: str | None, macs: dict | None = None,
                  unreadable: dict | None = None) -> DecidedTurn:
     """`macs`: the keyed hashes of the lines at `user` and `reply` (send and the index
@@ -210,7 +210,7 @@ def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, r
         extra["unreadable"] = unreadable
     return cast(DecidedTurn, event(
         DECIDED, item=turn_item(session, turn), kind=TURN, session=session, turn=turn, role=role, ws=ws,
-        reason=reason, peer=peer, **{"class": klass}, untrusted_by=untrusted_by, secret_rule=secret_rule,
+        reason=reason, peer=peer, **{"class": trust_class}, untrusted_by=untrusted_by, secret_rule=secret_rule,
         log=log, user=user, reply=reply, at=at, **extra,
     ))
 

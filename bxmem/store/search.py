@@ -42,10 +42,10 @@ MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a
 
 
 class LocalHit:
-    __slots__ = ("key", "kind", "tag", "klass", "session", "ts", "text")
+    __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text")
 
-    def __init__(self, key: str, kind: str, tag: str, klass: str, session: str | None, ts: str | None, text: str) -> None:
-        self.key, self.kind, self.tag, self.klass = key, kind, tag, klass
+    def __init__(self, key: str, kind: str, tag: str, trust_class: str, session: str | None, ts: str | None, text: str) -> None:
+        self.key, self.kind, self.tag, self.trust_class = key, kind, tag, trust_class
         self.session, self.ts, self.text = session, ts, text
 
 
@@ -152,11 +152,11 @@ def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
 
 
 class _Doc:
-    __slots__ = ("id", "score", "passage", "key", "kind", "tag", "klass", "session", "ts", "who", "text", "reply_at",
+    __slots__ = ("id", "score", "passage", "key", "kind", "tag", "trust_class", "session", "ts", "who", "text", "reply_at",
                  "start", "length", "covers")
 
     def __init__(self, row: tuple, score: float, passage: int, start: int, length: int) -> None:
-        (self.id, self.key, self.kind, self.tag, self.klass, self.session, self.ts, self.who, self.text,
+        (self.id, self.key, self.kind, self.tag, self.trust_class, self.session, self.ts, self.who, self.text,
          self.reply_at) = row
         self.score, self.passage, self.start, self.length = score, passage, start, length
         self.covers: frozenset[int] = frozenset()
@@ -268,5 +268,5 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
     marks = _mark(db, marked, useful) if marked else {}
     if identity:
         docs = _identity_first(docs)
-    return [LocalHit(d.key, d.kind, d.tag, d.klass, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])))
+    return [LocalHit(d.key, d.kind, d.tag, d.trust_class, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])))
             for d in docs[:limit]]
