@@ -14,14 +14,17 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from bxmem.commands import decide, mirror, recall, sync
+from bxmem.commands.recall import RecallResult
+from bxmem.commands.send import job as send
+from bxmem.config import loader as config_module
+from bxmem.config.schema import check_url
 from bxmem.demo import sample
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.errors import ExitCode, UsageError
-
-if TYPE_CHECKING:
-    from bxmem.commands.recall import RecallResult
+from bxmem.store.ledger import Ledger
+from bxmem.store.ledger_events import DECIDED, TURN
 
 
 @dataclass
@@ -51,8 +54,6 @@ def new_run_id() -> str:
 
 def checked_url(honcho_url: str) -> str:
     """`--honcho` is held to honcho.url's rule before anything is written: a usage error naming the option."""
-    from bxmem.config.schema import check_url
-
     try:
         return check_url(honcho_url)
     except ValueError as exc:
@@ -75,10 +76,6 @@ def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
 
 
 def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
-    from bxmem.commands import decide, mirror
-    from bxmem.config import loader as config_module
-    from bxmem.store.ledger import Ledger
-
     home = base / "home"
     sample.write_home(home)
     sample.write_journal(home)
@@ -113,9 +110,6 @@ def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
                 "the table names the workspace each item would go to"
             )
 
-        from bxmem.commands import recall, sync
-        from bxmem.store.ledger_events import DECIDED, TURN
-
         result.sync = sync.status(config)
         result.recall = recall.recall(config, "backups nightly", k=3)
     for ev in Ledger(config.paths.ledger).read_from(0).events:
@@ -128,8 +122,6 @@ def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
 
 def _send(config, honcho_url: str, result: DemoResult) -> None:
     """Batches until the outbox is empty; on an outage, say what stays unsent and where."""
-    from bxmem.commands.send import job as send
-
     while True:
         report = send.run(config)
         result.sent += report.sent
