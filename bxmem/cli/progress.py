@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 THRESHOLD_BYTES = 1 << 20  # a rebuild from a smaller ledger is over before a bar would help
 
@@ -19,6 +20,9 @@ class index_rebuild_bar:
         self.total = total
         self.bar: Progress | None = None
         if total >= THRESHOLD_BYTES and sys.stderr.isatty():
+            from rich.console import Console  # deferred: command (rich only when a bar is shown)
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn  # deferred: command
+
             self.bar = Progress("rebuilding the local index", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                                 console=Console(stderr=True), transient=True)
             self.task = self.bar.add_task("ledger", total=total)
