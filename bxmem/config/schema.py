@@ -26,8 +26,8 @@ def check_id(value: str) -> str:
 
 
 def _check_port(url: str) -> None:
-    """A port the socket layer would refuse is caught here, not at the first
-    request (where it was a bare "ValueError" from recall)."""
+    """A port the socket layer would refuse is caught here, naming the field,
+    not at the first request of a command that then cannot say what is wrong."""
     netloc = urlsplit(url).netloc
     host_port = netloc.rsplit("]", 1)[-1]  # an IPv6 address holds colons of its own
     if ":" not in host_port:

@@ -66,7 +66,7 @@ DecidedTurn = TypedDict("DecidedTurn", {
     "session": str, "turn": int, "role": "str | None", "ws": "str | None", "reason": str,
     "peer": "str | None", "class": str, "untrusted_by": "list[str]", "secret_rule": "str | None",
     "log": str, "user": "list[list[int]]", "reply": "list[int] | None", "at": "str | None",
-    # Since line hashes: {"key", "user", "reply"}; absent from lines written before, and when no key was at hand.
+    # The line hashes, {"key", "user", "reply"}; absent from lines older versions wrote, and when no key was at hand.
     "macs": NotRequired[dict],
     # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
     "unreadable": NotRequired[dict],
@@ -94,7 +94,7 @@ class DecidedEdit(_DecidedEdit, total=False):
 class Attempt(Event, total=False):
     items: list[str]
     ws: str
-    role: str  # the role the items were decided for, which the workspace is written as (absent before)
+    role: str  # the role the items were decided for, which the workspace is written as (absent from lines older versions wrote)
     session: str | None
     hsession: str  # turns only: the Honcho session the batch goes to
     parts: dict[str, int]  # turns only: messages per item
@@ -103,7 +103,7 @@ class Attempt(Event, total=False):
 class Sent(Event, total=False):
     item: str
     ws: str
-    role: str  # as on the attempt (absent before)
+    role: str  # as on the attempt (absent from lines older versions wrote)
     hsession: str  # turns
     ids: list[str]  # turns: one message id per part
     settled: bool  # turns: found already in Honcho after a lost answer
@@ -141,7 +141,7 @@ class Created(Event, total=False):
     ws: str
     what: Literal["workspace", "peer", "session"]
     configuration: dict  # workspace
-    role: str  # workspace: the role the configuration was applied for (absent before)
+    role: str  # workspace: the role the configuration was applied for (absent from lines older versions wrote)
     id: str  # peer, session
     observe_me: bool  # peer
     session: str  # session: the Boxmaker session
