@@ -1,38 +1,27 @@
 """Every test runs in its own Boxmaker home with its own config file.
 
 A HONCHO_API_KEY is planted in the environment of every test: bxmem must
-never read it, and the fake Honcho checks that it is never sent.
+never read it, and the fake Honcho checks that it is never sent. The helpers
+the tests import are in helpers.py; this file holds the fixtures only.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from fake_honcho import OPENAPI, FakeHoncho, OpenAPIChecker
+from helpers import CAPTURED, HYPOTHESIS_PROFILE, PLANTED_ENV_KEY, SECRETS_IN_PLAY, honcho_config, validate_output
+from hypothesis import settings
 
 from bxmem.demo.brokerd import StubBrokerd
 
-PLANTED_ENV_KEY = "env-key-that-must-never-be-sent-0f3a"
-ROOT = Path(__file__).resolve().parents[1]
-# Every key a test configures is registered here; no output and no file of
-# the home may ever contain one (checked after every test).
-SECRETS_IN_PLAY: set[str] = {PLANTED_ENV_KEY}
-CAPTURED: list[str] = []
-
-
-def register_secret(value: str) -> str:
-    SECRETS_IN_PLAY.add(value)
-    return value
-
-
+# No deadline in either: the workers share the cores, so an example's time says
+# nothing about the code (speed is measured in bench/, not here).
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("fast", max_examples=10, deadline=None)
+settings.load_profile(HYPOTHESIS_PROFILE)
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path / "home"
@@ -83,16 +72,6 @@ def config_file(tmp_path: Path) -> Path:
     return tmp_path / "bxmem.toml"
 
 
-def honcho_config(url: str, *, extra: str = "", batch: int | None = None) -> str:
-    text = (
-        f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
-        'trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"\nfleet = "fleet"\n'
-    )
-    if batch is not None:
-        text += f"\n[send]\nbatch = {batch}\n"
-    return text + extra
-
-
 @pytest.fixture
 def configure(config_file: Path):
     """Write bxmem.toml pointing at a Honcho URL (or local-only with None)."""
@@ -102,31 +81,6 @@ def configure(config_file: Path):
         return config_file
 
     return write
-
-
-def write_log(home: Path, session: str, lines: list[dict], mode: str = "a") -> Path:
-    logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    path = logs / f"{session}.jsonl"
-    with open(path, mode) as f:
-        for line in lines:
-            f.write(json.dumps(line) + "\n")
-    return path
-
-
-# --- the output contract: every recall and ask --json output the suite produces is validated ---
-
-SCHEMAS = ROOT / "bxmem" / "schemas"
-VALIDATED: list[str] = []  # which kinds were checked, for the test that checks the checking
-
-
-def validate_output(kind: str, data: dict) -> dict:
-    import jsonschema
-
-    schema = json.loads((SCHEMAS / f"{kind}.schema.json").read_text())
-    jsonschema.Draft202012Validator(schema).validate(data)
-    VALIDATED.append(kind)
-    return data
 
 
 @pytest.fixture(autouse=True)
@@ -164,75 +118,3 @@ def output_contract(monkeypatch: pytest.MonkeyPatch):
     yield
 
 
-def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """The real CLI, as a subprocess, in the test's environment."""
-    result = subprocess.run(
-        [sys.executable, "-m", "bxmem", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-        cwd=ROOT,
-    )
-    CAPTURED.extend((result.stdout, result.stderr))
-    check_json_output(args, result.stdout)
-    return result
-
-
-def check_json_output(args: tuple[str, ...], stdout: str) -> None:
-    """With --json, stdout is one JSON document, whatever happened: the command's own
-    (recall, ask and send validated against their schemas) or an error document."""
-    if "--json" not in (args[: args.index("--")] if "--" in args else args):
-        return
-    document = json.loads(stdout)  # one document, nothing before or after it
-    words = [a for a in args if not a.startswith("-")]
-    if isinstance(document, dict) and document.get("schema") == "bxmem.error/1":
-        validate_output("error", document)
-    elif words and words[0] in ("recall", "ask", "send"):
-        validate_output(words[0], document)
-
-
-def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The CLI in this process, through the same error boundary (cli.run_cli), for
-    tests that are about a command's output or exit code and not about the idle
-    fast path or the lean path (use run_bxmem for those, and for kills). About
-    a second faster per call than a subprocess on these machines. Same result
-    shape as run_bxmem; outputs are checked for keys and --json outputs
-    validated the same way."""
-    import contextlib
-    import io
-    import logging
-
-    from bxmem.cli.app import run_cli
-    from bxmem.log import log
-
-    saved_env = {name: os.environ.get(name) for name in (env or {})}
-    saved_log = (log.handlers[:], log.propagate, log.level)  # run_cli's log.setup rebinds them
-    stdout, stderr = io.StringIO(), io.StringIO()
-    try:
-        os.environ.update(env or {})
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            code = run_cli(list(args))
-    finally:
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        log.handlers[:], log.propagate = saved_log[0], saved_log[1]
-        log.setLevel(saved_log[2] or logging.NOTSET)
-    result = subprocess.CompletedProcess(["bxmem", *args], code, stdout.getvalue(), stderr.getvalue())
-    CAPTURED.extend((result.stdout, result.stderr))
-    check_json_output(args, result.stdout)
-    return result
-
-
-def ledger_events(home: Path) -> list[dict]:
-    path = home / "memory" / "honcho.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith("{")]
-
-
-def decisions(home: Path) -> dict[str, dict]:
-    return {e["item"]: e for e in ledger_events(home) if e["ev"] == "decided"}

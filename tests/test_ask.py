@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import VALIDATED, honcho_config, register_secret, run_bxmem, write_log
+from helpers import VALIDATED, honcho_config, register_secret, run_bxmem, write_log
 
 from bxmem.commands import ask, decide, mirror
 from bxmem.commands.send import job as send

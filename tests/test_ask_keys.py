@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import bxmem_inprocess, honcho_config, register_secret
+from helpers import bxmem_inprocess, honcho_config, register_secret
 
 from bxmem.commands import ask, recall
 from bxmem.config import loader as config_module

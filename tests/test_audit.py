@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_bxmem
+from helpers import run_bxmem
 
 from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send

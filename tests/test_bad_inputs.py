@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import decisions, ledger_events, run_bxmem, write_log
+from helpers import decisions, examples, ledger_events, run_bxmem, write_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,7 +121,7 @@ lines = st.binary(max_size=300).filter(lambda b: b"\n" not in b)
 
 
 @pytest.mark.slow  # 150 examples, each a run of every job
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(log_lines=st.lists(lines, max_size=6), journal_lines=st.lists(lines, max_size=6))
 def test_any_bytes_in_a_log_or_journal_never_crash_a_job(configure, log_lines, journal_lines):
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import ROOT, ledger_events, write_log
+from helpers import ROOT, ledger_events, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
 

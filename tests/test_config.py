@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import bxmem_inprocess, honcho_config, run_bxmem
+from helpers import bxmem_inprocess, honcho_config, run_bxmem
 
 GOOD = honcho_config("http://127.0.0.1:8000")
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 
 import pytest
-from conftest import honcho_config, ledger_events, run_bxmem, write_log
+from helpers import honcho_config, ledger_events, run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
 

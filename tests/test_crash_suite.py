@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow  # many trials of real subprocesses: CI and ./dev test --all run it
 

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from conftest import decisions, ledger_events, run_bxmem, write_log
+from helpers import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.config import loader as config_module

@@ -10,8 +10,8 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import ROOT, ledger_events, write_log
 from enospc import Killed
+from helpers import ROOT, ledger_events, write_log
 
 from bxmem.commands import decide, sync
 from bxmem.config import loader as config_module

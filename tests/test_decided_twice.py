@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 
-from conftest import bxmem_inprocess, decisions, ledger_events, write_log
+from helpers import bxmem_inprocess, decisions, ledger_events, write_log
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ import json
 import logging
 
 import pytest
-from conftest import bxmem_inprocess, decisions, write_log
+from helpers import bxmem_inprocess, decisions, write_log
 
 from bxmem.commands import decide, index_fold, mirror, sync
 from bxmem.commands.send import job as send

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ledger_events, run_bxmem
+from helpers import ledger_events, run_bxmem
 
 WORKSPACES_LINE = re.compile(r"this run's workspaces on \S+: (\S+), (\S+), (\S+)$", re.MULTILINE)
 

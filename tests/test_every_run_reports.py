@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import bxmem_inprocess, honcho_config, ledger_events, run_bxmem, write_log
+from helpers import bxmem_inprocess, honcho_config, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send

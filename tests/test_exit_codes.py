@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import run_bxmem, write_log
+from helpers import run_bxmem, write_log
 
 from bxmem import errors
 from bxmem.cli.app import app

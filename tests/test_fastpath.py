@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ledger_events, run_bxmem, write_log
+from helpers import ledger_events, run_bxmem, write_log
 
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
@@ -274,7 +274,7 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from helpers import ROOT
 
     _wake(home)
     assert is_idle(["bxmem", "decide"])  # a timer run would wait for the sweep

@@ -8,8 +8,8 @@ import random
 from itertools import pairwise
 
 import pytest
-from conftest import decisions, ledger_events, write_log
 from freezegun import freeze_time
+from helpers import decisions, ledger_events, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send

@@ -11,7 +11,7 @@ import random
 from collections import Counter
 from itertools import pairwise
 
-from conftest import write_log
+from helpers import write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send

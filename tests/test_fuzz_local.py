@@ -32,8 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_ENV_KEY, bxmem_inprocess, honcho_config
 from fake_honcho import FakeHoncho
+from helpers import PLANTED_ENV_KEY, bxmem_inprocess, examples, honcho_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +44,7 @@ from bxmem.sources import brokerd as brokerd_module
 from bxmem.sources import jsonline
 
 FAST = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-FULL = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+FULL = settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def lines_bytes(records: list[dict]) -> bytes:

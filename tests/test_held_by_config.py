@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from conftest import bxmem_inprocess, honcho_config, ledger_events, register_secret, run_bxmem, write_log
+from helpers import bxmem_inprocess, honcho_config, ledger_events, register_secret, run_bxmem, write_log
 
 from bxmem.commands import audit as audit_module
 from bxmem.commands import decide, mirror, sync, undo
@@ -123,7 +123,7 @@ def test_an_edit_is_held_by_what_it_deletes_and_edits_naming_it_wait_behind_it()
 
 
 def test_the_runbook_explains_every_held_reason():
-    from conftest import ROOT
+    from helpers import ROOT
 
     text = (ROOT / "bxmem" / "runbook" / "honcho-held-by-config.md").read_text()
     for reason in (READ_SOURCE, NOT_CONFIGURED, ROLE_CHANGED, ROLE_UNKNOWN, BEHIND_HELD_EDIT, WORKSPACE_REUSED,

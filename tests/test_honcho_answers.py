@@ -5,6 +5,7 @@ never the value itself in the message."""
 from __future__ import annotations
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +33,7 @@ PARSERS = {
 
 
 @pytest.mark.parametrize("name", PARSERS)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=json_values)
 def test_any_answer_is_typed_data_or_a_named_problem(name, value):
     try:

@@ -13,7 +13,7 @@ import time
 import tracemalloc
 
 import pytest
-from conftest import bxmem_inprocess, ledger_events, write_log
+from helpers import bxmem_inprocess, ledger_events, write_log
 from hostile_honcho import Attack, arm, disarm
 
 from bxmem.commands import audit, decide, recall

@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from conftest import bxmem_inprocess, decisions, ledger_events, write_log
+from helpers import bxmem_inprocess, decisions, ledger_events, write_log
 from hostile_honcho import FORGED_IDS, Attack, Trap, arm, disarm
 
 from bxmem.commands import decide, mirror, sync, undo

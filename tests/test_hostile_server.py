@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURED, ROOT, ledger_events, register_secret, validate_output
+from helpers import CAPTURED, ROOT, ledger_events, register_secret, validate_output
 from hostile_child import SHORT
 from hostile_honcho import FORGED_DATE, FORGED_TEXT, KEYS, MODES, Attack, Trap, arm, build_home, disarm
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import write_log
+from helpers import write_log
 
 from bxmem.commands import decide, mirror, recall
 from bxmem.config import loader as config_module
@@ -36,7 +36,7 @@ def test_a_turn_holding_a_known_prefix_key_goes_nowhere_yet_is_recalled_as_secre
     write_log(home, "s1", turn_lines(1, f"the deploy key is {FAKE_AWS_KEY}", "stored"))
     write_log(home, "s2", turn_lines(1, "the deploy runs at noon", "ok"))
     decide.run(config_module.load())
-    from conftest import decisions
+    from helpers import decisions
 
     assert decisions(home)["turn:s1:1"]["ws"] is None and decisions(home)["turn:s2:1"]["ws"] == "bm0-trusted"
     result = recall.recall(config_module.load(), "deploy", k=10)

@@ -10,7 +10,7 @@ import sys
 import threading
 
 import pytest
-from conftest import write_log
+from helpers import write_log
 
 from bxmem.cli import progress
 from bxmem.commands import decide, index_fold, recall

@@ -10,7 +10,7 @@ import json
 import unicodedata
 
 import pytest
-from conftest import bxmem_inprocess, write_log
+from helpers import bxmem_inprocess, write_log
 from test_sanitize import INVISIBLE_EXAMPLES, renders_as_nothing, tags
 
 from bxmem.commands import decide, mirror, undo
@@ -118,7 +118,7 @@ def test_mirror_state_keyed_by_an_earlier_neutralise_is_rebuilt(home, brokerd, h
     import hashlib
     import hmac
 
-    from conftest import decisions
+    from helpers import decisions
 
     configure(honcho.url)
     entry = "kyle likes green tea\ufe0f"

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import ROOT, ledger_events, run_bxmem, write_log
+from helpers import ROOT, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.config import loader as config_module

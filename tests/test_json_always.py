@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from conftest import bxmem_inprocess, honcho_config, run_bxmem, validate_output, write_log
+from helpers import bxmem_inprocess, honcho_config, run_bxmem, validate_output, write_log
 
 from bxmem.cli.app import app
 from bxmem.commands import decide, mirror

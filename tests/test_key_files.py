@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import bxmem_inprocess, ledger_events, register_secret, run_bxmem, write_log
+from helpers import bxmem_inprocess, ledger_events, register_secret, run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send
@@ -301,7 +301,7 @@ def test_a_key_refused_for_its_owner_resumes_after_a_chown(home, tmp_path, honch
 
 def test_a_bad_key_for_another_agents_workspace_does_not_stop_send(home, tmp_path, honcho, config_file, two_sessions):
     """send writes only to the agent's own workspaces; before, any bad key file stopped every send with exit 78."""
-    from conftest import honcho_config
+    from helpers import honcho_config
 
     bad = write_key(tmp_path / "r.key", b"k\n", 0o644)
     config_file.write_text(honcho_config(honcho.url) + '[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\n'

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_ENV_KEY, ledger_events, register_secret, run_bxmem, write_log
+from helpers import PLANTED_ENV_KEY, ledger_events, register_secret, run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines
 

@@ -4,7 +4,7 @@ read path gives what it finds (sections 8 and 9), row by row."""
 from __future__ import annotations
 
 import pytest
-from conftest import write_log
+from helpers import write_log
 
 from bxmem.commands import decide, mirror, recall
 from bxmem.config import loader as config_module

@@ -7,7 +7,7 @@ import os
 import signal
 
 import pytest
-from conftest import bxmem_inprocess, write_log
+from helpers import bxmem_inprocess, write_log
 
 from bxmem.commands import decide
 from bxmem.config import loader as config_module

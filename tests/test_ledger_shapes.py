@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +147,7 @@ def damaged(draw) -> dict:
     return ev
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(lines=st.lists(damaged(), min_size=1, max_size=6))
 def test_no_damaged_line_stops_a_fold(lines):
     with tempfile.TemporaryDirectory() as fresh:  # each example its own home: no state left by the one before

@@ -24,7 +24,7 @@ import json
 import logging
 
 import pytest
-from conftest import decisions, ledger_events
+from helpers import decisions, examples, ledger_events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -291,7 +291,7 @@ def interleaved(draw) -> tuple[list[bytes], int, list[int]]:
     return out, k, cuts
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(case=interleaved())
 def test_no_turn_at_or_after_an_untrusted_result_is_ever_trusted(clean_brokerd, case):

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from conftest import run_bxmem, write_log
+from helpers import run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send

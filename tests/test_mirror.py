@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import decisions, ledger_events, run_bxmem, write_log
+from helpers import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide, mirror, undo
 from bxmem.commands.send import job as send

@@ -21,7 +21,7 @@ import threading
 import time
 
 import pytest
-from conftest import decisions, ledger_events, write_log
+from helpers import decisions, ledger_events, write_log
 
 from bxmem.commands import decide, index_fold, mirror, recall, undo
 from bxmem.commands.send import job as send

@@ -9,8 +9,8 @@ import random
 from collections import Counter
 
 import pytest
-from conftest import write_log
 from enospc import Crash, DiskFull, Killed
+from helpers import write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.config import loader as config_module

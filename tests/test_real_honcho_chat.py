@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import register_secret, run_bxmem, write_log
+from helpers import register_secret, run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal

@@ -22,7 +22,7 @@ import os
 import secrets
 
 import pytest
-from conftest import run_bxmem, write_log
+from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import register_secret, run_bxmem, write_log
+from helpers import register_secret, run_bxmem, write_log
 from test_invisible_paths import HIDDEN
 from test_sanitize import renders_as_nothing
 

@@ -18,7 +18,7 @@ import secrets
 import time
 
 import pytest
-from conftest import run_bxmem, write_log
+from helpers import run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.config import loader as config_module

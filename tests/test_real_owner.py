@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import register_secret, write_log
+from helpers import register_secret, write_log
 from test_real_fleet import bx, messages_in, server_post
 
 from bxmem.demo.brokerd import StubBrokerd

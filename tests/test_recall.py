@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import honcho_config, run_bxmem, write_log
+from helpers import honcho_config, run_bxmem, write_log
 
 from bxmem.commands import ask, decide, mirror, recall
 from bxmem.commands.send import job as send

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import run_bxmem, write_log
+from helpers import examples, run_bxmem, write_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +58,7 @@ NASTY = st.lists(st.sampled_from(list(LINE_BREAKS) + list("[]|<>:bxmem recall 0a
                  max_size=120).map("".join)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(texts=st.lists(NASTY, min_size=0, max_size=10), reason=NASTY, peer=NASTY)
 def test_no_stored_text_or_server_field_can_forge_a_line(texts, reason, peer):
     result = RecallResult()
@@ -92,7 +92,7 @@ def test_the_output_stays_within_its_token_budget_in_a_fixed_order():
 
 
 @given(st.binary(min_size=8, max_size=8))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_token_budget_holds_whatever_nonce_the_fence_draws(drawn):
     """The fence's nonce is random, and digits and letters cost the estimate differently:
     the bound must hold for the dearest one, not for the nonce it was sized with."""

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURED, register_secret, write_log
+from helpers import CAPTURED, register_secret, write_log
 from reference_host import FAIL_CLOSED, NOTHING_READ, Host
 
 from bxmem.commands import decide, mirror
@@ -237,7 +237,7 @@ def test_every_code_recall_and_ask_can_return_is_exercised_above():
 
 def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_file, monkeypatch, tmp_path):
     """What section 5 labels them by: neither the local index nor Honcho is read."""
-    from conftest import bxmem_inprocess
+    from helpers import bxmem_inprocess
 
     from bxmem.store import index
 

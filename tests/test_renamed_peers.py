@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import bxmem_inprocess, honcho_config, write_log
+from helpers import bxmem_inprocess, examples, honcho_config, write_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -153,7 +153,7 @@ def test_a_damaged_peer_is_held_and_each_peer_is_checked_once():
 speaker_names = st.text(alphabet="abkyKYhelpDot.-_0", min_size=1, max_size=12)
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(speaker=speaker_names, agent=speaker_names, owner=speaker_names)
 def test_a_peer_decide_lets_go_is_let_go_under_the_same_configuration(speaker, agent, owner):
     """send holds nothing decide would write under the same agent and owner, and

@@ -13,7 +13,7 @@ import os
 import time
 
 import pytest
-from conftest import decisions, ledger_events, write_log
+from helpers import decisions, ledger_events, write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.config import loader as config_module

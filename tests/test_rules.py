@@ -4,6 +4,7 @@ the late-decision rule (section 5) and the send-time veto. Memory writes: test_r
 from __future__ import annotations
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +148,7 @@ def test_after_line(before, line, expected):
 labels_ = st.builds(LogLabels, st.booleans(), classes, st.none() | st.just(WHERE))
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(labels_, labels_)
 def test_a_late_decision_is_never_more_trusted_than_one_on_time(at_end, now):
     on_time = log_labels(at_end, now, late=False)
@@ -226,7 +227,7 @@ def test_look_alike():
 speaker_names = st.text(alphabet="abkyKYDot.-_0", min_size=1, max_size=12)
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(first=speaker_names, second=speaker_names)
 def test_two_people_never_share_a_peer(first, second):
     """Names that differ other than in case (Mattermost's rule for one account) get
@@ -239,7 +240,7 @@ def test_two_people_never_share_a_peer(first, second):
         assert one == first
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(speaker=speaker_names, owner=speaker_names.filter(lambda n: "." not in n))
 def test_only_the_owner_is_written_as_the_owner(speaker, owner):
     peer, _why = speaker_peer(speaker, AGENT, owner)
@@ -249,7 +250,7 @@ def test_only_the_owner_is_written_as_the_owner(speaker, owner):
         assert peer in (owner, None)  # a look-alike of the owner is the owner or no one
 
 
-@settings(max_examples=2000)
+@settings(max_examples=examples(2000))
 @given(
     status=st.sampled_from(["completed", "error", "cancelled", None]),
     has_text=st.booleans(),

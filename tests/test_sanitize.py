@@ -6,6 +6,7 @@ import unicodedata
 from itertools import pairwise
 
 import pytest
+from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -179,7 +180,7 @@ invisible = st.sampled_from(sorted(chr(c) for c in TABLE | {0x00, 0x1B, 0x7F, 0x
 visible = st.characters(blacklist_categories=tuple(STRIPPED_CATEGORIES)).filter(lambda c: ord(c) not in TABLE) | st.just("\n")
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.text())
 def test_nothing_that_renders_as_nothing_comes_out(text):
     out = neutralise(text)
@@ -188,7 +189,7 @@ def test_nothing_that_renders_as_nothing_comes_out(text):
     out.encode("utf-8")  # and encodable
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.lists(st.tuples(st.text(visible, max_size=4), st.text(invisible, max_size=3)), max_size=10))
 def test_visible_text_comes_out_as_it_went_in(pieces):
     """Invisible characters anywhere in visible text change nothing but their own absence."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import marshal
 
 import pytest
-from conftest import run_bxmem, write_log
+from helpers import run_bxmem, write_log
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import ROOT, decisions, ledger_events, run_bxmem, write_log
+from helpers import ROOT, decisions, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_bxmem, write_log
+from helpers import run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from conftest import ledger_events, write_log
+from helpers import ledger_events, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send

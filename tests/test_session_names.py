@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import write_log
+from helpers import examples, write_log
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +147,7 @@ def test_session_name(session, n, name):
 boxmaker_ids = st.text(alphabet="ab12-_", min_size=1, max_size=10) | st.sampled_from(["town", "town-2", "town-2-1"])
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(first=st.tuples(boxmaker_ids, st.integers(1, 30)), second=st.tuples(boxmaker_ids, st.integers(1, 30)))
 def test_no_two_sessions_share_a_name(first, second):
     one, two = send_plan.session_name(*first), send_plan.session_name(*second)

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import ledger_events, write_log
+from helpers import ledger_events, write_log
 
 from bxmem.commands import audit, decide, mirror
 from bxmem.commands.send import job as send

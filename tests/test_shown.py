@@ -9,7 +9,7 @@ import re
 import unicodedata
 
 import pytest
-from conftest import SCHEMAS, bxmem_inprocess, honcho_config, write_log
+from helpers import SCHEMAS, bxmem_inprocess, honcho_config, write_log
 from hostile_honcho import FORGED_DATE, FORGED_IDS, FORGED_TEXT, Attack, arm
 from hypothesis import given
 from hypothesis import strategies as st

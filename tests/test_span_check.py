@@ -9,7 +9,7 @@ import json
 import logging
 
 import pytest
-from conftest import decisions, ledger_events, run_bxmem, write_log
+from helpers import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide, index_fold, mirror, sync
 from bxmem.commands.send import job as send

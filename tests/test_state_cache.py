@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import decisions, write_log
+from helpers import decisions, write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send

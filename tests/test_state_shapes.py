@@ -18,7 +18,7 @@ import os
 import signal
 
 import pytest
-from conftest import bxmem_inprocess, decisions, write_log
+from helpers import bxmem_inprocess, decisions, write_log
 
 from bxmem.commands import decide, mirror, sync
 from bxmem.commands.send import job as send

@@ -16,7 +16,7 @@ import json
 import logging
 
 import pytest
-from conftest import decisions
+from helpers import decisions
 from hostile_honcho import Attack, arm
 
 from bxmem.commands import decide, mirror

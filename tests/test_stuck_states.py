@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 import pytest
-from conftest import bxmem_inprocess, honcho_config, ledger_events, write_log
+from helpers import bxmem_inprocess, honcho_config, ledger_events, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send
@@ -189,7 +189,7 @@ def test_all_or_nothing_one_bad_item_writes_nothing(home, brokerd, honcho, confi
 def test_items_of_a_workspace_whose_key_is_refused_can_be_dropped_the_rest_wait_for_the_key(home, brokerd, honcho, configure, tmp_path):
     import os
 
-    from conftest import register_secret
+    from helpers import register_secret
 
     key = tmp_path / "t.key"
     key.write_text(register_secret("not-the-key-for-bm0-trusted-1b") + "\n")
@@ -332,7 +332,7 @@ def test_a_decision_without_a_role_to_check_is_not_rerouted_only_dropped(home, b
 def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows_and_the_way_out():
     import ast
 
-    from conftest import ROOT
+    from helpers import ROOT
 
     from bxmem.commands import audit
     from bxmem.runbooks import ENTRIES
@@ -368,7 +368,7 @@ def _read_source_config(url: str, tmp_path) -> str:
     """The old trusted workspace listed as another agent's read source; the roles moved on."""
     import os
 
-    from conftest import register_secret
+    from helpers import register_secret
 
     key = tmp_path / "read.key"
     key.write_text(register_secret("read-key-for-old-trusted-5d1c") + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import bxmem_inprocess, run_bxmem, write_log
+from helpers import bxmem_inprocess, run_bxmem, write_log
 
 from bxmem.commands import decide, mirror, sync
 from bxmem.commands.send import job as send

@@ -8,7 +8,7 @@ import json
 import os
 from datetime import UTC, datetime
 
-from conftest import bxmem_inprocess, run_bxmem, write_log
+from helpers import bxmem_inprocess, run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from conftest import bxmem_inprocess, run_bxmem
+from helpers import bxmem_inprocess, run_bxmem
 
 from bxmem.commands import ask, recall, tools
 from bxmem.config import loader as config_module

@@ -22,7 +22,7 @@ import random
 import sys
 
 import pytest
-from conftest import write_log
+from helpers import write_log
 from test_sanitize import EXAMPLES
 
 from bxmem.commands import decide, recall

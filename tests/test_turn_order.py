@@ -13,7 +13,7 @@ import json
 import logging
 
 import pytest
-from conftest import bxmem_inprocess, decisions, ledger_events, write_log
+from helpers import bxmem_inprocess, decisions, ledger_events, write_log
 
 from bxmem.commands import decide, sync
 from bxmem.config import loader as config_module

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import decisions, ledger_events, run_bxmem, write_log
+from helpers import decisions, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.config import loader as config_module

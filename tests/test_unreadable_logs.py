@@ -15,7 +15,7 @@ import sys
 import time
 
 import pytest
-from conftest import CAPTURED, ROOT, bxmem_inprocess, decisions, write_log
+from helpers import CAPTURED, ROOT, bxmem_inprocess, decisions, write_log
 
 from bxmem.commands import decide, sync
 from bxmem.config import loader as config_module

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import bxmem_inprocess, honcho_config, ledger_events, register_secret, write_log
+from helpers import bxmem_inprocess, honcho_config, ledger_events, register_secret, write_log
 
 from bxmem.commands import ask, decide, mirror, recall, sync
 from bxmem.commands.send import job as send
