@@ -99,24 +99,37 @@ def check_json_output(args: tuple[str, ...], stdout: str) -> None:
 def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """The CLI in this process, through the same error boundary (cli.run_cli), for
     tests that are about a command's output or exit code and not about the idle
-    fast path or the lean path (use run_bxmem for those, and for kills). About
-    a second faster per call than a subprocess on these machines. Same result
-    shape as run_bxmem; outputs are checked for keys and --json outputs
-    validated the same way."""
+    fast path or the lean path (bxmem_main runs those too). About a second faster
+    per call than a subprocess on these machines. Same result shape as run_bxmem;
+    outputs are checked for keys and --json outputs validated the same way."""
+    from bxmem.cli.app import run_cli
+
+    return _in_this_process(run_cli, list(args), args, env)
+
+
+def bxmem_main(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The console script's main in this process: the idle fast path, the lean
+    path and the CLI, as `bxmem ARGS` chooses between them. For what is not about
+    the process itself (import budgets, kills, the console script's exit: run_bxmem)."""
+    from bxmem.start.entry import main
+
+    return _in_this_process(main, ["bxmem", *args], args, env)
+
+
+def _in_this_process(run, argv: list[str], args: tuple[str, ...], env: dict | None) -> subprocess.CompletedProcess:
     import contextlib
     import io
     import logging
 
-    from bxmem.cli.app import run_cli
     from bxmem.log import log
 
     saved_env = {name: os.environ.get(name) for name in (env or {})}
-    saved_log = (log.handlers[:], log.propagate, log.level)  # run_cli's log.setup rebinds them
+    saved_log = (log.handlers[:], log.propagate, log.level)  # the commands' log.setup rebinds them
     stdout, stderr = io.StringIO(), io.StringIO()
     try:
         os.environ.update(env or {})
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            code = run_cli(list(args))
+            code = run(argv)
     finally:
         for name, value in saved_env.items():
             if value is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import bxmem_inprocess, honcho_config, run_bxmem
+from helpers import bxmem_inprocess, bxmem_main, honcho_config, run_bxmem
 
 GOOD = honcho_config("http://127.0.0.1:8000")
 
@@ -35,13 +35,31 @@ GOOD = honcho_config("http://127.0.0.1:8000")
 )
 def test_each_mistake_is_one_line_and_exit_78(config_file, text, expected):
     config_file.write_text(text)
-    for command in (["config", "check"], ["decide"], ["send"], ["recall", "x"]):
-        result = run_bxmem(*command)
-        assert result.returncode == 78, (command, result.stderr)
-        lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and expected in lines[0], lines
-        assert "(see: bxmem runbook honcho-config-invalid)" in lines[0]
-        assert "Traceback" not in result.stderr
+    for command in ENTRY_PATHS:
+        assert_one_line_78(bxmem_main(*command), expected, command)
+
+
+# The typer CLI, the idle fast path (twice: decide and send), and the lean path.
+ENTRY_PATHS = (["config", "check"], ["decide"], ["send"], ["recall", "x"])
+
+
+def assert_one_line_78(result, expected: str, command: list[str]) -> None:
+    assert result.returncode == 78, (command, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert "(see: bxmem runbook honcho-config-invalid)" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ENTRY_PATHS, ids=" ".join)
+@pytest.mark.parametrize("text, expected", [
+    (GOOD.replace('agent = "boxmaker0"', 'agent = "box.maker"'), "honcho.agent: must be 1 to 512 characters"),
+    ("[honcho\n", "not valid TOML"),
+], ids=["schema", "toml"])
+def test_a_mistake_stops_each_entry_path_as_a_process(config_file, text, expected, command):
+    """The same through the console script: what each path prints and exits with as a process."""
+    config_file.write_text(text)
+    assert_one_line_78(run_bxmem(*command), expected, command)
 
 
 @pytest.mark.parametrize("name", ["local", "own", "untrusted", "fleet"])
@@ -145,7 +163,7 @@ def test_the_config_cache_follows_edits(config_file, home):
 
 def test_an_ipv6_url_with_a_port_is_accepted(config_file):
     config_file.write_text(GOOD.replace("127.0.0.1:8000", "[::1]:8000"))
-    assert run_bxmem("config", "check").returncode == 0
+    assert bxmem_main("config", "check").returncode == 0
 
 
 def test_a_symlinked_key_file_is_refused_with_one_clear_line(config_file, tmp_path):
@@ -158,7 +176,7 @@ def test_a_symlinked_key_file_is_refused_with_one_clear_line(config_file, tmp_pa
     link.symlink_to(real)
     config_file.write_text(GOOD + f'[secrets.honcho_trusted]\nfile = "{link}"\n')
     for command, code in ((["config", "check"], 78), (["send"], 3)):  # send: that workspace stops
-        result = run_bxmem(*command)
+        result = bxmem_main(*command)
         lines = result.stderr.strip().splitlines()
         assert result.returncode == code and len(lines) == 1, (command, result.stderr)
         assert f"secrets.honcho_trusted: key file {link} is a symbolic link" in lines[0]

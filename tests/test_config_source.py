@@ -8,7 +8,7 @@ import hashlib
 import json
 
 import pytest
-from helpers import honcho_config, ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, honcho_config, ledger_events, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
 
@@ -52,8 +52,8 @@ def test_a_named_config_that_does_not_exist_stops_every_command(finished_turns, 
     home = finished_turns
     before = digest(home)
     missing = tmp_path / "typo.toml"
-    assert_stopped(run_bxmem(*command, env={"BXMEM_CONFIG": str(missing)}), str(missing), "$BXMEM_CONFIG", "does not exist")
-    assert_stopped(run_bxmem("--config", str(missing), *command), str(missing), "--config", "does not exist")
+    assert_stopped(bxmem_main(*command, env={"BXMEM_CONFIG": str(missing)}), str(missing), "$BXMEM_CONFIG", "does not exist")
+    assert_stopped(bxmem_main("--config", str(missing), *command), str(missing), "--config", "does not exist")
     assert digest(home) == before and ledger_events(home) == []
 
 
@@ -62,10 +62,10 @@ def test_the_typo_of_the_issue_decides_nothing_then_the_right_path_sends_everyth
     config_file.write_text(honcho_config(honcho.url))
     typo = str(config_file) + ".typo"
     for _ in range(2):  # the second run is the timer's next tick: no fast-path "idle" either
-        assert_stopped(run_bxmem("decide", env={"BXMEM_CONFIG": typo}), typo)
+        assert_stopped(bxmem_main("decide", env={"BXMEM_CONFIG": typo}), typo)
     assert ledger_events(home) == []
-    assert run_bxmem("decide").returncode == 0
-    assert run_bxmem("send").returncode == 0
+    assert bxmem_main("decide").returncode == 0
+    assert bxmem_main("send").returncode == 0
     assert len(honcho.messages_in("bm0-trusted")) == 4  # both turns, user and reply
 
 
@@ -80,7 +80,7 @@ def test_the_fast_path_never_calls_a_missing_named_config_idle(finished_turns, t
     state = finished_turns / "memory" / "bxmem"
     state.mkdir(parents=True)
     fastpath.write_summary(state, "decide", Gone, {}, None)
-    result = run_bxmem("decide", env={"BXMEM_CONFIG": str(Gone.path)})
+    result = bxmem_main("decide", env={"BXMEM_CONFIG": str(Gone.path)})
     assert_stopped(result, str(Gone.path))
 
 
@@ -88,17 +88,17 @@ def test_a_named_config_that_cannot_be_read_stops(finished_turns, tmp_path):
     folder = tmp_path / "a-folder.toml"
     folder.mkdir()
     for command in (["decide"], ["sync"], ["recall", "x"]):
-        assert_stopped(run_bxmem(*command, env={"BXMEM_CONFIG": str(folder)}), str(folder))
+        assert_stopped(bxmem_main(*command, env={"BXMEM_CONFIG": str(folder)}), str(folder))
     assert ledger_events(finished_turns) == []
 
 
 def test_only_the_default_config_may_be_absent(finished_turns, tmp_path, monkeypatch):
     monkeypatch.delenv("BXMEM_CONFIG")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-such-config-dir"))
-    result = run_bxmem("decide", "--json")
+    result = bxmem_main("decide", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["local_only"] is True
-    check = run_bxmem("config", "check")
+    check = bxmem_main("config", "check")
     assert check.returncode == 0 and "(absent: defaults, local-only)" in check.stdout
 
 
@@ -111,13 +111,13 @@ def test_a_config_that_is_not_utf8_is_one_line_with_the_byte_offset(finished_tur
     config_file.write_bytes(b"# bxmem\n" + LATIN1)
     before = digest(home)
     offset = len(b"# bxmem\n" + b'owner = "Ren')
-    assert_stopped(run_bxmem(*command), str(config_file), f"byte offset {offset}", "line 2", "not UTF-8")
+    assert_stopped(bxmem_main(*command), str(config_file), f"byte offset {offset}", "line 2", "not UTF-8")
     assert digest(home) == before
 
 
 def test_a_config_that_is_not_utf8_stops_the_timer_job_after_an_idle_run(finished_turns, config_file):
     """The fast path reads the file too (to find the home when BOXMAKER_HOME is unset)."""
-    assert run_bxmem("decide").returncode == 0
+    assert bxmem_main("decide").returncode == 0
     config_file.write_bytes(LATIN1)
-    assert_stopped(run_bxmem("decide"), "not UTF-8")
-    assert_stopped(run_bxmem("decide", env={"BOXMAKER_HOME": ""}), "not UTF-8")
+    assert_stopped(bxmem_main("decide"), "not UTF-8")
+    assert_stopped(bxmem_main("decide", env={"BOXMAKER_HOME": ""}), "not UTF-8")

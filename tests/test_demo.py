@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import ledger_events, run_bxmem
+from helpers import bxmem_inprocess, ledger_events, run_bxmem
+
+import bxmem.demo.run
 
 WORKSPACES_LINE = re.compile(r"this run's workspaces on \S+: (\S+), (\S+), (\S+)$", re.MULTILINE)
 
@@ -22,9 +25,23 @@ def tmpdir_for_demo():
     shutil.rmtree(path)
 
 
-def demo(*args: str, tmpdir: Path):
-    """The demo with its own TMPDIR and lines wide enough to hold every name whole."""
-    return run_bxmem("demo", *args, env={"TMPDIR": str(tmpdir), "COLUMNS": "250"})
+# decide waits this long for the demo's stand-in brokerd here, not its 2 s: the
+# demo's late session is as late against it, so the story it tells is the same.
+BROKER_WAIT_S = 0.2
+
+
+@pytest.fixture(autouse=True)
+def quick_broker(monkeypatch):
+    monkeypatch.setattr(bxmem.demo.run, "run_demo", functools.partial(bxmem.demo.run.run_demo, broker_wait=BROKER_WAIT_S))
+
+
+def demo(*args: str, tmpdir: Path | None = None):
+    """The demo in this process, with its own TMPDIR and lines wide enough to hold every name whole."""
+    tempfile.tempdir = None  # read TMPDIR again, before and after
+    try:
+        return bxmem_inprocess("demo", *args, env={"COLUMNS": "250", **({"TMPDIR": str(tmpdir)} if tmpdir else {})})
+    finally:
+        tempfile.tempdir = None
 
 
 def printed_workspaces(stdout: str) -> set[str]:
@@ -34,12 +51,13 @@ def printed_workspaces(stdout: str) -> set[str]:
 
 
 def test_demo_local_only_explains_every_decision(tmp_path):
-    result = run_bxmem("demo", "--keep", str(tmp_path / "d"))
+    result = demo("--keep", str(tmp_path / "d"))
     assert result.returncode == 0, result.stderr
     out = " ".join(result.stdout.split())
     for session in ("s-clean", "s-fetched", "s-secret", "s-burst", "s-key", "s-team", "s-late"):
         assert session in out
     assert "1 waiting" in out and "local-only" in out
+    assert f"no reply within {BROKER_WAIT_S:g} s" in out  # decide waited as long as it was told
     assert "secret-in-text" in out and "secret-session" in out and "no-speaker" in out
 
 
@@ -123,7 +141,8 @@ def test_a_honcho_option_that_is_not_a_url_is_a_usage_error_naming_it(url, tmpdi
 
 
 def test_the_usage_error_is_one_line_and_exit_2(tmpdir_for_demo):
-    result = demo("--honcho", "notaurl", tmpdir=tmpdir_for_demo)
+    # As a process: the demo's exit code and its one line, from the console script's boundary.
+    result = run_bxmem("demo", "--honcho", "notaurl", env={"TMPDIR": str(tmpdir_for_demo)})
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("bxmem: error: --honcho 'notaurl': must be an http:// or https:// URL with no user, "
                              "query or fragment\n")
@@ -146,7 +165,7 @@ def test_a_kept_demo_keeps_what_honcho_was_not_sent_and_says_how_to_send_it(tmp_
     assert result.returncode == 3, result.stderr
     assert (f"15 item(s) not sent; they wait in this demo's outbox under {kept / 'home'}; "
             f"`bxmem --config {kept / 'bxmem.toml'} send` sends them once Honcho answers") in out
-    status = run_bxmem("--config", str(kept / "bxmem.toml"), "sync", "--json", env={"BOXMAKER_HOME": str(kept / "home")})
+    status = bxmem_inprocess("--config", str(kept / "bxmem.toml"), "sync", "--json", env={"BOXMAKER_HOME": str(kept / "home")})
     import json
 
     pending = sum(w["pending_turns"] + w["pending_edits"] for w in json.loads(status.stdout)["workspaces"].values())

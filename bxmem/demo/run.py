@@ -23,6 +23,7 @@ from bxmem.config.schema import check_url
 from bxmem.demo import sample
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.errors import ExitCode, UsageError
+from bxmem.sources.brokerd import TIMEOUT_S
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import DECIDED, TURN
 
@@ -60,7 +61,8 @@ def checked_url(honcho_url: str) -> str:
         raise UsageError(f"--honcho {honcho_url!r}: {exc}") from None
 
 
-def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
+def run_demo(honcho_url: str | None, keep: Path | None = None, broker_wait: float = TIMEOUT_S) -> DemoResult:
+    """`broker_wait`: how long decide waits for the stand-in brokerd (decide's own default)."""
     if honcho_url is not None:
         honcho_url = checked_url(honcho_url)
     if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
@@ -68,14 +70,14 @@ def run_demo(honcho_url: str | None, keep: Path | None = None) -> DemoResult:
         raise UsageError(f"--keep {keep}: not a new or empty directory; name one the demo may fill")
     base = keep if keep is not None else Path(tempfile.mkdtemp(prefix="bxmem-demo-"))
     try:
-        result = _run(base, honcho_url, kept=keep is not None)
+        result = _run(base, honcho_url, kept=keep is not None, broker_wait=broker_wait)
     finally:
         if keep is None:  # a failed run leaves nothing behind either
             shutil.rmtree(base, ignore_errors=True)
     return result
 
 
-def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
+def _run(base: Path, honcho_url: str | None, kept: bool, broker_wait: float) -> DemoResult:
     home = base / "home"
     sample.write_home(home)
     sample.write_journal(home)
@@ -90,12 +92,13 @@ def _run(base: Path, honcho_url: str | None, kept: bool) -> DemoResult:
     # `sync` reports it as the jobs saw it, not as stopped by the demo itself.
     with StubBrokerd(config.paths.broker_socket, sample.broker_states()) as broker:
         broker.late_once.add("s-late")
-        first = decide.run(config)
+        broker.late_delay = broker_wait + 1.0  # later than decide waits, whatever the wait
+        first = decide.run(config, broker_timeout=broker_wait)
         result.notes.append(
             f"decide, first run: {sum(first.decided.values())} turns decided, {first.undecided} waiting "
             f"(brokerd answered too late for s-late: {first.broker_problem})"
         )
-        second = decide.run(config)
+        second = decide.run(config, broker_timeout=broker_wait)
         result.notes.append(f"decide, second run: brokerd answers now; {sum(second.decided.values())} more decided")
         edits = mirror.run(config)
         result.notes.append(
