@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from helpers import run_bxmem, write_log
+from helpers import bxmem_main, run_bxmem, write_log
 
 from bxmem import errors
 from bxmem.cli.app import app
@@ -109,11 +109,11 @@ def check(command: str, result, expected: int | None = None) -> None:
 @pytest.mark.parametrize("command", sorted(COMMAND_EXITS))
 def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_path, command):
     if command == "demo":
-        check(command, run_bxmem("demo", "--honcho", "ftp://not-a-url", timeout=120), ExitCode.USAGE)
+        check(command, bxmem_main("demo", "--honcho", "ftp://not-a-url"), ExitCode.USAGE)
     else:
-        check(command, run_bxmem(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
-        check(command, run_bxmem(*argv(command)))  # local-only
-    mistake = run_bxmem(*argv(command, "--no-such-option"))
+        check(command, bxmem_main(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
+        check(command, bxmem_main(*argv(command)))  # local-only
+    mistake = bxmem_main(*argv(command, "--no-such-option"))
     check(command, mistake, ExitCode.USAGE)
     # One line, as every other error: click's own was a usage block, a hint and a blank line.
     assert mistake.stderr.startswith("bxmem: error: ") and len(mistake.stderr.splitlines()) == 1, mistake.stderr
@@ -121,7 +121,7 @@ def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_pa
 
 def test_local_only_ask_and_audit_are_refused_not_bugs_or_usage(home):
     for command in ("ask", "audit"):
-        result = run_bxmem(*argv(command))
+        result = bxmem_main(*argv(command))
         check(command, result, ExitCode.REFUSED)
         assert "local-only" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -129,30 +129,50 @@ def test_local_only_ask_and_audit_are_refused_not_bugs_or_usage(home):
 def test_each_code_a_command_can_reach_is_in_its_row(turns, configure, tmp_path):
     """The codes beyond the common ones, each reached for real."""
     configure("http://127.0.0.1:9")  # nothing listens there; no brokerd either
-    check("decide", run_bxmem("decide"), ExitCode.DEGRADED)  # brokerd cannot answer
-    check("sync", run_bxmem("sync"), ExitCode.ATTENTION)  # turns wait on brokerd
-    check("audit", run_bxmem("audit"), ExitCode.UNAVAILABLE)
-    check("recall", run_bxmem("recall", ""), ExitCode.USAGE)
-    check("undo", run_bxmem("undo", "no-such-edit"), ExitCode.NOT_FOUND)
-    check("mirror", run_bxmem("mirror"), ExitCode.OK)
+    check("decide", bxmem_main("decide"), ExitCode.DEGRADED)  # brokerd cannot answer
+    check("sync", bxmem_main("sync"), ExitCode.ATTENTION)  # turns wait on brokerd
+    check("audit", bxmem_main("audit"), ExitCode.UNAVAILABLE)
+    check("recall", bxmem_main("recall", ""), ExitCode.USAGE)
+    check("undo", bxmem_main("undo", "no-such-edit"), ExitCode.NOT_FOUND)
+    check("mirror", bxmem_main("mirror"), ExitCode.OK)
     key = tmp_path / "k"
     key.write_text("k\n")
     os.chmod(key, 0o644)
     configure("http://127.0.0.1:9", extra=f'[secrets.honcho_fleet]\nfile = "{key}"\n')
-    check("send", run_bxmem("send"), ExitCode.DEGRADED)  # that workspace stops, the others go on
-    check("sync", run_bxmem("sync"), ExitCode.ATTENTION)
-    check("config check", run_bxmem("config", "check"), ExitCode.CONFIG)
+    check("send", bxmem_main("send"), ExitCode.DEGRADED)  # that workspace stops, the others go on
+    check("sync", bxmem_main("sync"), ExitCode.ATTENTION)
+    check("config check", bxmem_main("config", "check"), ExitCode.CONFIG)
 
 
 def test_send_and_audit_against_a_server_that_went_away(turns, brokerd, honcho, configure):
     configure(honcho.url)
-    run_bxmem("decide")
-    check("send", run_bxmem("send"), ExitCode.OK)
-    check("audit", run_bxmem("audit"), ExitCode.OK)
+    bxmem_main("decide")
+    check("send", bxmem_main("send"), ExitCode.OK)
+    check("audit", bxmem_main("audit"), ExitCode.OK)
     honcho.messages.pop()  # one message the ledger records as sent is gone
-    check("audit", run_bxmem("audit"), ExitCode.ATTENTION)
+    check("audit", bxmem_main("audit"), ExitCode.ATTENTION)
     write_log(turns, "s", turn_lines(2, "more", "yes"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     honcho.stop()
-    check("send", run_bxmem("send"), ExitCode.DEGRADED)
-    check("ask", run_bxmem("ask", "what?"), ExitCode.UNAVAILABLE)
+    check("send", bxmem_main("send"), ExitCode.DEGRADED)
+    check("ask", bxmem_main("ask", "what?"), ExitCode.UNAVAILABLE)
+
+
+# Each way into bxmem as a process once: the timer jobs' idle and lean path, the
+# lean recall, the typer CLI, and each failing before a command runs.
+PROCESS_RUNS = [
+    (["decide"], ExitCode.OK),
+    (["decide"], ExitCode.OK),  # the second run is answered idle
+    (["recall", ""], ExitCode.USAGE),
+    (["sync", "--no-such-option"], ExitCode.USAGE),
+    (["undo", "no-such-edit"], ExitCode.NOT_FOUND),
+    (["--config", "/nonexistent/bxmem.toml", "send"], ExitCode.CONFIG),
+    (["--config", "/nonexistent/bxmem.toml", "sync"], ExitCode.CONFIG),
+]
+
+
+def test_each_entry_path_exits_with_its_code_as_a_process(turns, brokerd):
+    for args, expected in PROCESS_RUNS:
+        result = run_bxmem(*args)
+        assert result.returncode == expected, (args, result.returncode, result.stderr)
+        assert len(result.stderr.strip().splitlines()) <= 1 or expected == ExitCode.OK, result.stderr
