@@ -83,12 +83,16 @@ def _run(fn, argv, capsys, home) -> tuple[str, str, int]:
     return out, err, code
 
 
+# One test per command and config, so that parallel workers share them out.
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("config", ["named", "missing"])
-def test_every_lean_command_line_runs_the_same_through_typer(config, config_file, home, capsys, monkeypatch):
+def test_every_lean_command_line_runs_the_same_through_typer(config, command, config_file, home, capsys, monkeypatch):
     monkeypatch.setattr("bxmem.policy.render.nonce", lambda: "n0nce")  # recall's frame is random otherwise
     path = str(config_file) if config == "named" else MISSING
     differ = []
-    for argv in argv_shapes(path):
+    shapes = [argv for argv in argv_shapes(path) if command in argv]
+    assert shapes
+    for argv in shapes:
         lean = _run(entry.main, argv, capsys, home)
         full = _run(lambda a: cli.run_cli(a[1:]), argv, capsys, home)
         if lean != full:

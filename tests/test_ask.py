@@ -14,6 +14,7 @@ from bxmem.commands import ask, decide, mirror
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
+from bxmem.errors import UsageError
 
 KEYS = {ws: register_secret(f"key-for-{ws}-7c2e91") for ws in ("bm0-trusted", "bm0-untrusted", "fleet", "bm1-trusted")}
 SECRET_NAMES = {"bm0-trusted": "honcho_trusted", "bm0-untrusted": "honcho_untrusted", "fleet": "honcho_fleet",
@@ -217,3 +218,38 @@ def test_a_missing_workspace_on_a_server_with_workspace_chat_is_not_taken_for_an
     assert [(a.name, a.peers) for a in result.answers] == [("own", None)]  # own still by workspace chat
     assert not [r for r in keyed.requests if "/peers/" in r.path and r.path.endswith("/chat")]
     assert "bm1-trusted" not in keyed.workspaces
+
+
+def test_ask_refuses_unknown_names_and_long_questions_before_any_call(keyed):
+    keyed.requests.clear()
+    with pytest.raises(UsageError, match="unknown workspace name 'nobody'"):
+        ask.ask(load(), "hi?", ["own", "nobody"])
+    with pytest.raises(UsageError, match="at most 2000"):
+        ask.ask(load(), "x" * 2_001, ["own"])
+    assert keyed.requests == []
+
+
+def test_ask_two_at_a_time_with_labels_and_the_peer_chat_fallback(keyed):
+    keyed.chat_latency = 0.3
+    result = ask.ask(load(), "what about backups?", ["own", "untrusted", "fleet"])
+    assert keyed.max_chats_in_flight == 2
+    labels = {a.name: (a.tag, a.klass) for a in result.answers}
+    assert labels == {"own": ("memory", "private"), "untrusted": ("memory-tainted", "private"), "fleet": ("memory-tainted", "private")}
+    # 3.0.12 has no workspace chat: the peers whose memory is there are asked instead
+    assert {a.name: a.peers for a in result.answers} == {"own": ["kyle", "boxmaker0"], "untrusted": ["kyle", "boxmaker0"],
+                                                         "fleet": ["boxmaker0", "kyle"]}  # every peer there
+    assert all("asked by peer chat on " + ", ".join(a.peers) in a.note for a in result.answers)
+    assert result.untrusted
+    keyed.workspace_chat = True
+    assert ask.ask(load(), "and now?", ["own"]).answers[0].note is None
+
+
+def test_ask_limit_is_per_workspace(keyed, monkeypatch):
+    monkeypatch.setattr(ask, "ASK_TIMEOUT_S", 0.5)
+    keyed.inject("hang", match=r"/bm0-untrusted/peers/kyle/chat$", seconds=5)
+    started = time.monotonic()
+    result = ask.ask(load(), "hello?", ["untrusted", "own"])
+    assert time.monotonic() - started < 3.5  # well under the 5 s hang
+    answers = {a.name: a for a in result.answers}
+    assert set(answers) == {"own", "untrusted"} and not result.unavailable  # untrusted answered by its other peer
+    assert "no answer from kyle (timed out)" in answers["untrusted"].note and "boxmaker0:" in answers["untrusted"].text

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import honcho_config, run_bxmem, write_log
 
-from bxmem.commands import ask, decide, mirror, recall
+from bxmem.commands import decide, mirror, recall
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.errors import UsageError
 
 FETCHED = [{"untrusted": True, "class": "public"}]
 
@@ -213,57 +212,6 @@ def test_recall_creates_nothing_and_shows_a_retraction_beside_its_note(fleet, co
     as_b(send.run)
     hits = [h for h in recall.recall(load(), "mirror down").hits if h.source == "fleet"]
     assert [(h.text, h.retracted) for h in hits] == [("the mirror is down", True), ("retracted: the mirror is down", False)]
-
-
-# --- ask ------------------------------------------------------------------------------
-
-
-def test_ask_refuses_unknown_names_and_long_questions_before_any_call(agent_home, honcho):
-    honcho.requests.clear()
-    with pytest.raises(UsageError, match="unknown workspace name 'nobody'"):
-        ask.ask(load(), "hi?", ["own", "nobody"])
-    with pytest.raises(UsageError, match="at most 2000"):
-        ask.ask(load(), "x" * 2_001, ["own"])
-    assert honcho.requests == []
-
-
-def test_ask_two_at_a_time_with_labels_and_the_peer_chat_fallback(agent_home, honcho):
-    send.run(load())  # sets up the trusted and untrusted workspaces
-    mirror.run(load())
-    send.run(load())  # and the fleet
-    honcho.chat_latency = 0.3
-    result = ask.ask(load(), "what about backups?", ["own", "untrusted", "fleet"])
-    assert honcho.max_chats_in_flight == 2
-    labels = {a.name: (a.tag, a.trust_class) for a in result.answers}
-    assert labels == {"own": ("memory", "private"), "untrusted": ("memory-tainted", "private"), "fleet": ("memory-tainted", "private")}
-    # 3.0.12 has no workspace chat: the peers whose memory is there are asked instead
-    assert {a.name: a.peers for a in result.answers} == {"own": ["kyle", "boxmaker0"], "untrusted": ["kyle", "boxmaker0"],
-                                                         "fleet": ["boxmaker0", "kyle"]}  # every peer there
-    assert all("asked by peer chat on " + ", ".join(a.peers) in a.note for a in result.answers)
-    assert result.untrusted
-    honcho.workspace_chat = True
-    assert ask.ask(load(), "and now?", ["own"]).answers[0].note is None
-
-
-def test_ask_limit_is_per_workspace(agent_home, honcho, monkeypatch):
-    send.run(load())
-    monkeypatch.setattr(ask, "ASK_TIMEOUT_S", 0.5)
-    honcho.inject("hang", match=r"/bm0-untrusted/peers/kyle/chat$", seconds=5)
-    started = time.monotonic()
-    result = ask.ask(load(), "hello?", ["untrusted", "own"])
-    assert time.monotonic() - started < 3.5  # well under the 5 s hang
-    answers = {a.name: a for a in result.answers}
-    assert set(answers) == {"own", "untrusted"} and not result.unavailable  # untrusted answered by its other peer
-    assert "no answer from kyle (timed out)" in answers["untrusted"].note and "boxmaker0:" in answers["untrusted"].text
-
-
-def test_ask_never_creates_a_workspace(home, honcho, configure):
-    configure(honcho.url)
-    result = run_bxmem("ask", "anything?", "-w", "fleet", "--json")
-    assert result.returncode == 7
-    assert json.loads(result.stdout)["unavailable"] == [
-        {"name": "fleet", "workspace": "fleet", "reason": "the workspace does not exist yet"}]
-    assert honcho.workspaces == {}
 
 
 def test_the_probe_connects_by_name_and_reports_a_refusal():
