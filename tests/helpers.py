@@ -5,6 +5,7 @@ every output goes through (no key in it; --json validated against its schema).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -60,12 +61,18 @@ VALIDATED: list[str] = []  # which kinds were checked, for the test that checks 
 
 
 def validate_output(kind: str, data: dict) -> dict:
+    _validator(kind).validate(data)
+    VALIDATED.append(kind)
+    return data
+
+
+@functools.cache
+def _validator(kind: str):
+    """Built once per kind: the suite validates thousands of outputs against four schemas."""
     import jsonschema
 
     schema = json.loads((SCHEMAS / f"{kind}.schema.json").read_text())
-    jsonschema.Draft202012Validator(schema).validate(data)
-    VALIDATED.append(kind)
-    return data
+    return jsonschema.Draft202012Validator(schema)
 
 
 def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
