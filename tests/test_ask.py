@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import VALIDATED, honcho_config, register_secret, run_bxmem, write_log
+from helpers import VALIDATED, bxmem_main, honcho_config, register_secret, run_bxmem, write_log
 
 from bxmem.commands import ask, decide, mirror
 from bxmem.commands.send import job as send
@@ -66,7 +66,7 @@ def keyed(home, brokerd, honcho, config_file, tmp_path):
 def test_ask_with_a_key_per_workspace_uses_no_admin_route(keyed):
     """Failed before: the existence check called POST /v3/workspaces/list, which needs an
     admin key (401), so every workspace was unavailable once auth was on."""
-    result = run_bxmem("ask", "--json", "-w", "own", "-w", "untrusted", "-w", "fleet", "-w", "boxmaker1", "--", "restic?")
+    result = bxmem_main("ask", "--json", "-w", "own", "-w", "untrusted", "-w", "fleet", "-w", "boxmaker1", "--", "restic?")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["unavailable"] == []
@@ -123,7 +123,7 @@ def test_one_deadline_for_the_whole_command(keyed):
     for three workspaces, while brokerd waits 170 s)."""
     keyed.workspace_chat = True
     keyed.chat_never_answers = True
-    result = run_bxmem("ask", "--json", "--deadline", "1.5", "-w", "own", "-w", "untrusted", "-w", "fleet", "--", "hi?")
+    result = bxmem_main("ask", "--json", "--deadline", "1.5", "-w", "own", "-w", "untrusted", "-w", "fleet", "--", "hi?")
     assert result.returncode == 7
     # Per-chat limits alone would have started the third chat once a slot freed (at
     # 150 s); one deadline for the command ends it with the third never started.
@@ -139,13 +139,13 @@ def test_one_deadline_for_the_whole_command(keyed):
 
 
 def test_a_deadline_over_160_s_is_refused(keyed):
-    result = run_bxmem("ask", "--deadline", "200", "hi?")
+    result = bxmem_main("ask", "--deadline", "200", "hi?")
     assert result.returncode != 0 and "--deadline must be more than 0 and at most 160" in result.stderr
 
 
 def test_a_workspace_with_no_peers_is_not_asked_and_not_created(home, honcho, configure):
     configure(honcho.url)
-    result = run_bxmem("ask", "anything?", "-w", "fleet", "--json")
+    result = bxmem_main("ask", "anything?", "-w", "fleet", "--json")
     assert result.returncode == 7
     assert json.loads(result.stdout)["unavailable"] == [
         {"name": "fleet", "workspace": "fleet", "reason": "the workspace does not exist yet"}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import run_bxmem
+from helpers import bxmem_main
 
 from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send
@@ -27,7 +27,7 @@ def synced(home, brokerd, honcho, configure):
 
 
 def audit():
-    result = run_bxmem("audit", "--json")
+    result = bxmem_main("audit", "--json")
     return result.returncode, json.loads(result.stdout)
 
 
@@ -76,5 +76,5 @@ def test_conclusions_are_held_against_live_entries(synced):
 
 
 def test_audit_never_prints_text(synced):
-    result = run_bxmem("audit")
+    result = bxmem_main("audit")
     assert "backups" not in result.stdout and "no discrepancies" in result.stdout

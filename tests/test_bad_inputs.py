@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import decisions, examples, ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, decisions, examples, ledger_events, write_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,13 +45,13 @@ def test_nul_lone_surrogates_bidi_and_zero_width_survive_the_whole_path(live, ho
     nasty = "a\u0000b \ud800 c\u202e d\u200b e"
     write_log(live, "s", turn_lines(1, nasty, "reply \udfff"))
     write_journal(live, [{"id": "n1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "note \ud83d"}])
-    result = run_bxmem("decide")
+    result = bxmem_main("decide")
     assert result.returncode == 0, result.stderr
-    assert run_bxmem("mirror").returncode == 0
-    assert run_bxmem("send").returncode == 0
+    assert bxmem_main("mirror").returncode == 0
+    assert bxmem_main("send").returncode == 0
     assert [m["content"] for m in honcho.messages] == ["ab \ufffd c d e", "reply \ufffd"]
     assert [c["content"] for c in honcho.conclusions.values()] == ["note \ufffd"]
-    found = run_bxmem("recall", "reply", "--json")
+    found = bxmem_main("recall", "reply", "--json")
     assert found.returncode == 0 and "\ufffd" in json.loads(found.stdout)["hits"][0]["text"]
 
 
@@ -63,7 +63,7 @@ def test_raw_nul_and_control_bytes_in_a_line_are_one_skipped_line(live):
         f.write(b'{"type":"user","turn":1,"text":"x\x00y"}\n')
         for line in good:
             f.write(json.dumps(line).encode() + b"\n")
-    result = run_bxmem("decide", "--json")
+    result = bxmem_main("decide", "--json")
     assert json.loads(result.stdout)["skipped_lines"] == 1 and f"{path}:1: not valid JSON" in result.stderr
     # An unreadable line taints its session from there on: the turn it falls in goes nowhere.
     assert (decisions(live)["turn:s:1"]["role"], decisions(live)["turn:s:1"]["reason"]) == (None, "log-unreadable")
@@ -83,7 +83,7 @@ def test_corrupt_ledger_lines_in_the_middle_are_skipped_and_counted(live, honcho
     decide.run(load())
     report = send.run(load())
     assert report.sent == 2
-    status = json.loads(run_bxmem("sync", "--json").stdout)
+    status = json.loads(bxmem_main("sync", "--json").stdout)
     assert status["ledger_malformed_lines"] == 2
 
 
@@ -142,7 +142,7 @@ def test_every_file_bxmem_makes_is_private(live, honcho):
     write_log(live, "s", turn_lines(1, "a", "b"))
     write_journal(live, [{"id": "p1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}])
     for job in ("decide", "mirror", "send", "sync"):
-        run_bxmem(job)
+        bxmem_main(job)
     state = live / "memory" / "bxmem"
     assert state.stat().st_mode & 0o777 == 0o700
     made = [state / name for name in os.listdir(state)] + [live / "memory" / "honcho.jsonl"]

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from helpers import decisions, ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, decisions, ledger_events, run_bxmem, write_log
 
 from bxmem.commands import decide
 from bxmem.config import loader as config_module
@@ -128,15 +128,15 @@ def test_brokerd_garbage_and_bad_directory_mode_mean_unavailable(home, honcho_ur
 def test_broker_outage_logged_once_and_exit_code_degraded(home, honcho_url_config, brokerd):
     brokerd.stop()
     write_log(home, "s", turn_lines(1, "a", "b"))
-    first = run_bxmem("decide")
-    quiet = run_bxmem("-q", "decide")  # as the units run it: the journal heard of it once
-    second = run_bxmem("decide")  # by hand: every run that exits 3 says why (tests/test_every_run_reports.py)
+    first = bxmem_main("decide")
+    quiet = bxmem_main("-q", "decide")  # as the units run it: the journal heard of it once
+    second = bxmem_main("decide")  # by hand: every run that exits 3 says why (tests/test_every_run_reports.py)
     assert first.returncode == 3 and quiet.returncode == 3 and second.returncode == 3
     assert "warning: brokerd cannot answer" in first.stderr and "broker-state-unavailable" in first.stderr
     assert quiet.stderr == "" and "warning" not in second.stderr
     assert "1 turn(s) wait undecided: brokerd cannot answer since " in second.stderr
     brokerd.start()
-    third = run_bxmem("decide")
+    third = bxmem_main("decide")
     assert third.returncode == 0 and "answers again" in third.stderr
 
 
@@ -153,7 +153,7 @@ def test_malformed_lines_are_skipped_counted_and_named(home, honcho_url_config, 
         f.write(b'{"type":"mystery","turn":1}\n')
         for line in good[1:]:
             f.write(json.dumps(line).encode() + b"\n")
-    result = run_bxmem("decide", "--json")
+    result = bxmem_main("decide", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["skipped_lines"] == 4
     assert f"{path}:2: not valid JSON; line skipped" in result.stderr
@@ -166,15 +166,15 @@ def test_malformed_lines_are_skipped_counted_and_named(home, honcho_url_config, 
 
 def test_a_log_whose_name_is_not_a_session_id_is_ignored_once(home, honcho_url_config, brokerd):
     write_log(home, "bad.name", turn_lines(1, "a", "b"))
-    first = run_bxmem("decide")
-    second = run_bxmem("decide")
+    first = bxmem_main("decide")
+    second = bxmem_main("decide")
     assert "bad.name.jsonl: ignored" in first.stderr
     assert "ignored" not in second.stderr
     assert not decisions(home)
 
 
 def test_missing_logs_folder_is_not_an_error(home, honcho_url_config):
-    result = run_bxmem("decide")
+    result = bxmem_main("decide")
     assert result.returncode == 0
     assert "no logs folder" in result.stderr
 
@@ -194,7 +194,7 @@ def test_crash_between_ledger_append_and_state_write_decides_nothing_twice(home,
 
 def test_local_only_still_decides_and_says_so(home, brokerd):
     write_log(home, "s", turn_lines(1, "a", "b"))
-    result = run_bxmem("decide")
+    result = bxmem_main("decide")
     assert result.returncode == 0
     assert "local-only" in result.stderr
     d = decisions(home)["turn:s:1"]

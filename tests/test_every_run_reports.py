@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from helpers import bxmem_inprocess, honcho_config, ledger_events, run_bxmem, write_log
+from helpers import bxmem_inprocess, bxmem_main, honcho_config, ledger_events, write_log
 
 from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send
@@ -174,19 +174,19 @@ def test_every_decide_that_exits_3_says_why(home, configure, brokerd):
     configure("http://127.0.0.1:9")
     brokerd.stop()
     write_log(home, "s", turn_lines(1, "a", "b"))
-    first = run_bxmem("decide")
+    first = bxmem_main("decide")
     assert first.returncode == 3 and first.stderr.count("brokerd cannot answer") == 1  # the warning alone
     for args in (("decide",), ("-v", "decide")):
-        again = run_bxmem(*args)
+        again = bxmem_main(*args)
         assert again.returncode == 3
         lines = [line for line in again.stderr.splitlines() if "wait undecided" in line]
         assert len(lines) == 1 and lines[0].startswith("bxmem decide: 1 turn(s) wait undecided: brokerd cannot answer since ")
         assert "(see: bxmem runbook broker-state-unavailable)" in lines[0]
-    assert run_bxmem("-q", "decide").stderr == ""  # the timer's journal: said once, at the start
-    report = json.loads(run_bxmem("decide", "--json").stdout)
+    assert bxmem_main("-q", "decide").stderr == ""  # the timer's journal: said once, at the start
+    report = json.loads(bxmem_main("decide", "--json").stdout)
     assert report["undecided"] == 1 and ISO.match(report["broker_unavailable_since"])
     assert len(report["why_degraded"]) == 1 and report["why_degraded"][0].startswith("1 turn(s) wait undecided")
     brokerd.start()
-    done = json.loads(run_bxmem("decide", "--json").stdout)
+    done = json.loads(bxmem_main("decide", "--json").stdout)
     assert done["why_degraded"] == [] and done["broker_unavailable_since"] is None
     assert [e["item"] for e in ledger_events(home) if e["ev"] == "decided"] == ["turn:s:1"]

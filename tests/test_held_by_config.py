@@ -8,7 +8,7 @@ import json
 import os
 
 import pytest
-from helpers import bxmem_inprocess, honcho_config, ledger_events, register_secret, run_bxmem, write_log
+from helpers import bxmem_inprocess, bxmem_main, honcho_config, ledger_events, register_secret, write_log
 
 from bxmem.commands import audit as audit_module
 from bxmem.commands import decide, mirror, sync, undo
@@ -185,10 +185,10 @@ def test_a_swapped_configuration_sends_nothing_anywhere_it_was_not_decided_for(w
     before = len(honcho.requests)
     assert bxmem_inprocess("send").returncode == 4
     assert touched(honcho, "bm0-trusted") == [] and len(honcho.requests) == before
-    timer = run_bxmem("send")
+    timer = bxmem_main("send")
     assert (timer.returncode, timer.stderr, len(honcho.requests)) == (0, "", before)
     config_file.write_text(config_file.read_text() + "\n")  # a changed configuration: the real job runs again
-    assert run_bxmem("send").returncode == 4
+    assert bxmem_main("send").returncode == 4
 
 
 def test_putting_the_configuration_back_releases_them_where_they_were_decided(waiting, honcho, config_file, configure, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from helpers import bxmem_inprocess, honcho_config, run_bxmem, validate_output, write_log
+from helpers import bxmem_inprocess, bxmem_main, honcho_config, validate_output, write_log
 
 from bxmem.cli.app import app
 from bxmem.commands import decide, mirror
@@ -224,12 +224,12 @@ def test_a_bug_still_leaves_a_document_and_its_traceback(home, monkeypatch):
 
 def test_the_lean_path_too(home, tmp_path):
     """recall and the timer jobs skip typer: their errors meet the same boundary."""
-    bad_k = run_bxmem("recall", "--json", "-k", "0", "backups")
+    bad_k = bxmem_main("recall", "--json", "-k", "0", "backups")
     assert bad_k.returncode == 2 and json.loads(bad_k.stdout)["error"]["code"] == "USAGE"
-    missing = run_bxmem("send", "--json", env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")})
+    missing = bxmem_main("send", "--json", env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")})
     assert missing.returncode == 78 and json.loads(missing.stdout)["error"]["runbook"] == "honcho-config-invalid"
     # A query that is --json after `--` is text, not the option: no document is promised.
-    assert run_bxmem("recall", "--", "--json").stdout.startswith("<<<bxmem recall")
+    assert bxmem_main("recall", "--", "--json").stdout.startswith("<<<bxmem recall")
 
 
 def test_retry_failed_with_json_prints_only_the_document(home, brokerd, honcho, configure):

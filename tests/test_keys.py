@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import PLANTED_ENV_KEY, ledger_events, register_secret, run_bxmem, write_log
+from helpers import PLANTED_ENV_KEY, bxmem_main, ledger_events, register_secret, write_log
 
 from bxmem.demo.sample import turn_lines
 
@@ -43,7 +43,7 @@ def everything_written(home: Path) -> str:
 def test_key_is_sent_to_its_own_workspace_only(home, tmp_path, honcho, configure, two_sessions):
     honcho.keys["bm0-trusted"] = TRUSTED_KEY
     configure(honcho.url, extra=secrets_section(honcho_trusted=key_file(tmp_path, "t.key", TRUSTED_KEY)))
-    outputs = [run_bxmem("decide"), run_bxmem("send"), run_bxmem("config", "check"), run_bxmem("config", "check", "--json")]
+    outputs = [bxmem_main("decide"), bxmem_main("send"), bxmem_main("config", "check"), bxmem_main("config", "check", "--json")]
     assert all(o.returncode == 0 for o in outputs), [o.stderr for o in outputs]
     assert honcho.messages_in("bm0-trusted") and honcho.messages_in("bm0-untrusted")
     for request in honcho.requests:
@@ -62,8 +62,8 @@ def test_a_refused_key_stops_that_workspace_only_logged_once_and_resumes(home, t
     honcho.keys["bm0-untrusted"] = UNTRUSTED_KEY
     wrong = key_file(tmp_path, "u.key", register_secret("not-the-right-key-00"))
     configure(honcho.url, extra=secrets_section(honcho_untrusted=wrong))
-    run_bxmem("decide")
-    first = run_bxmem("send", "--json")
+    bxmem_main("decide")
+    first = bxmem_main("send", "--json")
     assert first.returncode == 3
     assert json.loads(first.stdout)["stopped"] == ["bm0-untrusted"]
     assert "refused the key for workspace bm0-untrusted (HTTP 401)" in first.stderr
@@ -72,12 +72,12 @@ def test_a_refused_key_stops_that_workspace_only_logged_once_and_resumes(home, t
     assert honcho.messages_in("bm0-trusted") and not honcho.messages_in("bm0-untrusted")
 
     calls = len(honcho.requests)
-    second = run_bxmem("send")
+    second = bxmem_main("send")
     assert "honcho-key-refused" not in second.stderr
     assert len(honcho.requests) == calls  # the stopped workspace is not tried again
 
     key_file(tmp_path, "u.key", UNTRUSTED_KEY)  # the owner fixes the key
-    third = run_bxmem("send", "--json")
+    third = bxmem_main("send", "--json")
     assert third.returncode == 0, third.stderr
     assert "resuming" in third.stderr
     assert [m["metadata"]["bxmem_item"] for m in honcho.messages_in("bm0-untrusted")] == ["turn:tainted:1"] * 2
@@ -87,8 +87,8 @@ def test_a_refused_key_stops_that_workspace_only_logged_once_and_resumes(home, t
 @pytest.mark.parametrize("mode", [0o640, 0o604, 0o644])
 def test_a_key_file_others_can_read_is_refused(tmp_path, honcho, configure, mode, two_sessions):
     configure(honcho.url, extra=secrets_section(honcho_trusted=key_file(tmp_path, "t.key", TRUSTED_KEY, mode)))
-    run_bxmem("decide")
-    result = run_bxmem("send")
+    bxmem_main("decide")
+    result = bxmem_main("send")
     assert result.returncode == 3  # that workspace stops; the others go on
     assert f"has mode {mode:04o}: group or others can read it" in result.stderr and "honcho-key-refused" in result.stderr
     assert TRUSTED_KEY not in result.stderr
@@ -98,7 +98,7 @@ def test_a_key_file_others_can_read_is_refused(tmp_path, honcho, configure, mode
 
 def test_an_unreadable_key_file_is_one_clear_line(tmp_path, honcho, configure, two_sessions):
     configure(honcho.url, extra=secrets_section(honcho_trusted=tmp_path / "missing.key"))
-    result = run_bxmem("config", "check")
+    result = bxmem_main("config", "check")
     assert result.returncode == 78
     assert (f"secrets.honcho_trusted: key file {tmp_path / 'missing.key'} cannot be read: No such file or directory"
             in result.stderr)
@@ -107,7 +107,7 @@ def test_an_unreadable_key_file_is_one_clear_line(tmp_path, honcho, configure, t
 def test_the_environment_never_supplies_a_key(home, honcho, configure, two_sessions):
     honcho.keys["bm0-trusted"] = PLANTED_ENV_KEY  # only the environment's key would pass
     configure(honcho.url)
-    run_bxmem("decide")
-    result = run_bxmem("send", "--json")
+    bxmem_main("decide")
+    result = bxmem_main("send", "--json")
     assert json.loads(result.stdout)["stopped"] == ["bm0-trusted"]
     assert not honcho.messages_in("bm0-trusted")

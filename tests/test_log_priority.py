@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from helpers import run_bxmem, write_log
+from helpers import bxmem_main, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send
@@ -49,10 +49,10 @@ def test_a_brokerd_outage_shows_its_start_and_its_end_under_quiet(home, configur
     configure("http://127.0.0.1:9")
     brokerd.stop()
     write_log(home, "s", turn_lines(1, "a", "b"))
-    first = run_bxmem("--quiet", "decide")
+    first = bxmem_main("--quiet", "decide")
     assert first.returncode == 3 and "warning: brokerd cannot answer" in first.stderr
     brokerd.start()
-    back = run_bxmem("--quiet", "decide")
+    back = bxmem_main("--quiet", "decide")
     assert back.returncode == 0
     assert back.stderr.startswith("bxmem decide: notice: brokerd answers again (unavailable since ")
     assert len(back.stderr.splitlines()) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import decisions, ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, decisions, ledger_events, write_log
 
 from bxmem.commands import decide, mirror, undo
 from bxmem.commands.send import job as send
@@ -158,9 +158,9 @@ def test_undo_refusals_write_nothing(setup, honcho):
     with pytest.raises(Refused, match="itself an undo"):
         undo.run(load(), first.undo_id)
     assert journal.stat().st_size == size
-    result = run_bxmem("undo", "nope")
+    result = bxmem_main("undo", "nope")
     assert result.returncode == 5 and len(result.stderr.strip().splitlines()) == 1
-    assert run_bxmem("undo", "x1").returncode == 6
+    assert bxmem_main("undo", "x1").returncode == 6
 
 
 def test_undo_dry_run_says_what_would_happen_and_writes_nothing(setup, honcho):
@@ -168,11 +168,11 @@ def test_undo_dry_run_says_what_would_happen_and_writes_nothing(setup, honcho):
     sync()
     journal = setup / "memory" / "journal.jsonl"
     size = journal.stat().st_size
-    result = run_bxmem("undo", "d1", "--dry-run")
+    result = bxmem_main("undo", "d1", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "would undo d1" in result.stdout and "will be deleted" in result.stdout
     assert journal.stat().st_size == size
-    result = run_bxmem("undo", "d1")
+    result = bxmem_main("undo", "d1")
     assert "undid d1 as undo-" in result.stdout
     line = json.loads(journal.read_text().splitlines()[-1])
     assert line["op"] == "undo" and line["target"] == "d1" and line["session"] == "owner"
@@ -212,7 +212,7 @@ def test_bad_journal_lines_are_skipped_named_and_the_rest_goes_on(setup, honcho)
         f.write(json.dumps(edit("b3", "identity_add", file="user.md", entry="y" * 70_000)).encode() + b"\n")
         f.write(json.dumps(edit("b4", "note", trust="trusted", entry="key ghp_" + "c" * 36)).encode() + b"\n")
         f.write(json.dumps(edit("b5", "identity_add", file="user.md", entry="fine")).encode() + b"\n")
-    result = run_bxmem("mirror", "--json")
+    result = bxmem_main("mirror", "--json")
     assert result.returncode == 0, result.stderr
     assert f"{path}:1: not valid JSON; line skipped" in result.stderr
     assert f"{path}:3: field 'id' is missing" in result.stderr

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import honcho_config, run_bxmem, write_log
+from helpers import bxmem_main, honcho_config, write_log
 
 from bxmem.commands import decide, mirror, recall
 from bxmem.commands.send import job as send
@@ -82,7 +82,7 @@ def test_rebuild_gives_the_same_index(agent_home):
     write_journal(agent_home, [edit("c1", "consolidate", file="user.md", dropped=["Kyle keeps restic repos on the NAS"])])
     mirror.run(load())
     before = _docs(agent_home)
-    result = run_bxmem("index", "rebuild")
+    result = bxmem_main("index", "rebuild")
     assert result.returncode == 0, result.stderr
     assert _docs(agent_home) == before and before
 
@@ -96,7 +96,7 @@ def test_query_syntax_is_never_obeyed(agent_home, honcho):
 
 def test_empty_and_huge_queries_are_one_clear_line(agent_home):
     for args, message in ((["recall", "  "], "the query is empty"), (["recall", "x" * 10_001], "at most 10000")):
-        result = run_bxmem(*args)
+        result = bxmem_main(*args)
         assert result.returncode == 2 and message in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
 
@@ -109,13 +109,13 @@ def test_corrupt_index_is_answered_without_then_rebuilt(agent_home, honcho):
     result = recall.recall(load(), "restic")
     assert "local" in result.unavailable
     write_log(agent_home, "clean", turn_lines(2, "more restic", "sure"))
-    out = run_bxmem("decide")
+    out = bxmem_main("decide")
     assert "moved aside" in out.stderr
     assert "local" in recall.recall(load(), "restic").answered
 
 
 def test_local_only_without_an_index_exits_7(home, configure):
-    result = run_bxmem("recall", "anything")
+    result = bxmem_main("recall", "anything")
     assert result.returncode == 7 and "local: unavailable (no local index yet" in result.stdout
 
 
@@ -151,7 +151,7 @@ def test_a_fleet_note_by_another_agent_is_found_tainted(fleet, configure, honcho
     as_b(send.run)
     mirror.run(load())
     send.run(load())
-    result = run_bxmem("recall", "vendor api", "--json")
+    result = bxmem_main("recall", "vendor api", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     fleet_hits = [h for h in data["hits"] if h["source"] == "fleet"]
@@ -193,7 +193,7 @@ def test_a_slow_source_is_one_unavailable_line_and_the_rest_answer(agent_home, h
 @pytest.mark.parametrize("fault", ["malformed", "status"])
 def test_a_broken_source_is_unavailable_never_a_traceback(agent_home, honcho, fault):
     honcho.inject(fault, match=r"/fleet/search$", status=500)
-    result = run_bxmem("recall", "restic")
+    result = bxmem_main("recall", "restic")
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert "fleet: unavailable" in result.stdout
 

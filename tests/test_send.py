@@ -13,7 +13,7 @@ import time
 from collections import Counter
 
 import pytest
-from helpers import ROOT, decisions, ledger_events, run_bxmem, write_log
+from helpers import ROOT, bxmem_main, decisions, ledger_events, write_log
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send
@@ -49,8 +49,8 @@ def sample_home(home, brokerd, honcho, configure):
 
 
 def test_sample_sessions_land_where_the_table_says(sample_home, honcho):
-    assert run_bxmem("decide").returncode == 0
-    result = run_bxmem("send", "--json")
+    assert bxmem_main("decide").returncode == 0
+    result = bxmem_main("send", "--json")
     assert result.returncode == 0, result.stderr
     trusted = {m["metadata"]["bxmem_item"] for m in honcho.messages_in("bm0-trusted")}
     untrusted = {m["metadata"]["bxmem_item"] for m in honcho.messages_in("bm0-untrusted")}
@@ -62,8 +62,8 @@ def test_sample_sessions_land_where_the_table_says(sample_home, honcho):
 
 
 def test_each_turn_is_speaker_then_agent_with_metadata(sample_home, honcho):
-    run_bxmem("decide")
-    run_bxmem("send")
+    bxmem_main("decide")
+    bxmem_main("send")
     messages = honcho.messages_in("bm0-trusted", "s-clean")
     assert [(m["peer_id"], m["content"]) for m in messages] == [
         ("kyle", "what did we decide about the backups?"),
@@ -81,8 +81,8 @@ def test_each_turn_is_speaker_then_agent_with_metadata(sample_home, honcho):
 
 
 def test_peers_and_sessions(sample_home, honcho):
-    run_bxmem("decide")
-    run_bxmem("send")
+    bxmem_main("decide")
+    bxmem_main("send")
     assert honcho.peers[("bm0-trusted", "boxmaker0")]["configuration"] == {"observe_me": False}
     assert honcho.peers[("bm0-trusted", "kyle")]["configuration"] == {"observe_me": True}
     assert honcho.peers[("bm0-trusted", "ana_Dot_lima")]["configuration"] == {"observe_me": True}
@@ -95,8 +95,8 @@ def test_peers_and_sessions(sample_home, honcho):
 
 
 def test_workspace_configuration_is_set_explicitly_and_read_back(sample_home, honcho):
-    run_bxmem("decide")
-    run_bxmem("send")
+    bxmem_main("decide")
+    bxmem_main("send")
     config = honcho.workspaces["bm0-trusted"]["configuration"]
     assert config["reasoning"] == {"enabled": True} and config["dream"] == {"enabled": True}
     puts = [r for r in honcho.requests if r.method == "PUT" and r.path == "/v3/workspaces/bm0-trusted"]
@@ -106,12 +106,12 @@ def test_workspace_configuration_is_set_explicitly_and_read_back(sample_home, ho
 
 
 def test_a_restart_sends_nothing_twice(sample_home, honcho):
-    run_bxmem("decide")
-    run_bxmem("send")
+    bxmem_main("decide")
+    bxmem_main("send")
     before = len(honcho.messages)
     (sample_home / "memory" / "bxmem" / "outbox.marshal").unlink()  # lose the checkpoint
     (sample_home / "memory" / "bxmem" / "idle-send.marshal").unlink()
-    again = run_bxmem("send", "--json")
+    again = bxmem_main("send", "--json")
     assert json.loads(again.stdout)["sent"] == 0
     assert len(honcho.messages) == before
 
@@ -200,7 +200,7 @@ def test_a_refused_item_is_failed_and_the_rest_go_on(home, brokerd, honcho, conf
     write_log(home, "c", turn_lines(3, "third", "three"))
     decide.run(load())
     honcho.inject("status", match=r"sessions/bad/messages$", status=422, times=5)
-    result = run_bxmem("send", "--json")
+    result = bxmem_main("send", "--json")
     assert json.loads(result.stdout)["failed"] == 1
     assert "turn:bad:2 not sent to bm0-trusted: HTTP 422" in result.stderr
     assert "honcho-send-refused" in result.stderr
@@ -245,7 +245,7 @@ def test_a_partly_stored_item_sends_only_the_missing_parts(home, brokerd, honcho
 
 
 def test_local_only_send_sends_nothing_and_says_so(home):
-    result = run_bxmem("send")
+    result = bxmem_main("send")
     assert result.returncode == 0
     assert "local-only" in result.stderr
 
@@ -258,7 +258,7 @@ def test_second_send_at_once_exits_zero_saying_so(home, honcho, configure):
     lock = JobLock(home / "memory" / "honcho.jsonl", "send")
     assert lock.acquire()
     try:
-        result = run_bxmem("send")
+        result = bxmem_main("send")
     finally:
         lock.release()
     assert result.returncode == 0 and "another send is running" in result.stderr
@@ -299,7 +299,7 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
 
 
 def test_send_json_is_an_object_even_when_local_only(home):
-    result = run_bxmem("send", "--json")
+    result = bxmem_main("send", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["local_only"] is True
 
 

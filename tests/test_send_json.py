@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from helpers import run_bxmem, write_log
+from helpers import bxmem_main, write_log
 
 from bxmem.demo.sample import turn_lines
 
 
 def send_json(**kwargs) -> dict:
-    result = run_bxmem("send", "--json", **kwargs)
+    result = bxmem_main("send", "--json", **kwargs)
     assert result.returncode in (0, 3), result.stderr
     return json.loads(result.stdout)
 
@@ -18,14 +18,14 @@ def send_json(**kwargs) -> dict:
 def test_items_waiting_out_a_backoff_are_counted(home, brokerd, honcho, configure):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "a", "b") + turn_lines(2, "c", "d") + turn_lines(3, "e", "f"))
-    assert run_bxmem("decide").returncode == 0
+    assert bxmem_main("decide").returncode == 0
     honcho.stop()
     first = send_json()
     assert first["outage"] and first["pending"] == 3 and first["pending_not_counted"] is None
     waiting = send_json()  # within the backoff: this run sends nothing
     assert waiting["waiting_until"] and waiting["sent"] == 0
     assert waiting["pending"] == 3 and waiting["pending_not_counted"] is None
-    sync = json.loads(run_bxmem("sync", "--json").stdout)
+    sync = json.loads(bxmem_main("sync", "--json").stdout)
     assert sync["workspaces"]["bm0-trusted"]["pending_turns"] == waiting["pending"]
 
 
@@ -38,6 +38,6 @@ def test_a_count_not_made_is_null_with_the_reason(home):
 def test_after_a_full_send_nothing_is_pending(home, brokerd, honcho, configure):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "a", "b"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     done = send_json()
     assert (done["sent"], done["pending"], done["pending_not_counted"]) == (1, 0, None)

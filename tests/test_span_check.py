@@ -9,7 +9,7 @@ import json
 import logging
 
 import pytest
-from helpers import decisions, ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, decisions, ledger_events, write_log
 
 from bxmem.commands import decide, index_fold, mirror, sync
 from bxmem.commands.send import job as send
@@ -171,7 +171,7 @@ def test_the_index_does_not_take_a_replaced_line_under_the_old_labels(decided, h
     caplog.set_level(logging.WARNING, logger="bxmem")
     applied, warning = index_fold.update(load().paths, rebuild=True)
     assert (applied, warning) == (0, None)  # the one turn, not taken
-    hits = run_bxmem("recall", "zebrafish", "--json")
+    hits = bxmem_main("recall", "zebrafish", "--json")
     assert json.loads(hits.stdout)["hits"] == []
     assert any("1 decided turn(s) not indexed: their log changed" in r.getMessage() for r in caplog.records)
 

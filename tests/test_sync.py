@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from helpers import bxmem_inprocess, run_bxmem, write_log
+from helpers import bxmem_inprocess, bxmem_main, write_log
 
 from bxmem.commands import decide, mirror, sync
 from bxmem.commands.send import job as send
@@ -42,7 +42,7 @@ def test_pending_and_outage_then_a_long_outage_needs_attention(home, brokerd, ho
     decide.run(load())
     mirror.run(load())
     honcho.stop()
-    assert run_bxmem("send").returncode == 3
+    assert bxmem_main("send").returncode == 3
     code, report, _ = status()
     ws = report["workspaces"]["bm0-trusted"]
     assert (ws["pending_turns"], ws["pending_edits"], ws["oldest_pending"]) == (1, 1, "turn:s:1")
@@ -101,7 +101,7 @@ def test_a_refused_key_needs_attention(home, brokerd, honcho, configure, tmp_pat
 def test_brokerd_unavailable_needs_attention(home, honcho, configure):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     code, report, _ = status()
     assert code == 4 and report["broker"]["undecided_turns"] == 1 and report["broker"]["unavailable_since"]
 

@@ -8,7 +8,7 @@ import json
 import os
 from datetime import UTC, datetime
 
-from helpers import bxmem_inprocess, run_bxmem, write_log
+from helpers import bxmem_inprocess, bxmem_main, run_bxmem, write_log
 
 from bxmem.demo.sample import turn_lines, write_journal
 
@@ -73,7 +73,7 @@ def key_with_mode(tmp_path, mode):
 def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configure, tmp_path):
     key = key_with_mode(tmp_path, 0o644)
     configure(honcho.url, extra=f'[secrets.honcho_trusted]\nfile = "{key}"\n')
-    assert run_bxmem("send").returncode == 3  # what send does with it: that workspace stops
+    assert bxmem_main("send").returncode == 3  # what send does with it: that workspace stops
     code, report = sync_json()
     assert code == 4
     entry = next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")
@@ -89,7 +89,7 @@ def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configur
     code, report = sync_json()
     assert next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")["ok"] is True
     assert code == 4 and report["keys_refused"]  # what send recorded holds until send reads the file again
-    assert run_bxmem("send").returncode == 0
+    assert bxmem_main("send").returncode == 0
     code, report = sync_json()
     assert code == 0 and not report["keys_refused"]
 
@@ -144,7 +144,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     key = key_with_mode(tmp_path, 0o640)
     (tmp_path / "bxmem.toml").write_text(text + f'[secrets.honcho_untrusted]\nfile = "{key}"\n')
     write_log(home, "a-rather-long-session-name-" + "s" * 40, turn_lines(1, "hello", "hi"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     result = bxmem_inprocess("sync", env={"COLUMNS": "80"})
     assert result.returncode == 4
     out = result.stdout.splitlines()
@@ -162,9 +162,9 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
 def test_decisions_made_while_local_only_are_counted_and_never_sent(home, brokerd, honcho, configure):
     write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "k", "v"))
     write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}])
-    assert run_bxmem("decide").returncode == 0 and run_bxmem("mirror").returncode == 0  # local-only: empty config
+    assert bxmem_main("decide").returncode == 0 and bxmem_main("mirror").returncode == 0  # local-only: empty config
     configure(honcho.url)
-    assert run_bxmem("send").returncode == 0
+    assert bxmem_main("send").returncode == 0
     assert honcho.messages_in("bm0-trusted") == []  # seed 000: Honcho is not rebuilt from the logs
     _code, report = sync_json()
     assert report["decided_local_only"] == {"turns": 2, "edits": 1}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from helpers import bxmem_inprocess, run_bxmem
+from helpers import bxmem_inprocess, bxmem_main
 
 from bxmem.commands import ask, recall, tools
 from bxmem.config import loader as config_module
@@ -17,7 +17,7 @@ READS = "".join(f'\n[[honcho.read]]\nagent = "{a}"\nworkspace = "{a}-trusted"\n'
 
 def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat(configure):
     configure("http://127.0.0.1:8000", extra=READS)
-    result = run_bxmem("tools")
+    result = bxmem_main("tools")
     assert result.returncode == 0, result.stderr
     defs = json.loads(result.stdout)
     assert [d["name"] for d in defs] == ["recall", "ask_memory"]

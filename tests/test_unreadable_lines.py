@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import decisions, ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, decisions, ledger_events, write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.config import loader as config_module
@@ -153,7 +153,7 @@ def test_deep_nesting_does_not_stop_other_sessions(clean_session):
     write_raw(clean_session, "a", [USER.replace(b'"turn":2', b'"turn":1'), deep(1100).replace(b'"turn":2', b'"turn":1')]
               + turn_bytes(1)[1:])
     write_log(clean_session, "b", turn_lines(1, "fine", "yes"))
-    result = run_bxmem("decide", "--json")
+    result = bxmem_main("decide", "--json")
     assert result.returncode == 0, result.stderr
     got = decisions(clean_session)
     assert got["turn:a:1"]["reason"] == "log-unreadable" and got["turn:b:1"]["role"] == "trusted"
