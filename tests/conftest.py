@@ -22,6 +22,8 @@ from bxmem.demo.brokerd import StubBrokerd
 settings.register_profile("ci", max_examples=100, deadline=None)
 settings.register_profile("fast", max_examples=10, deadline=None)
 settings.load_profile(HYPOTHESIS_PROFILE)
+
+
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path / "home"
