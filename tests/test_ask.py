@@ -123,7 +123,9 @@ def test_one_deadline_for_the_whole_command(keyed):
     for three workspaces, while brokerd waits 170 s)."""
     keyed.workspace_chat = True
     keyed.chat_never_answers = True
-    result = bxmem_main("ask", "--json", "--deadline", "1.5", "-w", "own", "-w", "untrusted", "-w", "fleet", "--", "hi?")
+    # As a process: in this one, the fake Honcho's threads would share the interpreter with the
+    # command's and move when each chat gives up against the deadline.
+    result = run_bxmem("ask", "--json", "--deadline", "1.5", "-w", "own", "-w", "untrusted", "-w", "fleet", "--", "hi?")
     assert result.returncode == 7
     # Per-chat limits alone would have started the third chat once a slot freed (at
     # 150 s); one deadline for the command ends it with the third never started.
