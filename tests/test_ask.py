@@ -235,7 +235,7 @@ def test_ask_two_at_a_time_with_labels_and_the_peer_chat_fallback(keyed):
     keyed.chat_latency = 0.3
     result = ask.ask(load(), "what about backups?", ["own", "untrusted", "fleet"])
     assert keyed.max_chats_in_flight == 2
-    labels = {a.name: (a.tag, a.klass) for a in result.answers}
+    labels = {a.name: (a.tag, a.trust_class) for a in result.answers}
     assert labels == {"own": ("memory", "private"), "untrusted": ("memory-tainted", "private"), "fleet": ("memory-tainted", "private")}
     # 3.0.12 has no workspace chat: the peers whose memory is there are asked instead
     assert {a.name: a.peers for a in result.answers} == {"own": ["kyle", "boxmaker0"], "untrusted": ["kyle", "boxmaker0"],
