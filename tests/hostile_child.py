@@ -26,8 +26,8 @@ from pathlib import Path
 
 # What tests/test_hostile_server.py waits for, and where each value lives.
 SHORT = {
-    "bxmem.honcho.client.CONNECT_TIMEOUT": 0.5,
-    "bxmem.honcho.client.READ_TIMEOUT": 1.0,  # a request's deadline: 0.5 + 2 x 1.0 = 2.5 s
+    "bxmem.honcho.api.CONNECT_TIMEOUT": 0.5,
+    "bxmem.honcho.api.READ_TIMEOUT": 1.0,  # a request's deadline: 0.5 + 2 x 1.0 = 2.5 s
     "bxmem.commands.send.runner.RUN_BUDGET_S": 3.0,
     "bxmem.commands.send.runner.RUN_DEADLINE_S": 5.0,
     "bxmem.commands.recall.HONCHO_TIMEOUT_S": 1.0,

@@ -105,7 +105,7 @@ def test_send_unit_outlasts_a_send_run():
     """Every request of a run ends by RUN_DEADLINE_S (tests/test_honcho_bounds.py holds it, a
     trickling answer too); the unit leaves as much again for start-up, loading and saving."""
     from bxmem.commands.send import runner as send_runner
-    from bxmem.honcho import client as honcho
+    from bxmem.honcho import api as honcho
 
     text = (ROOT / "systemd" / "bxmem-send.service").read_text()
     timeout = int(re.search(r"TimeoutStartSec=(\d+)", text).group(1))

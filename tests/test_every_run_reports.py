@@ -13,8 +13,9 @@ from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.honcho import client as honcho_module
-from bxmem.policy.retry import iso, settle_wait_s
+from bxmem.honcho import api as honcho_module
+from bxmem.honcho.api import settle_wait_s
+from bxmem.policy.ledger_time import format_time
 from bxmem.store.outbox import Outbox
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -78,14 +79,14 @@ def test_an_item_in_doubt_and_the_turns_behind_it_show_in_send_and_sync(home, br
     monkeypatch.setattr(honcho_module, "READ_TIMEOUT", 30.0)  # the wait for the lookup as deployed: 95 s
     write_log(home, "s", turn_lines(2, "second", "two"))
     decide.run(load())
-    lookup = iso(1e6 + settle_wait_s())
+    lookup = format_time(1e6 + settle_wait_s())
     report = send.run(load(), clock=lambda: 1e6 + 10)  # past the backoff, before the lookup
     assert report.exit_code == 3 and report.sent == 0
     [doubt] = report.as_json()["in_doubt"]
     assert doubt == {"workspace": "bm0-trusted", "session": "s", "hsession": "s", "kind": "turn", "items": ["turn:s:1"],
-                     "attempted_at": iso(1e6), "lookup_at": lookup, "waiting_behind": 1}
+                     "attempted_at": format_time(1e6), "lookup_at": lookup, "waiting_behind": 1}
     assert any(line.startswith("in doubt: 1 turn(s) of session s in bm0-trusted (first turn:s:1), sent at "
-                               f"{iso(1e6)} with no answer; looked up in Honcho at {lookup}") and
+                               f"{format_time(1e6)} with no answer; looked up in Honcho at {lookup}") and
                "1 later item(s) wait behind them (see: bxmem runbook honcho-in-doubt)" in line for line in report.summary())
     status = sync.status(load(), now=1e6 + 10, check=False)
     ws = status["workspaces"]["bm0-trusted"]
@@ -165,7 +166,7 @@ def test_items_in_doubt_are_said_once_to_the_journal(home, brokerd, honcho, conf
     assert len(said) == 1 and said[0].startswith("bxmem send: warning: in doubt: 1 turn(s) of session s in bm0-trusted")
     send.run(load(), clock=lambda: 1e6 + settle_wait_s() + 1)
     assert stream.getvalue().splitlines()[-1] == (
-        f"bxmem send: notice: the items in doubt since {iso(1e6)} (session s in bm0-trusted) are settled")
+        f"bxmem send: notice: the items in doubt since {format_time(1e6)} (session s in bm0-trusted) are settled")
     log.setLevel(logging.NOTSET)
 
 

@@ -15,8 +15,9 @@ from bxmem.commands import decide
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.honcho import client as honcho_module
-from bxmem.policy.retry import iso, settle_wait_s
+from bxmem.honcho import api as honcho_module
+from bxmem.honcho.api import settle_wait_s
+from bxmem.policy.ledger_time import format_time
 from bxmem.start.sealed import unseal
 
 
@@ -146,7 +147,7 @@ def test_a_request_stored_late_is_looked_up_only_once_honcho_is_done_with_it(lat
     assert report.held == 2
     # Said in the report (send's output and --json), with when it will be looked up.
     assert [(d["items"], d["lookup_at"], d["waiting_behind"]) for d in report.in_doubt] == [
-        (["turn:s:1"], iso(1e6 + settle_wait_s()), 1)]
+        (["turn:s:1"], format_time(1e6 + settle_wait_s()), 1)]
     # Only held items are left: the idle fast path sleeps until they may be looked up.
     summary = marshal.loads(unseal((late_store / "memory" / "bxmem" / "idle-send.marshal").read_bytes()))
     assert summary["wake_at"] == 1e6 + settle_wait_s()

@@ -261,7 +261,7 @@ def test_a_retraction_beside_a_note_in_a_renamed_fleet_is_held(home, brokerd, ho
 
 def test_an_in_doubt_item_whose_workspace_became_a_read_source_is_not_even_looked_up(
         waiting, honcho, config_file, tmp_path):
-    from bxmem.honcho import client as honcho_module
+    from bxmem.honcho import api as honcho_module
 
     honcho.inject("store-then-drop", match=r"/sessions/s-clean/messages$")
     send.run(load())

@@ -21,7 +21,7 @@ from bxmem.commands.send import job as send
 from bxmem.commands.send import runner as send_runner
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.honcho import client as honcho_module
+from bxmem.honcho import api as honcho_module
 from bxmem.honcho.client import Unavailable, WorkspaceClient
 from bxmem.honcho.http import cap_messages
 

@@ -12,7 +12,7 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import NotFound, Refused
-from bxmem.policy.retry import settle_wait_s
+from bxmem.honcho.api import settle_wait_s
 
 
 def load():

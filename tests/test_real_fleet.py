@@ -23,7 +23,7 @@ from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.retry import iso
+from bxmem.policy.ledger_time import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 
@@ -75,7 +75,7 @@ def test_two_agents_with_the_same_journal_id_in_the_same_session_both_arrive_onc
     # long enough ago to be looked up now. Then bravo's note, same id, same session, goes in.
     _agent, a_home, a_env, _text = agents["alpha"]
     Ledger(a_home / "memory" / "honcho.jsonl").append(
-        [attempt(iso(time.time() - 600), items=["edit:j-0001"], ws=fleet, role="fleet", session="chan")])
+        [attempt(format_time(time.time() - 600), items=["edit:j-0001"], ws=fleet, role="fleet", session="chan")])
     bx("send", env=agents["bravo"][2])
     bx("send", env=a_env)
 

@@ -26,7 +26,7 @@ from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.honcho.http import MESSAGE_BYTES, cap_messages
-from bxmem.policy.retry import iso
+from bxmem.policy.ledger_time import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 
@@ -76,7 +76,7 @@ def test_every_answer_bxmem_reads_from_a_real_honcho_is_usable(tmp_path):
         bx("decide", env=a)
     bx("mirror", env=a)
     ledger = Ledger(home / "memory" / "honcho.jsonl")
-    old = iso(1e9)  # an attempt long ago: looked up at once
+    old = format_time(1e9)  # an attempt long ago: looked up at once
     ledger.append([{**attempt(old, items=["turn:s1:3"], ws=f"i18b-{run}-rigA-t", role="trusted", session="s1", hsession="s1",
                               parts={"turn:s1:3": 2})}])
     ledger.close()

@@ -21,7 +21,7 @@ from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.honcho.client import CONFIG_DEFAULTS
+from bxmem.honcho.api import CONFIG_DEFAULTS
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")

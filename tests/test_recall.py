@@ -217,15 +217,16 @@ def test_recall_creates_nothing_and_shows_a_retraction_beside_its_note(fleet, co
 def test_the_probe_connects_by_name_and_reports_a_refusal():
     import socket
 
-    from bxmem.commands.recall import SourceUnavailable, _probe
+    from bxmem.honcho.api import Unavailable, reach
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        _probe(f"http://localhost:{port}", 2.0)  # a name, resolved: connects
-        _probe(f"http://127.0.0.1:{port}/v3", 2.0)
-    with pytest.raises(SourceUnavailable, match="connection failed"):
-        _probe(f"http://localhost:{port}", 2.0)  # closed now: refused
-    with pytest.raises(SourceUnavailable, match="connection failed"):
-        _probe("http://no-such-host.invalid:80", 2.0)
+        reach(f"http://localhost:{port}", 2.0, "w")  # a name, resolved: connects
+        reach(f"http://127.0.0.1:{port}/v3", 2.0, "w")
+    with pytest.raises(Unavailable, match="connection failed") as refused:
+        reach(f"http://localhost:{port}", 2.0, "w")  # closed now: refused
+    assert refused.value.unsent  # nothing reached a server
+    with pytest.raises(Unavailable, match="connection failed"):
+        reach("http://no-such-host.invalid:80", 2.0, "w")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from bxmem.policy.retry import Hold, iso, settle_at, settle_wait_s
+from bxmem.honcho.api import settle_wait_s
+from bxmem.policy.ledger_time import format_time
+from bxmem.policy.retry import Hold, settle_at
 
 T = 1_000_000.0
 
 
 def attempt(at: float | None = T) -> dict:
-    return {"ev": "attempt", "items": ["x"], **({"ts": iso(at)} if at is not None else {})}
+    return {"ev": "attempt", "items": ["x"], **({"ts": format_time(at)} if at is not None else {})}
 
 
 def turn(item: str, session: str, ws: str = "w") -> dict:
@@ -20,24 +22,24 @@ def edit(item: str, session: str = "owner", ws: str = "w") -> dict:
 
 
 def test_the_wait_is_more_than_twice_the_read_timeout():
-    from bxmem.honcho import client as honcho
+    from bxmem.honcho import api
 
-    assert settle_wait_s() >= 2 * honcho.READ_TIMEOUT
+    assert settle_wait_s() >= 2 * api.READ_TIMEOUT
     assert settle_wait_s() == 95.0  # connect 5 + write 30 + read 30, and 30 more for the server
 
 
 def test_an_attempt_may_be_looked_up_once_the_wait_is_over():
     wait = settle_wait_s()
-    assert settle_at(attempt(), T + 1) == T + wait
-    assert settle_at(attempt(), T + wait - 0.01) == T + wait
-    assert settle_at(attempt(), T + wait) is None
-    assert settle_at(attempt(None), T) is None  # no request behind it (a requeued edit)
-    assert settle_at(attempt(), T - 10) == T + wait  # the clock went back a little: still wait
-    assert settle_at(attempt(), T - wait - 1) is None  # went back further: its age is unknown
+    assert settle_at(attempt(), T + 1, wait) == T + wait
+    assert settle_at(attempt(), T + wait - 0.01, wait) == T + wait
+    assert settle_at(attempt(), T + wait, wait) is None
+    assert settle_at(attempt(None), T, wait) is None  # no request behind it (a requeued edit)
+    assert settle_at(attempt(), T - 10, wait) == T + wait  # the clock went back a little: still wait
+    assert settle_at(attempt(), T - wait - 1, wait) is None  # went back further: its age is unknown
 
 
 def test_later_turns_of_its_session_wait_behind_an_in_doubt_turn_others_go():
-    hold = Hold({"turn:a:1": attempt()}, T + 10)
+    hold = Hold({"turn:a:1": attempt()}, T + 10, settle_wait_s())
     assert hold.waits(turn("turn:a:1", "a"))
     assert hold.waits(turn("turn:a:2", "a"))  # must not overtake it
     assert not hold.waits(turn("turn:b:3", "b"))
@@ -48,7 +50,7 @@ def test_later_turns_of_its_session_wait_behind_an_in_doubt_turn_others_go():
 
 
 def test_an_in_doubt_edit_holds_every_later_edit_and_no_turn():
-    hold = Hold({"edit:e1": attempt()}, T + 10)
+    hold = Hold({"edit:e1": attempt()}, T + 10, settle_wait_s())
     assert hold.waits(edit("edit:e1", "s1"))
     assert hold.waits(edit("edit:e2", "s9"))  # a remove or an undo may name e1
     assert not hold.waits(turn("turn:s1:5", "s1"))  # conclusions are not in a session's message order
@@ -56,6 +58,6 @@ def test_an_in_doubt_edit_holds_every_later_edit_and_no_turn():
 
 
 def test_ripe_attempts_hold_nothing():
-    hold = Hold({"turn:a:1": attempt(), "edit:e1": attempt()}, T + settle_wait_s())
+    hold = Hold({"turn:a:1": attempt(), "edit:e1": attempt()}, T + settle_wait_s(), settle_wait_s())
     assert not hold.waits(turn("turn:a:1", "a")) and not hold.waits(edit("edit:e1"))
     assert hold.items == set() and hold.until is None

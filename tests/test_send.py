@@ -20,7 +20,7 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo import sample
 from bxmem.demo.sample import turn_lines
-from bxmem.policy.retry import settle_wait_s
+from bxmem.honcho.api import settle_wait_s
 from bxmem.start.sealed import unseal
 
 

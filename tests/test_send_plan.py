@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from bxmem.commands.send.plan import LocalFailure, Planner, missing_peers, opening, target
-from bxmem.honcho import client as honcho
-from bxmem.policy.retry import Hold, iso
+from bxmem.honcho import api as honcho
+from bxmem.policy.ledger_time import format_time
+from bxmem.policy.retry import Hold
 from bxmem.store.outbox import Outbox
 
 AGENT = "boxmaker0"
@@ -44,7 +45,7 @@ def planner(box: Outbox, batch: int = 100, parts: dict | None = None, now: float
         box.apply({"ev": "failed", "item": item["item"], "ws": item["ws"], "reason": why})
         failed.append((item["item"], why))
 
-    plan = Planner(box, list(box.pending), batch, Hold(box.attempts, now), AGENT, messages_for, fail)
+    plan = Planner(box, list(box.pending), batch, Hold(box.attempts, now, honcho.settle_wait_s()), AGENT, messages_for, fail)
     return plan, failed
 
 
@@ -123,7 +124,7 @@ def test_edits_and_in_doubt_turns_are_units_of_their_own_and_a_recent_attempt_ho
     now = 1e6
     box = outbox(("e1", None, None), ("a1", "a", "kyle"), ("a2", "a", "kyle"), ("s1", "s1", "kyle"),
                  ("s2", "s1", "kyle"), ("b1", "b", "kyle"),
-                 attempts={"a1": iso(now - 10_000), "s1": iso(now - 1)})
+                 attempts={"a1": format_time(now - 10_000), "s1": format_time(now - 1)})
     plan, _ = planner(box, now=now)
     # a1's attempt is old: it is looked up now; s1's may still be in Honcho's hands, so s1
     # and the later turn of its session wait, and the other sessions go on.

@@ -14,7 +14,7 @@ from bxmem.commands import audit, decide, mirror
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.retry import settle_wait_s
+from bxmem.honcho.api import settle_wait_s
 
 T0 = 2_000_000_000.0
 

@@ -238,7 +238,7 @@ def test_an_audit_finding_the_server_cannot_put_right_is_accepted_once_for_good(
 
 
 def test_an_item_in_doubt_is_not_dropped_or_moved_until_send_has_looked(home, brokerd, honcho, configure, monkeypatch):
-    from bxmem.honcho import client as honcho_module
+    from bxmem.honcho import api as honcho_module
 
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "first", "one") + turn_lines(2, "second", "two"))

@@ -28,7 +28,7 @@ from bxmem.commands import ask, decide, mirror, recall, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.honcho.client import CONFIG_DEFAULTS, CONFIG_QUIET
+from bxmem.honcho.api import CONFIG_DEFAULTS, CONFIG_QUIET
 from bxmem.policy.write_policy import NOT_CONFIGURED, ROLE_CHANGED, WORKSPACE_REUSED, check_write, roles_of
 from bxmem.store import workspace_roles
 from bxmem.store.ledger import Ledger

@@ -125,7 +125,7 @@ def recall(config_path, query: str, k: str | None, as_json: bool, verbose: bool 
         emit_json(recall_module.render_json(result))
     else:
         sys.stdout.write(recall_module.render_plain(result) + "\n")
-    return result.exit_code
+    return recall_module.exit_code(result)
 
 
 def config_check(config, as_json: bool) -> int:

@@ -1,4 +1,4 @@
-"""`bxmem ask QUESTION`: Honcho's dialectic over named workspaces (seed section 9).
+"""`bxmem ask QUESTION`: Honcho's dialectic over named workspaces.
 
 Names: `own` (the agent's trusted workspace, the default), `untrusted`,
 `fleet`, or an agent from `[[honcho.read]]`; an unknown name is refused before
@@ -9,7 +9,7 @@ Each workspace is first listed (its peers, with that workspace's own key:
 read-only, creates nothing; an empty list means there is nothing to ask, and
 Honcho 3.0 would create a missing workspace on a chat). Then one workspace
 chat. A server without workspace chat (3.0.12: its 404 says the route does
-not exist, honcho.Missing.no_route) is asked the way workspace chat would
+not exist, api.Missing.no_route) is asked the way workspace chat would
 search: by peer chat on the peers whose memory is there (`peers_to_ask`), and
 the answer names them.
 
@@ -33,7 +33,11 @@ from dataclasses import dataclass, field
 from bxmem.commands.ask_targets import Target, peers_to_ask, targets
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
+from bxmem.honcho.api import HonchoError, Missing, Unavailable, monotonic
+from bxmem.honcho.client import ReadClient
+from bxmem.policy import render
 from bxmem.policy.labels import label_of
+from bxmem.policy.shown import text as shown_text
 
 ASK_TIMEOUT_S = 150.0
 DEADLINE_S = 160.0
@@ -77,7 +81,7 @@ class AskResult:
     def trust_class(self) -> str:
         return label_of(self.answers)[1]
 
-    # What the command prints (jobs.show writes it): the result knows its own output.
+    # What the command prints (cli/output.show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return render_json(self)
 
@@ -91,8 +95,6 @@ class AskResult:
 
 def _reason(exc: BaseException) -> str:
     """A reason that carries no text from the server and no key."""
-    from bxmem.honcho.client import HonchoError
-
     if isinstance(exc, HonchoError):
         return exc.kind
     if isinstance(exc, _NoWorkspace):
@@ -151,10 +153,7 @@ class _Run:
                     "too little for a chat to answer")
         return None
 
-    def _client(self, target: Target, ends: float):
-        from bxmem.honcho.client import ReadClient
-        from bxmem.honcho.http import monotonic
-
+    def _client(self, target: Target, ends: float) -> ReadClient:
         assert self.config.honcho is not None  # targets() refuses a local-only config
         workspace = self.config.workspace(target.role)
         remaining = max(0.1, ends - time.monotonic())
@@ -164,8 +163,6 @@ class _Run:
                           ends_by=monotonic() + remaining, ends_by_name=None)
 
     def work(self, job: _Job) -> None:
-        from bxmem.honcho.client import Missing
-
         try:
             with self._client(job.target, job.ends) as client:
                 if job.peer is not None:
@@ -194,8 +191,6 @@ class _Run:
             job.outcome = ("error", _reason(exc))
 
     def _chat(self, job: _Job, call):
-        from bxmem.honcho.client import Unavailable
-
         try:
             return call(self._left(job))
         except Unavailable as exc:
@@ -210,11 +205,9 @@ class _Run:
         return max(0.1, job.ends - time.monotonic())
 
 
-def _content(content: str | None) -> str:
-    """A chat's answer (honcho_answers.chat_content checked it is text or none), made inert and capped."""
-    from bxmem.policy.shown import text
-
-    return text(content, ANSWER_CHARS)
+def _content(answer: str | None) -> str:
+    """A chat's answer (answers.chat_content checked it is text or none), made inert and capped."""
+    return shown_text(answer, ANSWER_CHARS)
 
 
 def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",
@@ -284,8 +277,6 @@ def _settle(config: Config, state: _State, job: _Job) -> list[_Job]:
 
 
 def _result(states: dict[str, _State]) -> AskResult:
-    from bxmem.policy.render import cut
-
     result = AskResult()
     for name, state in states.items():
         t = state.target
@@ -293,7 +284,7 @@ def _result(states: dict[str, _State]) -> AskResult:
         if state.failure is not None:
             result.unavailable[name] = state.failure
         elif state.answer is not None:
-            text = cut(state.answer or "(no answer)", ANSWER_CHARS)
+            text = render.cut(state.answer or "(no answer)", ANSWER_CHARS)
             result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, text, note=t.note))
         elif state.parts:
             text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
@@ -303,33 +294,33 @@ def _result(states: dict[str, _State]) -> AskResult:
             if state.failures:
                 note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
             note += f"; {t.note}" if t.note else ""
-            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, cut(text, ANSWER_CHARS),
+            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, render.cut(text, ANSWER_CHARS),
                                          list(state.peers), note))
         else:
             result.unavailable[name] = next(iter(state.failures.values()), "no answer")
     return result
 
 
-# --- what jobs.show writes: the model-facing text (framed as recall's) and the JSON contract ---
+# --- what cli/output.show writes: the model-facing text (framed as recall's) and the JSON contract ---
 
 
 def render_plain(result: AskResult) -> str:
     """Framed as recall's text is (policy/render.py says why nothing stored can forge a line)."""
-    from bxmem.policy.render import closing, content, field, nonce, opening
-
-    tag = nonce()
+    tag = render.nonce()
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
-    lines = [opening("ask", tag, (result.untrusted, result.trust_class), count)]
+    lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]
     for n, answer in enumerate(result.answers, 1):
-        head = f"[{n}] {field(answer.name)} | {field(answer.tag)} | {field(answer.trust_class)} | workspace {field(answer.workspace)}"
+        head = (f"[{n}] {render.field(answer.name)} | {render.field(answer.tag)} | {render.field(answer.trust_class)} | "
+                f"workspace {render.field(answer.workspace)}")
         if answer.peers is not None:
-            head += " | peers " + field(",".join(answer.peers))
+            head += " | peers " + render.field(",".join(answer.peers))
         if answer.note:
-            head += " | " + field(answer.note, 300)
+            head += " | " + render.field(answer.note, 300)
         lines.append(head)
-        lines.extend(content(answer.text))
-    lines += [f"{field(name)}: unavailable ({field(reason, 300)})" for name, reason in result.unavailable.items()]
-    return "\n".join([*lines, closing("ask", tag)])
+        lines.extend(render.content(answer.text))
+    lines += [f"{render.field(name)}: unavailable ({render.field(reason, 300)})"
+              for name, reason in result.unavailable.items()]
+    return "\n".join([*lines, render.closing("ask", tag)])
 
 
 def render_json(result: AskResult) -> dict:

@@ -1,13 +1,13 @@
 """The live checks behind `bxmem sync`: what it says about brokerd, Honcho and
 the key files is what it found when it asked, not what a job last recorded.
 
-brokerd is asked one SessionState question under decide's 2 s deadline (the
-request changes nothing, interfaces section 3). Honcho's `/health` is asked
-under recall's 5 s deadline. Key files are read by config.read_key, the one
-reader every command uses, so sync's verdict on a key is send's, recall's and
-ask's. Each
-result carries the time it was made; a check not made says "not checked".
-Both network checks run at once, so sync waits at most the longer deadline.
+brokerd is asked one SessionState question under decide's 2 s deadline (a
+question, which changes nothing in brokerd). Honcho's `/health` is asked,
+through the Honcho client, under recall's 5 s deadline. Key files are read by
+config.read_key, the one reader every command uses, so sync's verdict on a key
+is send's, recall's and ask's. Each result carries the time it was made; a
+check not made says "not checked". Both network checks run at once, so sync
+waits at most the longer deadline.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ConfigInvalid
+from bxmem.honcho.api import HonchoError
 from bxmem.sources import brokerd
 from bxmem.store.ledger import now_iso
 
@@ -39,16 +40,14 @@ def _ask_brokerd(config: Config, session: str) -> None:
 
 
 def _ask_honcho(url: str) -> None:
-    from bxmem.honcho.client import health
+    from bxmem.honcho.client import health  # deferred: command
 
-    health(url, HONCHO_TIMEOUT_S)  # bounded as every request is: a deadline, a cap on the answer
+    health(url, HONCHO_TIMEOUT_S)
 
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, brokerd.BrokerUnavailable):
         return str(exc)
-    from bxmem.honcho.errors import HonchoError
-
     if isinstance(exc, HonchoError):
         if exc.kind == "timed out":
             return f"no answer within {HONCHO_TIMEOUT_S:g} s"

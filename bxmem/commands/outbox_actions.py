@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bxmem.commands.send.plan import checked_against, sendable
+from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, UsageError
 from bxmem.policy import shown
-from bxmem.policy.retry import in_doubt
 from bxmem.policy.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 from bxmem.store import ledger_events
 from bxmem.store.files import JobLock
@@ -58,7 +58,7 @@ class Survey:
     config: Config
     written: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # what the ledger says each was written as
     held: dict = field(default_factory=dict)  # item -> write_policy.Held
-    doubt: dict[str, dict] = field(default_factory=dict)  # item -> its retry.in_doubt entry
+    doubt: dict[str, dict] = field(default_factory=dict)  # item -> its send.report.in_doubt entry
     behind: dict[str, dict] = field(default_factory=dict)  # item -> the in-doubt entry it waits behind
 
     @classmethod

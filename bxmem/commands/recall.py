@@ -1,11 +1,11 @@
 """`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
 
-Sources (seed section 8): the local index (this agent's own turns and memory,
-exact labels); each `[[honcho.read]]` workspace (message search, plus the
-conclusions of that agent's peer and of the owner's); the fleet workspace
-(message search over the whole workspace). The agent's own Honcho workspaces
-are not searched, and fleet messages from its own peer are dropped: the local
-index holds the same text with exact labels.
+Sources: the local index (this agent's own turns and memory, exact labels);
+each `[[honcho.read]]` workspace (message search, plus the conclusions of
+that agent's peer and of the owner's); the fleet workspace (message search
+over the whole workspace). The agent's own Honcho workspaces are not
+searched, and fleet messages from its own peer are dropped: the local index
+holds the same text with exact labels.
 
 Every hit carries a tag and a class. The label over all hits tells the
 caller how to taint the session: untrusted if any hit is memory-tainted, and
@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial  # loaded already: threading imports it
 
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
-from bxmem.policy import shown
-from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, label_of, read_tag
+from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
+from bxmem.policy import render, shown
+from bxmem.policy.hits import Hit, RecallResult
+from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag
 from bxmem.policy.relevance import relevant, spans
 from bxmem.policy.sanitize import neutralise
+from bxmem.policy.snippets import around
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -36,55 +40,14 @@ MAX_K = 100
 MAX_QUERY_CHARS = 10_000
 
 
-class Hit:
-    __slots__ = ("source", "tag", "trust_class", "text", "agent", "peer", "where", "retracted", "workspace", "session", "date")
-
-    def __init__(self, source: str, tag: str, trust_class: str, text: str, agent: str | None = None,
-                 peer: str | None = None, where: str | None = None, retracted: bool = False,
-                 workspace: str | None = None, session: str | None = None, date: str | None = None) -> None:
-        self.source = source  # "local", an agent's name, or "fleet"
-        self.tag = tag  # identity | memory | memory-tainted
-        self.trust_class = trust_class
-        self.text = text
-        self.agent = agent  # whose workspace (read sources)
-        self.peer = peer  # who wrote it (Honcho sources)
-        self.where = where  # a session and turn, or an entry kind
-        self.retracted = retracted
-        self.workspace = workspace  # the Honcho workspace it came from (None: the local index)
-        self.session = session
-        self.date = date  # ISO 8601, when known
-
-    def as_json(self) -> dict:
-        return {"source": self.source, "tag": self.tag, "class": self.trust_class, "text": self.text, "agent": self.agent,
-                "peer": self.peer, "where": self.where, "retracted": self.retracted, "workspace": self.workspace,
-                "session": self.session, "date": self.date}
-
-
-class RecallResult:
-    def __init__(self) -> None:
-        self.hits: list[Hit] = []
-        self.answered: list[str] = []
-        self.unavailable: dict[str, str] = {}
-        self.omitted = 0  # hits left out to keep the output within its token budget
-
-    @property
-    def untrusted(self) -> bool:
-        return label_of(self.hits)[0]
-
-    @property
-    def trust_class(self) -> str:
-        return label_of(self.hits)[1]
-
-    @property
-    def exit_code(self) -> int:  # what jobs.recall exits with: no source answered is UNAVAILABLE
-        return ExitCode.OK if self.answered else ExitCode.UNAVAILABLE
+def exit_code(result: RecallResult) -> int:
+    """What `bxmem recall` exits with: no source answered is UNAVAILABLE."""
+    return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
 
 
 def snippet(text: str, query: str | None = None) -> str:
     """At most SNIPPET_CHARS of a Honcho text, neutralised as shown.text does, around the
     query's words when it is cut (the local index cuts its own, around what FTS5 matched)."""
-    from bxmem.policy.snippets import around
-
     text = neutralise(text).strip()
     if len(text) <= SNIPPET_CHARS:
         return text
@@ -112,7 +75,7 @@ def check_query(query: str) -> str:
 
 
 def _local(config: Config, query: str, k: int) -> list[Hit]:
-    from bxmem.store.index import Index
+    from bxmem.store.index import Index  # deferred: help
 
     index = Index.for_state(config.paths.state).open_readonly()
     try:
@@ -127,57 +90,20 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     return hits
 
 
-class SourceUnavailable(Exception):
-    pass
-
-
-def _probe(url: str, timeout: float) -> None:
-    """Connect first: when Honcho is down (the common failure), the source is
-    unavailable at once, without importing the HTTP stack (60 ms) for nothing.
-    The C module `_socket`, not `socket`, whose import (building its enums)
-    cost 4 ms of every recall."""
-    import _socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    problem: OSError | None = None
-    host = parts.hostname or ""
-    try:
-        # An ASCII name as bytes skips the idna codec (1 ms to import).
-        addresses = _socket.getaddrinfo(host.encode() if host.isascii() else host, port, 0, _socket.SOCK_STREAM)
-    except OSError as exc:
-        addresses, problem = [], exc
-    for family, kind, proto, _name, address in addresses:  # as socket.create_connection does
-        sock = _socket.socket(family, kind, proto)
-        try:
-            sock.settimeout(timeout)
-            sock.connect(address)
-            return
-        except OSError as exc:
-            problem = exc
-        finally:
-            sock.close()
-    if problem is None:
-        problem = OSError("no address")
-    raise SourceUnavailable(f"connection failed ({problem.strerror or type(problem).__name__})") from None
-
-
 def _client(config: Config, role: str):
     assert config.honcho is not None  # recall() adds the Honcho sources only when [honcho] is set
-    _probe(config.honcho.url, HONCHO_TIMEOUT_S)
-    from bxmem.honcho.client import ReadClient
-    from bxmem.honcho.http import monotonic
-
     workspace = config.workspace(role)
+    # Connect first: when Honcho is down (the common failure), the source is
+    # unavailable at once, without loading the HTTP stack for nothing.
+    reach(config.honcho.url, HONCHO_TIMEOUT_S, workspace.name)
+    from bxmem.honcho.client import ReadClient  # deferred: lean
+
     # ends_by: the source's requests end at its deadline, a trickling answer too, with the connection closed.
     return ReadClient(config.honcho.url, workspace.name, read_key(workspace), connect_timeout=HONCHO_TIMEOUT_S,
                       read_timeout=HONCHO_TIMEOUT_S, ends_by=monotonic() + HONCHO_TIMEOUT_S)
 
 
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
-    from bxmem.honcho.client import Missing
-
     assert config.honcho is not None  # as in _client
     tag = read_tag(source.trust)
     with _client(config, f"read:{source.agent}") as client:
@@ -190,7 +116,7 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
                 pass  # no such peer there: nothing to find
     ws = config.workspace(f"read:{source.agent}").name
     if tag == MEMORY and (messages or conclusions):
-        from bxmem.store.workspace_roles import tainting_notes
+        from bxmem.store.workspace_roles import tainting_notes  # deferred: lean
 
         if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
@@ -254,12 +180,11 @@ def _pair_retractions(hits: list[Hit]) -> list[Hit]:
 
 
 def _describe(exc: BaseException) -> str:
-    from bxmem.honcho.errors import HonchoError  # stdlib only: no HTTP stack for a source that never connected
-    from bxmem.store.index import IndexUnavailable
+    from bxmem.store.index import IndexUnavailable  # deferred: help
 
     if isinstance(exc, HonchoError):
         return exc.kind
-    if isinstance(exc, (IndexUnavailable, SourceUnavailable)):
+    if isinstance(exc, IndexUnavailable):
         return str(exc)
     if isinstance(exc, KeyFileInvalid):
         return f"its key file is refused: {exc.problem}"
@@ -272,8 +197,6 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
     sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
     if config.honcho:
-        from functools import partial  # loaded already: threading imports it
-
         for source in config.honcho.read:
             sources.append((source.agent, HONCHO_TIMEOUT_S, partial(_read_source, config, source, query, k)))
         sources.append(("fleet", HONCHO_TIMEOUT_S, lambda: _fleet(config, query, k)))
@@ -337,32 +260,29 @@ def _units(hits: list[Hit]) -> list[list[Hit]]:
     return units
 
 
-
-# --- what jobs.recall writes: the model-facing text (policy/render.py frames it) and the JSON contract ---
+# --- what cli/output.recall writes: the model-facing text (policy/render.py frames it) and the JSON contract ---
 
 SCHEMA = "bxmem.recall/1"
 
 
 def bound(result: RecallResult) -> RecallResult:
-    """Keep the model-facing text within MAX_TOKENS (estimated): hits in rank order,
+    """Keep the model-facing text within render.MAX_TOKENS (estimated): hits in rank order,
     the last one that does not fit cut to what does, the rest left out and counted."""
-    from bxmem.policy.render import MAX_TOKENS, block_tokens, estimate_tokens, fit_tokens, recall_frame, recall_header
-
     hits, result.hits = result.hits, []
     result.omitted = len(hits)  # the frame is sized with the longest count line it may need
     # sized with the nonce the estimate counts dearest (a piece per digit): a real one never costs more
-    head, tail, end = recall_frame(result, "a0" * 8)
+    head, tail, end = render.recall_frame(result, "a0" * 8)
     # 8 spare: the label and the count in the real frame may differ a little from these
-    used = 8 + sum(estimate_tokens(line) + 1 for line in (head, *tail, end))
+    used = 8 + sum(render.estimate_tokens(line) + 1 for line in (head, *tail, end))
     for n, hit in enumerate(hits, 1):
-        header = estimate_tokens(recall_header(n, hit)) + 1
-        room = MAX_TOKENS - used - header
-        body = block_tokens(hit.text)
+        header = render.estimate_tokens(render.recall_header(n, hit)) + 1
+        room = render.MAX_TOKENS - used - header
+        body = render.block_tokens(hit.text)
         if body > room:
             if room < 40:  # too little left to be worth a hit: this and the rest are counted instead
                 break
-            hit.text = fit_tokens(hit.text, room)
-            body = block_tokens(hit.text)
+            hit.text = render.fit_tokens(hit.text, room)
+            body = render.block_tokens(hit.text)
         used += header + body
         result.hits.append(hit)
     result.omitted = len(hits) - len(result.hits)
@@ -371,13 +291,11 @@ def bound(result: RecallResult) -> RecallResult:
 
 def render_plain(result: RecallResult) -> str:
     """The model-facing text (policy/render.py says why nothing stored can forge a line of it)."""
-    from bxmem.policy.render import content, nonce, recall_frame, recall_header
-
-    head, tail, end = recall_frame(result, nonce())
+    head, tail, end = render.recall_frame(result, render.nonce())
     lines = [head]
     for n, hit in enumerate(result.hits, 1):
-        lines.append(recall_header(n, hit))
-        lines.extend(content(hit.text))
+        lines.append(render.recall_header(n, hit))
+        lines.extend(render.content(hit.text))
     return "\n".join(lines + tail + [end])
 
 

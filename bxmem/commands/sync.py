@@ -7,7 +7,6 @@ takes no job lock, and never shows message text or a key.
 from __future__ import annotations
 
 import time
-from datetime import datetime
 
 from bxmem.commands import checks
 from bxmem.commands import decide_state as decide_state_file
@@ -15,11 +14,11 @@ from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
 from bxmem.commands.outbox_actions import act
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
-from bxmem.commands.send.report import in_doubt_line
+from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.retry import in_doubt, iso
+from bxmem.policy.ledger_time import format_time, parse_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, OFFSET, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
@@ -32,12 +31,8 @@ LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason w
 
 
 def _age(ts: str | None, now: float) -> float | None:
-    if not ts:
-        return None
-    try:
-        return max(0.0, now - datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp())
-    except ValueError:
-        return None
+    at = parse_time(ts)
+    return None if at is None else max(0.0, now - at)
 
 
 def status(config: Config, now: float | None = None, check: bool = True) -> dict:
@@ -87,7 +82,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     outage = None
     if box.backoff:
         since_age = _age(box.backoff.get("since"), now)
-        outage = {"since": shown.date(box.backoff.get("since")), "for_s": since_age, "next_try_at": iso(box.backoff["until"]),
+        outage = {"since": shown.date(box.backoff.get("since")), "for_s": since_age, "next_try_at": format_time(box.backoff["until"]),
                   "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": _text(box.backoff.get("error"))}
     decide_state, unusable = decide_state_file.read(state_dir)
     decide_state = decide_state or {}

@@ -89,7 +89,7 @@ def optional_text(value: object, where: str) -> str | None:
 
 def metadata(value: object, where: str) -> dict:
     """A message's metadata: an object, or absent (then empty). Its values are the
-    caller's to check (send_lookup.is_ours and audit look at each one's type)."""
+    caller's to check (commands/send/lookup.is_ours and audit look at each one's type)."""
     return {} if value is None else obj(value, where)
 
 

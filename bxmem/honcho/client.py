@@ -1,8 +1,7 @@
-"""A thin client for Honcho's v3 HTTP API, one per workspace.
+"""A thin client for Honcho's v3 HTTP API, one per workspace: the only module
+that sends a request to Honcho (honcho/http.py bounds each one).
 
-Ours rather than an SDK's, because the SDKs read keys and URLs from the
-environment, retry POSTs blindly (duplicating messages) and create resources
-as a side effect of reads (shared/honcho/NOTES.md section 10). This one:
+Ours rather than an SDK's (docs/decisions.md). This one:
 
 * takes its URL and key from bxmem's configuration only (trust_env=False:
   no proxy or CA variables either) and sends the key to its own workspace;
@@ -14,9 +13,12 @@ as a side effect of reads (shared/honcho/NOTES.md section 10). This one:
   and every field of an answer that bxmem stores or acts on
   (honcho/answers.py; `BadAnswer`, a refusal of the item, never a crash);
 * uses a fresh connection after a 5xx (the server drops keep-alive then);
-* raises typed errors (honcho/errors.py) whose text holds the workspace, the
-  operation and the status, never a response body (422 bodies echo the
+* raises the typed errors of honcho/api.py, whose text holds the workspace,
+  the operation and the status, never a response body (422 bodies echo the
   message text) or a key.
+
+The limits, timeouts and errors live in honcho/api.py, which needs no httpx:
+import them from there.
 """
 
 from __future__ import annotations
@@ -28,66 +30,34 @@ import httpx
 
 from bxmem import __version__
 from bxmem.config.loader import Key
-from bxmem.honcho import answers
+from bxmem.honcho import answers, api
 from bxmem.honcho.answers import AnswerProblem
-from bxmem.honcho.errors import BadAnswer, BadId, HonchoError, KeyRefused, Missing, Redirected, Refused, Unavailable
-from bxmem.honcho.http import CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, health, monotonic, new_http
+from bxmem.honcho.api import (
+    CONCLUSION_PAGE_SIZE,
+    MAX_BATCH,
+    PAGE_SIZE,
+    BadAnswer,
+    BadId,
+    HonchoError,
+    KeyRefused,
+    Missing,
+    Redirected,
+    Refused,
+    Unavailable,
+    monotonic,
+)
+from bxmem.honcho.http import CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, new_http
 
-__all__ = ["BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected", "Refused",
-           "Unavailable", "WorkspaceClient", "health"]
+__all__ = ["AuditClient", "BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected",
+           "Refused", "Unavailable", "WorkspaceClient", "health"]
 
-CONNECT_TIMEOUT = 5.0
-READ_TIMEOUT = 30.0
-MAX_MESSAGE_CHARS = 25_000
-MAX_BATCH = 100
-PAGE_SIZE = 100
-# Conclusions may be 65,535 characters each: a page of 20 keeps its cap near a message page's.
-CONCLUSION_PAGE_SIZE = 20
-
-
-def request_deadline_s() -> float:
-    """How long one request may take in all: connect, write and read timeouts, one each.
-    retry.settle_wait_s counts from it. Read at each call, so tests can shorten them."""
-    return CONNECT_TIMEOUT + 2 * READ_TIMEOUT
-
-
-# What bxmem asks of each workspace's configuration (seed section 6). Complete
-# nested objects, because Honcho merges configuration one level deep only.
-CONFIG_DEFAULTS: dict[str, Any] = {
-    "reasoning": {"enabled": True},
-    "peer_card": {"use": True, "create": True},
-    "summary": {"enabled": True},
-    "dream": {"enabled": True},
-}
-CONFIG_QUIET: dict[str, Any] = {
-    "reasoning": {"enabled": False},
-    "peer_card": {"use": False, "create": False},
-    "summary": {"enabled": False},
-    "dream": {"enabled": False},
-}
-
-
-def configuration_for(role: str) -> dict[str, Any]:
-    """The fleet's notes are read by no model; the agent's own workspaces get Honcho's defaults."""
-    return CONFIG_QUIET if role == "fleet" else CONFIG_DEFAULTS
-
-
-def configuration_applied(wanted: dict[str, Any], stored: dict[str, Any] | None) -> bool:
-    stored = stored or {}
-    for section, values in wanted.items():
-        got = stored.get(section)
-        if not isinstance(got, dict):  # absent, or not an object: not what was asked for
-            return False
-        for name, value in values.items():
-            if got.get(name) != value:
-                return False
-    return True
+SERVER = "(server)"  # what an error names in place of a workspace for a request about the server itself
 
 
 class WorkspaceClient:
-    """One workspace's client. `ends_by` (honcho_http.monotonic()): no request starts after
+    """One workspace's client. `ends_by` (api.monotonic()): no request starts after
     it and none runs past it, so a command that loops over pages or items stops
-    at its own deadline too; each request also ends within request_deadline_s().
+    at its own deadline too; each request also ends within api.request_deadline_s().
     `ends_by_name`: what that deadline is, for the error's kind (None: ask's jobs,
     whose own lines say which deadline came first)."""
 
@@ -105,9 +75,9 @@ class WorkspaceClient:
         self.base_url = base_url
         self.workspace = workspace
         self._key = key
-        # Module constants read here, not bound as defaults, so tests can shorten them.
-        self._connect = connect_timeout or CONNECT_TIMEOUT
-        self._read = read_timeout or READ_TIMEOUT
+        # Read here, not bound as defaults, so tests can shorten them.
+        self._connect = connect_timeout or api.CONNECT_TIMEOUT
+        self._read = read_timeout or api.READ_TIMEOUT
         self._timeout = httpx.Timeout(self._read, connect=self._connect)
         self.ends_by, self._ends_by_name = ends_by, ends_by_name
         self._client: httpx.Client | None = None
@@ -156,7 +126,7 @@ class WorkspaceClient:
                 raise late
             ends = min(ends, self.ends_by)
         try:
-            _status, body = fetch(self._http(), self.workspace, operation, method, path, json=json, params=params,
+            _status, body = fetch(self._http(), self.workspace, operation, method, path, body=json, params=params,
                                   cap=cap, ends=ends)
         except Unavailable as exc:
             self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
@@ -176,7 +146,7 @@ class WorkspaceClient:
     # --- workspace, peers, sessions -----------------------------------------------
 
     def _create(self, path: str, operation: str, body: dict) -> Any:
-        """A get-or-create. A 409 means "it exists" (seed section 5.7), which is what
+        """A get-or-create. A 409 means "it exists" (docs/decisions.md), which is what
         was asked for: no answer body then (None). Honcho 3.0.12 itself answers 200."""
         try:
             return self.request("POST", path, operation, json=body)
@@ -234,7 +204,7 @@ class WorkspaceClient:
         return self._parse(operation, answers.created_ids, body, len(messages), maybe_stored=True)
 
     def list_messages(self, session: str, filters: dict | None = None) -> Iterator[dict]:
-        """Each message as honcho_answers.listed_message gives it: id, peer_id, content, metadata."""
+        """Each message as answers.listed_message gives it: id, peer_id, content, metadata."""
         operation = "list messages"
         path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages/list")
         yield from self._pages(path, operation, filters, PAGE_SIZE, cap_messages(PAGE_SIZE), answers.listed_message)
@@ -265,7 +235,7 @@ class WorkspaceClient:
         return self._parse(operation, answers.created_ids, body, len(conclusions), maybe_stored=True)
 
     def list_conclusions(self, filters: dict) -> Iterator[dict]:
-        """Each conclusion as honcho_answers.listed_conclusion gives it: id, content, observer_id, observed_id."""
+        """Each conclusion as answers.listed_conclusion gives it: id, content, observer_id, observed_id."""
         operation = "list conclusions"
         yield from self._pages(self._ws_path(operation, "/conclusions/list"), operation, filters,
                                CONCLUSION_PAGE_SIZE, cap_conclusions(CONCLUSION_PAGE_SIZE), answers.listed_conclusion)
@@ -287,7 +257,7 @@ class ReadClient(WorkspaceClient):
     anything in Honcho (recall and ask must never create a workspace, peer or session)."""
 
     def search(self, query: str, limit: int) -> list[dict]:
-        """Hits as honcho_answers.search_hits gives them: content, peer_id, session_id, created_at."""
+        """Hits as answers.search_hits gives them: content, peer_id, session_id, created_at."""
         operation = "search"
         body = self.request("POST", self._ws_path(operation, "/search"), operation,
                             json={"query": query, "limit": limit}, cap=cap_messages(limit))
@@ -309,7 +279,7 @@ class ReadClient(WorkspaceClient):
 
     def query_conclusions(self, query: str, peer: str, top_k: int) -> list[dict]:
         """Conclusions a peer holds about itself (observer and observed the same peer),
-        as honcho_answers.conclusion_hits gives them."""
+        as answers.conclusion_hits gives them."""
         operation = "query conclusions"
         body = self.request(
             "POST", self._ws_path(operation, "/conclusions/query"), operation,
@@ -341,3 +311,11 @@ class AuditClient(ReadClient):
         operation = "list sessions"
         yield from self._pages(self._ws_path(operation, "/sessions/list"), operation, None, PAGE_SIZE, CAP_SMALL,
                                answers.listed_id)
+
+
+def health(url: str, timeout: float) -> None:
+    """The server's `/health`, asked within `timeout` in all, bounded as every request
+    is (a deadline, a cap on the answer); a HonchoError unless it answers 2xx."""
+    with WorkspaceClient(url, SERVER, None, connect_timeout=timeout, read_timeout=timeout,
+                         ends_by=monotonic() + timeout, ends_by_name=None) as client:
+        client.request("GET", "/health", "health check", cap=CAP_TINY, seconds=timeout)

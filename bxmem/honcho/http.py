@@ -20,8 +20,9 @@ refused: a small gzip body can inflate a thousandfold past any cap.
 
 from __future__ import annotations
 
+import json
+import ssl
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,8 +30,8 @@ from typing import Any
 import httpcore
 import httpx
 
-from bxmem import __version__
-from bxmem.honcho.errors import HonchoError, KeyRefused, Missing, Redirected, Refused, Unavailable
+from bxmem.honcho.api import HonchoError, KeyRefused, Missing, Redirected, Refused, Unavailable, monotonic
+from bxmem.sources.jsonline import refuse_constant
 
 # The most bytes one character can take in a JSON answer: a control character
 # written \u00XX. Honcho writes every other character as itself, in UTF-8 (1-4 bytes).
@@ -63,13 +64,6 @@ class AnswerTooLarge(Exception):
 
 class AnswerEncoded(Exception):
     """The answer came compressed, though none was asked for."""
-
-
-def monotonic() -> float:
-    """The clock every deadline is kept on: the system's monotonic clock, read
-    directly, so a test that freezes time.monotonic (freezegun, which real-time
-    threads escape) cannot give two threads of one command two clocks."""
-    return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
 class _Deadline(threading.local):
@@ -161,17 +155,15 @@ def read_capped(response: httpx.Response, cap: int) -> bytearray:
     return body  # json.loads takes it as it is: no copy
 
 
-_TLS = None
+_TLS: ssl.SSLContext | None = None
 
 
-def tls_context():
+def tls_context() -> ssl.SSLContext:
     """One verifying TLS context per process, made only for https URLs: loading
-    the CA bundle costs about 40 ms, which plain-HTTP servers (a tailnet) need
-    not pay on every run."""
+    the CA bundle is dear (docs/performance.md), and plain-HTTP servers (a
+    tailnet) need not pay for it on every run."""
     global _TLS
     if _TLS is None:
-        import ssl
-
         _TLS = ssl.create_default_context()
     return _TLS
 
@@ -198,14 +190,14 @@ def _status_error(workspace: str, operation: str, status: int) -> HonchoError | 
     return None
 
 
-def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path: str, *, json: Any,
-           params: dict | None, cap: int, ends: float) -> tuple[int, Any]:
+def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path: str, *, body: Any,
+          params: dict | None, cap: int, ends: float) -> tuple[int, Any]:
     """One bounded request: (status, the decoded answer or None). Raises a HonchoError
     for everything but a 2xx; never a body in an error's text (422 bodies echo the
     message text)."""
     try:
         with bounded(ends):
-            response = http.send(http.build_request(method, path, json=json, params=params), stream=True)
+            response = http.send(http.build_request(method, path, json=body, params=params), stream=True)
             try:
                 status = response.status_code
                 error = _status_error(workspace, operation, status)
@@ -230,12 +222,8 @@ def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path:
     if status == 204 or not raw:
         return status, None
     try:
-        import json as json_module
-
-        from bxmem.sources.jsonline import refuse_constant
-
         # Strict JSON, as every reader of outside input: NaN and Infinity are no JSON a server may send.
-        return status, json_module.loads(raw, parse_constant=refuse_constant)
+        return status, json.loads(raw, parse_constant=refuse_constant)
     except (ValueError, RecursionError):  # nested too deep is no answer either
         raise Unavailable(workspace, operation, "the answer was not JSON", status) from None
 
@@ -246,16 +234,8 @@ NO_ROUTE_BODY = {"detail": "Not Found"}
 
 def _no_route(response: httpx.Response) -> bool:
     """Compared whole with a constant, reading at most 64 bytes: nothing of the body is kept or shown."""
-    import json
-
     try:
         return bool(json.loads(read_capped(response, 64)) == NO_ROUTE_BODY)
     except (AnswerTooLarge, AnswerEncoded, ValueError, RecursionError):
         return False
 
-
-def health(url: str, timeout: float) -> None:
-    """Honcho's /health, asked within `timeout` in all; raises a HonchoError unless it answers 2xx."""
-    with new_http(url, {"User-Agent": f"bxmem/{__version__}"}, httpx.Timeout(timeout)) as http:
-        fetch(http, "(server)", "health check", "GET", "/health", json=None, params=None, cap=CAP_TINY,
-               ends=monotonic() + timeout)

@@ -33,7 +33,7 @@ from bxmem.policy.sanitize import neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
-    from bxmem.commands.recall import Hit, RecallResult
+    from bxmem.policy.hits import Hit, RecallResult
 
 CONTENT = "  | "
 MAX_TOKENS = 1_200
@@ -63,8 +63,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def nonce() -> str:
-    # os.urandom is what secrets.token_hex reads, without importing secrets
-    # (random, hashlib and OpenSSL, hmac, base64: about 4.5 ms of every recall).
+    # os.urandom is what secrets.token_hex reads, without the cost of importing
+    # secrets on every recall (docs/performance.md).
     return os.urandom(8).hex()
 
 

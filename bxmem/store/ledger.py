@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
+from bxmem.policy.ledger_time import format_time
 from bxmem.store.append import append_locked
 from bxmem.store.files import Flock, open_ledger
 from bxmem.store.ledger_shapes import event_problem
@@ -38,7 +39,8 @@ CHUNK_BYTES = 1 << 20
 
 
 def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now, as the ledger writes times (policy/ledger_time.py)."""
+    return format_time(time.time())
 
 
 def event(ev: str, **fields: object) -> dict:

@@ -1,6 +1,6 @@
 """`send`'s edit actions: one memory write's actions carried out in order.
 
-The runner (send_runner.Sender) hands in what it owns: the ledger writes, the
+The runner (runner.Sender) hands in what it owns: the ledger writes, the
 workspace clients and the run's counts; nothing else is reached for."""
 
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 from bxmem.commands.send.lookup import present_parts, qualified
 from bxmem.commands.send.plan import LocalFailure, Tally, next_session, session_gone_reason
 from bxmem.honcho.answers import is_honcho_id
-from bxmem.honcho.client import MAX_MESSAGE_CHARS, BadAnswer, BadId, KeyRefused, Missing, Refused, Unavailable
+from bxmem.honcho.api import MAX_MESSAGE_CHARS, BadAnswer, BadId, KeyRefused, Missing, Refused, Unavailable
 from bxmem.log import log
 from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.journal import LineChanged
 from bxmem.sources.journal import read_field as read_journal_field
 from bxmem.sources.loopd import session_id_problem
 from bxmem.store import ledger_events
+from bxmem.store.local_key import load as load_key
 
 if TYPE_CHECKING:
     from bxmem.config.loader import Config, HonchoSettings
@@ -52,8 +53,6 @@ class EditActions:
         self._attempt = attempt
         self._fail = fail
         self._succeeded = succeeded
-        from bxmem.store.local_key import load as load_key
-
         self._secret = load_key(config.paths.state, create=False)  # checks each span holds the line decided
 
     def send(self, item: dict) -> None:
@@ -141,7 +140,7 @@ class EditActions:
                     return {**result, "id": done["id"], "hsession": done.get("hsession") or hsession, "settled": True}
                 known = {c["id"] for c in self.box.conclusions.values() if isinstance(c.get("id"), str)}
                 filters = {"observer_id": peer, "observed_id": peer, "session_id": hsession}
-                # Each listed as honcho_answers.listed_conclusion checked it (a Honcho id, text):
+                # Each listed as answers.listed_conclusion checked it (a Honcho id, text):
                 # an answer that is not usable stops the lookup, so nothing is written twice.
                 for found in client.list_conclusions(filters):
                     mine = found["observer_id"] == peer and found["observed_id"] == peer

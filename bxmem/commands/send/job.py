@@ -1,6 +1,6 @@
 """`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
 
-At-least-once delivery with duplicate defence (seed 002 section 12.2):
+At-least-once delivery with duplicate defence (docs/decisions.md):
 
 * an item leaves the outbox only through a `sent` or `failed` line;
 * before any POST that creates messages, an `attempt` line names the items
@@ -33,6 +33,7 @@ from bxmem.config.loader import Config
 from bxmem.errors import BxmemError
 from bxmem.policy.retry import Hold
 from bxmem.policy.write_policy import Holds
+from bxmem.start.idle import stat_fingerprint, write_summary
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
 
@@ -46,9 +47,9 @@ __all__ = ["SendReport", "run", "write_idle_summary"]  # and, through __getattr_
 def __getattr__(name: str):
     """The runner, and httpx with it, is imported only by a run that may send."""
     if name in ("RUN_BUDGET_S", "Sender"):
-        from bxmem.commands.send import runner as send_runner
+        from bxmem.commands.send import runner  # deferred: lean
 
-        return getattr(send_runner, name)
+        return getattr(runner, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -56,7 +57,7 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
     if config.local_only:
         _local_only_summary(config)
         return SendReport(local_only=True)
-    from bxmem.commands.send.runner import Sender
+    from bxmem.commands.send.runner import Sender  # deferred: lean
 
     report = SendReport()
     senders: list[Sender] = []
@@ -73,7 +74,7 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
 
     def save(state_dir: Path, box: Outbox) -> None:
         box.save(state_dir)
-        write_idle_summary(config, box, state_dir, senders[0]._hold if senders else None,
+        write_idle_summary(config, box, state_dir, senders[0].hold if senders else None,
                            senders[0].holds if senders else None)
 
     return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
@@ -82,8 +83,6 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
 def _local_only_summary(config: Config) -> None:
     """Local-only, send has nothing to do until the configuration changes, and every
     idle summary holds the config file's version: the next runs are idle ones."""
-    from bxmem.start.idle import write_summary
-
     try:
         write_summary(config.paths.ensure_state_dir(), "send", config, {}, None)
     except (OSError, BxmemError):
@@ -94,8 +93,6 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold 
                        holds: Holds | None = None) -> None:
     """What the next run's fast path compares to decide there is nothing to do.
     Items the configuration holds do not wake it: a change of the configuration does."""
-    from bxmem.start.idle import stat_fingerprint, write_summary
-
     held = hold.items if hold else set()
     by_config = set(holds.held) if holds else set()
     sendable = any(

@@ -3,6 +3,7 @@ while Honcho answers the last one."""
 
 from __future__ import annotations
 
+import queue
 import threading
 
 
@@ -13,8 +14,6 @@ class Lane:
     is abandoned, not waited for, when a run stops with a call in flight."""
 
     def __init__(self) -> None:
-        import queue
-
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 

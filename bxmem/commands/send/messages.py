@@ -8,12 +8,13 @@ move between runs.
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from bxmem.commands.send.lookup import qualified
 from bxmem.commands.send.plan import LocalFailure
-from bxmem.honcho.client import MAX_BATCH, MAX_MESSAGE_CHARS
+from bxmem.honcho.api import MAX_BATCH, MAX_MESSAGE_CHARS
+from bxmem.log import log
+from bxmem.policy.ledger_time import parse_time
 from bxmem.policy.rules import peer_problem, send_veto
 from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.loopd import SpanChanged, SpanReader
@@ -56,13 +57,8 @@ def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | No
 
 
 def valid_time(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+    """Whether a turn's time may go to Honcho as its messages' `created_at`."""
+    return parse_time(value) is not None
 
 
 class Messages:
@@ -109,8 +105,6 @@ class Messages:
 
     def close(self) -> None:
         if self._spans.unkeyed:
-            from bxmem.log import log
-
             log.info(f"{self._spans.unkeyed} turn(s) read back without their line hashes (decided before them, or with "
                      "another entry.key): checked by type, turn and speaker only")
         self._spans.close()

@@ -10,7 +10,7 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 
 from bxmem.commands.send.plan import Group, Tally, session_gone_reason
-from bxmem.honcho.errors import Redirected, Unavailable
+from bxmem.honcho.api import Redirected, Unavailable
 from bxmem.log import log, notice, runbook
 from bxmem.policy.retry import next_backoff
 from bxmem.store import ledger_events
@@ -58,13 +58,13 @@ class Outcomes:
                     + runbook("honcho-send-refused"))
 
     def fail_here(self, item: dict, reason: str, quiet: bool = False) -> None:
-        """The planner's refusal of an item (send_plan.Planner); `quiet` when it was said already."""
+        """The planner's refusal of an item (plan.Planner); `quiet` when it was said already."""
         self.fail([item], None, reason, level=logging.INFO if quiet else logging.WARNING)
 
     def session_gone(self, group: Group) -> None:
         """Honcho has no session of that name any more (deleted on the server, where an id
         is never reused): its items fail, said once; so do the later ones bound for it
-        (send_plan.Planner), until the owner resends them to a new one (bxmem outbox resend)."""
+        (plan.Planner), until the owner resends them to a new one (bxmem outbox resend)."""
         self.record([ledger_events.session_gone(group.ws, group.session, group.hsession, 404)])
         log.warning(f"the Honcho session {group.hsession} in {group.ws} is gone (HTTP 404: deleted on the server); "
                     f"its turns fail until the owner resends them" + runbook("honcho-session-deleted"))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from bxmem.honcho.client import MAX_BATCH
+from bxmem.honcho.api import MAX_BATCH
 from bxmem.policy.write_policy import Holds, Now, hold_pending, roles_of
 from bxmem.store.outbox import KIND, PEER, ROLE, SESSION, WS, Outbox, light
 from bxmem.store.workspace_roles import set_up_for

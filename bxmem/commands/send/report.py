@@ -12,14 +12,19 @@ hears of each lasting state once, when it starts or changes and when it ends
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bxmem.errors import ExitCode, cite_runbook
-from bxmem.policy.retry import iso
+from bxmem.honcho.api import settle_wait_s
+from bxmem.log import log, notice
+from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.retry import held_by, settle_at
+from bxmem.store.outbox import KIND, SESSION, WS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
-    from bxmem.commands.send.plan import Tally  # imports the HTTP client: not at run time
+    from bxmem.commands.send.plan import Tally
 
 SCHEMA = "bxmem.send/2"  # /2: times in ISO 8601; outage, keys_refused and in_doubt as objects
 
@@ -43,7 +48,7 @@ class SendReport:
     # What holds the outbox up after the run (Sender.note_state), whatever this run did:
     backoff: dict | None = None  # the outage as send recorded it: {"since", "until", "error"?}
     refused: list[dict] = field(default_factory=list)  # every workspace whose sends are stopped, and why
-    in_doubt: list[dict] = field(default_factory=list)  # retry.in_doubt
+    in_doubt: list[dict] = field(default_factory=list)  # in_doubt, below
     # What this run's warnings said already (the start of an outage, a key refused, ...):
     # its own summary does not say it twice. ("outage",), ("refused", ws), ("held", key), ("doubt", key).
     said: set = field(default_factory=set)
@@ -52,7 +57,7 @@ class SendReport:
     def degraded(self) -> bool:
         return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt)
 
-    # What the command prints (jobs.finish writes it): the report knows its own output.
+    # What the command prints (cli/output.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
         if self.local_only:
             return "local-only: no [honcho] section in the configuration, nothing is sent"
@@ -68,7 +73,7 @@ class SendReport:
     def outage_json(self) -> dict | None:
         if not self.backoff:
             return None
-        return {"since": self.backoff.get("since"), "next_try_at": iso(self.backoff["until"]),
+        return {"since": self.backoff.get("since"), "next_try_at": format_time(self.backoff["until"]),
                 "error": self.backoff.get("error"), "this_run": self.outage is not None}
 
     def as_json(self, config=None) -> dict:  # scripts get an object in every case
@@ -76,7 +81,7 @@ class SendReport:
                 "messages": self.messages, "requests": self.requests, "failed": self.failed,
                 "pending": None if self.not_counted() else self.pending, "pending_not_counted": self.not_counted(),
                 "outage": self.outage_json(),
-                "waiting_until": iso(self.waiting_until) if self.waiting_until is not None else None,
+                "waiting_until": format_time(self.waiting_until) if self.waiting_until is not None else None,
                 "stopped": [r["workspace"] for r in self.refused], "keys_refused": self.refused,
                 "held_by_config": self.held_by_config, "in_doubt": self.in_doubt}
 
@@ -107,9 +112,6 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
     """What holds `box` (an Outbox) up now into `report`: the configuration's holds
     (write_policy.Holds), the outage, the stopped workspaces, the items in doubt.
     `decision_of(item)` reads a pending item's decision (for when the oldest held was decided)."""
-    from bxmem.policy.retry import in_doubt
-    from bxmem.store.outbox import KIND, WS
-
     report.pending = len(box.pending)
     groups = holds.groups(lambda key: box.pending[key][KIND])
     for group in groups:
@@ -122,6 +124,41 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
     if holds.held or box.stopped:  # they wait for something else: not behind an item in doubt
         pending = ((key, r) for key, r in pending if key not in holds.held and r[WS] not in box.stopped)
     report.in_doubt = in_doubt(pending, box.attempts, now)
+
+
+def in_doubt(pending: Iterable[tuple[str, tuple]], attempts: Mapping[str, dict], now: float) -> list[dict]:
+    """What waits on an in-doubt lookup, for `send` and `sync` to say: one entry per
+    attempt line whose items are still in doubt, in outbox order, with its items,
+    when it was attempted, when it may be looked up (`lookup_at`, ISO; None: by the
+    next send), and how many later items wait behind it (as retry.Hold holds them:
+    later turns of its session in its workspace; for an edit, every later edit).
+    `pending` is (item, outbox record) pairs in outbox order (`Outbox.pending.items()`)."""
+    if not attempts:
+        return []
+    wait = settle_wait_s()
+    groups: dict[tuple, dict] = {}
+    behind: dict[object, dict] = {}  # what an in-doubt item holds -> the entry it waits behind
+    for key, record in pending:
+        attempt = attempts.get(key)
+        if attempt is None:
+            if behind:  # nothing is behind anything before the first item in doubt
+                entry = behind.get(held_by(record[KIND], record[WS], record[SESSION]))
+                if entry is not None:
+                    entry["waiting_behind"] += 1
+            continue
+        holds = held_by(record[KIND], record[WS], record[SESSION])
+        group_key = (holds, attempt.get("ts"), attempt.get("hsession"))
+        entry = groups.get(group_key)
+        if entry is None:
+            when = settle_at(attempt, now, wait)
+            entry = groups[group_key] = {
+                "workspace": record[WS], "session": None if holds == "edits" else record[SESSION],
+                "hsession": attempt.get("hsession"), "kind": record[KIND] or "turn", "items": [],
+                "attempted_at": attempt.get("ts"), "lookup_at": format_time(when) if when is not None else None,
+                "waiting_behind": 0}
+        entry["items"].append(key)
+        behind.setdefault(holds, entry)
+    return list(groups.values())
 
 
 def _in(seconds: float) -> str:
@@ -147,9 +184,7 @@ def in_doubt_line(d: dict, now: float) -> str:
     if d["lookup_at"] is None:
         when = "looked up in Honcho by the next send"
     else:
-        from bxmem.policy.retry import attempt_time
-
-        at = attempt_time({"ts": d["lookup_at"]})
+        at = parse_time(d["lookup_at"])
         when = f"looked up in Honcho at {d['lookup_at']}" + (f" ({_in(max(0.0, at - now))})" if at else "")
     behind = f"; {d['waiting_behind']} later item(s) wait behind them" if d["waiting_behind"] else ""
     return (f"in doubt: {what} {where} (first {d['items'][0]}), sent at {d['attempted_at']} with no answer; "
@@ -159,7 +194,7 @@ def in_doubt_line(d: dict, now: float) -> str:
 def outage_line(backoff: dict, pending: int | None, now: float) -> str:
     error = f" ({backoff['error']})" if backoff.get("error") else ""
     wait = f"; {pending} item(s) wait" if pending else ""
-    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {iso(backoff['until'])} "
+    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(backoff['until'])} "
             f"({_in(max(0.0, backoff['until'] - now))}){wait}" + cite_runbook("honcho-unreachable"))
 
 
@@ -180,8 +215,6 @@ def announce(announced: dict, report: Tally, now: float) -> None:
     when it ends: the items held by the configuration, the items in doubt. `announced`
     (the outbox checkpoint's) remembers what was said. The outage and a refused key
     are logged where they start and end (commands/send/runner.py)."""
-    from bxmem.log import log, notice
-
     groups = {_held_key(g): g for g in report.held_by_config}
     said = {tuple(key) for key in announced.get("held", [])}
     for key, g in groups.items():

@@ -32,20 +32,22 @@ from bxmem.commands.send.plan import (
 )
 from bxmem.commands.send.report import announce, note_state
 from bxmem.config.loader import Config
-from bxmem.honcho.client import (
+from bxmem.honcho.api import (
     BadAnswer,
     BadId,
     KeyRefused,
     Missing,
     Refused,
     Unavailable,
-    WorkspaceClient,
     configuration_applied,
     configuration_for,
+    monotonic,
+    settle_wait_s,
 )
-from bxmem.honcho.http import monotonic
+from bxmem.honcho.client import WorkspaceClient
 from bxmem.log import log
-from bxmem.policy.retry import Hold, iso
+from bxmem.policy.ledger_time import format_time
+from bxmem.policy.retry import Hold
 from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
 from bxmem.store.ledger import Ledger
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from bxmem.store.ledger_events import Attempt
 
 # No new request starts after RUN_BUDGET_S, and every request, a trickling answer
-# too, ends by RUN_DEADLINE_S (each within honcho.request_deadline_s() as well): a
+# too, ends by RUN_DEADLINE_S (each within api.request_deadline_s() as well): a
 # run's work ends by then, well under the unit's TimeoutStartSec (300 s).
 RUN_BUDGET_S = 120.0
 RUN_DEADLINE_S = 150.0
@@ -80,7 +82,7 @@ class Sender:
         self.ledger = ledger
         self.report = report
         self.clock = clock or (lambda: time.time())  # looked up per call, so a frozen clock applies
-        self._hold = Hold(box.attempts, 0.0)  # send.run reads it for the idle summary
+        self.hold = Hold(box.attempts, 0.0, settle_wait_s())  # what waits in doubt: the idle summary reads it too
         self.now = checked_against(config, box)  # what items are held to, as the run starts
         self.roles = self.now.roles
         self.holds = Holds()  # held by the configuration (policy/write_policy.py); send.run reads it too
@@ -96,7 +98,7 @@ class Sender:
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
         self.planner: Planner | None = None
-        self._ends_by: float | None = None  # honcho_http.monotonic() by which every request ends (run)
+        self._ends_by: float | None = None  # api.monotonic() by which every request ends (run)
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -119,7 +121,7 @@ class Sender:
     def _attempt(self, *, items: list[str], ws: str, role: str, session: str | None, hsession: str | None = None,
                  parts: dict[str, int] | None = None) -> Attempt:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
-        return ledger_events.attempt(iso(self.clock()), items=items, ws=ws, role=role, session=session,
+        return ledger_events.attempt(format_time(self.clock()), items=items, ws=ws, role=role, session=session,
                                      hsession=hsession, parts=parts)
 
     def flush(self) -> None:
@@ -167,8 +169,8 @@ class Sender:
         else:
             self.keys.read()
             self._ends_by = monotonic() + RUN_DEADLINE_S
-            self._hold = Hold(self.box.attempts, now)
-            self.planner = Planner(self.box, queue, self.config.send.batch, self._hold,
+            self.hold = Hold(self.box.attempts, now, settle_wait_s())
+            self.planner = Planner(self.box, queue, self.config.send.batch, self.hold,
                                    self.honcho.agent, self.messages.of, self.outcomes.fail_here)
             try:
                 self._drain()
@@ -178,13 +180,13 @@ class Sender:
                 # make each pending item's key one (10 MiB at 100,000 items).
                 self.planner = None
                 self.flush()
-            self.report.held = len(self._hold.items)
+            self.report.held = len(self.hold.items)
         self.note_state()
         return self.report
 
     def note_state(self) -> None:
         """What holds the outbox up now, whatever this run did, into the report; each
-        lasting state said once to the journal (send_report.announce)."""
+        lasting state said once to the journal (report.announce)."""
         now = self.clock()
         note_state(self.report, self.box, self.holds, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]), now)
         announce(self.box.announced, self.report, now)

@@ -1,0 +1,30 @@
+"""The ledger's time format: UTC, to the millisecond, with a `Z`
+(`2026-12-01T19:17:02.123Z`), as every line's `ts` and every time bxmem
+reports is written.
+
+One pair, so the ledger (store/ledger.py), send, sync and the retry rules
+(policy/retry.py) cannot drift apart on it. Pure: a time is given, never read
+from a clock here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def format_time(t: float) -> str:
+    """`t` (seconds since the epoch) as the ledger writes times."""
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: object) -> float | None:
+    """A time as the ledger writes it (or any ISO 8601 time Python reads) in seconds
+    since the epoch; None when `value` is none: not a string, not a time, or one
+    with no place on the clock. What the ledger holds came from a file, so a bad
+    time is an unknown time, never a crash."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError):
+        return None
