@@ -110,7 +110,7 @@ def created_ids(body: object, count: int) -> list[str]:
 
 def configuration(body: object) -> dict | None:
     """A workspace's stored configuration (None: the answer holds none). Its sections
-    are compared, value by value, by honcho.configuration_applied."""
+    are compared, value by value, by api.configuration_applied."""
     found = obj(body).get("configuration")
     return None if found is None else obj(found, "configuration")
 

@@ -156,7 +156,7 @@ class BadId(Refused):
 # --- whether the server's address answers -------------------------------------------------
 
 
-def reach(url: str, timeout: float, workspace: str, operation: str = "connect") -> None:
+def reach(url: str, timeout: float, workspace: str) -> None:
     """Connect to the server's address and close again, within `timeout` per address tried;
     Unavailable (`unsent`) when none accepts. When Honcho is down (the common failure),
     recall says so at once without loading the HTTP stack for nothing. The C module
@@ -184,6 +184,6 @@ def reach(url: str, timeout: float, workspace: str, operation: str = "connect") 
             sock.close()
     if problem is None:
         problem = OSError("no address")
-    unreachable = Unavailable(workspace, operation, f"connection failed ({problem.strerror or type(problem).__name__})")
+    unreachable = Unavailable(workspace, "connect", f"connection failed ({problem.strerror or type(problem).__name__})")
     unreachable.unsent = True
     raise unreachable from None

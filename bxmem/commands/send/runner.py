@@ -85,7 +85,7 @@ class Sender:
         self.hold = Hold(box.attempts, 0.0, settle_wait_s())  # what waits in doubt: the idle summary reads it too
         self.now = checked_against(config, box)  # what items are held to, as the run starts
         self.roles = self.now.roles
-        self.holds = Holds()  # held by the configuration (policy/write_policy.py); send.run reads it too
+        self.holds = Holds()  # held by the configuration (policy/write_policy.py); job.run reads it too
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
