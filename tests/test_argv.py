@@ -87,7 +87,7 @@ def _run(fn, argv, capsys, home) -> tuple[str, str, int]:
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("config", ["named", "missing"])
 def test_every_lean_command_line_runs_the_same_through_typer(config, command, config_file, home, capsys, monkeypatch):
-    monkeypatch.setattr("bxmem.policy.render.nonce", lambda: "n0nce")  # recall's frame is random otherwise
+    monkeypatch.setattr("bxmem.commands.recall.nonce", lambda: "n0nce")  # recall's frame is random otherwise
     path = str(config_file) if config == "named" else MISSING
     differ = []
     shapes = [argv for argv in argv_shapes(path) if command in argv]

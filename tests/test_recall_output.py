@@ -96,18 +96,18 @@ def test_the_output_stays_within_its_token_budget_in_a_fixed_order():
 def test_the_token_budget_holds_whatever_nonce_the_fence_draws(drawn):
     """The fence's nonce is random, and digits and letters cost the estimate differently:
     the bound must hold for the dearest one, not for the nonce it was sized with."""
-    from bxmem.policy import render
+    from bxmem.commands import recall
 
     result = RecallResult()
     result.hits = [Hit("local", "memory", "private", dense(n), where="note") for n in range(8)]
     bound(result)
     for nonce in (drawn.hex(), "a0" * 8, "0a" * 8, "0" * 16, "f" * 16):
-        real = render.nonce
-        render.nonce = lambda nonce=nonce: nonce
+        real = recall.nonce
+        recall.nonce = lambda nonce=nonce: nonce
         try:
             text = render_plain(result)
         finally:
-            render.nonce = real
+            recall.nonce = real
         assert nonce in text
         assert estimate_tokens(text) <= MAX_TOKENS, (nonce, estimate_tokens(text))
 

@@ -400,13 +400,8 @@ CONTRACTS = [
 # What today's tree breaks, one (contract, module) at a time, each a strict xfail:
 # fixing the module makes its entry XPASS, which forces the entry out.
 BROKEN: dict[tuple[str, str], str] = {
-    ("policy-imports-only-policy", "bxmem.policy.render"): "i22o: Hit and RecallResult from commands.recall, for types",
-    ("policy-imports-only-policy", "bxmem.policy.retry"): "i22o: honcho.client's timeouts, store.outbox's field names",
-    ("policy-does-no-io", "bxmem.policy.render"): "i22o: os.urandom for the nonce",
     ("init-is-empty", "bxmem"): "no owner yet: a docstring and __version__ (cli/app.py and honcho/ read it)",
     ("init-is-empty", "bxmem.sources"): "i22s: a docstring",
-    ("no-import-cycle", "bxmem.commands.recall"): "i22o: recall <-> render, for render's types",
-    ("no-import-cycle", "bxmem.policy.render"): "i22o: recall <-> render, for render's types",
 }
 
 
@@ -559,19 +554,9 @@ UNDEFERRED: dict[str, str] = {
     "bxmem.cli.app": "i22r: 14 without a budget, 2 of what is loaded anyway",
     "bxmem.cli.output": "i22r: 22 without a budget",
     "bxmem.cli.owner": "i22r: 4 without a budget",
-    "bxmem.commands.ask": "i22o: 8 without a budget",
-    "bxmem.commands.checks": "i22o: 2 without a budget",
     "bxmem.commands.jobrun": "i22s: 1 without a budget",
-    "bxmem.commands.recall": "i22o: 13 without a budget",
-    "bxmem.commands.send.edits": "i22o: 1 without a budget",
-    "bxmem.commands.send.job": "i22o: 4 without a budget",
-    "bxmem.commands.send.lanes": "i22o: 1 without a budget",
-    "bxmem.commands.send.messages": "i22o: 1 without a budget",
-    "bxmem.commands.send.report": "i22o: 4 without a budget, 2 of what is loaded anyway",
     "bxmem.errors": "i22r: 4 without a budget, 3 of what is loaded anyway",
-    "bxmem.honcho.http": "i22o: 4 without a budget",
     "bxmem.log": "i22r: 1 without a budget",
-    "bxmem.policy.retry": "i22o: 2 without a budget",
     "bxmem.start.entry": "i22r: 5 without a budget",
     "bxmem.start.idle": "i22r: 2 without a budget",
     "bxmem.start.lean": "i22r: 2 without a budget",

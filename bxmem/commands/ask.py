@@ -30,6 +30,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from bxmem.commands import recall
 from bxmem.commands.ask_targets import Target, peers_to_ask, targets
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
@@ -306,7 +307,7 @@ def _result(states: dict[str, _State]) -> AskResult:
 
 def render_plain(result: AskResult) -> str:
     """Framed as recall's text is (policy/render.py says why nothing stored can forge a line)."""
-    tag = render.nonce()
+    tag = recall.nonce()  # as recall draws it, for the same fence
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
     lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]
     for n, answer in enumerate(result.answers, 1):

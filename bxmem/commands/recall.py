@@ -14,6 +14,7 @@ the highest class among them.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from functools import partial  # loaded already: threading imports it
@@ -38,6 +39,13 @@ SNIPPET_CHARS = 600
 DEFAULT_K = 8
 MAX_K = 100
 MAX_QUERY_CHARS = 10_000
+
+
+def nonce() -> str:
+    """The fence's nonce (policy/render.py), drawn for each output, after every stored
+    text was written. os.urandom is what secrets.token_hex reads, without the cost of
+    importing secrets on every recall (docs/performance.md)."""
+    return os.urandom(8).hex()
 
 
 def exit_code(result: RecallResult) -> int:
@@ -291,7 +299,7 @@ def bound(result: RecallResult) -> RecallResult:
 
 def render_plain(result: RecallResult) -> str:
     """The model-facing text (policy/render.py says why nothing stored can forge a line of it)."""
-    head, tail, end = render.recall_frame(result, render.nonce())
+    head, tail, end = render.recall_frame(result, nonce())
     lines = [head]
     for n, hit in enumerate(result.hits, 1):
         lines.append(render.recall_header(n, hit))

@@ -15,8 +15,9 @@ The structure, and why no stored text can forge any of it:
   only bxmem's own lines (fences, headers, unavailable lines) start otherwise.
 * Header fields come from configuration or Honcho ids; `field` keeps a small
   safe alphabet, so a header cannot hold a line break or a fence either.
-* The nonce is 16 random hex digits drawn for each output, after every stored
-  text was written: a text cannot carry the closing fence it would need.
+* The nonce is 16 random hex digits the command draws for each output
+  (commands/recall.nonce), after every stored text was written: a text cannot
+  carry the closing fence it would need.
 * Every character that renders as nothing (controls, bidi, zero-width, tags,
   variation selectors...: sanitize.neutralise) is removed before any of this,
   so nothing can hide or reorder what is shown.
@@ -26,7 +27,6 @@ Stdlib only: the lean recall path imports it.
 
 from __future__ import annotations
 
-import os
 import re
 
 from bxmem.policy.sanitize import neutralise
@@ -60,12 +60,6 @@ def estimate_tokens(text: str) -> int:
             o = ord(last)
             n += 1 if o < 0x250 or 0x3040 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF else 2 if o >= 0x1F000 else 3
     return (n * 11 + 9) // 10
-
-
-def nonce() -> str:
-    # os.urandom is what secrets.token_hex reads, without the cost of importing
-    # secrets on every recall (docs/performance.md).
-    return os.urandom(8).hex()
 
 
 def field(value: object, chars: int = FIELD_CHARS) -> str:
