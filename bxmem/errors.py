@@ -1,18 +1,24 @@
 """Typed errors and the exit codes they map to.
 
-The CLI is the only place that turns these into a line on stderr and an exit
-status, so every command behaves the same way when something goes wrong.
-Stdlib only: the idle fast path imports this module.
+One boundary (`boundary`, which the lean path and the CLI both run every
+command inside) turns them into a line on stderr and an exit status, so every
+command behaves the same way when something goes wrong. Imports only the
+standard library and the command registry: the lean path loads it.
 """
 
 from __future__ import annotations
+
+import json
+import sys
+
+from bxmem.start.registry import COMMANDS
 
 
 class ExitCode:
     """Exit statuses of every bxmem command (documented in docs/cli.md, which is
     generated from MEANINGS and COMMAND_EXITS below; tests hold every command to it).
 
-    Plain ints rather than an IntEnum: `enum` costs the lean paths 4 ms.
+    Plain ints rather than an IntEnum: the lean paths do not load `enum`.
     """
 
     OK = 0
@@ -68,29 +74,12 @@ MEANINGS = {
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
-# What each command may exit with. Every command reads a configuration, takes
-# a command line, can be refused by the machine or interrupted.
+# What each command may exit with: what every command may (it reads a configuration,
+# takes a command line, can be refused by the machine or interrupted), and its own
+# codes as start/registry.py names them.
 _EVERY = (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.INTERRUPTED)
-COMMAND_EXITS = {
-    "decide": _EVERY + (ExitCode.DEGRADED,),
-    "send": _EVERY + (ExitCode.DEGRADED, ExitCode.ATTENTION),
-    "mirror": _EVERY,
-    "undo": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
-    "recall": _EVERY + (ExitCode.UNAVAILABLE,),
-    "ask": _EVERY + (ExitCode.REFUSED, ExitCode.UNAVAILABLE),
-    "sync": _EVERY + (ExitCode.ATTENTION, ExitCode.REFUSED),  # REFUSED: --retry-failed while a send holds the outbox
-    "audit": _EVERY + (ExitCode.ATTENTION, ExitCode.NOT_FOUND, ExitCode.REFUSED, ExitCode.UNAVAILABLE),
-    "outbox list": _EVERY,
-    "outbox drop": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
-    "outbox resend": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
-    "outbox reroute": _EVERY + (ExitCode.NOT_FOUND, ExitCode.REFUSED),
-    "tools": _EVERY,
-    "schema": _EVERY,
-    "demo": _EVERY + (ExitCode.DEGRADED,),  # USAGE: a --honcho that is not a URL; DEGRADED: it did not answer
-    "config check": _EVERY,
-    "index rebuild": _EVERY,
-    "runbook": _EVERY + (ExitCode.NOT_FOUND,),
-}
+COMMAND_EXITS = {command.name: _EVERY + tuple(getattr(ExitCode, code) for code in command.exits)
+                 for command in COMMANDS}
 
 
 def cite_runbook(entry: str) -> str:
@@ -164,8 +153,6 @@ def boundary(fn, *args, as_json: bool = False) -> int:
     try:
         return fn(*args)
     except KeyboardInterrupt:
-        import sys
-
         sys.stderr.write("bxmem: interrupted\n")
         return _document(as_json, ExitCode.INTERRUPTED, "interrupted", None)
     except (BxmemError, OSError) as exc:
@@ -186,9 +173,6 @@ def error_document(code: int, message: str, runbook: str | None) -> dict:
 
 def _document(as_json: bool, code: int, message: str, runbook: str | None) -> int:
     if as_json:
-        import json
-        import sys
-
         sys.stdout.write(json.dumps(error_document(code, message, runbook), indent=2, sort_keys=True) + "\n")
     return code
 
@@ -201,8 +185,6 @@ def report(exc: BaseException, as_json: bool = False) -> int:
     refusing (disk, permissions) and is not a bug, so it gets a line too, not
     a traceback. Anything else is re-raised: a bug should show where it is.
     """
-    import sys
-
     if isinstance(exc, BxmemError):
         sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
         return _document(as_json, exc.exit_code, exc.one_line(), exc.runbook)

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 
+from bxmem.errors import cite_runbook
 from bxmem.runbooks import ENTRIES as RUNBOOK_ENTRIES
 
 log = logging.getLogger("bxmem")
@@ -32,8 +33,6 @@ def notice(message: str) -> None:
 
 def runbook(entry: str) -> str:
     """The citation a log line ends with: a command the owner can run to read the entry."""
-    from bxmem.errors import cite_runbook
-
     if entry not in RUNBOOK_ENTRIES:
         raise ValueError(f"no runbook entry {entry!r}")
     return cite_runbook(entry)

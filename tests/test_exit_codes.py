@@ -54,9 +54,9 @@ def test_every_command_has_a_row_and_every_code_a_meaning():
 
 def _functions() -> dict[str, list[ast.FunctionDef]]:
     """Each command's own code: its function in cli/app.py, and for the timer jobs
-    and recall the functions both paths run (cli/output.py), with the job report's exit_code."""
+    and recall the functions both paths run (commands/run.py), with the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    files = {"cli": "cli/app", "cli_owner": "cli/owner", "jobs": "cli/output", "decide": "commands/decide",
+    files = {"cli": "cli/app", "cli_owner": "cli/owner", "jobs": "commands/run", "decide": "commands/decide",
              "mirror": "commands/mirror", "send_report": "commands/send/report"}
     trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text())
              for name in ("cli", "cli_owner", "jobs", *reports.values())}

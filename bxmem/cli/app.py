@@ -1,10 +1,13 @@
-"""The command line: one small function per command over the typed core.
+"""The command line: one small typer function per command over the typed core.
 
-This and cli/owner.py (the owner's `outbox` commands; cli/common.py holds
-what both share) are the only modules that know about typer. Each command
-parses, calls the core, and hands the result to cli/output.py, which writes all
-command output and gives the exit code. Everything it calls can be used and
-tested without it.
+Every command is declared in start/registry.py (its name, exit codes and, for
+the lean commands, options); here typer learns its arguments and help. The
+cli/ package is the only one that imports typer or rich: this module and
+cli/owner.py (the owner's `outbox` commands) declare the commands,
+cli/common.py holds what both share, cli/output.py writes what they print.
+Each command parses, calls the core, and hands the result to cli/output.py;
+the lean commands call the same function the lean path runs
+(commands/run.py). Everything it calls can be used and tested without it.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ from pathlib import Path
 
 import typer
 
-from bxmem import __version__
-from bxmem.cli import output as jobs
+from bxmem.cli import output
 from bxmem.cli.common import CONFIG_HELP, JSON_OPTION, QUIET_HELP, VERBOSE_HELP, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
 from bxmem.cli.owner import outbox_app
+from bxmem.cli.progress import index_rebuild_bar
+from bxmem.commands import run
 from bxmem.commands.recall import DEFAULT_K, MAX_K
-from bxmem.errors import BxmemError, ExitCode, Refused, UsageError, boundary
+from bxmem.errors import BxmemError, ExitCode, Incomplete, Refused, UsageError, boundary
+from bxmem.start.version import __version__
+from bxmem.store.paths import check_named, config_source
 
 app = typer.Typer(
     name="bxmem",
@@ -39,7 +45,7 @@ app.add_typer(outbox_app, name="outbox")
 
 def _version(value: bool) -> None:
     if value:
-        jobs.show_text(f"bxmem {__version__}")
+        output.show_text(f"bxmem {__version__}")
         raise typer.Exit()
 
 
@@ -54,17 +60,14 @@ def main(
     ctx.obj = Options(config=config, verbose=verbose, quiet=quiet)
 
 
-def _job(name: str, ctx: typer.Context, as_json: bool) -> int:
-    options: Options = ctx.obj
-    return jobs.JOBS[name](options.config, as_json=as_json, verbose=options.verbose, quiet=options.quiet)
-
-
 @app.command()
 @exits
 @global_options_too
 def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
-    return _job("decide", ctx, as_json)
+    options: Options = ctx.obj
+    return run.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
+                      progress=output.backlog_progress(options.quiet))
 
 
 @app.command()
@@ -72,7 +75,8 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @global_options_too
 def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
-    return _job("send", ctx, as_json)
+    options: Options = ctx.obj
+    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()
@@ -80,7 +84,8 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @global_options_too
 def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide what each new memory edit in memoryd's journal does in Honcho, and record it."""
-    return _job("mirror", ctx, as_json)
+    options: Options = ctx.obj
+    return run.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()
@@ -93,9 +98,9 @@ def undo(
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Take back a memory edit: journal an undo and reverse it in Honcho at the next send."""
-    from bxmem.commands import undo as undo_job
+    from bxmem.commands import undo as undo_job  # deferred: command
 
-    return jobs.show(undo_job.run(_setup(ctx, "undo"), edit_id, dry_run=dry_run), as_json)
+    return output.show(undo_job.run(_setup(ctx, "undo"), edit_id, dry_run=dry_run), as_json)
 
 
 @app.command()
@@ -111,7 +116,8 @@ def recall(
     """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
     options: Options = ctx.obj
     # Several words are one query, as start/grammar.py joins them for the lean path.
-    return jobs.recall(options.config, " ".join(query), k, as_json, verbose=options.verbose, quiet=options.quiet)
+    return run.recall(query=" ".join(query), config=options.config, k=k, json=as_json, verbose=options.verbose,
+                      quiet=options.quiet)
 
 
 @app.command()
@@ -128,10 +134,10 @@ def ask(
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Ask Honcho's dialectic about named workspaces (two chats at a time, 160 s in all); answers are labelled like recall hits."""
-    from bxmem.commands import ask as ask_module
+    from bxmem.commands import ask as ask_module  # deferred: command
 
     config = _setup(ctx, "ask")
-    return jobs.show(ask_module.ask(config, question, workspace, reasoning, deadline), as_json)
+    return output.show(ask_module.ask(config, question, workspace, reasoning, deadline), as_json)
 
 
 @app.command()
@@ -144,10 +150,10 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     Generated from the configuration: ask_memory's workspaces are the names ask
     takes (own, untrusted, fleet and each [[honcho.read]] agent).
     """
-    from bxmem.commands import tools as tools_module
+    from bxmem.commands import tools as tools_module  # deferred: command
 
     config = _setup(ctx, "tools")
-    return jobs.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
+    return output.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
 SCHEMAS = ("recall", "ask", "send", "error")
@@ -160,16 +166,12 @@ def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|a
                                                          help="Whose --json output: recall, ask, send, or any "
                                                               "command's error document.")) -> int:
     """Print the JSON Schema of `recall --json` or `ask --json` (the contract a host validates the output against), `send --json`, or the error document."""
-    from pathlib import Path
-
-    from bxmem.store.paths import check_named, config_source
-
     check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
     if name not in SCHEMAS:
         raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")
     # The files the package ships (bxmem/schemas/), printed as they are.
     text = (Path(__file__).parent.parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
-    return jobs.show_text(text.rstrip("\n"))
+    return output.show_text(text.rstrip("\n"))
 
 
 @app.command()
@@ -178,10 +180,8 @@ def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|a
 def runbook(ctx: typer.Context,
             name: str | None = typer.Argument(None, metavar="NAME", help="The entry to print (default: list them).")) -> int:
     """Print a runbook entry: what a state bxmem reports means and what to do (log lines name the entry)."""
-    from bxmem.store.paths import check_named, config_source
-
     check_named(*config_source(ctx.obj.config))  # needs no config, but a named one that is missing is a mistake
-    return jobs.show_runbook(name)
+    return output.show_runbook(name)
 
 
 @index_app.command("rebuild")
@@ -189,16 +189,15 @@ def runbook(ctx: typer.Context,
 @global_options_too
 def index_rebuild(ctx: typer.Context) -> int:
     """Rebuild the local index from the ledger, the logs and the journal."""
-    from bxmem.cli.progress import index_rebuild_bar
-    from bxmem.commands import index_fold
-    from bxmem.store import index
+    from bxmem.commands import index_fold  # deferred: command
+    from bxmem.store import index  # deferred: command
 
     config = _setup(ctx, "index")
     config.paths.ensure_state_dir()
     applied, warning = index_fold.update(config.paths, rebuild=True, progress=index_rebuild_bar)
     if warning:
         raise BxmemError(warning)
-    return jobs.index_rebuilt(applied, index.Index.for_state(config.paths.state).count())
+    return output.index_rebuilt(applied, index.Index.for_state(config.paths.state).count())
 
 
 @app.command()
@@ -210,16 +209,16 @@ def sync(
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Show where everything stands: outbox per workspace, failures, refused keys, outages, brokerd."""
-    from bxmem.commands import sync as sync_module
+    from bxmem.commands import sync as sync_module  # deferred: command
 
     config = _setup(ctx, "sync")
     requeued = sync_module.retry_failed(config) if retry_failed else None
     if requeued is not None and not as_json:
-        jobs.sync_requeued(requeued)
+        output.sync_requeued(requeued)
     report = sync_module.status(config)
     if requeued is not None:
         report["requeued"] = requeued.as_json()
-    return jobs.show_sync(report, as_json)
+    return output.show_sync(report, as_json)
 
 
 @app.command()
@@ -231,9 +230,8 @@ def audit(ctx: typer.Context,
           reason: str | None = typer.Option(None, "--reason", metavar="TEXT", help="Why, with --accept (kept in the ledger)."),
           as_json: bool = JSON_OPTION) -> int:
     """Read the agent's own workspaces back from Honcho and hold them against the ledger."""
-    from bxmem.commands import audit as audit_module
-    from bxmem.errors import Incomplete
-    from bxmem.honcho.client import HonchoError
+    from bxmem.commands import audit as audit_module  # deferred: command
+    from bxmem.honcho.client import HonchoError  # deferred: command
 
     config = _setup(ctx, "audit")
     if config.local_only:
@@ -246,7 +244,7 @@ def audit(ctx: typer.Context,
         raise Incomplete(f"audit incomplete: {exc}") from None
     if accept:
         audit_module.accept(config, report, accept, reason)
-    return jobs.show(report, as_json)
+    return output.show(report, as_json)
 
 
 @app.command()
@@ -263,12 +261,12 @@ def demo(
     run sends to three new workspaces named for it, and prints their names; it never
     writes to a workspace an earlier run or a real agent uses.
     """
-    from bxmem.demo.run import run_demo
-    from bxmem.log import log, setup
+    from bxmem.demo.run import run_demo  # deferred: command
+    from bxmem.log import log, setup  # deferred: command
 
     setup("demo", quiet=True)
     log.setLevel("ERROR")  # the demo explains its warnings (a late brokerd) itself
-    return jobs.show_demo(run_demo(honcho, keep), honcho)
+    return output.show_demo(run_demo(honcho, keep), honcho)
 
 
 @config_app.command("check")
@@ -276,7 +274,7 @@ def demo(
 @global_options_too
 def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Validate bxmem.toml and print the resolved paths and workspaces (never a key)."""
-    return jobs.config_check(_setup(ctx, "config"), as_json)
+    return output.config_check(_setup(ctx, "config"), as_json)
 
 
 def run_cli(args: list[str]) -> int:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import typer
 
-from bxmem.cli import output as jobs
-from bxmem.start.grammar import GLOBAL
+from bxmem.commands import run
+from bxmem.start.registry import GLOBAL_OPTIONS
 
 
 def exits(func):
@@ -32,15 +32,16 @@ class Options:
     quiet: bool
 
 
-# The global options, as grammar.GLOBAL names them (tests/test_argv.py holds the two together).
+# The global options, as start/registry.py names them (tests/test_argv.py holds the two together).
 CONFIG_HELP = "bxmem.toml to use (default: $BXMEM_CONFIG, else the user config dir)."
 VERBOSE_HELP, QUIET_HELP = "Log debug lines too.", "Log only notices (an outage's end), warnings and errors."
-_NAMES = {key: sorted((name for name, k in GLOBAL.items() if k == key), key=len) for key in set(GLOBAL.values())}
+_NAMES = {key: sorted((name for name, k in GLOBAL_OPTIONS.items() if k == key), key=len)
+          for key in set(GLOBAL_OPTIONS.values())}
 
 
 def global_options_too(func):
     """Let a command take the global options after its name as well (`bxmem
-    decide -q`), as start/grammar.py's lean path does: without them typer would
+    decide -q`), as the lean path's grammar (start/grammar.py) does: without them typer would
     refuse a command line the lean path runs. Hidden: --help lists them once,
     on bxmem itself. A value given after the command wins, as the later one does."""
     extra = [
@@ -68,7 +69,7 @@ def global_options_too(func):
 def setup(ctx: typer.Context, job: str):
     """Logging for the job, then the validated configuration (or ConfigInvalid)."""
     options: Options = ctx.obj
-    return jobs.setup(job, options.config, options.verbose, options.quiet)
+    return run.setup(job, options.config, options.verbose, options.quiet)
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")

@@ -1,40 +1,33 @@
-"""All command output, in one place. The lean commands (the three timer jobs
-and recall) as one function each: logging, configuration, the run, and what
-it prints, shared by the CLI and the lean path so both behave alike. Then
-what the other commands print, from the result cli/app.py hands over.
+"""What the commands the CLI runs print, from the result cli/app.py hands over,
+and the progress bar a decide a person watches shows.
 
-Nothing heavy at import time: the lean path imports this module, so rich
-(and typer's echo) are imported only inside the functions that write through them.
+The lean commands (the timer jobs and recall) print plainly through
+commands/run.py, which the lean path runs without typer or rich. The rest
+write through typer's echo, or rich for sync's and the demo's rendering.
+rich is imported by the functions that use it: `--help` loads this module.
 """
 
 from __future__ import annotations
 
 import sys
 
-from bxmem.errors import ConfigInvalid, ExitCode
+from typer import echo
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+from bxmem import runbooks
+from bxmem.commands.recall import render_plain
+from bxmem.commands.run import emit_json
+from bxmem.config.loader import read_key
+from bxmem.errors import ExitCode
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
 
-def emit_json(value: object) -> None:
-    import json  # not at import time: the lean recall without --json does not need it
-
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
-def setup(job: str, config_path, verbose: bool, quiet: bool):
-    from bxmem.config import loader as config_module
-    from bxmem.log import setup
-
-    setup(job, verbose=verbose, quiet=quiet)
-    return config_module.load(config_path)
-
-
-class _backlog_progress:
+class backlog_progress:
     """A progress bar over a long backlog when a person is watching (stderr is a
-    terminal); nothing at all when a timer runs the job."""
+    terminal); nothing at all when a timer runs the job. Entered, it is the
+    callback decide reports its progress to, or None."""
 
     THRESHOLD_BYTES = 4 << 20
 
@@ -50,7 +43,13 @@ class _backlog_progress:
         if self.bar is None:
             if total < self.THRESHOLD_BYTES:
                 return
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (  # deferred: help
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(TextColumn("deciding the backlog"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                                 transient=True)
@@ -64,75 +63,10 @@ class _backlog_progress:
             self.bar.stop()
 
 
-def finish(report, config, as_json: bool) -> int:
-    """The one place a timer job's outcome is printed: the report's notice
-    (busy, local-only), then its JSON object or its one-line summary; the
-    report's exit code."""
-    from bxmem.log import log
-
-    notice = report.notice()
-    if notice:
-        log.info(notice)
-    if as_json:
-        emit_json(report.as_json(config))
-    else:
-        lines = report.summary(config)
-        for line in [lines] if isinstance(lines, str) else lines or []:
-            log.info(line)
-    return report.exit_code
-
-
-def decide(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    from bxmem.commands import decide as job
-
-    config = setup("decide", config_path, verbose, quiet)
-    with _backlog_progress(quiet) as progress:
-        report = job.run(config, progress=progress)
-    return finish(report, config, as_json)
-
-
-def mirror(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    from bxmem.commands import mirror as job
-
-    config = setup("mirror", config_path, verbose, quiet)
-    return finish(job.run(config), config, as_json)
-
-
-def send(config_path=None, as_json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    from bxmem.commands.send import job
-
-    config = setup("send", config_path, verbose, quiet)
-    return finish(job.run(config), config, as_json)
-
-
-def recall(config_path, query: str, k: str | None, as_json: bool, verbose: bool = False, quiet: bool = False) -> int:
-    """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
-    k: as written after -k, None when absent (recall.parse_k: the one check, and the default)."""
-    from bxmem.commands import recall as recall_module
-    from bxmem.config import loader as config_module
-
-    count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
-    # No logging set up: recall logs nothing, and `logging` would cost the agent's every call ~5 ms.
-    config = config_module.load(config_path)
-    if not config.paths.home.is_dir():
-        # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
-        # with the wrong HOME, would otherwise say to the model while looking normal.
-        raise ConfigInvalid(f"the Boxmaker home {config.paths.home} does not exist: run bxmem as the user the timer "
-                            "jobs run as, with their environment (BOXMAKER_HOME, or HOME and XDG_DATA_HOME; "
-                            "docs/agent-tools.md)")
-    result = recall_module.recall(config, query, count)
-    if as_json:
-        emit_json(recall_module.render_json(result))
-    else:
-        sys.stdout.write(recall_module.render_plain(result) + "\n")
-    return recall_module.exit_code(result)
-
-
 def config_check(config, as_json: bool) -> int:
     """`bxmem config check`: the resolved paths and workspaces (never a key), and
     what is legal but likely a mistake (checks.partial_keys) as a warning."""
-    from bxmem.commands.checks import partial_keys
-    from bxmem.config.loader import read_key
+    from bxmem.commands.checks import partial_keys  # deferred: command
 
     workspaces = []
     for ws in config.workspaces():
@@ -170,20 +104,10 @@ def config_check(config, as_json: bool) -> int:
     return ExitCode.OK
 
 
-JOBS = {"decide": decide, "mirror": mirror, "send": send}
-
-
-# --- the commands the lean path does not run: cli/app.py runs them and hands the result here ----
-
-
-def _echo(text: str, err: bool = False) -> None:
-    """Through typer's echo, as these commands always wrote (off a terminal it strips
-    ANSI escapes, say from an item id Honcho holds), so their bytes stay the same.
-    Only cli/app.py runs these, with typer loaded already; the lean commands write
-    sys.stdout, as importing typer would cost them."""
-    from typer import echo
-
-    echo(text, err=err)
+def _echo(text: str) -> None:
+    """Through typer's echo: off a terminal it strips ANSI escapes (say from an item
+    id Honcho holds)."""
+    echo(text)
 
 
 def show(result, as_json: bool) -> int:
@@ -198,8 +122,6 @@ def show(result, as_json: bool) -> int:
 
 def show_runbook(name: str | None) -> int:
     """`bxmem runbook [NAME]`: the entry as written, or the list of entries and where they are."""
-    from bxmem import runbooks
-
     if name is not None:
         sys.stdout.write(runbooks.text(name))
         return ExitCode.OK
@@ -233,7 +155,7 @@ def sync_requeued(result) -> None:
 
 
 def show_sync(report: dict, as_json: bool) -> int:
-    from bxmem.commands.sync import exit_code
+    from bxmem.commands.sync import exit_code  # deferred: command
 
     if as_json:
         emit_json(report)
@@ -245,7 +167,7 @@ def show_sync(report: dict, as_json: bool) -> int:
 def console():
     """rich for a person at a terminal. Off one (journald, a pipe, mail) nothing
     is wrapped or cut: a line is as long as what it says."""
-    from rich.console import Console
+    from rich.console import Console  # deferred: help
 
     tty = sys.stdout.isatty()
     return Console(highlight=False, soft_wrap=not tty, width=None if tty else 100_000)
@@ -253,9 +175,9 @@ def console():
 
 def render_sync(report: dict, out=None) -> None:
     """sync's lines (sync.lines), escaped: a name like `[honcho]` is text, never markup."""
-    from rich.markup import escape
+    from rich.markup import escape  # deferred: help
 
-    from bxmem.commands.sync import lines
+    from bxmem.commands.sync import lines  # deferred: command
 
     out = out or console()
     for line in lines(report):
@@ -269,11 +191,10 @@ def render_sync(report: dict, out=None) -> None:
 
 def show_demo(result, honcho: str | None) -> int:
     """`bxmem demo`: what happened to the sample home, for a person reading it."""
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.markup import escape  # deferred: help
+    from rich.table import Table  # deferred: help
 
-    from bxmem.commands.recall import render_plain
-    from bxmem.demo.sample import SESSIONS
+    from bxmem.demo.sample import SESSIONS  # deferred: command
 
     out = console()
     where = "kept" if result.kept else "temporary, removed at the end; --keep DIR keeps it"

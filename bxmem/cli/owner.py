@@ -1,12 +1,12 @@
 """`bxmem outbox`: the owner's commands on items that do not go by themselves
 (commands/outbox_actions.py), on the command line. Each parses, calls the core and
-hands the result to jobs.show, as cli/app.py's commands do."""
+hands the result to cli/output.py's show, as cli/app.py's commands do."""
 
 from __future__ import annotations
 
 import typer
 
-from bxmem.cli import output as jobs
+from bxmem.cli import output
 from bxmem.cli.common import JSON_OPTION, exits, global_options_too, setup
 
 outbox_app = typer.Typer(help="Items that do not go by themselves, and the way out: list, drop, resend, reroute.",
@@ -25,9 +25,9 @@ def outbox_list(ctx: typer.Context,
                 everything: bool = typer.Option(False, "--all", help="Every item in the outbox, not only those held up."),
                 as_json: bool = JSON_OPTION) -> int:
     """List the items that do not go by themselves (failed, held, in doubt, stopped), why, and the way out."""
-    from bxmem.commands import outbox_actions
+    from bxmem.commands import outbox_actions  # deferred: command
 
-    return jobs.show(outbox_actions.list_items(setup(ctx, "outbox"), everything), as_json)
+    return output.show(outbox_actions.list_items(setup(ctx, "outbox"), everything), as_json)
 
 
 @outbox_app.command("drop")
@@ -39,9 +39,9 @@ def outbox_drop(ctx: typer.Context, items: list[str] = typer.Argument(None, meta
                                                   help="Why (required; kept in the ledger, one line)."),
                 dry_run: bool = DRY_RUN, as_json: bool = JSON_OPTION) -> int:
     """Take items out of the outbox for good: they are never sent. Not an item in doubt."""
-    from bxmem.commands import outbox_actions
+    from bxmem.commands import outbox_actions  # deferred: command
 
-    return jobs.show(outbox_actions.act(setup(ctx, "outbox"), "drop", items or [], all_failed=all_failed,
+    return output.show(outbox_actions.act(setup(ctx, "outbox"), "drop", items or [], all_failed=all_failed,
                                         all_held=all_held, reason=reason, dry_run=dry_run), as_json)
 
 
@@ -51,9 +51,9 @@ def outbox_drop(ctx: typer.Context, items: list[str] = typer.Argument(None, meta
 def outbox_resend(ctx: typer.Context, items: list[str] = typer.Argument(None, metavar="ITEM", help=ITEMS_HELP),
                   all_failed: bool = ALL_FAILED, dry_run: bool = DRY_RUN, as_json: bool = JSON_OPTION) -> int:
     """Send failed items again (to a new Honcho session where Honcho deleted theirs)."""
-    from bxmem.commands import outbox_actions
+    from bxmem.commands import outbox_actions  # deferred: command
 
-    return jobs.show(outbox_actions.act(setup(ctx, "outbox"), "resend", items or [], all_failed=all_failed,
+    return output.show(outbox_actions.act(setup(ctx, "outbox"), "resend", items or [], all_failed=all_failed,
                                         dry_run=dry_run), as_json)
 
 
@@ -64,7 +64,7 @@ def outbox_reroute(ctx: typer.Context, items: list[str] = typer.Argument(None, m
                    all_failed: bool = ALL_FAILED, all_held: bool = ALL_HELD, dry_run: bool = DRY_RUN,
                    as_json: bool = JSON_OPTION) -> int:
     """Send held or failed items to the workspace that has their role now (never another role)."""
-    from bxmem.commands import outbox_actions
+    from bxmem.commands import outbox_actions  # deferred: command
 
-    return jobs.show(outbox_actions.act(setup(ctx, "outbox"), "reroute", items or [], all_failed=all_failed,
+    return output.show(outbox_actions.act(setup(ctx, "outbox"), "reroute", items or [], all_failed=all_failed,
                                         all_held=all_held, dry_run=dry_run), as_json)

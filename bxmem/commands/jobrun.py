@@ -3,7 +3,7 @@
 lock → state (read, then recovered from the ledger) → the job's work →
 save (state, then the idle summary) → unlock → index refresh. A second run
 of the same job finds the lock taken and reports busy; the lock is on the
-ledger (store.JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
+ledger (store/files.py's JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
 only a finished run (a crash is recovered from the ledger next time); send
 saves its outbox checkpoint even when a run stops with an error, because the
 ledger lines it has written are already folded into it.
@@ -42,7 +42,7 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
             work(state, ledger)
             save(config.paths.ensure_state_dir(), state)
     if refresh_index:
-        from bxmem.commands.index_fold import refresh
+        from bxmem.commands.index_fold import refresh  # deferred: command (send, which runs here too, never refreshes)
 
         refresh(config.paths)
     return report

@@ -28,7 +28,6 @@ from typing import Any, Self
 
 import httpx
 
-from bxmem import __version__
 from bxmem.config.loader import Key
 from bxmem.honcho import answers, api
 from bxmem.honcho.answers import AnswerProblem
@@ -47,6 +46,7 @@ from bxmem.honcho.api import (
     monotonic,
 )
 from bxmem.honcho.http import CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, new_http
+from bxmem.start.version import __version__
 
 __all__ = ["AuditClient", "BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected",
            "Refused", "Unavailable", "WorkspaceClient", "health"]

@@ -1,1 +1,0 @@
-"""What bxmem reads from the rest of the host: loopd's logs, brokerd's socket, memoryd's journal."""

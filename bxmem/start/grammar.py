@@ -1,11 +1,12 @@
-"""The command line of the commands that run most, written down once.
+"""The command line of the commands that run most, parsed once per run.
 
 `bxmem recall` (the agent's tool call) and the timer jobs `decide`, `mirror`
-and `send` are parsed here, once per run, by the idle fast path and the lean
-path alike. cli/app.py declares the same options to typer, and a test holds the
-two together (tests/test_argv.py): every argv `parse` accepts, typer accepts
-too and runs the same way. Anything else, `--help` and `--version` included,
-`parse` declines (None) and typer parses it and says what is wrong.
+and `send` are parsed here, by the idle check and the lean path alike, from
+their options as start/registry.py declares them. cli/app.py declares the
+same options to typer, and a test holds the two together (tests/test_argv.py):
+every argv `parse` accepts, typer accepts too and runs the same way. Anything
+else, `--help` and `--version` included, `parse` declines (None) and typer
+parses it and says what is wrong.
 
 The grammar is deliberately smaller than typer's, so that it cannot disagree:
 global options go before or after the command word; a command's own options
@@ -18,27 +19,26 @@ as a person typing it means), and every word after `--` (the agent's form,
 recall.DEFAULT_K: an absent -k is passed on as absent, so no second literal
 exists.
 
-Imports nothing: the idle fast path pays for every module it loads.
+Imports only the registry: the idle check pays for every module it loads.
 """
 
 from __future__ import annotations
 
+from bxmem.start.registry import COMMANDS as _ALL
+from bxmem.start.registry import GLOBAL_OPTIONS, GLOBAL_VALUED
+
 #: Options every command takes, before or after the command word: name -> key.
-GLOBAL = {"--config": "config", "-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
+GLOBAL = GLOBAL_OPTIONS
 #: Each lean command's own options, after the command word: name -> key.
-COMMANDS = {
-    "decide": {"--json": "json"},
-    "mirror": {"--json": "json"},
-    "send": {"--json": "json"},
-    "recall": {"--json": "json", "-k": "k"},
-}
+COMMANDS = {c.name: c.options for c in _ALL if c.options is not None}
 #: Options that take a value (the rest are flags).
-VALUED = frozenset({"--config", "-k"})
+VALUED = frozenset(GLOBAL_VALUED).union(*(c.valued for c in _ALL))
 #: The positional words a command takes, by the key they are joined under.
-POSITIONAL = {"recall": "query"}
+POSITIONAL = {c.name: c.positional for c in _ALL if c.positional}
 #: A value must pass its check, or typer would convert it differently (or refuse it).
 CHECKS = {"k": lambda value: value.isascii() and value.isdigit()}
-JOBS = ("decide", "mirror", "send")
+#: The timer jobs, which the idle check may answer.
+JOBS = tuple(c.name for c in _ALL if c.timer_job)
 
 
 class Parsed:

@@ -1,4 +1,4 @@
-"""The idle fast path: answer "nothing to do" before importing anything heavy.
+"""The idle check: answer "nothing to do" before importing anything heavy.
 
 Each timer job ends its run by writing a small summary of what it has seen:
 the files it watches with the size or version it processed, the config
@@ -32,8 +32,8 @@ from bxmem.start.grammar import JOBS
 from bxmem.start.sealed import seal, unmarshal
 
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
-# real one. 3: the local index's schema 2 (that run rebuilds it; the idle path never opens it).
-# 4: logs and the journal watched by inode, size and mtime (a rewrite to the same size).
+# real one: raised whenever what a summary holds changes, or what a real run must redo (the local
+# index's schema: that run rebuilds it, and the idle path never opens it).
 SUMMARY_VERSION = 4
 
 
@@ -89,7 +89,7 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
                   dormant: dict[str, tuple[str, list]] | None = None, sweep_every: float = 60.0) -> None:
     """Written by the slow path at the end of a run (atomically, like all state).
     `dormant` files are compared only once every `sweep_every` seconds."""
-    from bxmem.store.files import write_bytes
+    from bxmem.store.files import write_bytes  # deferred: idle (only a real run writes, with store/ loaded)
 
     sweep = None
     if dormant:
@@ -147,7 +147,7 @@ def _read(path: str, *, follow: bool = False) -> bytes:
 
 
 def _configured_home(path: str) -> str | None:
-    import tomllib  # only when the home is not named before the file is read
+    import tomllib  # deferred: idle (only when the home is not named before the file is read)
 
     try:
         raw = tomllib.loads(_read(path, follow=True).decode())  # the owner may keep the config as a link

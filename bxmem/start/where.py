@@ -2,9 +2,9 @@
 and bxmem's state directory under it.
 
 The defaults are platformdirs' Linux (XDG) rules, worked out here and held to
-platformdirs by a test: importing platformdirs itself costs 17 ms, twice a
-bare interpreter start, on paths that run every few seconds. Only `os`: the
-idle fast path, store/paths.py and config/loader.py all use these functions.
+platformdirs by a test: importing platformdirs itself would cost more than the
+idle check, on paths that run every few seconds (docs/performance.md). Only
+`os`: the idle check, store/paths.py and config/loader.py all use these functions.
 """
 
 from __future__ import annotations

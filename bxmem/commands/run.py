@@ -1,0 +1,114 @@
+"""The lean commands (the three timer jobs and recall), one function each:
+logging, the configuration, the run, and what it prints, for the lean path
+(start/lean.py) and the CLI alike, so both behave the same.
+
+Each takes the command line's options as keyword arguments named by their
+keys in start/registry.py (`config`, `json`, `verbose`, `quiet`; recall's
+`query` and `k`). What they print is plain: sys.stdout and the log, never
+typer or rich, which the lean path does not load. A job's module is imported
+by the function that runs it, so no command pays for another's.
+"""
+
+from __future__ import annotations
+
+import json as json_module
+import sys
+
+from bxmem.config import loader as config_module
+from bxmem.errors import ConfigInvalid
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from os import PathLike
+
+    from bxmem.config.loader import Config
+
+    ConfigPath = str | PathLike[str] | None
+    #: The CLI's progress bar: entered, a callback (done, total) or None.
+    Progress = AbstractContextManager[Callable[[int, int], None] | None] | None
+
+
+def emit_json(value: object) -> None:
+    """A command's --json output: one document, indented, keys sorted."""
+    sys.stdout.write(json_module.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def setup(job: str, config: ConfigPath, verbose: bool, quiet: bool) -> Config:
+    """Logging for the job, then the validated configuration (or ConfigInvalid)."""
+    from bxmem.log import setup as setup_log  # deferred: lean (recall never loads logging)
+
+    setup_log(job, verbose=verbose, quiet=quiet)
+    return config_module.load(config)
+
+
+def finish(report, config: Config, as_json: bool) -> int:
+    """The one place a timer job's outcome is printed: the report's notice
+    (busy, local-only), then its JSON object or its one-line summary; the
+    report's exit code."""
+    from bxmem.log import log  # deferred: lean (loaded by setup, which every job runs first)
+
+    notice = report.notice()
+    if notice:
+        log.info(notice)
+    if as_json:
+        emit_json(report.as_json(config))
+    else:
+        lines = report.summary(config)
+        for line in [lines] if isinstance(lines, str) else lines or []:
+            log.info(line)
+    return report.exit_code
+
+
+def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
+           progress: Progress = None) -> int:
+    """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching."""
+    from bxmem.commands import decide as job  # deferred: lean
+
+    loaded = setup("decide", config, verbose, quiet)
+    if progress is None:
+        report = job.run(loaded)
+    else:
+        with progress as update:
+            report = job.run(loaded, progress=update)
+    return finish(report, loaded, json)
+
+
+def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
+    """`bxmem mirror`."""
+    from bxmem.commands import mirror as job  # deferred: lean
+
+    loaded = setup("mirror", config, verbose, quiet)
+    return finish(job.run(loaded), loaded, json)
+
+
+def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
+    """`bxmem send`."""
+    from bxmem.commands.send import job  # deferred: lean
+
+    loaded = setup("send", config, verbose, quiet)
+    return finish(job.run(loaded), loaded, json)
+
+
+def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, verbose: bool = False,
+           quiet: bool = False) -> int:
+    """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
+    k: as written after -k, None when absent (recall.parse_k: the one check, and the default)."""
+    from bxmem.commands import recall as recall_module  # deferred: command (the timer jobs never recall)
+
+    count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
+    # No logging set up: recall logs nothing, and the agent calls it on every memory tool call.
+    loaded = config_module.load(config)
+    if not loaded.paths.home.is_dir():
+        # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
+        # with the wrong HOME, would otherwise say to the model while looking normal.
+        raise ConfigInvalid(f"the Boxmaker home {loaded.paths.home} does not exist: run bxmem as the user the timer "
+                            "jobs run as, with their environment (BOXMAKER_HOME, or HOME and XDG_DATA_HOME; "
+                            "docs/agent-tools.md)")
+    result = recall_module.recall(loaded, query, count)
+    if json:
+        emit_json(recall_module.render_json(result))
+    else:
+        sys.stdout.write(recall_module.render_plain(result) + "\n")
+    return recall_module.exit_code(result)

@@ -1,0 +1,82 @@
+"""Every bxmem command, written down once: its name, the function that runs it,
+the exit codes it may end with, and, for the commands the lean path runs, its
+options.
+
+A new command is an entry here plus its own function. The lean path's grammar
+(start/grammar.py) and dispatch (start/lean.py), the idle check's list of
+timer jobs, the exit-code table (errors.COMMAND_EXITS) and docs/cli.md's
+generator read this table; the typer commands are held to it by a test
+(tests/test_registry.py): one typer command per entry, under the same name,
+calling the function named here.
+
+Imports nothing: the idle check reads it on every timer run.
+"""
+
+from __future__ import annotations
+
+#: Options every command takes, before or after the command word: name -> key.
+GLOBAL_OPTIONS = {"--config": "config", "-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
+#: The global options that take a value (the rest are flags).
+GLOBAL_VALUED = ("--config",)
+
+
+class Command:
+    """One command.
+
+    `run` is "module:function". For a lean command (one with `options`) it is
+    the plain function the lean path and the CLI both call, with the parsed
+    options as keyword arguments named by their keys; for any other command it
+    is the typer command function, which only the CLI runs.
+
+    `exits` names the exit codes (errors.ExitCode's names) the command may end
+    with besides the ones every command may (errors.COMMAND_EXITS adds those).
+
+    `options` (name -> key), `valued` and `positional` are the lean grammar's:
+    None for a command only typer parses. `timer_job`: a timer fires it, so the
+    idle check may answer it. `progress`: at a terminal it shows a progress bar,
+    which is rich's, so a run a person watches goes to the full CLI.
+    """
+
+    __slots__ = ("name", "run", "exits", "options", "valued", "positional", "timer_job", "progress")
+
+    def __init__(self, name: str, run: str, exits: tuple[str, ...] = (), *, options: dict[str, str] | None = None,
+                 valued: tuple[str, ...] = (), positional: str | None = None, timer_job: bool = False,
+                 progress: bool = False) -> None:
+        self.name, self.run, self.exits = name, run, exits
+        self.options, self.valued, self.positional = options, valued, positional
+        self.timer_job, self.progress = timer_job, progress
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r}, {self.run!r})"
+
+
+_RUN = "bxmem.commands.run"
+_APP = "bxmem.cli.app"
+_OWNER = "bxmem.cli.owner"
+_JSON = {"--json": "json"}
+
+COMMANDS = (
+    Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
+    Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True),
+    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options=_JSON, timer_job=True),
+    Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k"}, valued=("-k",),
+            positional="query"),
+    Command("undo", f"{_APP}:undo", ("NOT_FOUND", "REFUSED")),
+    Command("ask", f"{_APP}:ask", ("REFUSED", "UNAVAILABLE")),
+    # REFUSED: --retry-failed while a send holds the outbox.
+    Command("sync", f"{_APP}:sync", ("ATTENTION", "REFUSED")),
+    Command("audit", f"{_APP}:audit", ("ATTENTION", "NOT_FOUND", "REFUSED", "UNAVAILABLE")),
+    Command("outbox list", f"{_OWNER}:outbox_list"),
+    Command("outbox drop", f"{_OWNER}:outbox_drop", ("NOT_FOUND", "REFUSED")),
+    Command("outbox resend", f"{_OWNER}:outbox_resend", ("NOT_FOUND", "REFUSED")),
+    Command("outbox reroute", f"{_OWNER}:outbox_reroute", ("NOT_FOUND", "REFUSED")),
+    Command("tools", f"{_APP}:tools"),
+    Command("schema", f"{_APP}:schema"),
+    # USAGE (as every command): a --honcho that is not a URL; DEGRADED: a Honcho that did not answer.
+    Command("demo", f"{_APP}:demo", ("DEGRADED",)),
+    Command("config check", f"{_APP}:config_check"),
+    Command("index rebuild", f"{_APP}:index_rebuild"),
+    Command("runbook", f"{_APP}:runbook", ("NOT_FOUND",)),
+)
+
+BY_NAME = {command.name: command for command in COMMANDS}
