@@ -58,7 +58,7 @@ def console() -> None:
             logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed or broken stream: let the interpreter report it as before
+    except (OSError, ValueError):  # a closed or broken stream: the interpreter's own exit reports it
         sys.exit(code)
     os._exit(code)
 
