@@ -104,7 +104,7 @@ def test_the_cli_decide_shows_its_progress_bar_at_a_terminal(home, brokerd, monk
     from bxmem.demo.sample import turn_lines
 
     write_log(home, "s", turn_lines(1, "the restic backups", "run nightly"))
-    monkeypatch.setattr(output.backlog_progress, "THRESHOLD_BYTES", 0)
+    monkeypatch.setattr(output.BacklogProgress, "THRESHOLD_BYTES", 0)
     master, slave = os.openpty()
     terminal = os.fdopen(slave, "w")
     monkeypatch.setattr(sys, "stderr", terminal)

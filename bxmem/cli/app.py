@@ -67,7 +67,7 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
     options: Options = ctx.obj
     return run.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
-                      progress=output.backlog_progress(options.quiet))
+                      progress=output.BacklogProgress(options.quiet))
 
 
 @app.command()

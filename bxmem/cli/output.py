@@ -10,6 +10,7 @@ rich is imported by the functions that use it: `--help` loads this module.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from typer import echo
 
@@ -19,12 +20,11 @@ from bxmem.commands.run import emit_json
 from bxmem.config.loader import read_key
 from bxmem.errors import ExitCode
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
 
-class backlog_progress:
+class BacklogProgress:
     """A progress bar over a long backlog when a person is watching (stderr is a
     terminal); nothing at all when a timer runs the job. Entered, it is the
     callback decide reports its progress to, or None."""
