@@ -400,8 +400,6 @@ CONTRACTS = [
 # What today's tree breaks, one (contract, module) at a time, each a strict xfail:
 # fixing the module makes its entry XPASS, which forces the entry out.
 BROKEN: dict[tuple[str, str], str] = {
-    ("init-is-empty", "bxmem"): "no owner yet: a docstring and __version__ (cli/app.py and honcho/ read it)",
-    ("init-is-empty", "bxmem.sources"): "i22s: a docstring",
 }
 
 
@@ -551,15 +549,6 @@ def deferred_problems(name: str, path: Path) -> list[str]:
 # Today's modules with imports inside functions that do not say their budget (or need
 # none), each a strict xfail with the count: fixing the module forces its entry out.
 UNDEFERRED: dict[str, str] = {
-    "bxmem.cli.app": "i22r: 14 without a budget, 2 of what is loaded anyway",
-    "bxmem.cli.output": "i22r: 22 without a budget",
-    "bxmem.cli.owner": "i22r: 4 without a budget",
-    "bxmem.commands.jobrun": "i22s: 1 without a budget",
-    "bxmem.errors": "i22r: 4 without a budget, 3 of what is loaded anyway",
-    "bxmem.log": "i22r: 1 without a budget",
-    "bxmem.start.entry": "i22r: 5 without a budget",
-    "bxmem.start.idle": "i22r: 2 without a budget",
-    "bxmem.start.lean": "i22r: 2 without a budget",
 }
 
 
