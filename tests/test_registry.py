@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import typer
+from helpers import write_log
 
 from bxmem.cli import app as cli
 from bxmem.errors import COMMAND_EXITS, ExitCode
@@ -98,8 +99,6 @@ def test_a_decide_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monke
 
 def test_the_cli_decide_shows_its_progress_bar_at_a_terminal(home, brokerd, monkeypatch):
     """A backlog over the threshold, stderr a terminal: rich's bar, through the CLI."""
-    from conftest import write_log
-
     from bxmem.cli import output
     from bxmem.demo.sample import turn_lines
 
