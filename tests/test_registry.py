@@ -84,10 +84,12 @@ def test_the_registry_names_only_exit_codes_that_exist():
     (["bxmem", "decide", "--json"], True, True),
     (["bxmem", "decide", "-q"], True, False),  # --quiet shows no bar
     (["bxmem", "decide"], False, False),
-    (["bxmem", "mirror"], True, False),  # no bar of its own
+    (["bxmem", "mirror"], True, True),  # the index rebuild's bar
+    (["bxmem", "mirror"], False, False),
+    (["bxmem", "send"], True, False),  # no bar: send never refreshes the index
     (["bxmem", "recall", "backups"], True, False),
 ])
-def test_a_decide_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monkeypatch):
+def test_a_job_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monkeypatch):
     """Its progress bar is rich's, which the lean path never loads."""
     ran = []
     monkeypatch.setattr(os, "isatty", lambda fd: watched and fd == 2)
@@ -95,6 +97,21 @@ def test_a_decide_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monke
     monkeypatch.setattr("bxmem.start.lean.run", lambda parsed: ran.append(("lean", parsed.command)) or 0)
     assert entry.main(argv) == 0
     assert [how for how, _what in ran] == ["cli" if via_cli else "lean"]
+
+
+@pytest.mark.parametrize("job", ["decide", "mirror"])
+def test_the_cli_jobs_give_the_index_refresh_its_rebuild_bar_and_the_lean_path_none(job, home, brokerd, monkeypatch):
+    """A rebuild of the local index at a job's refresh (a corrupt index, or another
+    version's) shows cli/progress.py's bar to a person at a terminal; the lean path has none."""
+    from bxmem.cli.progress import index_rebuild_bar
+    from bxmem.commands import index_fold
+    from bxmem.commands import run as run_module
+
+    given = []
+    monkeypatch.setattr(index_fold, "refresh", lambda paths, progress=None: given.append(progress))
+    cli.run_cli([job])
+    getattr(run_module, job)()
+    assert given == [index_rebuild_bar, None]
 
 
 def test_the_cli_decide_shows_its_progress_bar_at_a_terminal(home, brokerd, monkeypatch):

@@ -67,7 +67,7 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
     options: Options = ctx.obj
     return run.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
-                      progress=output.BacklogProgress(options.quiet))
+                      progress=output.BacklogProgress(options.quiet), index_progress=index_rebuild_bar)
 
 
 @app.command()
@@ -85,7 +85,8 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     """Decide what each new memory edit in memoryd's journal does in Honcho, and record it."""
     options: Options = ctx.obj
-    return run.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet)
+    return run.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
+                      index_progress=index_rebuild_bar)
 
 
 @app.command()

@@ -168,7 +168,7 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
 
 
 def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None,
-        clock: Callable[[], float] = time.monotonic) -> DecideReport:
+        clock: Callable[[], float] = time.monotonic, index_progress=None) -> DecideReport:
     report = DecideReport()
     paths = config.paths
     deadline = clock() + RUN_BUDGET_S
@@ -236,7 +236,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
         write_json(state_dir / decide_state.STATE_FILE, state)
         _write_idle_summary(config, state, state_dir, modified, again=report.sessions_waiting > 0)
 
-    return run_locked(config, "decide", report, load, work, save)
+    return run_locked(config, "decide", report, load, work, save, index_progress=index_progress)
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool) -> None:

@@ -166,10 +166,11 @@ def _journal_record(index: Index, f, edit_id: object) -> dict | None:
 # --- updates and rebuilds ---------------------------------------------------------------
 
 
-def refresh(paths) -> None:
-    """Catch up after a job's run; a problem is one warning line, never fatal."""
+def refresh(paths, progress: Progress | None = None) -> None:
+    """Catch up after a job's run; a problem is one warning line, never fatal. `progress`
+    shows a rebuild (a corrupt index, or one another version built)."""
     try:
-        _applied, warning = update(paths)
+        _applied, warning = update(paths, progress=progress)
     except Exception as exc:  # the index is a cache: its failure must never stop a job
         why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else f"{type(exc).__name__}: {exc}"
         warning = f"local index not updated ({why}); recall may miss the newest entries"

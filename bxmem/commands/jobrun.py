@@ -22,9 +22,10 @@ R = TypeVar("R")
 
 
 def run_locked(config: Config, name: str, report: R, load: Callable, work: Callable, save: Callable, *,
-               save_on_error: bool = False, refresh_index: bool = True) -> R:
+               save_on_error: bool = False, refresh_index: bool = True, index_progress=None) -> R:
     """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
-    `report` gets busy=True when another run holds the lock."""
+    `report` gets busy=True when another run holds the lock. `index_progress`: what shows
+    a rebuild of the local index at the refresh (the CLI's bar), or None."""
     state_dir = config.paths.ensure_state_dir()
     lock = JobLock(config.paths.ledger, name)  # on the ledger: memory/bxmem/ may be deleted mid-run
     if not lock.acquire():
@@ -44,5 +45,5 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
     if refresh_index:
         from bxmem.commands.index_fold import refresh  # deferred: command (send, which runs here too, never refreshes)
 
-        refresh(config.paths)
+        refresh(config.paths, index_progress)
     return report

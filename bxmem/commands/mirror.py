@@ -259,7 +259,7 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     return found
 
 
-def run(config: Config) -> MirrorReport:
+def run(config: Config, index_progress=None) -> MirrorReport:
     report = MirrorReport()
     already: dict[str, dict] = {}
     secret = b""
@@ -298,7 +298,7 @@ def run(config: Config) -> MirrorReport:
         write_json(state_dir / STATE_FILE, state)
         _write_idle_summary(config, state, state_dir)
 
-    return run_locked(config, "mirror", report, load, work, save)
+    return run_locked(config, "mirror", report, load, work, save, index_progress=index_progress)
 
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:

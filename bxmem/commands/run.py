@@ -62,25 +62,27 @@ def finish(report, config: Config, as_json: bool) -> int:
 
 
 def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
-           progress: Progress = None) -> int:
-    """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching."""
+           progress: Progress = None, index_progress=None) -> int:
+    """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching;
+    `index_progress`: its bar over a rebuild of the local index."""
     from bxmem.commands import decide as job  # deferred: lean
 
     loaded = setup("decide", config, verbose, quiet)
     if progress is None:
-        report = job.run(loaded)
+        report = job.run(loaded, index_progress=index_progress)
     else:
         with progress as update:
-            report = job.run(loaded, progress=update)
+            report = job.run(loaded, progress=update, index_progress=index_progress)
     return finish(report, loaded, json)
 
 
-def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    """`bxmem mirror`."""
+def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
+           index_progress=None) -> int:
+    """`bxmem mirror`. `index_progress`: the CLI's bar over a rebuild of the local index."""
     from bxmem.commands import mirror as job  # deferred: lean
 
     loaded = setup("mirror", config, verbose, quiet)
-    return finish(job.run(loaded), loaded, json)
+    return finish(job.run(loaded, index_progress=index_progress), loaded, json)
 
 
 def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:

@@ -33,7 +33,7 @@ class Command:
 
     `options` (name -> key), `valued` and `positional` are the lean grammar's:
     None for a command only typer parses. `timer_job`: a timer fires it, so the
-    idle check may answer it. `progress`: at a terminal it shows a progress bar,
+    idle check may answer it. `progress`: at a terminal it may show a progress bar (a backlog, an index rebuild),
     which is rich's, so a run a person watches goes to the full CLI.
     """
 
@@ -57,7 +57,7 @@ _JSON = {"--json": "json"}
 
 COMMANDS = (
     Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
-    Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True),
+    Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True, progress=True),
     Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options=_JSON, timer_job=True),
     Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k"}, valued=("-k",),
             positional="query"),
