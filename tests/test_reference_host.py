@@ -210,7 +210,8 @@ def test_sigint_is_exit_130_and_fails_closed(fleet, honcho):
 
 
 def test_the_hosts_timeout_sends_sigterm_which_ends_bxmem_by_the_signal(fleet, honcho):
-    result = _chats_held(fleet, honcho, timeouts={"ask_memory": 1.0})
+    # Long enough for bxmem to start and reach the chat on a loaded machine: then the host's timeout.
+    result = _chats_held(fleet, honcho, timeouts={"ask_memory": 4.0})
     assert (result.exit, result.label) == (-signal.SIGTERM, FAIL_CLOSED)
     assert result.content == "the ask_memory tool failed (bxmem killed by signal 15)"
 
