@@ -144,16 +144,27 @@ def session(draw) -> list[tuple[bytes, dict]]:
 # --- the oracle ---------------------------------------------------------------------------------
 
 
+def _decidable_at(turn: int, lines: list[tuple[bytes, dict]], upto: int) -> bool:
+    """Whether, with the lines before `upto` read, every lower-numbered turn read so far
+    has ended (policy/turn_order.turns_to_decide): only then is a turn decided in that run."""
+    seen = {meta["turn"] for _raw, meta in lines[:upto] if "turn" in meta and meta["turn"] < turn}
+    ended = {meta["turn"] for _raw, meta in lines[:upto] if meta.get("type") == "turn_end"}
+    return seen <= ended
+
+
 def expectations(lines: list[tuple[bytes, dict]], late_upto: int) -> dict[int, dict]:
     """Per turn due (an intact turn_end), what the facts allow: `tainted` (an
-    unreadable line before its end, or anywhere for a late decision), `untrusted`."""
+    unreadable line before its end, or anywhere for a late decision), `untrusted`.
+    A decision is late when the turn could be decided in the first run (brokerd
+    down then): a turn still waiting behind a lower-numbered open one is decided
+    in the later run where the log's order puts it, with the labels as of there."""
     due: dict[int, dict] = {}
     bad_anywhere = any("bad" in meta for _raw, meta in lines)
     untrusted_anywhere = any(meta.get("untrusted") for _raw, meta in lines)
     bad_before = untrusted_before = False
     for index, (_raw, meta) in enumerate(lines):
         if meta.get("type") == "turn_end" and meta["turn"] not in due:
-            late = index < late_upto
+            late = index < late_upto and _decidable_at(meta["turn"], lines, late_upto)
             due[meta["turn"]] = {"tainted": bad_before or (late and bad_anywhere),
                                  "untrusted": untrusted_before or (late and untrusted_anywhere)}
         bad_before = bad_before or "bad" in meta
@@ -245,3 +256,22 @@ def test_the_guarantee_fast(sessions, split, late, crash_at):
 @given(**examples)
 def test_the_guarantee(sessions, split, late, crash_at):
     check(sessions, split, late, crash_at)
+
+
+def test_a_turn_waiting_behind_an_open_one_while_brokerd_was_down_is_not_a_late_decision():
+    """Turn 2's end is read in the first run, but turn 1 is still open then, so turn 2
+    waits by turn order, not for brokerd: the later run decides it where turn 1 ends,
+    before the unreadable lines that follow (the oracle once called it late)."""
+    def line(record: dict) -> tuple[bytes, dict]:
+        return json.dumps(record).encode(), {"type": record["type"], "turn": record["turn"]}
+
+    ts = "2026-09-27T10:01:00Z"
+    lines = [line({"type": "assistant", "turn": 1, "ts": ts, "final": False, "text": "let me think"}),
+             line({"type": "turn_end", "turn": 2, "ts": ts, "status": "completed"}),
+             line({"type": "assistant", "turn": 1, "ts": ts, "final": True, "text": "answer 1"}),
+             line({"type": "turn_end", "turn": 1, "ts": ts, "status": "completed"}),
+             (b'{"type":5,"turn":1}', {"bad": "wrong"}),
+             line({"type": "user", "turn": 2, "ts": ts, "text": "question 2", "speaker": "kyle"})]
+    assert expectations(lines, late_upto=2)[2] == {"tainted": False, "untrusted": False}
+    assert expectations(lines, late_upto=4)[2]["tainted"]  # decidable in the first run: late
+    check([lines], 2 / len(lines), True, None)
