@@ -274,16 +274,17 @@ SCHEMA = "bxmem.recall/1"
 
 
 def bound(result: RecallResult) -> RecallResult:
-    """Keep the model-facing text within render.MAX_TOKENS (estimated): hits in rank order,
+    """Keep the model-facing text within render.MAX_TOKENS (o200k_base tokens, by policy/tokens.py's
+    bound, which no text can pass): hits in rank order,
     the last one that does not fit cut to what does, the rest left out and counted."""
     hits, result.hits = result.hits, []
     result.omitted = len(hits)  # the frame is sized with the longest count line it may need
-    # sized with the nonce the estimate counts dearest (a piece per digit): a real one never costs more
-    head, tail, end = render.recall_frame(result, "a0" * 8)
+    # sized with a nonce of 16 bytes counted as 16 tokens: no real one costs more
+    head, tail, end = render.recall_frame(result, "~" * 16)
     # 8 spare: the label and the count in the real frame may differ a little from these
-    used = 8 + sum(render.estimate_tokens(line) + 1 for line in (head, *tail, end))
+    used = 8 + sum(render.token_bound(line) + 1 for line in (head, *tail, end))
     for n, hit in enumerate(hits, 1):
-        header = render.estimate_tokens(render.recall_header(n, hit)) + 1
+        header = render.token_bound(render.recall_header(n, hit)) + 1
         room = render.MAX_TOKENS - used - header
         body = render.block_tokens(hit.text)
         if body > room:
