@@ -50,13 +50,13 @@ _LISTED = [p for line in tokens.vocabulary().lines[::7] for p in line.partition(
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 PIECES = st.one_of(
     st.sampled_from(_LISTED),
-    st.sampled_from(["'s", "'T", "'re", "'VE", "'ll", "'d", "'m", "n't", "'", "’s", "'ſ"]),
+    st.sampled_from(["'s", "'T", "'re", "'VE", "'ll", "'d", "'m", "n't", "'", "\u2019s", "'\u017f"]),
     st.from_regex(r"[0-9]{1,8}", fullmatch=True),
     st.sampled_from(list(" \t\n\r\u3000\u00a0.,;:!?-_/()[]{}\"`|<>~#@$%^&*=+\\")),
     st.sampled_from(["\u0301", "\u0308", "\u20dd", "\u200b", "\u202e", "\u2066", "\ufeff", "\U000e0041", "\ufe0f",
-                     "\u3164", "\ud800", "\udfff", "é", "ﬁ", "Ǆ", "ǅ", "ß", "İ", "K", "ſ", "٣", "²", "Ⅻ"]),
+                     "\u3164", "\ud800", "\udfff", "é", "ﬁ", "Ǆ", "ǅ", "ß", "İ", "K", "\u017f", "٣", "²", "Ⅻ"]),
     st.sampled_from(["日本語", "備份は毎晩", "한국어", "ไทย", "Ελληνικά", "кириллица", "עברית", "العربية", "देवनागरी",
-                     "😀", "👍🏽", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "𝕏", "𐐀𐐁", "\U0001f9ff\U0001fa80"]),
+                     "😀", "👍🏽", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "\U0001d54f", "𐐀𐐁", "\U0001f9ff\U0001fa80"]),
     st.text(ANY_CHAR, min_size=1, max_size=6),
 )
 TEXT = st.lists(PIECES, max_size=40).map("".join)
@@ -64,7 +64,7 @@ TEXT = st.lists(PIECES, max_size=40).map("".join)
 
 @given(TEXT)
 @example("restic backups")
-@example("we're kyle's what'S don't it'd I'm 'ſ cat'ſ McDonald NASA ABc aBc")
+@example("we're kyle's what'S don't it'd I'm '\u017f cat'\u017f McDonald NASA ABc aBc")
 @example("2024-01-01 h000123 ٣12 12² x1y2z3 123abc")
 @example("\n restic\n\n  restic\tfoo\u3000bar (restic \"restic\" [1] local | memory")
 def test_the_bound_is_never_below_the_real_count(text):

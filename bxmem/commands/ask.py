@@ -216,7 +216,7 @@ def _content(answer: str | None) -> str:
 
 def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",
         deadline: float = DEADLINE_S) -> AskResult:
-    if not question.strip():
+    if not question.strip(recall.BLANK):
         raise UsageError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
         raise UsageError(f"the question is {len(question)} characters long; at most {MAX_QUESTION_CHARS}")

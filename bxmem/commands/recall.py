@@ -63,16 +63,42 @@ def snippet(text: str, query: str | None = None) -> str:
 
 
 def parse_k(value: str | None) -> int:
-    """-k as written on the command line (None: absent), the same on the lean path and typer's."""
+    """-k as written on the command line (None: absent), the same on the lean path and typer's.
+    Any JSON number that is a whole number is one (`8`, `8.0`, `8e0`): the tool schema's
+    integer admits them all, and a host writes the number it was given."""
     if value is None:
         return DEFAULT_K
-    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_K:
+    whole = _whole_number(value)
+    if whole is None or not 1 <= whole <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {value!r}")
-    return int(value)
+    return whole
+
+
+def _whole_number(text: str) -> int | None:
+    """The whole number a decimal numeral (digits, a fraction, an exponent) is exactly, else None."""
+    import re  # deferred: loaded already on every path that parses -k (policy/render.py)
+
+    numeral = re.fullmatch(r"([0-9]{1,20})(?:\.([0-9]{0,20}))?(?:[eE]([+-]?[0-9]{1,4}))?", text)
+    if numeral is None:
+        return None
+    digits, fraction, exponent = numeral.group(1), numeral.group(2) or "", numeral.group(3) or "0"
+    value, power = int(digits + fraction), int(exponent) - len(fraction)
+    if value == 0 or power > 3:  # past 10**3 nothing is from 1 to MAX_K: no huge power is made
+        return 0 if value == 0 else None
+    if power >= 0:
+        return value * 10**power
+    whole, rest = divmod(value, 10 ** min(-power, 60))
+    return None if rest or -power > 60 else whole
+
+
+# What every JSON Schema validator takes for white space in `\s`, in Python's `re` and ECMA-262's
+# alike: a query or question of these alone (and NUL, which a host removes) is empty. The tool
+# schemas ask for a character outside `\s` and NUL, so what they admit, the CLI does.
+BLANK = "\x00\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 def check_query(query: str) -> str:
-    if not query.strip():
+    if not query.strip(BLANK):
         raise UsageError("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
         raise UsageError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
