@@ -19,15 +19,14 @@ import threading
 import time
 from functools import partial  # loaded already: threading imports it
 
+from bxmem.commands import recall_remote as remote
+from bxmem.commands.recall_remote import snippet
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
 from bxmem.policy import render, shown
-from bxmem.policy.hits import Hit, RecallResult
+from bxmem.policy.hits import Hit, RecallResult, Why
 from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag
-from bxmem.policy.relevance import relevant, spans
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.snippets import around
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 
 LOCAL_TIMEOUT_S = 2.0
 HONCHO_TIMEOUT_S = 5.0
-SNIPPET_CHARS = 600
 DEFAULT_K = 8
 MAX_K = 100
 MAX_QUERY_CHARS = 10_000
@@ -51,15 +49,6 @@ def nonce() -> str:
 def exit_code(result: RecallResult) -> int:
     """What `bxmem recall` exits with: no source answered is UNAVAILABLE."""
     return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
-
-
-def snippet(text: str, query: str | None = None) -> str:
-    """At most SNIPPET_CHARS of a Honcho text, neutralised as shown.text does, around the
-    query's words when it is cut (the local index cuts its own, around what FTS5 matched)."""
-    text = neutralise(text).strip()
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    return around(text, None, spans(query, text) if query else [], SNIPPET_CHARS)
 
 
 def parse_k(value: str | None) -> int:
@@ -117,10 +106,10 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     finally:
         index.close()
     hits = []
-    for doc in found:
+    for rank, doc in enumerate(found, 1):
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         hits.append(Hit("local", doc.tag, doc.trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
-                        date=shown.date(doc.ts)))
+                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score)))
     return hits
 
 
@@ -140,58 +129,46 @@ def _client(config: Config, role: str):
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
     tag = read_tag(source.trust)
+    asked, find = remote.words_query(query), remote.find_words(query)
+    if not asked:
+        return []
     with _client(config, f"read:{source.agent}") as client:
-        messages = client.search(query, k)
-        conclusions: list[dict] = []
+        candidates = remote.messages(client.search(asked, remote.CANDIDATES), "message")
+        orders = [list(range(len(candidates)))]
         for peer in (source.agent, config.honcho.owner):
             try:
-                conclusions += client.query_conclusions(query, peer, k)
+                by_meaning = client.query_conclusions(asked, peer, remote.CANDIDATES)
+                by_words = client.find_conclusions(find, peer, remote.CANDIDATES) if find else []
             except Missing:
-                pass  # no such peer there: nothing to find
+                continue  # no such peer there: nothing to find
+            concluded = remote.conclusions(by_meaning, by_words)
+            first = len(candidates)
+            candidates += concluded
+            orders.append([first + n for n, c in enumerate(concluded) if c.semantic_rank is not None])
+    ranked = remote.rank(query, candidates, k, orders)
     ws = config.workspace(f"read:{source.agent}").name
-    if tag == MEMORY and (messages or conclusions):
+    if tag == MEMORY and ranked:
         from bxmem.store.workspace_roles import tainting_notes  # deferred: lean
 
         if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-    # Every field shown goes through policy/shown.py: an id outside Honcho's alphabet is a
-    # marked placeholder, a date that is not one is dropped, the text is neutralised.
-    # (the hit, what the server said): relevance is judged on the whole text
-    made = [(Hit(source.agent, tag, source.trust_class, snippet(text, query), agent=source.agent,
-                 peer=shown.honcho_id(m["peer_id"]), where="message", workspace=ws,
-                 session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"])), text)
-            for m in messages if (text := m["content"])]
-    concluded = [(Hit(source.agent, tag, source.trust_class, snippet(text, query), agent=source.agent,
-                      peer=shown.honcho_id(c["observer_id"]), where="conclusion", workspace=ws,
-                      session=shown.honcho_id(c["session_id"]), date=shown.date(c["created_at"])), text)
-                 for c in conclusions if (text := c["content"])]
-    merged: list[tuple[Hit, str]] = []  # each list is ranked by the server: interleave them
-    for pair in zip(made, concluded, strict=False):  # the longer list's tail is added below
-        merged.extend(pair)
-    longer = made if len(made) > len(concluded) else concluded
-    merged.extend(longer[min(len(made), len(concluded)):])
-    # Who wrote a message is a word of it, as the speaker is of a local turn: "what is nina's cat called?"
-    # finds nina's "ziggy kept me up all night, silly cat".
-    return [hit for hit, text in merged if relevant(query, text, _author(hit.peer))][:k]
+    return [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+            for c, why in ranked[:k]]
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
+    asked = remote.words_query(query)
+    if not asked:
+        return []
     with _client(config, "fleet") as client:
-        found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found
-              if m["peer_id"] != config.honcho.agent and relevant(query, m["content"], _author(m["peer_id"]))]
+        found = client.search(asked, remote.CANDIDATES)
+    # Our own notes are dropped: the local index holds the same text with exact labels.
+    candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
+    ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
     ws = config.workspace("fleet").name
-    hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"], query), peer=shown.honcho_id(m["peer_id"]),
-                where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))
-            for m in others]
+    hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
-
-
-def _author(peer: str | None) -> str | None:
-    """A writing peer's id as a word of its text: only a real Honcho id (never the placeholder's words)."""
-    shown_id = shown.honcho_id(peer)
-    return None if shown_id == shown.INVALID_ID else shown_id
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:
@@ -324,13 +301,17 @@ def bound(result: RecallResult) -> RecallResult:
     return result
 
 
-def render_plain(result: RecallResult) -> str:
-    """The model-facing text (policy/render.py says why nothing stored can forge a line of it)."""
+def render_plain(result: RecallResult, explain: bool = False) -> str:
+    """The model-facing text (policy/render.py says why nothing stored can forge a line of it).
+    `explain`: each hit's explanation after it, for a person; the model is never given it
+    (the host runs recall with --json and gives it `text`), so it costs no tokens there."""
     head, tail, end = render.recall_frame(result, nonce())
     lines = [head]
     for n, hit in enumerate(result.hits, 1):
         lines.append(render.recall_header(n, hit))
         lines.extend(render.content(hit.text))
+        if explain and hit.why is not None:
+            lines.append(render.explanation(hit.why.line()))
     return "\n".join(lines + tail + [end])
 
 

@@ -101,6 +101,12 @@ def recall_header(n: int, hit: Hit) -> str:
     return " | ".join(parts)
 
 
+def explanation(line: str) -> str:
+    """A hit's explanation line (`recall --explain`), for a person: built by bxmem from ranks and
+    the query's words (\\w+ each, so no line break), neutralised."""
+    return "  why: " + " ".join(neutralise(line).split())
+
+
 def recall_frame(result: RecallResult, tag: str) -> tuple[str, list[str], str]:
     """recall's opening fence, the lines after its hits (unavailable sources, what was left out), its closing fence."""
     count = f"{len(result.hits)} hit{'s' if len(result.hits) != 1 else ''}"
