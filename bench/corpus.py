@@ -692,6 +692,8 @@ def generate(turns: int, seed: int = 19) -> Corpus:
             else:
                 text, reply = kind.stated(subject, value, own)
             lead = kind.lead_in(subject) if r.random() < 0.08 else None
+            if slot + 1 >= turns:  # no room after the last turn for the statement a lead-in needs
+                lead = None
             if lead is not None:  # the subject was named in the turn before: this one holds only the value
                 slots[slot] = Turn(speaker, *lead)
                 slot += 1

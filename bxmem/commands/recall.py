@@ -15,6 +15,7 @@ the highest class among them.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from functools import partial  # loaded already: threading imports it
@@ -65,8 +66,6 @@ def parse_k(value: str | None) -> int:
 
 def _whole_number(text: str) -> int | None:
     """The whole number a decimal numeral (digits, a fraction, an exponent) is exactly, else None."""
-    import re  # deferred: loaded already on every path that parses -k (policy/render.py)
-
     numeral = re.fullmatch(r"([0-9]{1,20})(?:\.([0-9]{0,20}))?(?:[eE]([+-]?[0-9]{1,4}))?", text)
     if numeral is None:
         return None

@@ -46,7 +46,7 @@ class _Vocabulary:
     found by bisection; then the crossing tokens and the clitics."""
 
     def __init__(self) -> None:
-        from bxmem.policy.o200k_words import TABLE  # deferred: read once a word is met, about 2 ms
+        from bxmem.policy.o200k_words import TABLE  # deferred: lean (once a word is met: about 2 ms)
 
         lines = TABLE.splitlines()
         self.clitics = frozenset(lines.pop().partition("\t")[2].split("|"))  # written after the groups
@@ -57,7 +57,7 @@ class _Vocabulary:
     def one_token(self, piece: str) -> bool:
         found = self.known.get(piece)
         if found is None:
-            from bisect import bisect_left  # deferred: a C module, for the first word only
+            from bisect import bisect_left  # deferred: lean (the first word met)
 
             key = piece[:PREFIX] + "\t"
             at = bisect_left(self.lines, key)
