@@ -52,7 +52,6 @@ def test_what_another_agent_wrote_is_found_as_well_as_bm25_finds_it_with_no_more
     the same lines, and questions about the never-said shown no more than recall's rule before
     (the question as asked, k results, two words shared) showed."""
     from bench.honcho_hits import relevant as relevant_before
-
     from bxmem.commands import recall
     from bxmem.config import loader as config_module
     from bxmem.honcho.client import ReadClient, WorkspaceClient
