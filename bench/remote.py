@@ -140,12 +140,33 @@ def _lines(url: str, workspace: str) -> list[tuple[str, str]]:
     return out
 
 
-def _search(url: str, workspace: str, query: str) -> list[tuple[str, str]]:
+def _search(url: str, workspace: str, query: str, limit: int = K) -> list[tuple[str, str]]:
     import httpx
 
-    answer = httpx.post(f"{url.rstrip('/')}/v3/workspaces/{workspace}/search", json={"query": query, "limit": K},
+    answer = httpx.post(f"{url.rstrip('/')}/v3/workspaces/{workspace}/search", json={"query": query, "limit": limit},
                         timeout=60).json()
     return [(m["peer_id"], m["content"]) for m in answer]
+
+
+def _before(url: str, workspace: str, query: str, read: bool) -> list[str]:
+    """What recall showed of a source before issue 26: the question as asked, k messages (the fleet:
+    k + 20, its own dropped) and a read source's conclusions of its agent and the owner (k each),
+    each kept when it shares two of the query's words, the two lists interleaved."""
+    import httpx
+
+    found = _search(url, workspace, query, K if read else K + 20)
+    messages = [t for p, t in found if relevant_before(query, t, p) and p != "agenta"]
+    if not read:
+        return messages[:K]
+    concluded: list[str] = []
+    for peer in ("agentb", "kyle"):
+        answer = httpx.post(f"{url.rstrip('/')}/v3/workspaces/{workspace}/conclusions/query", timeout=60,
+                            json={"query": query, "top_k": K, "filters": {"observer_id": peer, "observed_id": peer}})
+        if answer.status_code == 200:
+            concluded += [c["content"] for c in answer.json() if relevant_before(query, c["content"], peer)]
+    merged = [x for pair in zip(messages, concluded, strict=False) for x in pair]
+    longer = messages if len(messages) > len(concluded) else concluded
+    return (merged + longer[min(len(messages), len(concluded)):])[:K]
 
 
 def _answers(question: Question, texts: list[str]) -> set[str]:
@@ -190,9 +211,8 @@ def run(url: str, base: Path, bxmem: list[str], turns: int = 1_000, seed: int = 
             texts = [t for _p, t in lines[where]]
             answers = _answers(q, texts) if place else set()
             found = {"bxmem recall": [h["text"] for h in data["hits"] if h["source"] == where]}
-            raw = _search(url, ws, q.text)
-            found["Honcho's search, the question as asked"] = [t for _p, t in raw]
-            found["recall before (as asked, two words)"] = [t for p, t in raw if relevant_before(q.text, t, p)]
+            found["Honcho's search, the question as asked"] = [t for _p, t in _search(url, ws, q.text)]
+            found["recall before (as asked, two words)"] = _before(url, ws, q.text, where == "agentb")
             found["plain BM25 over the same lines"] = [lines[where][n][1] for n in bm25[where].search(q.text, K)]
             for system, hits in found.items():
                 tally = shape.tally(where, system)

@@ -131,19 +131,21 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     asked, find = remote.words_query(query), remote.find_words(query)
     if not asked:
         return []
+    calls: dict[str, Callable[[], list[dict]]] = {}
     with _client(config, f"read:{source.agent}") as client:
-        candidates = remote.messages(client.search(asked, remote.CANDIDATES), "message")
-        orders = [list(range(len(candidates)))]
-        for peer in (source.agent, config.honcho.owner):
-            try:
-                by_meaning = client.query_conclusions(asked, peer, remote.CANDIDATES)
-                by_words = client.find_conclusions(find, peer, remote.CANDIDATES) if find else []
-            except Missing:
-                continue  # no such peer there: nothing to find
-            concluded = remote.conclusions(by_meaning, by_words)
-            first = len(candidates)
-            candidates += concluded
-            orders.append([first + n for n, c in enumerate(concluded) if c.semantic_rank is not None])
+        calls["messages"] = partial(client.search, asked, remote.CANDIDATES)
+        for peer in dict.fromkeys((source.agent, config.honcho.owner)):
+            calls[f"meaning:{peer}"] = partial(client.query_conclusions, asked, peer, remote.CONCLUSIONS)
+            if find:
+                calls[f"words:{peer}"] = partial(client.find_conclusions, find, peer, remote.CONCLUSIONS)
+        answers = _at_once(calls)  # on one client: its deadline ends them all
+    candidates = remote.messages(answers["messages"], "message")
+    orders = [list(range(len(candidates)))]
+    for peer in dict.fromkeys((source.agent, config.honcho.owner)):
+        concluded = remote.conclusions(answers.get(f"meaning:{peer}", []), answers.get(f"words:{peer}", []))
+        first = len(candidates)
+        candidates += concluded
+        orders.append([first + n for n, c in enumerate(concluded) if c.semantic_rank is not None])
     ranked = remote.rank(query, candidates, k, orders)
     ws = config.workspace(f"read:{source.agent}").name
     if tag == MEMORY and ranked:
@@ -153,6 +155,32 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
     return [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
             for c, why in ranked[:k]]
+
+
+def _at_once(calls: dict[str, Callable[[], list[dict]]]) -> dict[str, list[dict]]:
+    """Each call on a thread of its own (a source asks Honcho several things; one after another
+    they took most of recall's time); a peer the workspace does not have (Missing) is an empty
+    answer; any other failure is the source's, raised as the first call made it."""
+    answers: dict[str, list[dict] | BaseException] = {}
+
+    def work(name: str, call: Callable[[], list[dict]]) -> None:
+        try:
+            answers[name] = call()
+        except Missing:
+            answers[name] = []  # no such peer there: nothing to find
+        except Exception as exc:  # handed to the caller below, as if it ran here
+            answers[name] = exc
+
+    threads = [threading.Thread(target=work, args=item, daemon=True) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()  # each ends by the client's deadline (ends_by), which closes its connection
+    for name in calls:
+        outcome = answers.get(name)
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return {name: outcome for name, outcome in answers.items() if not isinstance(outcome, BaseException)}
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:

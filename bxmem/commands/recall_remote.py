@@ -18,7 +18,8 @@ from bxmem.policy.sanitize import neutralise
 from bxmem.policy.snippets import SNIPPET_CHARS, around
 from bxmem.policy.terms import query_words
 
-CANDIDATES = 100  # Honcho's most for one search, query or page
+CANDIDATES = 100  # Honcho's most for one search, query or page: the messages recall takes
+CONCLUSIONS = 50  # conclusions of one peer, by meaning and by words each: a peer's own facts are fewer
 FIND_WORDS = 8  # the query's words a content filter names, at most
 FIND_PREFIX = 5  # each by its first letters, so "deploying" finds "deployed" (the filter is a substring match)
 
