@@ -305,9 +305,11 @@ def test_a_config_file_others_can_change_is_caught(setup, config_file):
 def test_a_state_folder_open_to_others_is_caught(setup, home):
     bxmem_inprocess("sync")  # makes memory/bxmem/
     os.chmod(home / "memory" / "bxmem", 0o755)
-    code, report, _text = doctor()
+    code, report, text = doctor()
     assert code == 4 and failed(report) == [("home", None, "file-permissions")]
     assert "memory/bxmem has mode 755, not 700" in by(report, "home")["line"]
+    assert "memory/bxmem has mode 755, not 700" in text  # doctor changed nothing: the second run sees it too
+    assert os.stat(home / "memory" / "bxmem").st_mode & 0o777 == 0o755
 
 
 def test_what_needs_attention_in_the_outbox_fails_the_outbox_check(setup, home):
@@ -331,6 +333,7 @@ def test_what_needs_attention_in_the_outbox_fails_the_outbox_check(setup, home):
 def test_local_only_checks_what_is_there(home, brokerd, systemctl):
     (home / "logs").mkdir()
     code, report, text = doctor()
+    assert not (home / "memory").exists()  # doctor made nothing
     assert code == 0 and report["mode"] == "local-only"
     assert by(report, "honcho")["status"] == "not-checked"
     assert "not checked: Honcho: local-only (no [honcho] section), nothing is sent" in text

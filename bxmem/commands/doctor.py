@@ -171,7 +171,7 @@ def _outbox(config: Config) -> Check:
     from bxmem.commands import sync  # deferred: command
 
     at = now_iso()
-    report = sync.status(config, check=False)
+    report = sync.status(config, check=False, prepare=False)  # creates and changes nothing
     pending = sum(ws["pending_turns"] + ws["pending_edits"] for ws in report["workspaces"].values())
     oldest = min((ws for ws in report["workspaces"].values() if ws["oldest_pending"]),
                  key=lambda ws: ws["oldest_pending_at"] or "", default=None)
