@@ -218,6 +218,15 @@ def test_a_failed_last_run_is_caught_with_its_status(setup, systemctl):
     assert "(Result=exit-code, status 78): journalctl --user -u bxmem-decide.service" in by(report, "units", "decide")["line"]
 
 
+def test_a_run_that_failed_before_bxmem_started_is_caught(setup, systemctl):
+    units = healthy_units()
+    units["user"]["bxmem-send.service"].update(Result="exit-code", ExecMainStatus="218", ExecMainExitTimestamp="")
+    systemctl(units)
+    code, report, _text = doctor()
+    assert code == 4 and failed(report) == [("units", "send", "units-not-running")]
+    assert "bxmem-send.service's last run failed (Result=exit-code, status 218)" in by(report, "units", "send")["line"]
+
+
 def test_a_timer_missing_from_both_managers_is_caught_but_metrics_is_optional(setup, systemctl):
     units = healthy_units()
     del units["user"]["bxmem-mirror.timer"]

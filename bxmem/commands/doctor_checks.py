@@ -243,13 +243,14 @@ def _unit_check(job: str, found: unit_state.Managers, at: str) -> Check:
     ended = service.get("ExecMainExitTimestamp") or ""
     result = service.get("Result") or "-"
     runbook = "units-not-running"
-    if not ended:
-        facts.append(f"{service_name} not run yet")
-    elif result != "success":
-        problems.append(f"{service_name}'s last run failed at {shown.line(ended, 80)} (Result={shown.token(result)}, "
-                        f"status {shown.token(status)}): journalctl {'--user ' if manager == 'user' else ''}-u {service_name}")
+    if result not in ("success", "-"):  # a run that failed before bxmem started has no exit time of its own
+        when = f" at {shown.line(ended, 80)}" if ended else ""
+        problems.append(f"{service_name}'s last run failed{when} (Result={shown.token(result)}, status "
+                        f"{shown.token(status)}): journalctl {'--user ' if manager == 'user' else ''}-u {service_name}")
         if status == str(ExitCode.CONFIG):
             runbook = "honcho-config-invalid"
+    elif not ended:
+        facts.append(f"{service_name} not run yet")
     else:
         facts.append(f"last run ended {shown.line(ended, 80)}, status {shown.token(status)}")
     if path.get("LoadState") == "loaded":
