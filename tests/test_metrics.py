@@ -211,11 +211,21 @@ NODE_EXPORTER = _tool("BXMEM_NODE_EXPORTER", "prometheus-node-exporter", "node_e
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install prometheus; or BXMEM_PROMTOOL)")
-def test_promtool_passes_every_kind_of_output(busy_home, home, configure, tmp_path):
-    outputs = [run_metrics()]
+def test_promtool_passes_every_kind_of_output(busy_home, home, configure, config_file):
+    outputs = [run_metrics()]  # sent and failed
+    write_log(home, "s", turn_lines(3, "third", "ok"))
+    decide.run(load())
+    busy_home.keys["bm0-trusted"] = "another-key"
+    send.run(load())  # the trusted key refused
+    write_log(home, "t", turn_lines(2, "more", "ok", results=[{"untrusted": True, "class": "public"}]))
+    decide.run(load())
     busy_home.stop()
     bxmem_main("send")
-    outputs.append(run_metrics())  # an outage, Honcho unreachable
+    outputs.append(run_metrics())  # an outage, Honcho unreachable, a key refused, items pending
+    config_file.write_text(config_file.read_text().replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-elsewhere"'))
+    outputs.append(run_metrics())  # items held by the configuration
+    assert value(outputs[-1], "bxmem_outbox_held_items", workspace="bm0-untrusted", reason="not-configured") == 1
+    assert value(outputs[-2], "bxmem_key_refused", workspace="bm0-trusted") == 1
     configure(None)
     outputs.append(run_metrics())  # local-only
     for text in outputs:
