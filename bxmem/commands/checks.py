@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, read_key
@@ -35,7 +36,7 @@ def not_checked(why: str) -> dict:
     return _result(None, None, f"not checked: {why}", None)
 
 
-def _ask_brokerd(config: Config, session: str) -> None:
+def ask_brokerd(config: Config, session: str) -> None:
     brokerd.session_state(config.paths.broker_socket, session, timeout=brokerd.TIMEOUT_S)
 
 
@@ -55,37 +56,46 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def services(config: Config, session: str | None) -> dict[str, dict]:
-    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
-    jobs = {"brokerd": (brokerd.TIMEOUT_S, lambda: _ask_brokerd(config, session or PROBE_SESSION))}
-    if config.honcho:
-        url = config.honcho.url
-        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
-    outcome: dict[str, Exception | None] = {}
+def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, tuple[str, object]]:
+    """Run each job on a daemon thread of its own, all started at once, each given its
+    deadline from that start: name -> ("ok", its value), ("error", the exception) or
+    ("timeout", None). A job that overruns (a DNS lookup has no timeout of its own) is
+    reported, not waited for, so the whole takes at most the longest deadline (and 0.5 s)."""
+    outcome: dict[str, tuple[str, object]] = {}
 
-    def run(name: str, fn) -> None:
+    def run(name: str, fn: Callable[[], object]) -> None:
         try:
-            fn()
-            outcome[name] = None
+            outcome[name] = ("ok", fn())
         except Exception as exc:  # reported as the check's problem, never raised
-            outcome[name] = exc
+            outcome[name] = ("error", exc)
 
-    started, checked_at = time.monotonic(), now_iso()
+    started = time.monotonic()
     threads = {name: threading.Thread(target=run, args=(name, fn), daemon=True) for name, (_d, fn) in jobs.items()}
     for thread in threads.values():
         thread.start()
-    results = {"honcho": not_checked("local-only, no [honcho] section")}
     for name, (deadline, _fn) in jobs.items():
-        # Daemon threads with a deadline from the same start: a check that
-        # overruns (a DNS lookup has no timeout of its own) is reported, not waited for.
         threads[name].join(max(0.0, started + deadline + 0.5 - time.monotonic()))
-        failure = outcome.get(name)
-        if name not in outcome:
+    return {name: outcome.get(name, ("timeout", None)) for name in jobs}
+
+
+def services(config: Config, session: str | None) -> dict[str, dict]:
+    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
+    jobs: dict[str, tuple[float, Callable[[], object]]] = {
+        "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))}
+    if config.honcho:
+        url = config.honcho.url
+        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
+    checked_at = now_iso()
+    results = {"honcho": not_checked("local-only, no [honcho] section")}
+    for name, (how, value) in parallel(jobs).items():
+        deadline = jobs[name][0]
+        if how == "timeout":
             results[name] = _result(checked_at, False, f"no answer within {deadline:g} s", deadline)
-        elif failure is None:
+        elif how == "ok":
             results[name] = _result(checked_at, True, None, deadline)
         else:
-            results[name] = _result(checked_at, False, _describe(failure), deadline)
+            assert isinstance(value, BaseException)
+            results[name] = _result(checked_at, False, _describe(value), deadline)
     return results
 
 

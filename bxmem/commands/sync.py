@@ -6,13 +6,14 @@ takes no job lock, and never shows message text or a key.
 
 from __future__ import annotations
 
+import re
 import time
 
 from bxmem.commands import checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
-from bxmem.commands.outbox_actions import act
+from bxmem.commands.outbox_actions import act, age_text
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
@@ -35,11 +36,12 @@ def _age(ts: str | None, now: float) -> float | None:
     return None if at is None else max(0.0, now - at)
 
 
-def status(config: Config, now: float | None = None, check: bool = True) -> dict:
+def status(config: Config, now: float | None = None, check: bool = True, prepare: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
-    are asked now (commands/checks.py); without, each says "not checked"."""
+    are asked now (commands/checks.py); without, each says "not checked". Without
+    `prepare`, memory/bxmem/ is read as it is, never made (metrics' read-only home)."""
     now = time.time() if now is None else now
-    state_dir = config.paths.ensure_state_dir()
+    state_dir = config.paths.ensure_state_dir() if prepare else config.paths.state
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
     workspaces: dict[str, dict] = {}
@@ -113,44 +115,48 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                       for ws in config.workspaces()]
     audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
-    attention = [reused_text(entry) for entry in reused]
+    needs: list[tuple[str, str]] = [("reused", reused_text(entry)) for entry in reused]  # (kind, line): URGENCY ranks the kinds
+
+    def need(kind: str, line: str) -> None:
+        needs.append((kind, line))
+
     gone = [f for f in failed if is_session_gone(f["reason"])]
     doubted = [f for f in failed if f["in_doubt"] and f not in gone]
     if len(failed) > len(gone) + len(doubted):
-        attention.append(f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
+        need("failed", f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
                          "once the cause is fixed" + cite_runbook("honcho-send-refused"))
     if doubted:
-        attention.append(f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
+        need("failed", f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
                          "resend looks each up before sending anything, once the cause is fixed; or drop"
                          + cite_runbook("honcho-send-refused"))
     if gone:
-        attention.append(f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
+        need("failed", f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
                          "them to a new one, bxmem outbox drop gives them up" + cite_runbook("honcho-session-deleted"))
     for group in held:
-        attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
+        need("held", f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
                          f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them until the "
                          "configuration says so again, or bxmem outbox reroute or drop" + cite_runbook("honcho-held-by-config"))
     if refused:
-        attention.append(f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
+        need("key", f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:
-        attention.append("Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
+        need("outage", "Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
     if broker["unavailable_since"]:
-        attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
+        need("broker", f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
     if logs_unreadable:
         first = logs_unreadable[0]
-        attention.append(f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
+        need("log", f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
                          f"{first['why']})" + cite_runbook("log-unreadable"))
     if last_run.get("sessions_waiting") and (last_run.get("broker_slowest_s") or 0) >= SLOW_BROKER_S:
-        attention.append(f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
+        need("slow-broker", f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
                          f"questions took up to {last_run['broker_slowest_s']:g} s" + cite_runbook("broker-state-unavailable"))
     for kind, count in ((audit_state or {}).get("discrepancies") or {}).items():
-        attention.append(f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
+        need("audit", f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
                          "put right on the server, or bxmem audit --accept" + cite_runbook(f"audit-{kind}"))
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
             stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
-            attention.append(f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
+            need("key", f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
@@ -174,7 +180,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "audit": audit_state,
         "ledger_malformed_lines": box.malformed,
         "ledger_repeated_decisions": {"ignored": box.repeated, "first": shown.item(box.first_repeated)},
-        "attention": attention,
+        "attention": [line for _kind, line in needs],
+        "verdict": verdict(needs, workspaces, outage, live, doubts),
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
         # with auth on refuses the keyless ones, and that refusal is attention.
         "warnings": [w for w in (checks.partial_keys(config),) if w]
@@ -183,6 +190,45 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         + ([f"{state_dir / AUDIT_SUMMARY}: {audit_unusable}; not shown, the next bxmem audit writes it again"]
            if audit_unusable else []),
     }
+
+
+# What needs attention first, for sync's verdict line: what stops every decision, then
+# every send, then one workspace's sends, then one workspace's writes, then one
+# session's turns, then items one by one, then a slow decide, then what is already
+# past (the last audit's findings). docs/cli.md (sync) gives the same order.
+URGENCY = ("broker", "outage", "key", "reused", "log", "held", "failed", "slow-broker", "audit")
+_CITED = re.compile(r" \(see: bxmem runbook ([a-z-]+)\)$")
+
+
+def verdict(needs: list[tuple[str, str]], workspaces: dict, outage: dict | None, live: dict, doubts: list) -> dict:
+    """sync's first line: what needs attention first (URGENCY), or what is waiting on
+    Honcho or brokerd though nothing needs the owner yet, or all clear; with the
+    runbook entry that line names. `state` is attention, waiting or clear."""
+    pending = sum(ws["pending_turns"] + ws["pending_edits"] for ws in workspaces.values())
+    if needs:
+        _kind, line = min(needs, key=lambda need: URGENCY.index(need[0]))
+        first = "" if len(needs) == 1 else f" ({len(needs)} things, the most urgent first)"
+        cited = _CITED.search(line)
+        return {"state": "attention", "line": f"needs attention{first}: {line}", "runbook": cited and cited.group(1)}
+    waits: list[tuple[str, str]] = []
+    honcho, broker = live.get("honcho") or {}, live.get("brokerd") or {}
+    if outage:
+        waits.append((f"Honcho unreachable since {outage['since']} ({age_text(outage['for_s'])}), next try at "
+                      f"{outage['next_try_at']}; {pending} item(s) wait", "honcho-unreachable"))
+    elif honcho.get("ok") is False:
+        waits.append((f"Honcho does not answer now ({honcho['problem']}); {pending} item(s) wait", "honcho-unreachable"))
+    if broker.get("ok") is False:
+        waits.append((f"brokerd does not answer now ({broker['problem']})", "broker-state-unavailable"))
+    if doubts:
+        waits.append((f"{sum(len(entry['items']) for entry in doubts)} item(s) in doubt, each looked up by a later send",
+                      "honcho-in-doubt"))
+    if waits:
+        return {"state": "waiting", "line": "nothing needs attention yet; waiting: " + "; ".join(w for w, _ in waits),
+                "runbook": waits[0][1]}
+    answered = [name for name in ("brokerd", "Honcho") if (live.get(name.lower()) or {}).get("ok")]
+    return {"state": "clear", "runbook": None,
+            "line": "all clear: nothing needs attention" + (f", {pending} item(s) on their way" if pending else "")
+                    + (f" ({' and '.join(answered)} answered just now)" if answered else "")}
 
 
 def _text(value: object) -> str | None:
@@ -254,15 +300,6 @@ def exit_code(report: dict) -> int:
     return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
 
 
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
 def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
     if result["checked_at"] is None:
         return f"{what}: {result['problem']}"
@@ -273,7 +310,7 @@ def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
 def lines(report: dict) -> list[str]:
     """The owner's view as plain text, one fact per line: greppable, and whole
     in journald, a pipe or a mail (nothing is wrapped or cut)."""
-    out = []
+    out = [report["verdict"]["line"]]
     honcho = report["checks"]["honcho"]
     if report["mode"] == "local-only":
         out.append("local-only: no [honcho] section, nothing is sent")
