@@ -22,6 +22,10 @@ CANDIDATES = 100  # Honcho's most for one search, query or page: the messages re
 CONCLUSIONS = 50  # conclusions of one peer, by meaning and by words each: a peer's own facts are fewer
 FIND_WORDS = 8  # the query's words a content filter names, at most
 FIND_PREFIX = 5  # each by its first letters, so "deploying" finds "deployed" (the filter is a substring match)
+# What of a candidate is ranked: a message may hold 25,000 characters and a conclusion 65,535, and
+# ranking 100 of them whole took seconds. A text is ranked by its beginning, around the query's
+# words when they come later (Honcho's order still carries what matched there by meaning).
+RANK_CHARS = 4_000
 
 
 class Candidate:
@@ -69,12 +73,13 @@ def rank(query: str, candidates: list[Candidate], k: int, orders: list[list[int]
     if not candidates or not query_words(query):
         return []
     index = Index.in_memory()
+    texts = [_ranked_part(c.text, query) for c in candidates]
     try:
         with index.transaction():
             for n, c in enumerate(candidates):
                 # the writing peer is a word of the text, as the speaker of a local turn is
-                index.add(str(n), "message", "memory", "private", c.text, who=_author(c.peer) or "")
-        lexical = index.search(query, len(candidates))
+                index.add(str(n), "message", "memory", "private", texts[n], who=_author(c.peer) or "")
+        lexical = index.search(query, fusion.lexical_reach(k))  # no candidate ranked below is ever kept
     finally:
         index.close()
     by_words = {int(hit.key): (place, hit) for place, hit in enumerate(lexical, 1)}
@@ -82,13 +87,22 @@ def rank(query: str, candidates: list[Candidate], k: int, orders: list[list[int]
     kept: list[tuple[Candidate, Why]] = []
     for n in fusion.fuse([[int(hit.key) for hit in lexical], *orders]):
         if n not in by_words:
-            continue  # none of the query's words: Honcho's order alone shows no more than today's noise
+            continue  # none of the query's words near the top: Honcho's order alone is no reason to show it
         place, hit = by_words[n]
         c = candidates[n]
-        held, asked = cover(query, c.text, _author(c.peer))
+        held, asked = cover(query, texts[n], _author(c.peer))
         if fusion.keep(held, asked, place, semantic.get(n), k):
             kept.append((c, Why(hit.matched, place, -hit.score, semantic.get(n), len(kept) + 1)))
     return kept
+
+
+def _ranked_part(text: str, query: str) -> str:
+    if len(text) <= RANK_CHARS:
+        return text
+    head = text[:RANK_CHARS]
+    if spans(query, head):
+        return head
+    return around(text, None, spans(query, text), RANK_CHARS)
 
 
 def hit(source: str, tag: str, trust_class: str, c: Candidate, why: Why, query: str, workspace: str,

@@ -32,6 +32,11 @@ def fuse(orders: list[list[int]]) -> list[int]:
     return sorted(score, key=lambda item: (-score[item], item))
 
 
+def lexical_reach(k: int) -> int:
+    """How far down the ranking by words a kept candidate can be."""
+    return int(max(LEXICAL_TOP, WORDS_TOP) * max(1.0, k / 8))
+
+
 def keep(held: int, asked: int, lexical_rank: int | None, semantic_rank: int | None, k: int) -> bool:
     """Whether a candidate is shown: `held` the most of the query's `asked` words one passage
     holds, its rank by its words and by Honcho's order (None: not ranked there)."""
