@@ -122,3 +122,25 @@ def test_recall_gives_at_most_k_hits_of_at_most_600_characters(home, brokerd, co
     assert len(result.hits) + result.omitted == 8
     assert all(len(h.text) <= 600 for h in result.hits)
     assert estimate_tokens(render_plain(result)) <= MAX_TOKENS
+
+
+def test_every_hit_says_why_in_json_and_explain_shows_it_to_a_person(home, brokerd, configure):
+    """Failed before: a hit said where it came from, never why: which words matched, its rank."""
+    configure(None)
+    write_log(home, "s1", turn_lines(1, "the restic backups go to the nas", "noted"))
+    write_log(home, "s2", turn_lines(1, "restic is slow today", "I will look"))
+    for n in range(3, 9):  # words in few of the turns weigh something in bm25
+        write_log(home, f"s{n}", turn_lines(1, f"the weather on day {n}", "sunny"))
+    decide.run(config_module.load())
+    data = json.loads(bxmem_main("recall", "--json", "restic backups").stdout)
+    assert [h["why"] for h in data["hits"]][0] == {"arms": ["lexical"], "matched": ["restic", "backups"], "lexical_rank": 1,
+                                                   "score": data["hits"][0]["why"]["score"], "semantic_rank": None,
+                                                   "fused_rank": 1}
+    assert data["hits"][0]["why"]["score"] > data["hits"][1]["why"]["score"]
+    assert "why" not in data["text"]  # the model's text carries no explanation
+    shown = bxmem_main("recall", "--explain", "restic backups")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    first = lines.index("  | the restic backups go to the nas")
+    assert lines[first + 2].startswith("  why: by its words #1, bm25 ") and "(matched: restic, backups)" in lines[first + 2]
+    assert lines[first + 2].endswith("#1 in its source")

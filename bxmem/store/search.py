@@ -275,5 +275,9 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
     if identity:
         docs = _identity_first(docs)
     return [LocalHit(d.key, d.kind, d.tag, d.trust_class, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])),
-                     d.who, d.score, tuple(useful[n].word for n in sorted(d.covers)))
+                     d.who, d.score, _in_query_order(words, {useful[n].word for n in d.covers}))
             for d in docs[:limit]]
+
+
+def _in_query_order(words: list[str], held: set[str]) -> tuple[str, ...]:
+    return tuple(word for word in words if word in held)
