@@ -133,7 +133,7 @@ def test_every_hit_says_why_in_json_and_explain_shows_it_to_a_person(home, broke
         write_log(home, f"s{n}", turn_lines(1, f"the weather on day {n}", "sunny"))
     decide.run(config_module.load())
     data = json.loads(bxmem_main("recall", "--json", "restic backups").stdout)
-    assert [h["why"] for h in data["hits"]][0] == {"arms": ["lexical"], "matched": ["restic", "backups"], "lexical_rank": 1,
+    assert data["hits"][0]["why"] == {"arms": ["lexical"], "matched": ["restic", "backups"], "lexical_rank": 1,
                                                    "score": data["hits"][0]["why"]["score"], "semantic_rank": None,
                                                    "fused_rank": 1}
     assert data["hits"][0]["why"]["score"] > data["hits"][1]["why"]["score"]
