@@ -192,7 +192,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             if buffer:
                 # Oldest first across sessions, each session in its own order (the merge never reorders one list).
                 lines = list(heapq.merge(*buffer.values(), key=lambda e: e["at"] or ""))
-                state["ledger_size"] = ledger.append(lines)
+                decide_state.learnt(state, ledger, ledger.append(lines))
                 buffer.clear()
             if save:  # every decision made so far is in the ledger: the state may say so
                 write_json(paths.ensure_state_dir() / decide_state.STATE_FILE, state)  # the folder may be deleted meanwhile

@@ -96,6 +96,15 @@ def _meta(index: Index, key: str, default: int = 0) -> int:
     return int(row[0]) if row else default
 
 
+def _ledger_mark(index: Index) -> dict | None:
+    """The ledger as the index read it up to its offset (Ledger.mark); None: an index that kept none."""
+    row = index.db().execute("SELECT value FROM meta WHERE key = 'ledger_mark'").fetchone()
+    if row is None or not isinstance(row[0], str) or row[0].count(":") != 1:
+        return None
+    head, tail = row[0].split(":")
+    return {"head": head, "tail": tail}
+
+
 def _set_meta(index: Index, key: str, value: int) -> None:
     index.db().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
@@ -114,6 +123,9 @@ def catch_up(index: Index, paths, progress=None) -> int:
         # Offsets are read again under the write lock: decide and mirror may catch up at once.
         ledger_at = _meta(index, "ledger_offset")
         journal_at = _meta(index, "journal_offset")
+        rewritten = ledger.changed(ledger_at, _ledger_mark(index))
+        if rewritten is not None:  # read on from its offset, the index would take a line's tail for a line
+            raise IndexOutdated(f"{index.path}: the ledger is {rewritten}; the index is built again from it")
         result, db = ReadResult(), index.db()
         for ev in ledger.iter_from(ledger_at, result):
             if progress is not None:
@@ -131,6 +143,9 @@ def catch_up(index: Index, paths, progress=None) -> int:
             index_turn(index, ev, "\n".join(texts), reply)
             applied += 1
         _set_meta(index, "ledger_offset", result.end)
+        mark = ledger.mark(result.end)
+        index.db().execute("INSERT OR REPLACE INTO meta VALUES ('ledger_mark', ?)",
+                           (f"{mark['head']}:{mark['tail']}" if mark else None,))
         f = journal.open_if_present(paths.journal)
         if f is not None:
             pos = journal_at

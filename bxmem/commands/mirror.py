@@ -29,10 +29,10 @@ from pathlib import Path
 from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
-from bxmem.log import log
+from bxmem.log import log, runbook
 from bxmem.policy.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
 from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
-from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, record, string
+from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
 from bxmem.start.idle import write_summary
@@ -41,6 +41,7 @@ from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, edit_item
 from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
 from bxmem.store.ledger_shapes import ACTIONS
+from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 
 STATE_FILE = "mirror.json"
 KEY_FILE = local_key.KEY_FILE
@@ -94,7 +95,7 @@ SHAPE = record({
     # `role` as the edit's decision recorded it: a damaged one is held by policy/write_policy.py, not here.
     "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
     "key_id": string,
-}, {"neutralise": integer(1)})
+}, {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)})
 
 
 def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -245,7 +246,17 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
 def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     """Edits decided in the ledger after the state's last write (a crash, a full
     disk, or a lost state file): the exact set, the torn last line too when it is a
-    whole decision (the next append completes it)."""
+    whole decision (the next append completes it). A ledger that is not the one the
+    state was learnt from (restored from a copy, edited, sorted, shorter) makes the
+    state unusable: the journal is read again and the whole ledger says which
+    edits are decided, so an edit whose decision the ledger lost is decided again."""
+    changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
+    if changed is not None:
+        log.warning(f"{ledger.path} is {changed}; mirror's state is read again from the journal and the ledger"
+                    + runbook("ledger-rewritten"))
+        fresh = {**_fresh_state(), "key_id": state["key_id"], "neutralise": NEUTRALISE_VERSION}
+        state.clear()
+        state.update(fresh)
     if ledger.size() <= state["ledger_size"]:
         return {}
 
@@ -257,6 +268,11 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     if result.torn_event:
         ledger.close_torn_tail()
     return found
+
+
+def _learnt(state: dict, ledger: Ledger, size: int) -> None:
+    state["ledger_size"] = size
+    state["ledger_mark"] = ledger.mark(size)
 
 
 def run(config: Config, index_progress=None) -> MirrorReport:
@@ -290,9 +306,9 @@ def run(config: Config, index_progress=None) -> MirrorReport:
                 if decided["reason"] in ("undo-target-unknown", "unknown-op"):
                     log.warning(f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored")
         if report.events:
-            state["ledger_size"] = ledger.append(report.events)
+            _learnt(state, ledger, ledger.append(report.events))
         elif already:
-            state["ledger_size"] = ledger.size()
+            _learnt(state, ledger, ledger.size())
 
     def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / STATE_FILE, state)

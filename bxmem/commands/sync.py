@@ -20,7 +20,7 @@ from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
 from bxmem.policy.ledger_time import format_time, parse_time
 from bxmem.store.ledger import Ledger
-from bxmem.store.outbox import KIND, OFFSET, Outbox
+from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
@@ -42,18 +42,19 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     state_dir = config.paths.ensure_state_dir()
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
-    workspaces: dict[str, dict] = {}
-    for own in config.workspaces():
-        if own.role.startswith("read:"):
-            continue
-        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
-                                "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
-                                "waiting_behind": 0, "failed": 0, "key_refused_since": None}
-    with ledger:  # event_at keeps the ledger open
-        queue, holds = sendable(box, checked_against(config, box), lambda key: ledger.event_at(box.pending[key][OFFSET]))
+
+    def pending() -> tuple:
+        workspaces: dict[str, dict] = {}
+        for own in config.workspaces():
+            if own.role.startswith("read:"):
+                continue
+            workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
+                                    "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
+                                    "waiting_behind": 0, "failed": 0, "key_refused_since": None}
+        queue, holds = sendable(box, checked_against(config, box), lambda key: box.decision(ledger, key))
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
-            group["oldest_at"] = ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts")
+            group["oldest_at"] = box.decision(ledger, group["oldest"]).get("ts")
             group["oldest_age_s"] = _age(group["oldest_at"], now)
         held = [_held(group) for group in held]  # as printed (policy/shown.py): the attention lines too
         for item in box.pending_items():
@@ -63,8 +64,12 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
             ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = shown.item(item["item"])
-                ws["oldest_pending_at"] = shown.date(ledger.event_at(item["offset"]).get("ts"))
+                ws["oldest_pending_at"] = shown.date(box.decision(ledger, item["item"]).get("ts"))
                 ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
+        return workspaces, queue, held
+
+    with ledger:  # decisions read back keep the ledger open
+        workspaces, queue, held = box.reading(ledger, pending)
     doubts = in_doubt(((key, box.pending[key]) for key in queue), box.attempts, now)
     for entry in doubts:
         ws = workspaces[entry["workspace"]]

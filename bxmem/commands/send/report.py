@@ -52,10 +52,12 @@ class SendReport:
     # What this run's warnings said already (the start of an outage, a key refused, ...):
     # its own summary does not say it twice. ("outage",), ("refused", ws), ("held", key), ("doubt", key).
     said: set = field(default_factory=set)
+    refolded: bool = False  # a decision read back was not the line folded: the outbox was folded again, said then
 
     @property
     def degraded(self) -> bool:
-        return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt)
+        return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt
+                    or self.refolded)
 
     # What the command prints (cli/output.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
@@ -187,7 +189,10 @@ def in_doubt_line(d: dict, now: float) -> str:
         at = parse_time(d["lookup_at"])
         when = f"looked up in Honcho at {d['lookup_at']}" + (f" ({_in(max(0.0, at - now))})" if at else "")
     behind = f"; {d['waiting_behind']} later item(s) wait behind them" if d["waiting_behind"] else ""
-    return (f"in doubt: {what} {where} (first {d['items'][0]}), sent at {d['attempted_at']} with no answer; "
+    # No time: no request is behind it (an edit requeued after doing part of its work, an item
+    # the outbox had seen settled before the ledger was restored: store/outbox.py's inherit).
+    how = f"sent at {d['attempted_at']} with no answer" if d["attempted_at"] else "perhaps in Honcho already"
+    return (f"in doubt: {what} {where} (first {d['items'][0]}), {how}; "
             f"{when}{behind}" + cite_runbook("honcho-in-doubt"))
 
 

@@ -50,9 +50,9 @@ from bxmem.policy.ledger_time import format_time
 from bxmem.policy.retry import Hold
 from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
-from bxmem.store.ledger import Ledger
+from bxmem.store.ledger import Ledger, LedgerChanged
 from bxmem.store.local_key import load as load_key
-from bxmem.store.outbox import OFFSET, Outbox
+from bxmem.store.outbox import Outbox
 from bxmem.store.workspace_roles import other_role, set_up_for
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class Sender:
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
         self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record)
-        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent, self.honcho.owner,
+        self.messages = Messages(self._decision, config.paths.logs, self.honcho.agent, self.honcho.owner,
                                  load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
@@ -123,6 +123,10 @@ class Sender:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
         return ledger_events.attempt(format_time(self.clock()), items=items, ws=ws, role=role, session=session,
                                      hsession=hsession, parts=parts)
+
+    def _decision(self, key: str) -> dict:
+        """A pending item's whole decision, checked to be the line folded (Outbox.decision)."""
+        return self.box.decision(self.ledger, key)
 
     def flush(self) -> None:
         if self._held:
@@ -160,9 +164,22 @@ class Sender:
     # --- the run --------------------------------------------------------------------
 
     def run(self) -> Tally:
+        try:
+            self._run()
+        except LedgerChanged as exc:
+            # Found before anything of that item was sent (its messages are built from the
+            # decision first): fold again, keeping what the outbox knew; the next run sends.
+            self.flush()
+            self.box.refold(self.ledger, f"no longer holds what the outbox folded ({exc})")
+            self.report.refolded = True
+            self.holds = sendable(self.box, self.now, self._decision)[1]
+        self.note_state()
+        return self.report
+
+    def _run(self) -> None:
         now = self.clock()
         self.keys.resume_refreshed()
-        queue, self.holds = sendable(self.box, self.now, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
+        queue, self.holds = sendable(self.box, self.now, self._decision)
         backoff = self.box.backoff
         if backoff and now < backoff["until"]:
             self.report.waiting_until = backoff["until"]
@@ -181,14 +198,12 @@ class Sender:
                 self.planner = None
                 self.flush()
             self.report.held = len(self.hold.items)
-        self.note_state()
-        return self.report
 
     def note_state(self) -> None:
         """What holds the outbox up now, whatever this run did, into the report; each
         lasting state said once to the journal (report.announce)."""
         now = self.clock()
-        note_state(self.report, self.box, self.holds, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]), now)
+        note_state(self.report, self.box, self.holds, self._decision, now)
         announce(self.box.announced, self.report, now)
 
     def _drain(self) -> None:
@@ -360,10 +375,13 @@ class Sender:
         except LocalFailure as exc:
             self.outcomes.fail([item], None, str(exc))
             return
-        try:
-            found = list(self.client(item["ws"]).list_messages(hsession, {"metadata": {"bxmem_item": item["item"]}}))
-        except Missing:
-            found = []
+        found: list = []
+        # An item seen sent before the ledger was restored may be in any of its session's (Outbox.inherit).
+        for name in attempt.get("hsessions") or [hsession]:
+            try:
+                found += self.client(item["ws"]).list_messages(name, {"metadata": {"bxmem_item": item["item"]}})
+            except Missing:
+                pass
         present = present_parts(found, messages, self.honcho.agent)  # ours only: peer, agent and text too
         self.outcomes.succeeded()
         missing = [m for m in messages if m["metadata"]["part"] not in present]
