@@ -34,7 +34,9 @@ def test_an_attempt_may_be_looked_up_once_the_wait_is_over():
     assert settle_at(attempt(), T + wait - 0.01, wait) == T + wait
     assert settle_at(attempt(), T + wait, wait) is None
     assert settle_at(attempt(None), T, wait) is None  # no request behind it (a requeued edit)
-    assert settle_at(attempt(), T - 10, wait) == T + wait  # the clock went back a little: still wait
+    # The clock went back a little: still wait, the whole wait from now (no more: a wake-up is never
+    # further off than its own wait, whatever the clock did).
+    assert settle_at(attempt(), T - 10, wait) == T - 10 + wait
     assert settle_at(attempt(), T - wait - 1, wait) is None  # went back further: its age is unknown
 
 

@@ -85,12 +85,13 @@ def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     return finish(job.run(loaded, index_progress=index_progress), loaded, json)
 
 
-def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    """`bxmem send`."""
+def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
+         now: bool = False) -> int:
+    """`bxmem send`; `now`: without waiting out the outage backoff (never the in-doubt wait)."""
     from bxmem.commands.send import job  # deferred: lean
 
     loaded = setup("send", config, verbose, quiet)
-    return finish(job.run(loaded), loaded, json)
+    return finish(job.run(loaded, now=now), loaded, json)
 
 
 def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, verbose: bool = False,

@@ -19,7 +19,7 @@ from bxmem.errors import ExitCode, cite_runbook
 from bxmem.honcho.api import settle_wait_s
 from bxmem.log import log, notice
 from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import held_by, settle_at
+from bxmem.policy.retry import held_by, next_try, settle_at
 from bxmem.store.outbox import KIND, SESSION, WS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -75,7 +75,8 @@ class SendReport:
     def outage_json(self) -> dict | None:
         if not self.backoff:
             return None
-        return {"since": self.backoff.get("since"), "next_try_at": format_time(self.backoff["until"]),
+        now = time.time()
+        return {"since": self.backoff.get("since"), "next_try_at": format_time(next_try(self.backoff, now) or now),
                 "error": self.backoff.get("error"), "this_run": self.outage is not None}
 
     def as_json(self, config=None) -> dict:  # scripts get an object in every case
@@ -199,8 +200,9 @@ def in_doubt_line(d: dict, now: float) -> str:
 def outage_line(backoff: dict, pending: int | None, now: float) -> str:
     error = f" ({backoff['error']})" if backoff.get("error") else ""
     wait = f"; {pending} item(s) wait" if pending else ""
-    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(backoff['until'])} "
-            f"({_in(max(0.0, backoff['until'] - now))}){wait}" + cite_runbook("honcho-unreachable"))
+    until = next_try(backoff, now) or now  # never further off than the backoff's longest wait, whatever the clock did
+    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(until)} "
+            f"({_in(until - now)}){wait}" + cite_runbook("honcho-unreachable"))
 
 
 def holding_lines(report: Tally, now: float) -> list[str]:

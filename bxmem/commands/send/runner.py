@@ -45,9 +45,9 @@ from bxmem.honcho.api import (
     settle_wait_s,
 )
 from bxmem.honcho.client import WorkspaceClient
-from bxmem.log import log
+from bxmem.log import log, notice
 from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import Hold
+from bxmem.policy.retry import Hold, next_try
 from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
 from bxmem.store.ledger import Ledger, LedgerChanged
@@ -74,7 +74,7 @@ def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
 
 class Sender:
     def __init__(self, config: Config, box: Outbox, ledger: Ledger, report: Tally, clock=None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, try_now: bool = False) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
@@ -92,7 +92,9 @@ class Sender:
         self._background: list[Call] = []
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
-        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record)
+        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record,
+                                 self.keys.versions)
+        self.try_now = try_now  # send --now: the outage backoff is not waited for (the in-doubt wait always is)
         self.messages = Messages(self._decision, config.paths.logs, self.honcho.agent, self.honcho.owner,
                                  load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
@@ -180,9 +182,10 @@ class Sender:
         now = self.clock()
         self.keys.resume_refreshed()
         queue, self.holds = sendable(self.box, self.now, self._decision)
-        backoff = self.box.backoff
-        if backoff and now < backoff["until"]:
-            self.report.waiting_until = backoff["until"]
+        self._end_stale_backoff()
+        until = next_try(self.box.backoff, now)
+        if until is not None and not self.try_now:
+            self.report.waiting_until = until
         else:
             self.keys.read()
             self._ends_by = monotonic() + RUN_DEADLINE_S
@@ -198,6 +201,18 @@ class Sender:
                 self.planner = None
                 self.flush()
             self.report.held = len(self.hold.items)
+
+    def _end_stale_backoff(self) -> None:
+        """An outage met under another [honcho] url or another key file says nothing of
+        this one: try at once (the owner fixed what was wrong, or moved the server)."""
+        backoff = self.box.backoff
+        if not backoff:
+            return
+        why = ("[honcho] url changed" if backoff.get("url", self.honcho.url) != self.honcho.url
+               else "a key file changed" if backoff.get("keys", self.keys.versions()) != self.keys.versions() else None)
+        if why:
+            notice(f"{why} since Honcho was last unreachable (since {backoff.get('since')}): trying it now")
+            self.box.backoff = None
 
     def note_state(self) -> None:
         """What holds the outbox up now, whatever this run did, into the report; each
@@ -353,6 +368,12 @@ class Sender:
             # a settling post: what the lookup found is not written down anywhere.
             if exc.unsent and known_ids is None:
                 self.record([ledger_events.unsent(keys, ws, exc.kind)])
+            raise
+        except KeyRefused as exc:
+            # Refused before anything was stored (401/403): nothing to look up, so nothing
+            # waits in doubt once the key is fixed. A settling post keeps its lookup.
+            if known_ids is None:
+                self.record([ledger_events.unsent(keys, ws, f"key refused (HTTP {exc.status})")])
             raise
         self.outcomes.succeeded()
         sent, cursor = [], 0
