@@ -65,7 +65,7 @@ def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
     outbox["pending"] = {k: (offset_of(v), *v[1:5]) for k, v in box.pending.items()}
     outbox["failed"] = {k: {**v, "decided": (offset_of(v["decided"]), *v["decided"][1:5]) if v.get("decided") else v.get("decided")}
                         for k, v in box.failed.items()}
-    paths = SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state_dir)
+    paths = SimpleNamespace(ledger=ledger_path, state=state_dir, ensure_state_dir=lambda: state_dir)
     expected, _box = audit._expected(SimpleNamespace(paths=paths))
     # audit keeps each decision's role and each item's message ids now; then, the workspace and the count.
     decided = {item: ws for item, (ws, _role) in expected.decided.items()}
@@ -159,7 +159,7 @@ def test_the_owner_actions_fold_as_they_did(tmp_path, monkeypatch):
     # role is now, the gone session was replaced by s-2, and the accepted findings are known.
     assert (box.dropped, box.pending, box.failed) == (1, {}, {})
     assert box.setup["bm0-trusted"]["sessions"]["s"]["name"] == "s-2"
-    expected, _ = audit._expected(SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state)))
+    expected, _ = audit._expected(SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, state=state, ensure_state_dir=lambda: state)))
     assert expected.decided["turn:u:1"] == ("bm0-home", "trusted") and len(expected.accepted) == 4
 
 

@@ -196,6 +196,7 @@ def index_rebuild(ctx: typer.Context) -> int:
     from bxmem.store import index  # deferred: command
 
     config = _setup(ctx, "index")
+    config.paths.require_home()
     config.paths.ensure_state_dir()
     applied, warning = index_fold.update(config.paths, rebuild=True, progress=index_rebuild_bar)
     if warning:

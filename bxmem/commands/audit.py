@@ -159,8 +159,14 @@ def _expected(config: Config) -> tuple[Expected, Outbox]:
             for result in results if isinstance(results, list) else []:
                 if isinstance(result, dict) and result.get("do") in ("fleet-message", "retract") and result.get("ids"):
                     expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(result["ids"]))
-    box = Outbox.load(config.paths.ensure_state_dir(), ledger)
+    box = Outbox.load(config.paths.state, ledger)
     return expected, box
+
+
+def _save_summary(config: Config, report: AuditReport) -> None:
+    """For sync: beside the jobs' state, which audit never creates (a read-only command)."""
+    if config.paths.state.is_dir():
+        write_json(config.paths.state / SUMMARY_FILE, report.summary(now_iso()))
 
 
 def _recorded_ids(value: object) -> list[str | None]:
@@ -182,6 +188,7 @@ def audit(config: Config) -> AuditReport:
     honcho = config.honcho
     if honcho is None:  # the CLI refuses a local-only audit before this
         raise ValueError("audit needs a [honcho] section")
+    config.paths.require_home()
     report = AuditReport()
     expected, box = _expected(config)
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
@@ -198,7 +205,7 @@ def audit(config: Config) -> AuditReport:
             if role == "trusted":
                 _conclusions(client, box, workspace.name, (honcho.agent, honcho.owner), report)
     report.set_aside(expected.accepted)
-    write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))
+    _save_summary(config, report)
     return report
 
 
@@ -302,4 +309,4 @@ def accept(config: Config, report: AuditReport, ids: list[str], reason: str | No
     if new:
         Ledger(config.paths.ledger).append([accepted(i, why) for i in new])
     report.set_aside({i: why for i in new})
-    write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))
+    _save_summary(config, report)

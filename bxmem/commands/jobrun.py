@@ -26,6 +26,7 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
     """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
     `report` gets busy=True when another run holds the lock. `index_progress`: what shows
     a rebuild of the local index at the refresh (the CLI's bar), or None."""
+    config.paths.require_home()  # a job never makes the home: a wrong environment fails, it does not start afresh
     state_dir = config.paths.ensure_state_dir()
     lock = JobLock(config.paths.ledger, name)  # on the ledger: memory/bxmem/ may be deleted mid-run
     if not lock.acquire():

@@ -68,7 +68,8 @@ class Survey:
         """`box`: the outbox as folded already (again, by `surveyed`)."""
         ledger = Ledger(config.paths.ledger)
         if box is None:
-            box = Outbox.load(config.paths.ensure_state_dir(), ledger)
+            config.paths.require_home()
+            box = Outbox.load(config.paths.state, ledger)  # read only: the checkpoint is send's to save
         now = checked_against(config, box)  # the rule send holds items to, reused workspaces too
         survey = cls(box, ledger, now.roles, config, now.written)
         queue, config_holds = sendable(box, now, lambda key: box.decision(ledger, key))
@@ -202,6 +203,7 @@ def act(config: Config, action: str, items: list[str], *, all_failed: bool = Fal
         reason = check_reason(reason)
     if not items and not all_failed and not all_held:
         raise UsageError(f"outbox {action}: name the items (ITEM...), or --all-failed" + (" or --all-held" if action != "resend" else ""))
+    config.paths.require_home()
     lock = JobLock(config.paths.ledger, "send")
     if not dry_run and not _acquire(lock):
         raise Refused("a bxmem send is running and holds the outbox; run this again when it ends")

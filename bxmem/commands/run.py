@@ -15,7 +15,6 @@ import json as json_module
 import sys
 
 from bxmem.config import loader as config_module
-from bxmem.errors import ConfigInvalid
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -103,12 +102,9 @@ def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json:
     count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
     # No logging set up: recall logs nothing, and the agent calls it on every memory tool call.
     loaded = config_module.load(config)
-    if not loaded.paths.home.is_dir():
-        # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
-        # with the wrong HOME, would otherwise say to the model while looking normal.
-        raise ConfigInvalid(f"the Boxmaker home {loaded.paths.home} does not exist: run bxmem as the user the timer "
-                            "jobs run as, with their environment (BOXMAKER_HOME, or HOME and XDG_DATA_HOME; "
-                            "docs/agent-tools.md)")
+    # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
+    # with the wrong HOME, would otherwise say to the model while looking normal.
+    loaded.paths.require_home()
     result = recall_module.recall(loaded, query, count)
     if json:
         emit_json(recall_module.render_json(result))

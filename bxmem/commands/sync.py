@@ -19,15 +19,12 @@ from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
 from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import MAX_DELAY_S, next_try
+from bxmem.policy.retry import next_try
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
-# A stored time this far ahead of the clock is said (a clock stepped forward then back, or
-# behind now): more than the skew between this host's jobs could make.
-FUTURE_SLACK_S = 60
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
 SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (shown.text)
@@ -37,42 +34,15 @@ LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason w
 def _age(ts: str | None, now: float) -> float | None:
     """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
     at = parse_time(ts)
-    return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
-
-
-def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
-    """The times bxmem stored that lie in the future: written while the clock ran ahead (or
-    it runs behind now). Every wait is held to its own bound whatever they say
-    (policy/retry.py, start/idle.py); this is for the owner, who should fix the clock."""
-    stored: list[tuple[str, object]] = []
-    if box.backoff:
-        stored.append(("the outage's start", box.backoff.get("since")))
-        if box.backoff["until"] - now > MAX_DELAY_S:
-            stored.append(("the outage's next try", format_time(box.backoff["until"])))
-    stored += [(f"the attempt of {shown.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
-    stored.append(("the last send", box.last_sent))
-    last_run = decide_state.get("last_run") or {}
-    stored += [("decide's last run", last_run.get("at")), ("brokerd's outage start", decide_state.get("broker_down_since"))]
-    for stem, cursor in (decide_state.get("logs") or {}).items():
-        error = cursor.get("error")
-        if error:
-            stored.append((f"{stem}.jsonl unreadable since", error.get("since")))
-            if error["retry_at"] - now > decide_state_file.RETRY_UNREADABLE_S:
-                stored.append((f"{stem}.jsonl's next read", format_time(error["retry_at"])))
-    stored.append(("the last audit", (audit_state or {}).get("at")))
-    found = []
-    for what, ts in stored:
-        at = parse_time(ts)
-        if at is not None and at > now + FUTURE_SLACK_S:
-            found.append({"what": what, "at": shown.date(ts), "ahead_s": round(at - now)})
-    return sorted(found, key=lambda f: -f["ahead_s"])
+    return None if at is None or at > now + checks.FUTURE_SLACK_S else max(0.0, now - at)
 
 
 def status(config: Config, now: float | None = None, check: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
     are asked now (commands/checks.py); without, each says "not checked"."""
     now = time.time() if now is None else now
-    state_dir = config.paths.ensure_state_dir()
+    config.paths.require_home()
+    state_dir = config.paths.state  # read only: sync creates nothing
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
 
@@ -152,7 +122,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
     attention = [reused_text(entry) for entry in reused]
-    future = future_times(box, decide_state, audit_state, now)
+    future = checks.future_times(box, decide_state, audit_state, now)
     if future:
         first = future[0]
         attention.append(f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, "

@@ -235,7 +235,7 @@ NOT_JSON = "not a JSON object"
 
 
 def _mark(fd: int, offset: int) -> dict:
-    import hashlib  # deferred: only a job that saves or checks a ledger offset
+    import hashlib  # deferred: lean (recall reads the ledger and never marks it)
 
     head = os.pread(fd, min(MARK_WINDOW, offset), 0)
     start = max(0, offset - MARK_WINDOW)

@@ -32,7 +32,7 @@ from bxmem.policy import ranges
 from bxmem.policy.shapes import anything, problem, record
 from bxmem.start.sealed import seal
 from bxmem.store.files import load_marshal, write_bytes
-from bxmem.store.ledger import Ledger, LedgerChanged, ReadResult, turn_item
+from bxmem.store.ledger import Ledger, LedgerChanged, ReadResult
 from bxmem.store.ledger_events import (
     ATTEMPT,
     CANCELLED,
@@ -54,9 +54,9 @@ from bxmem.store.ledger_events import (
 )
 from bxmem.store.local_key import key_id, ledger_tag
 from bxmem.store.local_key import load as load_key
+from bxmem.store.outbox_merge import in_order, inherit, knows
 from bxmem.store.outbox_shape import KIND, PEER, ROLE, SESSION, SHAPE, WS, at, offset_of, tag_of
 from bxmem.store.workspace_roles import apply as fold_roles
-from bxmem.store.workspace_roles import merge as merge_roles
 from bxmem.store.workspace_roles import save as save_roles
 
 T = TypeVar("T")
@@ -127,7 +127,7 @@ class Outbox:
     _new_repeats: int = 0
     _first_new_repeat: tuple[str, int] | None = None
     _secret: bytes | None = None  # entry.key, which the tags are made with (not saved)
-    _order: dict | None = None  # while folding again: each pending item's turn or journal line (`_in_order`)
+    _order: dict | None = None  # while folding from the start: each pending item's turn or journal line (in_order)
 
     # --- the fold -----------------------------------------------------------------
 
@@ -337,104 +337,16 @@ class Outbox:
         new = type(self)()
         new._secret, new.ino = self._secret, self.ino
         new.catch_up(ledger)
-        doubted = new.inherit(self)
+        doubted = inherit(new, self)
         if why is not None:
             again = (f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
                      "before anything is sent" if doubted else "")
             log.warning(f"{ledger.path} {why}; the outbox was rebuilt from it{again}" + runbook("ledger-rewritten"))
         self.__dict__.update(new.__dict__)
 
-    def _in_order(self) -> None:
-        """Put the pending items of each session (a workspace's turns, by turn number) and
-        the edits (by journal line) back in their order, in the places they hold: a
-        ledger sorted or with lines moved would otherwise have send write a session's
-        turns out of order, or a remove before the add it removes."""
-        order, self._order = self._order or {}, None
-        places: dict[object, list[int]] = {}
-        keys = list(self.pending)
-        for n, item in enumerate(keys):
-            record = self.pending[item]
-            places.setdefault("edits" if record[KIND] == EDIT else (record[WS], record[SESSION]), []).append(n)
-        moved = list(keys)
-        for slots in places.values():
-            ranked = sorted((keys[n] for n in slots), key=lambda item: _rank(order.get(item)))
-            for n, item in zip(slots, ranked, strict=True):
-                moved[n] = item
-        if moved != keys:
-            self.pending = {item: self.pending[item] for item in moved}
-
-    def inherit(self, old: Outbox) -> int:
-        """Keep what `old` (the checkpoint of a ledger since rewritten) knew that this fold
-        of the ledger as it is now may not: a restored copy lacks the lines written after
-        it was taken. Honcho did not go back with the ledger, so what was set up there,
-        the session names used and the roles written stay known; a failed item stays
-        failed; an item in doubt stays in doubt; an item `old` had seen settled (sent,
-        dropped, cancelled) that is pending here again is put in doubt, looked up
-        in Honcho before anything of it is sent; one the ledger no longer decides
-        stays decided, so deciding it again is a second decision, ignored. Returns
-        how many items were put in doubt."""
-        for ws, was in old.setup.items():
-            now = self.workspace(ws)
-            now["configured"] = now["configured"] or was["configured"]
-            now["peers"] += [peer for peer in was["peers"] if peer not in now["peers"]]
-            for session, known in was["sessions"].items():
-                mine = now["sessions"].get(session)
-                if mine is None or known["n"] > mine["n"]:
-                    now["sessions"][session] = known
-        for ws, names in old.hsessions.items():
-            for name, session in names.items():
-                self.hsessions.setdefault(ws, {}).setdefault(name, session)
-        merge_roles(self.roles, old.roles)
-        for name in ("stopped", "conclusions", "fleet", "undone"):
-            mine_now, theirs = getattr(self, name), getattr(old, name)
-            for key, value in theirs.items():
-                mine_now.setdefault(key, value)
-        self.backoff = self.backoff or old.backoff
-        self.announced = old.announced
-        doubted = 0
-        for item in list(self.pending):
-            if item in old.pending:
-                if item in old.attempts and item not in self.attempts:
-                    self.attempts[item] = old.attempts[item]
-            elif item in old.failed:
-                self.failed[item] = {**old.failed[item], "decided": self.pending.pop(item)}
-            elif old.knows(item):
-                lookup = old._lookup(item, self.pending[item])
-                if lookup is not None:
-                    self.attempts[item] = lookup
-                    doubted += 1
-        for session, numbers in old.known_turns.items():
-            if self.known_turns.get(session) == numbers:
-                continue
-            for low, high in numbers:
-                for n in range(low, high + 1):
-                    key = turn_item(session, n)
-                    if key not in old.pending and key not in old.failed:
-                        ranges.add(self.known_turns.setdefault(session, []), n)
-        for key in old.known_other:
-            if key not in old.pending and key not in old.failed:
-                self.known_other.add(key)
-        return doubted
-
     def knows(self, item: str) -> bool:
         """Whether `item` was ever decided in what this outbox folded."""
-        kind, _, rest = item.partition(":")
-        session, _, number = rest.rpartition(":")
-        if kind == TURN and session and number.isascii() and number.isdigit():
-            return ranges.has(self.known_turns.get(session, []), int(number))
-        return item in self.known_other
-
-    def _lookup(self, item: str, record: tuple) -> dict | None:
-        """What puts `item`, which this outbox had seen settled, in doubt: an edit looks
-        before it writes (ledger_events.in_doubt); a turn is looked for in every Honcho
-        session its Boxmaker session had. None when it had none: never sent as a turn."""
-        ws = record[WS]
-        if record[KIND] == "edit":
-            return in_doubt(item, ws)
-        names = [name for name, session in self.hsessions.get(ws, {}).items() if session == record[SESSION]]
-        if not names:
-            return None
-        return in_doubt(item, ws, names)
+        return knows(self.known_turns, self.known_other, item)
 
     def catch_up(self, ledger: Ledger) -> None:
         # From the start, the ledger's order is checked, not trusted: it may have been sorted.
@@ -457,7 +369,8 @@ class Outbox:
                 log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
                             + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
         if whole:
-            self._in_order()
+            self.pending = in_order(self.pending, self._order or {})
+            self._order = None
         if result.end != self.offset or self.mark is None:
             self.mark = ledger.mark(result.end)
         self.offset = result.end
@@ -475,10 +388,6 @@ class Outbox:
             if name in raw and not name.startswith("_"):
                 setattr(box, name, raw[name])
         return box
-
-
-def _rank(n: object) -> int:
-    return n if type(n) is int else -1  # a line without one (an older version's) keeps its place first
 
 
 def _stat(ledger: Ledger):

@@ -57,6 +57,7 @@ def __getattr__(name: str):
 def run(config: Config, clock=None, rng: random.Random | None = None, now: bool = False) -> SendReport:
     """One batch; `now` (send --now): without waiting out the outage backoff."""
     if config.local_only:
+        config.paths.require_home()
         _local_only_summary(config)
         return SendReport(local_only=True)
     from bxmem.commands.send.runner import Sender  # deferred: lean

@@ -30,6 +30,18 @@ class Outcomes:
             notice(f"Honcho at {self.url} answers again (unreachable since {self.box.backoff['since']})")
             self.box.backoff = None
 
+    def end_stale_backoff(self) -> None:
+        """An outage met under another [honcho] url or another key file says nothing of
+        this one: try at once (the owner fixed what was wrong, or moved the server)."""
+        backoff = self.box.backoff
+        if not backoff:
+            return
+        why = ("[honcho] url changed" if backoff.get("url", self.url) != self.url
+               else "a key file changed" if backoff.get("keys", self.keys()) != self.keys() else None)
+        if why:
+            notice(f"{why} since Honcho was last unreachable (since {backoff.get('since')}): trying it now")
+            self.box.backoff = None
+
     def outage(self, exc: Unavailable) -> None:
         now = self.clock()
         self.report.outage = str(exc)

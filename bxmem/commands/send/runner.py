@@ -45,7 +45,7 @@ from bxmem.honcho.api import (
     settle_wait_s,
 )
 from bxmem.honcho.client import WorkspaceClient
-from bxmem.log import log, notice
+from bxmem.log import log
 from bxmem.policy.ledger_time import format_time
 from bxmem.policy.retry import Hold, next_try
 from bxmem.policy.write_policy import Holds, writable
@@ -95,6 +95,7 @@ class Sender:
         self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record,
                                  self.keys.versions)
         self.try_now = try_now  # send --now: the outage backoff is not waited for (the in-doubt wait always is)
+        self._decision = lambda key: box.decision(ledger, key)  # checked to be the line folded (Outbox.decision)
         self.messages = Messages(self._decision, config.paths.logs, self.honcho.agent, self.honcho.owner,
                                  load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
@@ -125,10 +126,6 @@ class Sender:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
         return ledger_events.attempt(format_time(self.clock()), items=items, ws=ws, role=role, session=session,
                                      hsession=hsession, parts=parts)
-
-    def _decision(self, key: str) -> dict:
-        """A pending item's whole decision, checked to be the line folded (Outbox.decision)."""
-        return self.box.decision(self.ledger, key)
 
     def flush(self) -> None:
         if self._held:
@@ -168,9 +165,7 @@ class Sender:
     def run(self) -> Tally:
         try:
             self._run()
-        except LedgerChanged as exc:
-            # Found before anything of that item was sent (its messages are built from the
-            # decision first): fold again, keeping what the outbox knew; the next run sends.
+        except LedgerChanged as exc:  # found before that item was sent: fold again, the next run sends
             self.flush()
             self.box.refold(self.ledger, f"no longer holds what the outbox folded ({exc})")
             self.report.refolded = True
@@ -182,7 +177,7 @@ class Sender:
         now = self.clock()
         self.keys.resume_refreshed()
         queue, self.holds = sendable(self.box, self.now, self._decision)
-        self._end_stale_backoff()
+        self.outcomes.end_stale_backoff()
         until = next_try(self.box.backoff, now)
         if until is not None and not self.try_now:
             self.report.waiting_until = until
@@ -201,18 +196,6 @@ class Sender:
                 self.planner = None
                 self.flush()
             self.report.held = len(self.hold.items)
-
-    def _end_stale_backoff(self) -> None:
-        """An outage met under another [honcho] url or another key file says nothing of
-        this one: try at once (the owner fixed what was wrong, or moved the server)."""
-        backoff = self.box.backoff
-        if not backoff:
-            return
-        why = ("[honcho] url changed" if backoff.get("url", self.honcho.url) != self.honcho.url
-               else "a key file changed" if backoff.get("keys", self.keys.versions()) != self.keys.versions() else None)
-        if why:
-            notice(f"{why} since Honcho was last unreachable (since {backoff.get('since')}): trying it now")
-            self.box.backoff = None
 
     def note_state(self) -> None:
         """What holds the outbox up now, whatever this run did, into the report; each
