@@ -32,6 +32,7 @@ ENTRIES = {
     "audit-unexpected-conclusion": "audit: a conclusion of the agent's or owner's peer that bxmem did not write",
     "audit-duplicate-conclusion": "audit: a conclusion is in Honcho twice (a create stored after bxmem looked for it)",
     "honcho-workspace-reused": "a workspace holds what this agent wrote to it in another role: nothing more is written to it",
+    "owner-name": "turns are decided nowhere because the speaker's name reads as the owner's or the agent's",
     "home-missing": "the Boxmaker home is not there: every command stops with exit 78 and creates nothing",
     "clock-wrong": "times bxmem stored lie in the future: the clock was ahead, or is behind; no wait outlasts its bound",
     "ledger-rewritten": "the ledger was restored, edited or replaced in place: bxmem folded it again, sending nothing twice",

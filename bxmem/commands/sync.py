@@ -122,6 +122,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
     attention = [reused_text(entry) for entry in reused]
+    attention += _named_wrong(config, box, nowhere)
     future = checks.future_times(box, decide_state, audit_state, now)
     if future:
         first = future[0]
@@ -199,6 +200,25 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         + ([f"{state_dir / AUDIT_SUMMARY}: {audit_unusable}; not shown, the next bxmem audit writes it again"]
            if audit_unusable else []),
     }
+
+
+def _named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[str]:
+    """Turns decided nowhere because the speaker's name reads as the agent's or the owner's,
+    the latest since bxmem.toml last changed: an owner written other than as their name
+    becomes a peer (`kyle_r` for `kyle.r`) loses every turn so, for good."""
+    try:
+        changed = config.path.stat().st_mtime
+    except OSError:
+        return []
+    out = []
+    for reason, ts in sorted(box.named_wrong.items()):
+        at = parse_time(ts)
+        if at is not None and at > changed:
+            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {shown.date(ts)}: "
+                       f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
+                       "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
+                       + cite_runbook("owner-name"))
+    return out
 
 
 def _ahead(seconds: float) -> str:

@@ -60,6 +60,7 @@ from bxmem.store.workspace_roles import apply as fold_roles
 from bxmem.store.workspace_roles import save as save_roles
 
 T = TypeVar("T")
+NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # policy/rules.speaker_peer's reasons
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: every send run loads and saves it, and JSON was too slow
 # at that for a large outbox (docs/performance.md, "Start-up"). It is a cache
@@ -118,6 +119,9 @@ class Outbox:
     # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
     # every name used, so a new session never takes one already used (commands/send/plan.py's session_name)
     hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
+    # When a turn was last decided nowhere because its speaker's name reads as the agent's or
+    # the owner's (reason -> ts): an owner whose name is written wrong loses every turn so (sync).
+    named_wrong: dict[str, str] = field(default_factory=dict)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
     # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
@@ -148,6 +152,8 @@ class Outbox:
                 return
             key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
+            if not ev.get("role") and ev.get("reason") in NAMED_WRONG and isinstance(ev.get("ts"), str):
+                self.named_wrong[ev["reason"]] = ev["ts"]
             if ev.get("ws"):
                 if self._order is not None:
                     self._order[item] = ev.get("journal_line") if ev.get("kind") == EDIT else ev.get("turn")
