@@ -35,6 +35,7 @@ from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
 from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
+from bxmem.sources.loopd import session_id_problem
 from bxmem.start.idle import write_summary
 from bxmem.store import local_key
 from bxmem.store.files import load_json, write_json
@@ -219,6 +220,27 @@ def _edit_facts(record: dict, model: Model) -> EditFacts:
     return EditFacts(live, entry_secret=find_secret(entry), entry_chars=len(neutralise(entry)))
 
 
+SESSIONLESS = "bxmem-journal"  # the Honcho session of what the journal names no session for
+
+
+def edit_session(edit: Edit, secret: bytes) -> str:
+    """The session an edit's writes go to in Honcho (a conclusion needs one, a fleet note is
+    a message in one): the journal's, when it is a valid session id; else one bxmem
+    derives, decided here once and for all, so that send never meets an id it cannot
+    use: SESSIONLESS for none (an identity entry written outside a session), and for
+    one Honcho would refuse (a space, non-ASCII, too long) SESSIONLESS and a keyed hash
+    of it, so each stays apart and the ledger and Honcho never hold the name itself."""
+    session = edit.session
+    if session and session_id_problem(session) is None:
+        return session
+    if not session:
+        return SESSIONLESS
+    digest = hashlib.blake2b(session.encode("utf-8", "surrogatepass"), digest_size=8, key=secret, person=b"bxmem session")
+    log.info(f"edit {edit.id}: its session is not a valid Honcho session id; its writes go to the session "
+             f"{SESSIONLESS}-{digest.hexdigest()}")
+    return f"{SESSIONLESS}-{digest.hexdigest()}"
+
+
 def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
     if edit.op == "undo":
         target_id = edit.record.get("target")
@@ -232,7 +254,7 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
     return decided_edit(
         edit.id,
         op=edit.op,
-        session=edit.session,
+        session=edit_session(edit, model.secret) if plan.role else edit.session,
         role=plan.role,
         ws=config.workspace(plan.role).name if plan.role and config.honcho else None,
         reason=plan.reason if not (plan.role and config.local_only) else f"{plan.reason}; local-only",
