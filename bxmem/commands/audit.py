@@ -87,6 +87,7 @@ class AuditReport:
     # (renamed, or a [[honcho.read]] source): not read as if it were ours.
     not_audited: dict[str, dict] = field(default_factory=dict)  # workspace -> {"items", "now"}
     accepted: list[dict] = field(default_factory=list)  # findings the owner accepted: each with its "reason"
+    _ids: set[str] = field(default_factory=set)  # the discrepancies' ids
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
         """A discrepancy; every field printed as policy/shown.py prints what came from outside,
@@ -94,7 +95,12 @@ class AuditReport:
         what = {name: _shown(name, value) for name, value in what.items()}
         subject = what.get("message") or what.get("conclusion") or (
             f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
-        self.discrepancies.append({"id": f"{kind}:{workspace}:{subject}", "kind": kind, "workspace": workspace, **what})
+        finding = f"{kind}:{workspace}:{subject}"
+        # Once per id: a finding about an item (misrouted, role-changed) is met at each of its
+        # messages, and one item is one discrepancy, however many parts say it.
+        if finding not in self._ids:
+            self._ids.add(finding)
+            self.discrepancies.append({"id": finding, "kind": kind, "workspace": workspace, **what})
 
     def set_aside(self, accepted: dict[str, str]) -> None:
         """Move the findings the owner accepted (id -> reason) out of the discrepancies."""
