@@ -24,8 +24,8 @@ from bxmem.store.ledger import Ledger
 R = TypeVar("R")
 # A job's catch-up of the local index stops this long after the run started, whatever is
 # left (a history of a million decisions after memory/bxmem/ was deleted): inside the
-# timer units' TimeoutStartSec=60 with room for the interpreter's start and exit.
-INDEX_BY_S = 50.0
+# timer units' TimeoutStartSec=60 with room for the interpreter's start and exit on a loaded machine.
+INDEX_BY_S = 45.0
 
 
 def run_locked(config: Config, name: str, report: R, load: Callable, work: Callable, save: Callable, *,

@@ -321,7 +321,7 @@ class Outbox:
             log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger")
         box = cls._from_dict(raw) if raw is not None else cls()
         box._secret = secret
-        st = _stat(ledger)
+        st = ledger.path.stat() if ledger.path.exists() else None
         if raw is None:
             box.catch_up(ledger)
         elif st is not None and box.ino is not None and st.st_ino != box.ino:
@@ -344,10 +344,13 @@ class Outbox:
         new._secret, new.ino = self._secret, self.ino
         new.catch_up(ledger)
         doubted = inherit(new, self)
+        gone = sum(1 for item in self.pending if not new.knows(item))
         if why is not None:
             again = (f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
                      "before anything is sent" if doubted else "")
-            log.warning(f"{ledger.path} {why}; the outbox was rebuilt from it{again}" + runbook("ledger-rewritten"))
+            # Decided again by decide or mirror when they notice the ledger changed; if not, the runbook says how.
+            lost = f"; {gone} item(s) waiting to be sent are decided in it no more" if gone else ""
+            log.warning(f"{ledger.path} {why}; the outbox was rebuilt from it{again}{lost}" + runbook("ledger-rewritten"))
         self.__dict__.update(new.__dict__)
 
     def knows(self, item: str) -> bool:
@@ -394,10 +397,3 @@ class Outbox:
             if name in raw and not name.startswith("_"):
                 setattr(box, name, raw[name])
         return box
-
-
-def _stat(ledger: Ledger):
-    try:
-        return ledger.path.stat()
-    except FileNotFoundError:
-        return None
