@@ -15,7 +15,6 @@ again no run waits longer than its own bound: a few runs drain everything.
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from collections import Counter

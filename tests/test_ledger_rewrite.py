@@ -189,3 +189,27 @@ def test_an_older_copy_restored_in_place_sends_nothing_twice_and_loses_nothing(
     assert_nothing_misrouted_lost_or_doubled(home, honcho)
     assert_no_traceback()
     assert_audit_clean()
+
+
+@pytest.mark.parametrize("job", ["decide", "mirror", "send"])
+def test_no_timer_run_is_answered_idle_after_the_ledger_is_copied_back(home, brokerd, honcho, configure, job):
+    """The restore the real-server run met: decide's and mirror's idle summaries watch the
+    bytes before their offset, so the timer's next run reads the ledger again."""
+    from bxmem.start.grammar import parse
+    from bxmem.start.idle import is_idle
+
+    configure(honcho.url)
+    sample.write_home(home)
+    sample.write_journal(home)
+    brokerd.states.update(sample.broker_states())
+    for step in ("decide", "mirror", "send"):
+        bxmem_main(step)
+    copy = ledger_path(home).read_bytes()
+    write_log(home, "x1", turn_lines(1, "later", "turn"))
+    sample.write_journal(home, [{"id": "j-later", "ts": "t", "session": "x1", "op": "identity_add", "file": "user.md",
+                                 "entry": "a later entry"}])
+    for step in ("decide", "mirror", "send", "decide", "mirror", "send"):
+        bxmem_main(step)
+    assert is_idle(parse(["bxmem", job]))
+    rewrite_in_place(ledger_path(home), copy)
+    assert not is_idle(parse(["bxmem", job]))

@@ -44,7 +44,7 @@ from bxmem.sources.loopd import (
     session_id_problem,
     session_logs,
 )
-from bxmem.start.idle import access_fingerprint, stat_fingerprint, write_summary
+from bxmem.start.idle import access_fingerprint, ledger_tail, stat_fingerprint, write_summary
 from bxmem.store import local_key
 from bxmem.store.files import write_json
 from bxmem.store.ledger import Ledger, now_iso
@@ -245,7 +245,10 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
     the others, which on a long-lived host are nearly all of them, once a
     minute. A new log changes the folder, which is always compared."""
     logs = config.paths.logs
-    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
+    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs)),
+                                            # a ledger copied back or sorted in place: decide reads it again
+                                            str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
+                                                                                           state["ledger_size"]))}
     dormant: dict[str, tuple[str, list]] = {}  # ("written", [inode, offset, mtime])
     quiet_since = time.time() - DORMANT_AFTER_S
     wake = 0.0 if state["undecided"] or again else None

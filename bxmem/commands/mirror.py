@@ -36,7 +36,7 @@ from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, ma
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
 from bxmem.sources.loopd import session_id_problem
-from bxmem.start.idle import write_summary
+from bxmem.start.idle import ledger_tail, write_summary
 from bxmem.store import local_key
 from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, edit_item
@@ -341,4 +341,6 @@ def run(config: Config, index_progress=None) -> MirrorReport:
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     version = file_cursor.version(state["cursor"])
-    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version)}, None)
+    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version),
+                                                str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
+                                                                                               state["ledger_size"]))}, None)

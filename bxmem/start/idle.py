@@ -75,6 +75,33 @@ def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
 
 _KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "written": written_fingerprint,
           "access": access_fingerprint}
+TAIL_BYTES = 64
+
+
+def ledger_tail(path: str | os.PathLike[str], offset: int) -> list | None:
+    """The ledger as a job read it up to `offset`: its inode, the offset, and the bytes just
+    before it (the ledger holds no text). The watch kinds "tail" (decide, mirror: the
+    ledger may grow, as other jobs append) and "ledger" (send: any growth wakes it) compare
+    it with one pread, so a ledger copied back or sorted in place is never answered idle."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        start = max(0, offset - TAIL_BYTES)
+        return [st.st_ino, offset, os.pread(fd, offset - start, start), st.st_size]
+    finally:
+        os.close(fd)
+
+
+def _same_tail(path: str, value: list | None, grows: bool) -> bool:
+    now = ledger_tail(path, value[1] if value else 0)
+    if value is None or now is None:
+        return now is None and value is None
+    return now[:3] == value[:3] and (grows or now[3] == value[3])
 
 
 def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
@@ -198,7 +225,13 @@ def _idle(job: str, explicit: str | None) -> int | None:
 
 
 def _unchanged(watch: list) -> bool:
-    return all(_KINDS[kind](path) == value for path, kind, value in watch)
+    for path, kind, value in watch:
+        if kind in ("tail", "ledger"):
+            if not _same_tail(path, value, grows=kind == "tail"):
+                return False
+        elif _KINDS[kind](path) != value:
+            return False
+    return True
 
 
 def _same_sizes(folder: str, entries: list) -> bool:

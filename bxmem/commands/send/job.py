@@ -34,7 +34,7 @@ from bxmem.config.loader import Config
 from bxmem.errors import BxmemError
 from bxmem.policy.retry import Hold, next_try
 from bxmem.policy.write_policy import Holds
-from bxmem.start.idle import stat_fingerprint, write_summary
+from bxmem.start.idle import ledger_tail, stat_fingerprint, write_summary
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
 
@@ -109,8 +109,8 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold 
         wake_at = next_try(box.backoff, time.time()) or 0.0
     else:
         wake_at = 0.0 if sendable else (hold.until if hold else None)
-    ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet
-    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", ledger_version)}
+    # Any append wakes it; so does the ledger rewritten in place (start/idle.py's ledger_tail).
+    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("ledger", ledger_tail(config.paths.ledger, box.offset))}
     for workspace in config.workspaces():
         if workspace.key_file:
             refusal = box.stopped.get(workspace.name)
