@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bxmem.commands.send.messages import valid_time
-from bxmem.commands.sync import _age
+from bxmem.commands.checks import age as _age
 from bxmem.policy.ledger_time import format_time, parse_time
 from bxmem.store.ledger import now_iso
 

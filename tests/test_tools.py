@@ -105,7 +105,7 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
     import bxmem
 
-    for name in ("recall", "ask", "send", "error"):
+    for name in ("recall", "ask", "send", "doctor", "error"):
         result = bxmem_inprocess("schema", name)
         assert (result.returncode, result.stderr) == (0, "")
         shipped = (Path(bxmem.__file__).parent / "schemas" / f"{name}.schema.json").read_text()
@@ -113,4 +113,4 @@ def test_bxmem_schema_prints_the_shipped_schemas():
         jsonschema.Draft202012Validator.check_schema(json.loads(result.stdout))
     bad = bxmem_inprocess("schema", "audit")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == "bxmem: error: schema: there are schemas for recall, ask, send and error, not 'audit'\n"
+    assert bad.stderr == "bxmem: error: schema: there are schemas for recall, ask, send, doctor and error, not 'audit'\n"

@@ -10,6 +10,7 @@ rich is imported by the functions that use it: `--help` loads this module.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from typer import echo
@@ -19,6 +20,7 @@ from bxmem.commands.recall import render_plain
 from bxmem.commands.run import emit_json
 from bxmem.config.loader import read_key
 from bxmem.errors import BxmemError, ExitCode
+from bxmem.store.files import write_bytes
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -127,6 +129,16 @@ def show(result, as_json: bool) -> int:
         for line in result.lines():
             _echo(line)
     return result.exit_code
+
+
+def show_metrics(text: str, to: Path | None) -> int:
+    """`bxmem metrics`: on stdout, or in place of `to` whole (a temporary file beside it,
+    renamed over it, as node_exporter's textfile collector asks), readable by its reader."""
+    if to is None:
+        sys.stdout.write(text)
+    else:
+        write_bytes(to, text.encode(), mode=0o644)
+    return ExitCode.OK
 
 
 def show_runbook(name: str | None) -> int:

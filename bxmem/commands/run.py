@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json as json_module
 import sys
+import time
 
 from bxmem.config import loader as config_module
+from bxmem.errors import ExitCode, exit_code_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -60,6 +62,26 @@ def finish(report, config: Config, as_json: bool) -> int:
     return report.exit_code
 
 
+def recorded(job: str, loaded: Config, as_json: bool, work: Callable[[], object]) -> int:
+    """work() -> the job's report, finished (printed, its exit code); the run recorded
+    (store/job_runs.py, which `bxmem metrics` reads) however it ends, unless it found
+    the job's lock taken. Only a run with work gets here: the idle check answers the rest."""
+    from bxmem.store import job_runs  # deferred: lean
+
+    started, code, busy = time.time(), ExitCode.ERROR, False
+    try:
+        report = work()
+        busy = bool(getattr(report, "busy", False))
+        code = finish(report, loaded, as_json)
+        return code
+    except BaseException as exc:
+        code = exit_code_of(exc)
+        raise
+    finally:
+        if not busy:
+            job_runs.save(loaded.paths.state, job, code, started, time.time())
+
+
 def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
            progress: Progress = None, index_progress=None) -> int:
     """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching;
@@ -67,12 +89,14 @@ def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     from bxmem.commands import decide as job  # deferred: lean
 
     loaded = setup("decide", config, verbose, quiet)
-    if progress is None:
-        report = job.run(loaded, index_progress=index_progress)
-    else:
+
+    def work():
+        if progress is None:
+            return job.run(loaded, index_progress=index_progress)
         with progress as update:
-            report = job.run(loaded, progress=update, index_progress=index_progress)
-    return finish(report, loaded, json)
+            return job.run(loaded, progress=update, index_progress=index_progress)
+
+    return recorded("decide", loaded, json, work)
 
 
 def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
@@ -81,7 +105,7 @@ def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     from bxmem.commands import mirror as job  # deferred: lean
 
     loaded = setup("mirror", config, verbose, quiet)
-    return finish(job.run(loaded, index_progress=index_progress), loaded, json)
+    return recorded("mirror", loaded, json, lambda: job.run(loaded, index_progress=index_progress))
 
 
 def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
@@ -90,7 +114,7 @@ def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False
     from bxmem.commands.send import job  # deferred: lean
 
     loaded = setup("send", config, verbose, quiet)
-    return finish(job.run(loaded, now=now), loaded, json)
+    return recorded("send", loaded, json, lambda: job.run(loaded, now=now))
 
 
 def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, verbose: bool = False,

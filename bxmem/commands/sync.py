@@ -6,19 +6,20 @@ takes no job lock, and never shows message text or a key.
 
 from __future__ import annotations
 
+import re
 import time
 
 from bxmem.commands import checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
-from bxmem.commands.outbox_actions import act
+from bxmem.commands.outbox_actions import act, age_text
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.ledger_time import format_time
 from bxmem.policy.retry import next_try
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, Outbox
@@ -31,17 +32,13 @@ SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (s
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
-def _age(ts: str | None, now: float) -> float | None:
-    """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
-    at = parse_time(ts)
-    return None if at is None or at > now + checks.FUTURE_SLACK_S else max(0.0, now - at)
-
-
-def status(config: Config, now: float | None = None, check: bool = True) -> dict:
+def status(config: Config, now: float | None = None, check: bool = True, prepare: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
-    are asked now (commands/checks.py); without, each says "not checked"."""
+    are asked now (commands/checks.py); without, each says "not checked". Without
+    `prepare`, memory/bxmem/ is read as it is, never made (metrics' read-only home)."""
     now = time.time() if now is None else now
-    config.paths.require_home()
+    if prepare:
+        config.paths.require_home()  # sync's own run; metrics reads whatever home there is
     state_dir = config.paths.state  # read only: sync creates nothing
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
@@ -58,7 +55,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
             group["oldest_at"] = box.decision(ledger, group["oldest"]).get("ts")
-            group["oldest_age_s"] = _age(group["oldest_at"], now)
+            group["oldest_age_s"] = checks.age(group["oldest_at"], now)
         held = [_held(group) for group in held]  # as printed (policy/shown.py): the attention lines too
         for item in box.pending_items():
             if item["item"] in holds.held:
@@ -68,7 +65,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = shown.item(item["item"])
                 ws["oldest_pending_at"] = shown.date(box.decision(ledger, item["item"]).get("ts"))
-                ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
+                ws["oldest_pending_age_s"] = checks.age(ws["oldest_pending_at"], now)
         return workspaces, queue, held
 
     with ledger:  # decisions read back keep the ledger open
@@ -90,7 +87,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     outage: dict | None = None
     if box.backoff:
         until = next_try(box.backoff, now) or now  # within the backoff's own bound, whatever the clock did
-        outage = {"since": shown.date(box.backoff.get("since")), "for_s": _age(box.backoff.get("since"), now),
+        outage = {"since": shown.date(box.backoff.get("since")), "for_s": checks.age(box.backoff.get("since"), now),
                   "next_try_at": format_time(until), "next_try_in_s": until - now, "error": _text(box.backoff.get("error"))}
     decide_state, unusable = decide_state_file.read(state_dir)
     decide_state = decide_state or {}
@@ -121,52 +118,53 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                       for ws in config.workspaces()]
     audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
-    attention = [reused_text(entry) for entry in reused]
-    attention += _named_wrong(config, box, nowhere)
+    needs: list[tuple[str, str]] = [("reused", reused_text(entry)) for entry in reused]  # (kind, line): URGENCY ranks the kinds
+
+    def need(kind: str, line: str) -> None:
+        needs.append((kind, line))
+
+    for line in checks.named_wrong(config, box, nowhere):
+        need("owner", line)
     future = checks.future_times(box, decide_state, audit_state, now)
     if future:
-        first = future[0]
-        attention.append(f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, "
-                         f"{first['at']}, {_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were "
-                         "written, or runs behind now; no wait is held longer than its own bound, but check the "
-                         "system clock" + cite_runbook("clock-wrong"))
+        need("clock", checks.future_line(future))
     gone = [f for f in failed if is_session_gone(f["reason"])]
     doubted = [f for f in failed if f["in_doubt"] and f not in gone]
     if len(failed) > len(gone) + len(doubted):
-        attention.append(f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
+        need("failed", f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
                          "once the cause is fixed" + cite_runbook("honcho-send-refused"))
     if doubted:
-        attention.append(f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
+        need("failed", f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
                          "resend looks each up before sending anything, once the cause is fixed; or drop"
                          + cite_runbook("honcho-send-refused"))
     if gone:
-        attention.append(f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
+        need("failed", f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
                          "them to a new one, bxmem outbox drop gives them up" + cite_runbook("honcho-session-deleted"))
     for group in held:
-        attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
+        need("held", f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
                          f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them until the "
                          "configuration says so again, or bxmem outbox reroute or drop" + cite_runbook("honcho-held-by-config"))
     if refused:
-        attention.append(f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
+        need("key", f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:
-        attention.append("Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
+        need("outage", "Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
     if broker["unavailable_since"]:
-        attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
+        need("broker", f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
     if logs_unreadable:
         first = logs_unreadable[0]
-        attention.append(f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
+        need("log", f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
                          f"{first['why']})" + cite_runbook("log-unreadable"))
     if last_run.get("sessions_waiting") and (last_run.get("broker_slowest_s") or 0) >= SLOW_BROKER_S:
-        attention.append(f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
+        need("slow-broker", f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
                          f"questions took up to {last_run['broker_slowest_s']:g} s" + cite_runbook("broker-state-unavailable"))
     for kind, count in ((audit_state or {}).get("discrepancies") or {}).items():
-        attention.append(f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
+        need("audit", f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
                          "put right on the server, or bxmem audit --accept" + cite_runbook(f"audit-{kind}"))
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
             stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
-            attention.append(f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
+            need("key", f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
@@ -191,7 +189,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "ledger_malformed_lines": box.malformed,
         "ledger_repeated_decisions": {"ignored": box.repeated, "first": shown.item(box.first_repeated)},
         "future_times": future,
-        "attention": attention,
+        "attention": [line for _kind, line in needs],
+        "verdict": verdict(needs, workspaces, outage, live, doubts),
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
         # with auth on refuses the keyless ones, and that refusal is attention.
         "warnings": [w for w in (checks.partial_keys(config),) if w]
@@ -202,28 +201,43 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     }
 
 
-def _named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[str]:
-    """Turns decided nowhere because the speaker's name reads as the agent's or the owner's,
-    the latest since bxmem.toml last changed: an owner written other than as their name
-    becomes a peer (`kyle_r` for `kyle.r`) loses every turn so, for good."""
-    try:
-        changed = config.path.stat().st_mtime
-    except OSError:
-        return []
-    out = []
-    for reason, ts in sorted(box.named_wrong.items()):
-        at = parse_time(ts)
-        if at is not None and at > changed:
-            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {shown.date(ts)}: "
-                       f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
-                       "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
-                       + cite_runbook("owner-name"))
-    return out
+# What needs attention first, for sync's verdict line: what stops every decision, then
+# every send, then one workspace's sends, then one workspace's writes, then one
+# session's turns, then items one by one, then a slow decide, then what is already
+# past (the last audit's findings). docs/cli.md (sync) gives the same order.
+URGENCY = ("broker", "outage", "key", "reused", "log", "held", "owner", "failed", "clock", "slow-broker", "audit")
+_CITED = re.compile(r" \(see: bxmem runbook ([a-z-]+)\)$")
 
 
-def _ahead(seconds: float) -> str:
-    return f"{seconds / 86400:.1f} days" if seconds >= 172800 else f"{seconds / 3600:.1f} h" if seconds >= 7200 \
-        else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+def verdict(needs: list[tuple[str, str]], workspaces: dict, outage: dict | None, live: dict, doubts: list) -> dict:
+    """sync's first line: what needs attention first (URGENCY), or what is waiting on
+    Honcho or brokerd though nothing needs the owner yet, or all clear; with the
+    runbook entry that line names. `state` is attention, waiting or clear."""
+    pending = sum(ws["pending_turns"] + ws["pending_edits"] for ws in workspaces.values())
+    if needs:
+        _kind, line = min(needs, key=lambda need: URGENCY.index(need[0]))
+        first = "" if len(needs) == 1 else f" ({len(needs)} things, the most urgent first)"
+        cited = _CITED.search(line)
+        return {"state": "attention", "line": f"needs attention{first}: {line}", "runbook": cited and cited.group(1)}
+    waits: list[tuple[str, str]] = []
+    honcho, broker = live.get("honcho") or {}, live.get("brokerd") or {}
+    if outage:
+        waits.append((f"Honcho unreachable since {outage['since']} ({age_text(outage['for_s'])}), next try at "
+                      f"{outage['next_try_at']}; {pending} item(s) wait", "honcho-unreachable"))
+    elif honcho.get("ok") is False:
+        waits.append((f"Honcho does not answer now ({honcho['problem']}); {pending} item(s) wait", "honcho-unreachable"))
+    if broker.get("ok") is False:
+        waits.append((f"brokerd does not answer now ({broker['problem']})", "broker-state-unavailable"))
+    if doubts:
+        waits.append((f"{sum(len(entry['items']) for entry in doubts)} item(s) in doubt, each looked up by a later send",
+                      "honcho-in-doubt"))
+    if waits:
+        return {"state": "waiting", "line": "nothing needs attention yet; waiting: " + "; ".join(w for w, _ in waits),
+                "runbook": waits[0][1]}
+    answered = [name for name in ("brokerd", "Honcho") if (live.get(name.lower()) or {}).get("ok")]
+    return {"state": "clear", "runbook": None,
+            "line": "all clear: nothing needs attention" + (f", {pending} item(s) on their way" if pending else "")
+                    + (f" ({' and '.join(answered)} answered just now)" if answered else "")}
 
 
 def _text(value: object) -> str | None:
@@ -295,15 +309,6 @@ def exit_code(report: dict) -> int:
     return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
 
 
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
 def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
     if result["checked_at"] is None:
         return f"{what}: {result['problem']}"
@@ -314,7 +319,7 @@ def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
 def lines(report: dict) -> list[str]:
     """The owner's view as plain text, one fact per line: greppable, and whole
     in journald, a pipe or a mail (nothing is wrapped or cut)."""
-    out = []
+    out = [report["verdict"]["line"]]
     honcho = report["checks"]["honcho"]
     if report["mode"] == "local-only":
         out.append("local-only: no [honcho] section, nothing is sent")

@@ -77,6 +77,9 @@ COMMANDS = (
     Command("config check", f"{_APP}:config_check"),
     Command("index rebuild", f"{_APP}:index_rebuild"),
     Command("runbook", f"{_APP}:runbook", ("NOT_FOUND",)),
+    # ATTENTION: a check failed; UNAVAILABLE: Honcho did not answer (what needs it was not checked).
+    Command("doctor", f"{_APP}:doctor", ("ATTENTION", "UNAVAILABLE")),
+    Command("metrics", f"{_APP}:metrics"),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}
