@@ -190,9 +190,8 @@ def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[st
     """Turns decided nowhere because the speaker's name reads as the agent's or the owner's,
     the latest since bxmem.toml last changed: an owner written other than as their name
     becomes a peer (`kyle_r` for `kyle.r`) loses every turn so, for good."""
-    try:
-        changed = config.path.stat().st_mtime
-    except OSError:
+    changed = config.changed_at()
+    if changed is None:
         return []
     out = []
     for reason, ts in sorted(box.named_wrong.items()):
