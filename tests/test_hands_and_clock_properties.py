@@ -18,6 +18,7 @@ import json
 import random
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -88,12 +89,19 @@ def check_honcho(honcho: FakeHoncho, home: Path, decided_before: dict, ledger_no
     return Counter(item for item, part in parts if part == 0)
 
 
-def the_ledger_changed(monkeypatch, change) -> None:
+@contextmanager
+def sessions_and_honcho(monkeypatch):
+    """A home of its own with three sessions' logs (clean, tainted part-way, tainted), brokerd and a fake Honcho."""
     with fresh_home(monkeypatch) as home, FakeHoncho() as honcho, \
             StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         (home.parent / "bxmem.toml").write_text((home.parent / "bxmem.toml").read_text().replace(
             "http://127.0.0.1:9", honcho.url) + "\n[send]\nbatch = 2\n")
         write_sessions(home)
+        yield home, honcho
+
+
+def the_ledger_changed(monkeypatch, change) -> None:
+    with sessions_and_honcho(monkeypatch) as (home, honcho):
         ledger = home / "memory" / "honcho.jsonl"
         copies = []
         for job in ("decide", "send", "decide", "send"):
@@ -184,11 +192,7 @@ STEPS = st.lists(st.tuples(st.sampled_from(["decide", "mirror", "send", "send", 
 
 
 def the_clock_stepped(monkeypatch, steps) -> None:
-    with fresh_home(monkeypatch) as home, FakeHoncho() as honcho, \
-            StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
-        (home.parent / "bxmem.toml").write_text((home.parent / "bxmem.toml").read_text().replace(
-            "http://127.0.0.1:9", honcho.url) + "\n[send]\nbatch = 2\n")
-        write_sessions(home)
+    with sessions_and_honcho(monkeypatch) as (home, honcho):
         real = time.time()
         for job, offset, honcho_up in steps:
             (honcho.start if honcho_up and honcho._server is None else honcho.stop if not honcho_up else (lambda: None))()
@@ -196,9 +200,10 @@ def the_clock_stepped(monkeypatch, steps) -> None:
                 run_job(job)
         if honcho._server is None:
             honcho.start()
-        # The clock is right again: within a few runs, a minute apart, everything is sent.
+        # The clock is right again: runs a minute apart send everything within the backoff's
+        # 10-minute bound, whatever the clock stored.
         now = time.time() + 96
-        for _ in range(8):
+        for _ in range(12):
             with freeze_time(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(now)), tick=True):
                 run_job("decide")
                 run_job("send")

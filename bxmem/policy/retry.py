@@ -44,8 +44,13 @@ def believed(at: float | None, now: float, longest: float) -> float | None:
 
 
 def next_try(backoff: dict | None, now: float) -> float | None:
-    """When the outage backoff lets send try Honcho again; None: now (no backoff, due, or not believable)."""
-    return believed(backoff["until"], now, MAX_DELAY_S) if backoff else None
+    """When the outage backoff lets send try Honcho again; None: now (no backoff, due, or not
+    believable: further off than this step's longest jittered wait, at most MAX_DELAY_S)."""
+    if not backoff:
+        return None
+    delay = backoff.get("delay")
+    longest = min(MAX_DELAY_S, delay * 1.5) if isinstance(delay, (int, float)) and delay > 0 else MAX_DELAY_S
+    return believed(backoff["until"], now, max(FIRST_DELAY_S, longest))
 
 
 def attempt_time(attempt: dict) -> float | None:
