@@ -6,8 +6,8 @@ from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.commands.send.messages import valid_time
 from bxmem.commands.checks import age as _age
+from bxmem.commands.send.messages import valid_time
 from bxmem.policy.ledger_time import format_time, parse_time
 from bxmem.store.ledger import now_iso
 
