@@ -72,7 +72,8 @@ MEANINGS = {
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
                           "answer; the audit is incomplete), `doctor` (Honcho did not answer; what needs it was not "
                           "checked)",
-    ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid)",
+    ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid), or the Boxmaker "
+                     "home it names does not exist (see: bxmem runbook home-missing); nothing was read or written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -106,6 +107,13 @@ class BxmemError(Exception):
 class ConfigInvalid(BxmemError):
     exit_code = ExitCode.CONFIG
     runbook = "honcho-config-invalid"
+
+
+class HomeMissing(ConfigInvalid):
+    """The Boxmaker home is not there (a wrong HOME, user or BOXMAKER_HOME): nothing
+    is read from another place or created in its stead (store/paths.py's require_home)."""
+
+    runbook = "home-missing"
 
 
 class KeyFileInvalid(ConfigInvalid):

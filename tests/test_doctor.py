@@ -312,7 +312,7 @@ def test_a_config_file_others_can_change_is_caught(setup, config_file):
 
 
 def test_a_state_folder_open_to_others_is_caught(setup, home):
-    bxmem_inprocess("sync")  # makes memory/bxmem/
+    bxmem_inprocess("decide")  # a job makes memory/bxmem/ (sync, which only reads, makes nothing)
     os.chmod(home / "memory" / "bxmem", 0o755)
     code, report, text = doctor()
     assert code == 4 and failed(report) == [("home", None, "file-permissions")]

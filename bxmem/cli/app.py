@@ -73,10 +73,12 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @app.command()
 @exits
 @global_options_too
-def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
+         now: bool = typer.Option(False, "--now", help="Try Honcho now, without waiting out the outage backoff (items "
+                                                       "in doubt still wait to be looked up: nothing is sent twice).")) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
     options: Options = ctx.obj
-    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet)
+    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
 
 
 @app.command()
@@ -196,6 +198,7 @@ def index_rebuild(ctx: typer.Context) -> int:
     from bxmem.store import index  # deferred: command
 
     config = _setup(ctx, "index")
+    config.paths.require_home()
     config.paths.ensure_state_dir()
     applied, warning = index_fold.update(config.paths, rebuild=True, progress=index_rebuild_bar)
     if warning:

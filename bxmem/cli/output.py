@@ -19,7 +19,7 @@ from bxmem import runbooks
 from bxmem.commands.recall import render_plain
 from bxmem.commands.run import emit_json
 from bxmem.config.loader import read_key
-from bxmem.errors import ExitCode
+from bxmem.errors import BxmemError, ExitCode
 from bxmem.store.files import write_bytes
 
 if TYPE_CHECKING:
@@ -65,6 +65,15 @@ class BacklogProgress:
             self.bar.stop()
 
 
+def _home_warning(config) -> str | None:
+    """A home that is not there is no fault of the file, but every job would stop on it (exit 78)."""
+    try:
+        config.paths.require_home()
+    except BxmemError as exc:
+        return exc.one_line()
+    return None
+
+
 def config_check(config, as_json: bool) -> int:
     """`bxmem config check`: the resolved paths and workspaces (never a key), and
     what is legal but likely a mistake (checks.partial_keys) as a warning."""
@@ -87,7 +96,7 @@ def config_check(config, as_json: bool) -> int:
         "owner": config.honcho.owner if config.honcho else None,
         "workspaces": workspaces,
         "send_batch": config.send.batch,
-        "warnings": [w for w in (partial_keys(config),) if w],
+        "warnings": [w for w in (partial_keys(config), _home_warning(config)) if w],
     }
     if as_json:
         emit_json(result)

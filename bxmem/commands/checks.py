@@ -7,7 +7,8 @@ through the Honcho client, under recall's 5 s deadline. Key files are read by
 config.read_key, the one reader every command uses, so sync's verdict on a key
 is send's, recall's and ask's. Each result carries the time it was made; a
 check not made says "not checked". Both network checks run at once, so sync
-waits at most the longer deadline.
+waits at most the longer deadline. And the times bxmem stored, held against the
+clock now (`future_times`): one far ahead says the clock was wrong.
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ import threading
 import time
 from collections.abc import Callable
 
+from bxmem.commands.decide_state import RETRY_UNREADABLE_S
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, read_key
-from bxmem.errors import ConfigInvalid
+from bxmem.errors import ConfigInvalid, cite_runbook
 from bxmem.honcho.api import HonchoError
+from bxmem.policy import shown
+from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.retry import MAX_DELAY_S
 from bxmem.sources import brokerd
 from bxmem.store.ledger import now_iso
+from bxmem.store.outbox import Outbox
 
 # Asked when no turn is waiting: brokerd answers a session it has not seen as
 # private and clean, and the question changes nothing.
@@ -131,3 +137,73 @@ def keys(config: Config) -> list[dict]:
         except ConfigInvalid as exc:
             out.append({**entry, **_result(checked_at, False, str(exc), None)})
     return out
+
+
+# A stored time this far ahead of the clock is said (a clock stepped forward then back, or
+# behind now): more than the skew between this host's jobs could make.
+FUTURE_SLACK_S = 60
+
+
+def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
+    """The times bxmem stored that lie in the future: written while the clock ran ahead (or
+    it runs behind now). Every wait is held to its own bound whatever they say
+    (policy/retry.py, start/idle.py); this is for the owner, who should fix the clock."""
+    stored: list[tuple[str, object]] = []
+    if box.backoff:
+        stored.append(("the outage's start", box.backoff.get("since")))
+        if box.backoff["until"] - now > MAX_DELAY_S:
+            stored.append(("the outage's next try", format_time(box.backoff["until"])))
+    stored += [(f"the attempt of {shown.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
+    stored.append(("the last send", box.last_sent))
+    last_run = decide_state.get("last_run") or {}
+    stored += [("decide's last run", last_run.get("at")), ("brokerd's outage start", decide_state.get("broker_down_since"))]
+    for stem, cursor in (decide_state.get("logs") or {}).items():
+        error = cursor.get("error")
+        if error:
+            stored.append((f"{stem}.jsonl unreadable since", error.get("since")))
+            if error["retry_at"] - now > RETRY_UNREADABLE_S:
+                stored.append((f"{stem}.jsonl's next read", format_time(error["retry_at"])))
+    stored.append(("the last audit", (audit_state or {}).get("at")))
+    found = []
+    for what, ts in stored:
+        at = parse_time(ts)
+        if at is not None and at > now + FUTURE_SLACK_S:
+            found.append({"what": what, "at": shown.date(ts), "ahead_s": round(at - now)})
+    return sorted(found, key=lambda f: -f["ahead_s"])
+
+
+def age(ts: str | None, now: float) -> float | None:
+    """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
+    at = parse_time(ts)
+    return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
+
+
+def future_line(future: list[dict]) -> str:
+    """sync's attention line for `future_times`."""
+    first = future[0]
+    return (f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "
+            f"{_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were written, or runs behind now; no "
+            "wait is held longer than its own bound, but check the system clock" + cite_runbook("clock-wrong"))
+
+
+def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[str]:
+    """Turns decided nowhere because the speaker's name reads as the agent's or the owner's,
+    the latest since bxmem.toml last changed: an owner written other than as their name
+    becomes a peer (`kyle_r` for `kyle.r`) loses every turn so, for good."""
+    changed = config.changed_at()
+    if changed is None:
+        return []
+    out = []
+    for reason, ts in sorted(box.named_wrong.items()):
+        at = parse_time(ts)
+        if at is not None and at > changed:
+            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {shown.date(ts)}: "
+                       f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
+                       "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
+                       + cite_runbook("owner-name"))
+    return out
+
+
+def _ahead(seconds: float) -> str:
+    return f"{seconds / 86400:.1f} days" if seconds >= 172800 else f"{seconds / 3600:.1f} h" if seconds >= 7200 \
+        else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"

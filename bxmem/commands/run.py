@@ -16,7 +16,7 @@ import sys
 import time
 
 from bxmem.config import loader as config_module
-from bxmem.errors import ConfigInvalid, ExitCode, exit_code_of
+from bxmem.errors import ExitCode, exit_code_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -108,12 +108,13 @@ def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     return recorded("mirror", loaded, json, lambda: job.run(loaded, index_progress=index_progress))
 
 
-def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    """`bxmem send`."""
+def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
+         now: bool = False) -> int:
+    """`bxmem send`; `now`: without waiting out the outage backoff (never the in-doubt wait)."""
     from bxmem.commands.send import job  # deferred: lean
 
     loaded = setup("send", config, verbose, quiet)
-    return recorded("send", loaded, json, lambda: job.run(loaded))
+    return recorded("send", loaded, json, lambda: job.run(loaded, now=now))
 
 
 def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, explain: bool = False,
@@ -126,12 +127,9 @@ def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json:
     count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
     # No logging set up: recall logs nothing, and the agent calls it on every memory tool call.
     loaded = config_module.load(config)
-    if not loaded.paths.home.is_dir():
-        # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
-        # with the wrong HOME, would otherwise say to the model while looking normal.
-        raise ConfigInvalid(f"the Boxmaker home {loaded.paths.home} does not exist: run bxmem as the user the timer "
-                            "jobs run as, with their environment (BOXMAKER_HOME, or HOME and XDG_DATA_HOME; "
-                            "docs/agent-tools.md)")
+    # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
+    # with the wrong HOME, would otherwise say to the model while looking normal.
+    loaded.paths.require_home()
     result = recall_module.recall(loaded, query, count)
     if json:
         emit_json(recall_module.render_json(result))

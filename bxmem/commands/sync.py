@@ -19,9 +19,10 @@ from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.ledger_time import format_time
+from bxmem.policy.retry import next_try
 from bxmem.store.ledger import Ledger
-from bxmem.store.outbox import KIND, OFFSET, Outbox
+from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
@@ -31,32 +32,30 @@ SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (s
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
-def _age(ts: str | None, now: float) -> float | None:
-    at = parse_time(ts)
-    return None if at is None else max(0.0, now - at)
-
-
 def status(config: Config, now: float | None = None, check: bool = True, prepare: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
     are asked now (commands/checks.py); without, each says "not checked". Without
     `prepare`, memory/bxmem/ is read as it is, never made (metrics' read-only home)."""
     now = time.time() if now is None else now
-    state_dir = config.paths.ensure_state_dir() if prepare else config.paths.state
+    if prepare:
+        config.paths.require_home()  # sync's own run; metrics reads whatever home there is
+    state_dir = config.paths.state  # read only: sync creates nothing
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
-    workspaces: dict[str, dict] = {}
-    for own in config.workspaces():
-        if own.role.startswith("read:"):
-            continue
-        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
-                                "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
-                                "waiting_behind": 0, "failed": 0, "key_refused_since": None}
-    with ledger:  # event_at keeps the ledger open
-        queue, holds = sendable(box, checked_against(config, box), lambda key: ledger.event_at(box.pending[key][OFFSET]))
+
+    def pending() -> tuple:
+        workspaces: dict[str, dict] = {}
+        for own in config.workspaces():
+            if own.role.startswith("read:"):
+                continue
+            workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
+                                    "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
+                                    "waiting_behind": 0, "failed": 0, "key_refused_since": None}
+        queue, holds = sendable(box, checked_against(config, box), lambda key: box.decision(ledger, key))
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
-            group["oldest_at"] = ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts")
-            group["oldest_age_s"] = _age(group["oldest_at"], now)
+            group["oldest_at"] = box.decision(ledger, group["oldest"]).get("ts")
+            group["oldest_age_s"] = checks.age(group["oldest_at"], now)
         held = [_held(group) for group in held]  # as printed (policy/shown.py): the attention lines too
         for item in box.pending_items():
             if item["item"] in holds.held:
@@ -65,8 +64,12 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
             ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = shown.item(item["item"])
-                ws["oldest_pending_at"] = shown.date(ledger.event_at(item["offset"]).get("ts"))
-                ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
+                ws["oldest_pending_at"] = shown.date(box.decision(ledger, item["item"]).get("ts"))
+                ws["oldest_pending_age_s"] = checks.age(ws["oldest_pending_at"], now)
+        return workspaces, queue, held
+
+    with ledger:  # decisions read back keep the ledger open
+        workspaces, queue, held = box.reading(ledger, pending)
     doubts = in_doubt(((key, box.pending[key]) for key in queue), box.attempts, now)
     for entry in doubts:
         ws = workspaces[entry["workspace"]]
@@ -81,11 +84,11 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
     for entry in refused:
         if entry["workspace"] in workspaces:
             workspaces[entry["workspace"]]["key_refused_since"] = entry["since"]
-    outage = None
+    outage: dict | None = None
     if box.backoff:
-        since_age = _age(box.backoff.get("since"), now)
-        outage = {"since": shown.date(box.backoff.get("since")), "for_s": since_age, "next_try_at": format_time(box.backoff["until"]),
-                  "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": _text(box.backoff.get("error"))}
+        until = next_try(box.backoff, now) or now  # within the backoff's own bound, whatever the clock did
+        outage = {"since": shown.date(box.backoff.get("since")), "for_s": checks.age(box.backoff.get("since"), now),
+                  "next_try_at": format_time(until), "next_try_in_s": until - now, "error": _text(box.backoff.get("error"))}
     decide_state, unusable = decide_state_file.read(state_dir)
     decide_state = decide_state or {}
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
@@ -120,6 +123,11 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
     def need(kind: str, line: str) -> None:
         needs.append((kind, line))
 
+    for line in checks.named_wrong(config, box, nowhere):
+        need("owner", line)
+    future = checks.future_times(box, decide_state, audit_state, now)
+    if future:
+        need("clock", checks.future_line(future))
     gone = [f for f in failed if is_session_gone(f["reason"])]
     doubted = [f for f in failed if f["in_doubt"] and f not in gone]
     if len(failed) > len(gone) + len(doubted):
@@ -180,6 +188,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
         "audit": audit_state,
         "ledger_malformed_lines": box.malformed,
         "ledger_repeated_decisions": {"ignored": box.repeated, "first": shown.item(box.first_repeated)},
+        "future_times": future,
         "attention": [line for _kind, line in needs],
         "verdict": verdict(needs, workspaces, outage, live, doubts),
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
@@ -196,7 +205,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
 # every send, then one workspace's sends, then one workspace's writes, then one
 # session's turns, then items one by one, then a slow decide, then what is already
 # past (the last audit's findings). docs/cli.md (sync) gives the same order.
-URGENCY = ("broker", "outage", "key", "reused", "log", "held", "failed", "slow-broker", "audit")
+URGENCY = ("broker", "outage", "key", "reused", "log", "held", "owner", "failed", "clock", "slow-broker", "audit")
 _CITED = re.compile(r" \(see: bxmem runbook ([a-z-]+)\)$")
 
 

@@ -58,7 +58,7 @@ _JSON = {"--json": "json"}
 COMMANDS = (
     Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
     Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True, progress=True),
-    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options=_JSON, timer_job=True),
+    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options={**_JSON, "--now": "now"}, timer_job=True),
     Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k", "--explain": "explain"},
             valued=("-k",),
             positional="query"),
