@@ -318,7 +318,7 @@ class Outbox:
         secret = load_key(state_dir, create=False)
         raw, why = read_checkpoint(state_dir)
         if why is not None:
-            log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger")
+            log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger" + runbook("state-rewritten"))
         box = cls._from_dict(raw) if raw is not None else cls()
         box._secret = secret
         st = ledger.path.stat() if ledger.path.exists() else None
