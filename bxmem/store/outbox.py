@@ -385,12 +385,15 @@ class Outbox:
             log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
                         f"ignored, the first decision stands (first: {item} at byte {at})")
             self._new_repeats, self._first_new_repeat = 0, None
-        if result.malformed:
-            self.malformed += len(result.malformed)
+        if result.skipped:
+            self.malformed += result.skipped
             for offset in result.malformed:
                 why = result.reasons.get(offset)
                 log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
                             + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
+            if result.skipped > len(result.malformed):
+                log.warning(f"{ledger.path}: {result.skipped - len(result.malformed):,} more malformed line(s) skipped "
+                            "after these (bxmem sync counts them all)")
         if whole:
             self.pending = in_order(self.pending, self._order or {})
             self._order = self._sent_early = None
