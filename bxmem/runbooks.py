@@ -41,6 +41,7 @@ ENTRIES = {
     "home-missing": "the Boxmaker home is not there: every command stops with exit 78 and creates nothing",
     "clock-wrong": "times bxmem stored lie in the future: the clock was ahead, or is behind; no wait outlasts its bound",
     "ledger-rewritten": "the ledger was restored, edited or replaced in place: bxmem folded it again, sending nothing twice",
+    "state-rewritten": "a file in memory/bxmem/ was changed outside bxmem: it is rebuilt, nothing lost or sent twice",
 }
 
 

@@ -48,10 +48,10 @@ from bxmem.honcho.answers import is_honcho_id
 from bxmem.policy import shown
 from bxmem.policy.shapes import dict_of, integer, record, string
 from bxmem.policy.write_policy import WRITE_ROLES, roles_of, writable
-from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, now_iso
 from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT, accepted
 from bxmem.store.outbox import Outbox
+from bxmem.store.state_json import load_json, write_json
 
 # The whole command's deadline: no request starts after it and none runs past it
 # (each also ends within honcho.request_deadline_s()). Past it the audit is

@@ -46,9 +46,9 @@ from bxmem.sources.loopd import (
 )
 from bxmem.start.idle import access_fingerprint, ledger_tail, stat_fingerprint, write_summary
 from bxmem.store import local_key
-from bxmem.store.files import write_json
 from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.ledger_events import DecidedTurn, decided_turn
+from bxmem.store.state_json import write_json
 
 FLUSH_EVERY = 1000
 # The logs and brokerd's answers get this long; a run then ends within about 45 s (one more

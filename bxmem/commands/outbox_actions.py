@@ -35,7 +35,7 @@ from typing import TypeVar
 from bxmem.commands.send.plan import checked_against, sendable
 from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
-from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, UsageError, cite_runbook
+from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, StorageError, UsageError, cite_runbook
 from bxmem.policy import shown
 from bxmem.policy.ledger_time import format_time, parse_time
 from bxmem.policy.retry import next_try
@@ -287,7 +287,23 @@ def _act(survey: Survey, action: str, items: list[str], all_failed: bool, all_he
             result.left.append({"item": key, "why": str(exc)})
     if events and not dry_run:
         survey.ledger.append(events)
+        _remember(survey)
     return result
+
+
+def _remember(survey: Survey) -> None:
+    """The outbox as the action left it, saved under send's lock: a ledger put back from an
+    older copy before send's next run would otherwise lose what was dropped, which the
+    checkpoint keeps out for good (Outbox.withdrawn). A checkpoint that cannot be written
+    is the next send's to fold."""
+    state = survey.config.paths.state
+    if not state.is_dir():
+        return  # deleted with memory/bxmem/: the next send folds the ledger whole
+    try:
+        survey.box.catch_up(survey.ledger)
+        survey.box.save(state)
+    except StorageError:
+        pass
 
 
 def _acquire(lock: JobLock) -> bool:

@@ -27,7 +27,7 @@ from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
 from bxmem.policy import render, shown
 from bxmem.policy.hits import Hit, RecallResult, Why
-from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag
+from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag, stored_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -107,7 +107,8 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     hits = []
     for rank, doc in enumerate(found, 1):
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
-        hits.append(Hit("local", doc.tag, doc.trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
+        tag, trust_class = stored_label(doc.tag, doc.trust_class)
+        hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
                         date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score)))
     return hits
 

@@ -228,9 +228,9 @@ def _read_cache(paths: Paths, key: list) -> dict | None:
     path = paths.state / CACHE_FILE
     cached, why = load_marshal(path, _cache_shape(key))
     if why is not None and why != f"key: {STALE}":
-        from bxmem.log import log  # deferred: lean (recall sets up no logging; said only of a damaged cache)
+        from bxmem.log import log, runbook  # deferred: lean (recall sets up no logging; said only of a damaged cache)
 
-        log.warning(f"{path}: {why}; the configuration is validated again and cached again")
+        log.warning(f"{path}: {why}; the configuration is validated again and cached again" + runbook("state-rewritten"))
     return None if cached is None else cached["data"]
 
 
