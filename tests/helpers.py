@@ -91,16 +91,33 @@ def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subpr
 
 
 def check_json_output(args: tuple[str, ...], stdout: str) -> None:
-    """With --json, stdout is one JSON document, whatever happened: the command's own
-    (recall, ask and send validated against their schemas) or an error document."""
+    """With --json, stdout is one JSON document, whatever happened: the command's own,
+    validated against its schema (the command's first word names it), or an error document."""
     if "--json" not in (args[: args.index("--")] if "--" in args else args):
         return
     document = json.loads(stdout)  # one document, nothing before or after it
-    words = [a for a in args if not a.startswith("-")]
+    words = [a for a in _without_option_values(args) if not a.startswith("-")]
     if isinstance(document, dict) and document.get("schema") == "bxmem.error/1":
         validate_output("error", document)
-    elif words and words[0] in ("recall", "ask", "send"):
+    elif words and (SCHEMAS / f"{words[0]}.schema.json").exists():
         validate_output(words[0], document)
+        if words[0] == "sync" and "requeued" in document:
+            validate_output("outbox", document["requeued"])
+    else:
+        raise AssertionError(f"--json output of {' '.join(args)} has no schema to validate it against")
+
+
+def _without_option_values(args: tuple[str, ...]) -> list[str]:
+    """The words of a command line without the values of the global options that take one."""
+    out, skip = [], False
+    for word in args:
+        if skip:
+            skip = False
+        elif word == "--config":
+            skip = True
+        else:
+            out.append(word)
+    return out
 
 
 def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -157,22 +157,47 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     return output.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
-SCHEMAS = ("recall", "ask", "send", "error")
+#: Every --json output's JSON Schema (bxmem/schemas/NAME.schema.json), by NAME: whose output it is.
+#: A command's output is its first word's (`outbox list` → outbox, `config check` → config).
+SCHEMAS = {
+    "recall": "recall --json: the hits and the label a host copies into the tool result",
+    "ask": "ask --json: the answers and the label, as recall's",
+    "decide": "decide --json: what one run decided, and what holds the rest up",
+    "mirror": "mirror --json: what one run did with memoryd's journal",
+    "send": "send --json: what one run sent, and what holds the outbox up",
+    "undo": "undo --json: what taking back an edit did or would do",
+    "sync": "sync --json: where everything stands",
+    "audit": "audit --json: every discrepancy between Honcho and the ledger",
+    "outbox": "outbox list|drop|resend|reroute --json",
+    "config": "config check --json: the configuration as resolved",
+    "error": "what any command's --json prints when it fails",
+}
+
+
+def schema_text(name: str) -> str:
+    """The schema as the package ships it (bxmem/schemas/)."""
+    return (Path(__file__).parent.parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
 
 
 @app.command()
 @exits
 @global_options_too
-def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|ask|send|error",
-                                                         help="Whose --json output: recall, ask, send, or any "
-                                                              "command's error document.")) -> int:
-    """Print the JSON Schema of `recall --json` or `ask --json` (the contract a host validates the output against), `send --json`, or the error document."""
+def schema(ctx: typer.Context, name: str | None = typer.Argument(None, metavar="NAME", show_default=False,
+                                                                help="Whose output: a command (decide, sync, outbox, "
+                                                                     "config, ...), or error. Without it, the list.")) -> int:
+    """Print the JSON Schema of a command's --json output, the contract a host or script checks it against.
+
+    Every --json document carries "schema": "bxmem.NAME/VERSION"; the version goes
+    up when a field changes meaning or goes away, never when one is added.
+
+    Example: bxmem schema sync > sync.schema.json
+    """
     check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
+    if name is None:
+        return output.show_text("\n".join(f"  {known:8} {what}" for known, what in SCHEMAS.items()))
     if name not in SCHEMAS:
-        raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")
-    # The files the package ships (bxmem/schemas/), printed as they are.
-    text = (Path(__file__).parent.parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
-    return output.show_text(text.rstrip("\n"))
+        raise UsageError(f"schema: no schema {name!r}; the schemas are: {', '.join(SCHEMAS)}")
+    return output.show_text(schema_text(name).rstrip("\n"))
 
 
 @app.command()

@@ -63,6 +63,9 @@ class BacklogProgress:
             self.bar.stop()
 
 
+CONFIG_SCHEMA = "bxmem.config/1"  # `config check --json` (bxmem/schemas/config.schema.json)
+
+
 def config_check(config, as_json: bool) -> int:
     """`bxmem config check`: the resolved paths and workspaces (never a key), and
     what is legal but likely a mistake (checks.partial_keys) as a warning."""
@@ -73,6 +76,7 @@ def config_check(config, as_json: bool) -> int:
         read_key(ws)  # raises ConfigInvalid for an unreadable or exposed key file
         workspaces.append({"role": ws.role, "workspace": ws.name, "key": str(ws.key_file) if ws.key_file else None})
     result = {
+        "schema": CONFIG_SCHEMA,
         "config": str(config.path),
         "config_exists": config.path.exists(),
         "home": str(config.paths.home),

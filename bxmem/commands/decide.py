@@ -62,6 +62,7 @@ SWEEP_EVERY_S = 60.0
 # A log that cannot be read (permission denied, an I/O error) is tried again this
 # often, and at once when its mode or owner changes: never on every 5 s run.
 RETRY_UNREADABLE_S = 60.0
+SCHEMA = "bxmem.decide/1"  # `decide --json` (bxmem/schemas/decide.schema.json)
 
 
 @dataclass
@@ -88,7 +89,7 @@ class DecideReport:
         return "another decide is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
+        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
                 "broker_problem": self.broker_problem, "broker_unavailable_since": self.broker_down_since,
                 "skipped_lines": self.skipped_lines, "sessions_waiting": self.sessions_waiting,
                 "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why(),

@@ -43,6 +43,7 @@ from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decide
 from bxmem.store.ledger_shapes import ACTIONS
 
 STATE_FILE = "mirror.json"
+SCHEMA = "bxmem.mirror/1"  # `mirror --json` (bxmem/schemas/mirror.schema.json)
 KEY_FILE = local_key.KEY_FILE
 
 
@@ -58,7 +59,7 @@ class MirrorReport:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())),
+        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())),
                 "skipped_lines": self.skipped_lines, "local_only": config.local_only}
 
     def summary(self, config: Config) -> str | None:
