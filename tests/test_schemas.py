@@ -70,7 +70,7 @@ def test_every_command_with_json_output_has_a_schema_and_bxmem_schema_lists_them
     """A command whose --json has no schema fails here: its output could change unseen."""
     import typer
 
-    from bxmem.cli.app import SCHEMAS as LISTED
+    from bxmem.cli.agent import SCHEMAS as LISTED
     from bxmem.cli.app import app
 
     def commands(group: typer.Typer, prefix: str = ""):
