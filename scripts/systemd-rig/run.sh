@@ -52,7 +52,8 @@
 #   uses here), SDRIG_SYSTEM=0 skips the system units, SDRIG_KEEP=1 leaves the container up,
 #   SDRIG_FIX (drop-in [Service] lines used when the shipped user units fail),
 #   SDRIG_QUIET_S (60: the idle window whose journal lines are counted),
-#   SDRIG_KEEP_KMSG=1 keeps nspawn's FIFO over /proc/kmsg.
+#   SDRIG_KEEP_KMSG=1 keeps nspawn's FIFO over /proc/kmsg, SDRIG_NAME (bxmem-sdrig-$SUITE: the
+#   container's name and cgroups; two rigs at once need two names and two SDRIG_DIRs).
 #
 # Derived from the Boxmaker project's systemd kit (shared/systemd-rig/run.sh), adapted to the
 # units' quiet journal (they log nothing about an ordinary run), to EPERM from the system-call
@@ -69,7 +70,7 @@ FIX=${SDRIG_FIX:-PrivateUsers=yes}
 QUIET_S=${SDRIG_QUIET_S:-60}
 MIRROR=${SDRIG_MIRROR:-$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)}
 [ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-NAME=bxmem-sdrig-$SUITE
+NAME=${SDRIG_NAME:-bxmem-sdrig-$SUITE}
 OUT=$DIR/last-$SUITE
 PIDFILE=$DIR/$NAME.pid
 T_START=$(date +%s)
