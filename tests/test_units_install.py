@@ -120,9 +120,14 @@ def test_system_units_run_as_the_user_who_ran_sudo(owner, monkeypatch, tmp_path)
     service = generated["/etc/systemd/system/bxmem-decide.service"]
     assert "\n[Service]\nUser=kyle\n" in service
     assert f"ReadWritePaths={owner}/.local/share/boxmaker" in directives(service)
-    monkeypatch.delenv("SUDO_USER")
-    refused = bxmem_inprocess("units", "print", "--system")
+    monkeypatch.delenv("SUDO_USER")  # root without sudo: whose units would they be?
+    refused = bxmem_inprocess("units", "install", "--system")
     assert refused.returncode == 6 and "run it with sudo from the account the jobs run as" in refused.stderr
+    monkeypatch.setattr(units.os, "geteuid", lambda: 1000)  # a user previews them: its own
+    monkeypatch.setenv("HOME", str(owner))
+    preview = printed("--system")
+    assert f"\n[Service]\nUser={units.pwd.getpwuid(os.getuid()).pw_name}\n" in preview["/etc/systemd/system/bxmem-decide.service"]
+    assert bxmem_inprocess("units", "install", "--system").returncode == 6
     both = bxmem_inprocess("units", "print", "--user", "--system")
     assert (both.returncode, both.stderr) == (2, "bxmem: error: units: --user or --system, not both\n")
 

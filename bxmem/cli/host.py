@@ -107,7 +107,7 @@ def units_print(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM) ->
     """
     from bxmem.commands import units  # deferred: command
 
-    where_to = units.target(units.scope_of(user, system))
+    where_to = units.target(units.scope_of(user, system), writing=False)
     generated = units.generate(where_to, units.resolve(where_to, ctx.obj.config))
     text = "\n".join(f"# {where_to.unit_dir / name}\n{unit}" for name, unit in generated.items())
     return output.show_text(text.rstrip("\n"))

@@ -62,17 +62,21 @@ class Resolved:
     environment: dict[str, str] = field(default_factory=dict)
 
 
-def target(scope: str) -> Target:
+def target(scope: str, writing: bool = True) -> Target:
     """The user the jobs run as: this user for --user; for --system, the user who ran
-    sudo (the units say `User=`), never root by default."""
+    sudo (the units say `User=`), never root by default. Printing the system units
+    needs no sudo: they are then this user's."""
     if scope == "user":
         entry = pwd.getpwuid(os.getuid())
         home = Path(os.environ.get("HOME") or entry.pw_dir)
         config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
         state_home = Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state")
         return Target("user", entry.pw_name, home, config_home / "systemd" / "user", state_home / "bxmem" / "units.json")
-    name = os.environ.get("SUDO_USER")
-    if os.geteuid() != 0 or not name or name == "root":
+    name = os.environ.get("SUDO_USER") if os.geteuid() == 0 else None
+    if os.geteuid() != 0 and not writing:
+        entry = pwd.getpwuid(os.getuid())
+        return Target("system", entry.pw_name, Path(entry.pw_dir), SYSTEM_DIR, SYSTEM_MANIFEST)
+    if not name or name == "root":
         raise Refused("units --system writes /etc/systemd/system and runs the jobs as the user who asks: run it with "
                       "sudo from the account the jobs run as (sudo \"$(command -v bxmem)\" units install --system)")
     try:
@@ -89,8 +93,8 @@ def resolve(where_to: Target, explicit_config: str | os.PathLike[str] | None) ->
     $XDG_*). Read only: nothing is written to the home (under sudo, that would leave
     root's files there)."""
     # Under sudo, HOME and XDG_* are root's: as the user, keeping what was passed on purpose.
-    now = () if where_to.scope == "user" else ("XDG_CONFIG_HOME", "XDG_DATA_HOME")
-    with _as_user(where_to, drop=now, set_home=where_to.scope == "system"):
+    under_sudo = where_to.scope == "system" and os.geteuid() == 0
+    with _as_user(where_to, drop=("XDG_CONFIG_HOME", "XDG_DATA_HOME") if under_sudo else (), set_home=under_sudo):
         config, named_by = config_source(explicit_config)
         paths = resolve_paths(_checked(config, named_by))
     environment = {}
