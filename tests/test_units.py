@@ -113,5 +113,6 @@ def test_the_readme_sets_a_host_up_with_init_config_check_and_units_install():
     spec.loader.exec_module(module)
     blocks = module.blocks(readme_host_section())
     assert [line.split()[1] for line in blocks["setup"].splitlines()] == ["init", "config", "units"]
-    assert blocks["upgrade"].splitlines() == ["pipx install --force .", "bxmem units install"]
+    assert blocks["upgrade"].splitlines() == ["systemctl --user stop 'bxmem-*.timer' 'bxmem-*.path'",
+                                              "pipx install --force .", "bxmem units install"]
     assert "systemd/" not in "".join(blocks.values())  # nothing read from the checkout's unit templates

@@ -658,7 +658,7 @@ echo "SDRIG_UPGRADE = \"$MARK\"" >> "$H/src/bxmem/bxmem/__init__.py"
 echo "# $MARK" >> "$H/src/bxmem/systemd/bxmem-send.service"
 IN chown -R kyle:kyle /home/kyle/src
 T3=$(now)
-readme_step upgrade "pipx install --force ., bxmem units install"
+readme_step upgrade "timers and .path units stopped, pipx install --force ., bxmem units install"
 got=$(U "cd / && $VENV_PY -c 'import bxmem; print(getattr(bxmem, \"SDRIG_UPGRADE\", \"old\"))'")
 [ "$got" = "$MARK" ] && pass "upgrade: the installed bxmem is the changed checkout's" || fail "upgrade: the installed bxmem is not the changed checkout's ($got)"
 U "grep -q -F '# $MARK' ~/.config/systemd/user/bxmem-send.service" && pass "upgrade: the changed unit is installed" || fail "upgrade: the old unit is still installed"
