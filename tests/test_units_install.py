@@ -99,6 +99,11 @@ def test_the_units_are_told_what_the_owner_s_shell_named(owner, tmp_path, monkey
     service = next(text for path, text in printed().items() if path.endswith("bxmem-send.service"))
     assert f"Environment=BOXMAKER_HOME={other_home}" in directives(service)
     assert f"ReadWritePaths={other_home}" in directives(service)
+    monkeypatch.chdir(tmp_path)  # named relative to where the command runs: the units are told where that is
+    monkeypatch.setenv("BXMEM_CONFIG", moved.name)
+    monkeypatch.setenv("BOXMAKER_HOME", other_home.name)
+    service = next(text for path, text in printed().items() if path.endswith("bxmem-send.service"))
+    assert {f"Environment=BXMEM_CONFIG={moved}", f"Environment=BOXMAKER_HOME={other_home}"} <= set(directives(service))
     monkeypatch.delenv("BXMEM_CONFIG")
     monkeypatch.setenv("BOXMAKER_HOME", str(home))  # the same home the file names: nothing to tell
     service = next(text for path, text in printed().items() if path.endswith("bxmem-send.service"))

@@ -97,13 +97,14 @@ def resolve(where_to: Target, explicit_config: str | os.PathLike[str] | None) ->
     with _as_user(where_to, drop=("XDG_CONFIG_HOME", "XDG_DATA_HOME") if under_sudo else (), set_home=under_sudo):
         config, named_by = config_source(explicit_config)
         paths = resolve_paths(_checked(config, named_by))
+    config, home = Path(os.path.abspath(config)), Path(os.path.abspath(paths.home))  # a unit's cwd is not this one's
     environment = {}
     with _as_user(where_to, drop=(where.CONFIG_ENV, where.HOME_ENV, "XDG_CONFIG_HOME", "XDG_DATA_HOME"), set_home=True):
         if config != Path(where.default_config_path()):
             environment[where.CONFIG_ENV] = str(config)
-        if resolve_paths(load_toml(config)).home != paths.home:  # what the unit would find, reading the same file
-            environment[where.HOME_ENV] = str(paths.home)
-    resolved = Resolved(_bxmem_command(), config, paths.home, paths.run, environment)
+        if Path(os.path.abspath(resolve_paths(load_toml(config)).home)) != home:  # what the unit would find in the same file
+            environment[where.HOME_ENV] = str(home)
+    resolved = Resolved(_bxmem_command(), config, home, paths.run, environment)
     for name, path in (("the Boxmaker home", resolved.home), ("the configuration", resolved.config),
                        ("bxmem", Path(resolved.command[0]))):
         if not _PLAIN_PATH.fullmatch(str(path)):
