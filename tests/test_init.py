@@ -222,3 +222,12 @@ def test_at_a_terminal_init_asks_for_what_is_not_given(owner_env, tmp_path):
     assert "The owner's name, as chats name them [kyle]:" in text
     written = config_of(owner_env).read_text()
     assert 'agent = "a7"' in written and 'owner = "kyle"' in written and 'url = "http://127.0.0.1:9"' in written
+
+
+def test_a_home_named_in_the_shell_and_another_given_to_init_is_said(owner_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("BOXMAKER_HOME", str(tmp_path / "shell-home"))
+    result = bxmem_inprocess("init", "--local-only", "--home", str(tmp_path / "given"))
+    assert result.returncode == 0
+    assert (f"note: $BOXMAKER_HOME in this shell names {tmp_path / 'shell-home'}, which wins over the home written "
+            "here for every command run with it: unset it, or run bxmem init without --home") in result.stdout.splitlines()
+    assert f'home = "{tmp_path / "given"}"' in config_of(owner_env).read_text()

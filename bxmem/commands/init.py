@@ -45,6 +45,7 @@ class Plan:
     owner: str | None = None  # the owner's peer id
     owner_said: str | None = None  # the owner as given, when the peer id differs from it
     keys: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the owner should know, said after what was done
 
 
 def default_agent() -> str:
@@ -69,6 +70,10 @@ def plan(config: Path, answers: Answers) -> Plan:
             raise UsageError(f"init: {what} {str(path)!r}: a path with a quote, backslash or control character "
                              "cannot be written into bxmem.toml as it is")
     out = Plan(config=config, home=home, text="")
+    shell_home = where.named_home()
+    if shell_home and Path(os.path.abspath(os.path.expanduser(shell_home))) != home:
+        out.notes.append(f"$BOXMAKER_HOME in this shell names {shell_home}, which wins over the home written here for "
+                         "every command run with it: unset it, or run bxmem init without --home")
     if answers.url is None:
         out.text = _local_only_text(home, run)
     else:
@@ -203,6 +208,7 @@ class Done:
                        "name is")
         out += [f"made {path} (mode 700)" for path in self.made]
         out += [f"{path} was there: left as it is" for path in self.existed]
+        out += [f"note: {note}" for note in p.notes]
         width = max(len(command) for command, _ in next_steps)
         return [*out, "next:", *(f"  {command:{width}}  {what}" for command, what in next_steps)]
 
