@@ -168,6 +168,25 @@ def _in_this_process(run, argv: list[str], args: tuple[str, ...], env: dict | No
     return result
 
 
+def sample_sent(home: Path, brokerd, honcho, configure):
+    """The demo's sample home (bxmem.demo.sample), decided, mirrored and sent to the fake
+    Honcho: everything there. Returns the fake."""
+    from bxmem.commands import decide, mirror
+    from bxmem.commands.send import job as send
+    from bxmem.config import loader
+    from bxmem.demo import sample
+
+    sample.write_home(home)
+    sample.write_journal(home)
+    brokerd.states.update(sample.broker_states())
+    configure(honcho.url)
+    decide.run(loader.load())
+    mirror.run(loader.load())
+    for _ in range(3):
+        send.run(loader.load())
+    return honcho
+
+
 def ledger_events(home: Path) -> list[dict]:
     path = home / "memory" / "honcho.jsonl"
     if not path.exists():

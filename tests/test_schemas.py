@@ -11,12 +11,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers import SCHEMAS, bxmem_inprocess, honcho_config, validate_output, write_log
+from helpers import SCHEMAS, bxmem_inprocess, honcho_config, sample_sent, validate_output, write_log
 
 from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
-from bxmem.demo import sample
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.store.files import JobLock
 
@@ -125,6 +124,16 @@ def test_the_check_can_fail():
 # --- decide and mirror ----------------------------------------------------------------------
 
 
+def while_another_runs(home: Path, job: str) -> tuple[int, dict]:
+    """The job run while another run of it holds its lock: it does nothing, and says so."""
+    lock = JobLock(home / "memory" / "honcho.jsonl", job)
+    assert lock.acquire()
+    try:
+        return run_json(job)
+    finally:
+        lock.release()
+
+
 def test_decide_in_each_state(home, brokerd, configure, config_file):
     code, idle = run_json("decide")  # local-only, nothing to decide
     assert code == 0 and idle["decided"] == {} and idle["local_only"] is True
@@ -142,12 +151,7 @@ def test_decide_in_each_state(home, brokerd, configure, config_file):
     code, degraded = run_json("decide")
     assert code == 3 and degraded["undecided"] == 1 and degraded["why_degraded"] and degraded["broker_problem"]
     assert degraded["broker_unavailable_since"]
-    lock = JobLock(home / "memory" / "honcho.jsonl", "decide")
-    assert lock.acquire()
-    try:
-        code, busy = run_json("decide")
-    finally:
-        lock.release()
+    code, busy = while_another_runs(home, "decide")
     assert code == 0 and busy["busy"] is True
 
 
@@ -160,12 +164,7 @@ def test_mirror_in_each_state(home, configure):
                          {"id": "e3", "ts": "t", "session": "s", "op": "note", "trust": "flagged", "entry": "hmm"}])
     code, decided = run_json("mirror")
     assert decided["decided"] == {"fleet/untrusted-note": 1, "none/flagged-note-stays-local": 1}
-    lock = JobLock(home / "memory" / "honcho.jsonl", "mirror")
-    assert lock.acquire()
-    try:
-        code, busy = run_json("mirror")
-    finally:
-        lock.release()
+    code, busy = while_another_runs(home, "mirror")
     assert code == 0 and busy["busy"] is True
 
 
@@ -191,15 +190,7 @@ def test_undo_dry_run_and_written(home, honcho, configure):
 @pytest.fixture
 def sent(home, brokerd, honcho, configure):
     """The sample home, decided, mirrored and sent: everything in Honcho."""
-    sample.write_home(home)
-    sample.write_journal(home)
-    brokerd.states.update(sample.broker_states())
-    configure(honcho.url)
-    decide.run(load())
-    mirror.run(load())
-    for _ in range(3):
-        send.run(load())
-    return honcho
+    return sample_sent(home, brokerd, honcho, configure)
 
 
 def test_sync_local_only_and_clean(home, brokerd, configure):
