@@ -33,6 +33,15 @@ ENTRIES = {
     "audit-unexpected-conclusion": "audit: a conclusion of the agent's or owner's peer that bxmem did not write",
     "audit-duplicate-conclusion": "audit: a conclusion is in Honcho twice (a create stored after bxmem looked for it)",
     "honcho-workspace-reused": "a workspace holds what this agent wrote to it in another role: nothing more is written to it",
+    "honcho-auth-off": "doctor: Honcho answers without a key, so it takes any key and checks none",
+    "honcho-version": "doctor: Honcho has neither workspace chat nor peer chat: ask cannot work with it",
+    "clock-off": "doctor: this host's clock and Honcho's are a minute or more apart",
+    "file-permissions": "doctor: the config, the home or the ledger can be changed by someone else, or is missing",
+    "units-not-running": "doctor: a job's timer is not installed, enabled or running, or its last run failed",
+    "owner-name": "turns are decided nowhere because the speaker's name reads as the owner's or the agent's",
+    "home-missing": "the Boxmaker home is not there: every command stops with exit 78 and creates nothing",
+    "clock-wrong": "times bxmem stored lie in the future: the clock was ahead, or is behind; no wait outlasts its bound",
+    "ledger-rewritten": "the ledger was restored, edited or replaced in place: bxmem folded it again, sending nothing twice",
 }
 
 

@@ -379,6 +379,7 @@ def test_a_config_whose_home_the_glance_gets_wrong_costs_a_real_run_never_skips_
     run_bxmem("decide")
     assert is_idle(["bxmem", "decide"])
     other = tmp_path / "other"
+    other.mkdir()
     monkeypatch.setenv("BOXMAKER_HOME", str(other))
     run_bxmem("decide")  # a run in another home, named by the environment, with the same config version
     monkeypatch.delenv("BOXMAKER_HOME")

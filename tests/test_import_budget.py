@@ -125,8 +125,12 @@ def no_config_file(request: pytest.FixtureRequest) -> None:
     """Local-only with no config file at all: the home is the default one."""
     monkeypatch = request.getfixturevalue("monkeypatch")
     base = request.getfixturevalue("config_file").parent
+    home = request.getfixturevalue("home")
     (base / "xdg-data").mkdir()
-    (base / "xdg-data" / "boxmaker").symlink_to(request.getfixturevalue("home"))
+    # The home at the default path, a directory of its own (bxmem refuses a home that is a link);
+    # the fixture's path leads to it, for the steps that write there.
+    home.rename(base / "xdg-data" / "boxmaker")
+    home.symlink_to(base / "xdg-data" / "boxmaker")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
     monkeypatch.delenv("BOXMAKER_HOME")

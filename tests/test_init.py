@@ -83,7 +83,7 @@ def test_what_init_writes_passes_config_check_and_every_job_runs_on_its_home(own
         assert bxmem_inprocess(job).returncode in (0, 3), job
     assert result.stdout.splitlines()[-4:] == [
         "next:",
-        "  bxmem config check   check the configuration and the key files",
+        "  bxmem doctor         check the setup end to end",
         "  bxmem units install  run the jobs under systemd, as you (--system: the system manager)",
         "  bxmem sync           see where everything stands"]
 

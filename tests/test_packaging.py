@@ -18,8 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # The --json output contract: data files that ship only through package-data.
-SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "decide", "mirror", "send", "undo", "sync",
-                                                              "audit", "outbox", "config", "error")}
+SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "decide", "mirror", "send", "doctor", "undo",
+                                                              "sync", "audit", "outbox", "config", "error")}
 # The top-level folders the build step copies into the package (scripts/build_shipped.py).
 SHIPPED = {"runbook": "*.md", "systemd": "bxmem-*"}
 

@@ -53,12 +53,12 @@ def test_each_schema_is_a_valid_2020_12_document_naming_its_version(name):
 
 def test_each_schema_names_the_version_the_code_writes():
     from bxmem.cli import output
-    from bxmem.commands import ask, audit, outbox_actions, recall, sync, undo
+    from bxmem.commands import ask, audit, doctor, outbox_actions, recall, sync, undo
     from bxmem.commands.send import report
     from bxmem.errors import ERROR_SCHEMA
 
     written = {"recall": recall.SCHEMA, "ask": ask.SCHEMA, "decide": decide.SCHEMA, "mirror": mirror.SCHEMA,
-               "send": report.SCHEMA, "undo": undo.SCHEMA, "sync": sync.SCHEMA, "audit": audit.SCHEMA,
+               "send": report.SCHEMA, "doctor": doctor.SCHEMA, "undo": undo.SCHEMA, "sync": sync.SCHEMA, "audit": audit.SCHEMA,
                "outbox": outbox_actions.SCHEMA, "config": output.CONFIG_SCHEMA, "error": ERROR_SCHEMA}
     assert sorted(written) == schema_names()
     for name, version in written.items():
@@ -239,13 +239,28 @@ def test_sync_and_outbox_with_failed_held_refused_and_an_outage(home, brokerd, h
     send.run(load())
     code, refused = run_json("sync")
     assert code == 4 and refused["keys_refused"] and refused["keys"][0]["ok"] is True
-    config_file.write_text(honcho_config("http://127.0.0.1:9"))
-    write_log(home, "s", turn_lines(2, "two", "2"))
+
+
+def test_send_and_sync_with_an_item_in_doubt(home, brokerd, honcho, configure, monkeypatch):
+    from bxmem.honcho import api as honcho_api
+
+    configure(honcho.url)
+    write_log(home, "s", turn_lines(1, "first", "one"))
     decide.run(load())
-    code, waiting = run_json("send")  # the item the refused key's request left in doubt
-    assert code == 3 and waiting["in_doubt"][0]["waiting_behind"] == 1
-    code, doubt = run_json("sync")
-    assert doubt["in_doubt"] and doubt["workspaces"]["bm0-trusted"]["in_doubt"] == 1
+    monkeypatch.setattr(honcho_api, "READ_TIMEOUT", 0.3)
+    honcho.inject("late", match=r"/sessions/s/messages$")  # stored only after bxmem gave up on the answer
+    try:
+        send.run(load())
+        write_log(home, "s", turn_lines(2, "second", "two"))
+        decide.run(load())
+        code, waiting = run_json("send")
+        assert code == 3 and waiting["in_doubt"][0]["waiting_behind"] == 1
+        code, doubt = run_json("sync")
+        assert doubt["in_doubt"] and doubt["workspaces"]["bm0-trusted"]["in_doubt"] == 1
+        code, listed = run_json("outbox", "list")
+        assert {i["state"] for i in listed["items"]} == {"in-doubt", "waiting"}
+    finally:
+        honcho.release_late()
 
 
 def test_sync_during_an_outage(home, brokerd, configure):
@@ -314,11 +329,11 @@ def test_config_check_local_only_honcho_and_with_a_warning(home, configure, conf
 
 
 def test_every_schema_was_exercised_here():
-    """Each schema but recall's, ask's and send's (tests/test_recall_output.py, test_ask.py and
-    test_send_json.py hold those in every state) is validated by the tests above; a log that
+    """Each schema but recall's, ask's, send's and doctor's (tests/test_recall_output.py, test_ask.py,
+    test_send_json.py and test_doctor.py hold those in every state) is validated by the tests above; a log that
     cannot be read, in sync's, by tests/test_unreadable_logs.py (it needs the job unprivileged)."""
     here = Path(__file__).read_text()
     for name in schema_names():
-        if name in ("recall", "ask", "send", "error"):
+        if name in ("recall", "ask", "send", "doctor", "error"):
             continue
         assert f'run_json("{name}"' in here, name

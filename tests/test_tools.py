@@ -105,7 +105,7 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
     import bxmem
 
-    names = ("recall", "ask", "decide", "mirror", "send", "undo", "sync", "audit", "outbox", "config", "error")
+    names = ("recall", "ask", "decide", "mirror", "send", "doctor", "undo", "sync", "audit", "outbox", "config", "error")
     listed = bxmem_inprocess("schema")
     assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == list(names)
     for name in names:
@@ -117,5 +117,5 @@ def test_bxmem_schema_prints_the_shipped_schemas():
         assert f'"schema": {{"const": "bxmem.{name}/' in result.stdout  # the version every document carries
     bad = bxmem_inprocess("schema", "index")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == ("bxmem: error: schema: no schema 'index'; the schemas are: recall, ask, decide, mirror, send, undo, "
-                          "sync, audit, outbox, config, error\n")
+    assert bad.stderr == ("bxmem: error: schema: no schema 'index'; the schemas are: recall, ask, decide, mirror, send, "
+                          "doctor, undo, sync, audit, outbox, config, error\n")

@@ -36,8 +36,9 @@ def comments_before(path: Path, directive: str) -> str:
     return " ".join(reversed(block))
 
 
-def test_there_are_the_three_services():
-    assert [p.name for p in SERVICES] == ["bxmem-decide.service", "bxmem-mirror.service", "bxmem-send.service"]
+def test_there_are_the_three_jobs_and_metrics():
+    assert [p.name for p in SERVICES] == ["bxmem-decide.service", "bxmem-metrics.service", "bxmem-mirror.service",
+                                          "bxmem-send.service"]
 
 
 @pytest.mark.parametrize("service", SERVICES, ids=lambda p: p.stem)
@@ -103,7 +104,7 @@ def test_every_command_of_the_readme_host_section_is_one_the_rig_runs():
     assert module.blocks((ROOT / "README.md").read_text()) == marked  # no marked block outside the section
 
 
-def test_the_readme_sets_a_host_up_with_init_config_check_and_units_install():
+def test_the_readme_sets_a_host_up_with_init_doctor_and_units_install():
     """The owner's way from a fresh install to running units, as the rig runs it: no
     unit copied or edited by hand (bxmem units generates them: tests/test_units_install.py)."""
     import importlib.util
@@ -112,7 +113,10 @@ def test_the_readme_sets_a_host_up_with_init_config_check_and_units_install():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     blocks = module.blocks(readme_host_section())
-    assert [line.split()[1] for line in blocks["setup"].splitlines()] == ["init", "config", "units"]
+    assert [blocks[name].split()[:2] for name in ("init", "doctor", "units")] == [
+        ["bxmem", "init"], ["bxmem", "doctor"], ["bxmem", "units"]]
+    names = list(blocks)
+    assert names.index("init") < names.index("doctor") < names.index("units")
     assert blocks["upgrade"].splitlines() == ["systemctl --user stop 'bxmem-*.timer' 'bxmem-*.path'",
                                               "pipx install --force .", "bxmem units install"]
     assert "systemd/" not in "".join(blocks.values())  # nothing read from the checkout's unit templates

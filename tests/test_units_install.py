@@ -75,8 +75,10 @@ def test_every_template_is_generated_with_this_host_s_paths(owner):
         assert len(lines) == len(directives(template)), "a directive added or lost"
         if path.endswith(".service"):
             job = Path(path).stem.removeprefix("bxmem-")
-            assert f"ExecStart={sys.executable} -m bxmem --quiet {job}" in lines  # this bxmem, as it was started
-            assert f"ReadWritePaths={home}" in lines
+            execs = [line for line in lines if line.startswith("ExecStart=")]
+            assert execs and execs[0].startswith(f"ExecStart={sys.executable} -m bxmem --quiet {job}")  # this bxmem
+            if job in ("decide", "mirror", "send"):  # the jobs that write the home
+                assert f"ReadWritePaths={home}" in lines
             assert not [line for line in lines if line.startswith(("Environment=", "User="))]  # nothing to tell
     assert f"PathModified={home}/logs/" in directives(generated[str(unit_dir / "bxmem-decide.path")])
     assert f"PathModified={home}/memory/journal.jsonl" in directives(generated[str(unit_dir / "bxmem-mirror.path")])
@@ -165,10 +167,14 @@ def test_install_writes_enables_and_uninstall_removes_exactly_what_it_wrote(owne
     (unit_dir / "other.service").write_text("[Service]\nExecStart=/bin/true\n")
     result = bxmem_inprocess("units", "install")
     assert result.returncode == 0, result.stderr
-    timers_and_paths = [n for n in TEMPLATES if n.endswith((".timer", ".path"))]
+    timers_and_paths = [n for n in TEMPLATES if n.endswith((".timer", ".path")) and "metrics" not in n]
+    optional = [n for n in TEMPLATES if n.endswith((".timer", ".path")) and n not in timers_and_paths]
     assert asked(owner) == ["--user daemon-reload", f"--user enable --now {' '.join(timers_and_paths)}"]
     assert f"wrote {unit_dir / 'bxmem-send.service'} (replacing the one there)" in result.stdout.splitlines()
     assert f"enabled and started: {' '.join(timers_and_paths)}" in result.stdout.splitlines()
+    if optional:  # written, for `systemctl enable` or units install --optional; not started on a host without node_exporter
+        assert (f"written, not enabled (optional; units install --optional enables them too): {' '.join(optional)}"
+                in result.stdout.splitlines())
     installed = sorted(p.name for p in unit_dir.iterdir() if p.is_file())
     assert installed == sorted([*TEMPLATES, "other.service"])
     assert all(oct((unit_dir / n).stat().st_mode & 0o777) == "0o644" for n in TEMPLATES)
@@ -235,3 +241,12 @@ def test_a_systemctl_that_fails_is_one_line(owner, monkeypatch, tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("bxmem: error: systemctl --user daemon-reload: Failed to connect to bus: No medium found "
                              "(no user manager: log in, or `sudo loginctl enable-linger $USER`, or use --system)\n")
+
+
+def test_the_optional_timers_are_enabled_when_asked(owner):
+    result = bxmem_inprocess("units", "install", "--optional")
+    assert result.returncode == 0, result.stderr
+    every = [n for n in TEMPLATES if n.endswith((".timer", ".path"))]
+    assert asked(owner)[-1] == f"--user enable --now {' '.join(every)}"
+    assert bxmem_inprocess("units", "uninstall").returncode == 0
+    assert f"--user disable --now {' '.join(every)}" in asked(owner)

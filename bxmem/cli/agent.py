@@ -97,6 +97,7 @@ SCHEMAS = {
     "decide": "decide --json: what one run decided, and what holds the rest up",
     "mirror": "mirror --json: what one run did with memoryd's journal",
     "send": "send --json: what one run sent, and what holds the outbox up",
+    "doctor": "doctor --json: every check, what it found and when",
     "undo": "undo --json: what taking back an edit did or would do",
     "sync": "sync --json: where everything stands",
     "audit": "audit --json: every discrepancy between Honcho and the ledger",

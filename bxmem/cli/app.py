@@ -21,7 +21,7 @@ from bxmem.cli import agent, help, output
 from bxmem.cli.common import CONFIG_HELP, JSON_OPTION, QUIET_HELP, VERBOSE_HELP, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
 from bxmem.cli.help import AGENT, OWNER, START, TIMER_JOBS
-from bxmem.cli.host import init, units_app
+from bxmem.cli.host import doctor, init, metrics, units_app
 from bxmem.cli.owner import outbox_app
 from bxmem.cli.progress import index_rebuild_bar
 from bxmem.commands import run
@@ -87,7 +87,9 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @app.command(rich_help_panel=TIMER_JOBS)
 @exits
 @global_options_too
-def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
+         now: bool = typer.Option(False, "--now", help="Try Honcho now, without waiting out the outage backoff (items "
+                                                       "in doubt still wait to be looked up: nothing is sent twice).")) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first.
 
     Every run says what holds the rest up: an outage, a refused key, items in
@@ -95,10 +97,10 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
     Examples:
     bxmem send
-    bxmem send --json
+    bxmem send --now --json
     """
     options: Options = ctx.obj
-    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet)
+    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
 
 
 @app.command(rich_help_panel=TIMER_JOBS)
@@ -181,6 +183,7 @@ def index_rebuild(ctx: typer.Context) -> int:
     from bxmem.store import index  # deferred: command
 
     config = _setup(ctx, "index")
+    config.paths.require_home()
     config.paths.ensure_state_dir()
     applied, warning = index_fold.update(config.paths, rebuild=True, progress=index_rebuild_bar)
     if warning:
@@ -281,6 +284,8 @@ def demo(
 
 
 app.command("init", rich_help_panel=START)(init)  # after the demo: what a newcomer tries first comes first
+app.command("doctor", rich_help_panel=START)(doctor)
+app.command("metrics", rich_help_panel=TIMER_JOBS)(metrics)
 
 
 @config_app.command("check")

@@ -1,6 +1,7 @@
-"""`bxmem init` and `bxmem units`: setting a host up (commands/init.py,
-commands/units.py), on the command line. Each parses, asks at a terminal only,
-calls the core and prints its lines, as cli/app.py's commands do."""
+"""`bxmem init`, `bxmem units`, `bxmem doctor` and `bxmem metrics`: setting a host up,
+checking it, and showing its state to monitoring (commands/init.py, units.py, doctor.py,
+metrics.py), on the command line. Each parses, asks at a terminal only (init), calls the
+core and prints its result, as cli/app.py's commands do; cli/app.py registers them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import typer
 
 from bxmem.cli import output
-from bxmem.cli.common import Options, exits, global_options_too
+from bxmem.cli.common import JSON_OPTION, Options, exits, global_options_too, setup
 from bxmem.errors import ExitCode, UsageError
 from bxmem.start import where
 
@@ -115,7 +116,9 @@ def units_print(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM) ->
 
 @exits
 @global_options_too
-def units_install(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM) -> int:
+def units_install(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM,
+                  optional: bool = typer.Option(False, "--optional", help="Enable the optional timers too (bxmem "
+                                                                           "metrics, for node_exporter).")) -> int:
     """Write the units for this host, then enable and start the timers and .path units.
 
     Run it again after an upgrade or a change of home or configuration: it writes
@@ -128,7 +131,7 @@ def units_install(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM) 
     from bxmem.commands import units  # deferred: command
 
     where_to = units.target(units.scope_of(user, system))
-    done = units.install(where_to, units.resolve(where_to, ctx.obj.config))
+    done = units.install(where_to, units.resolve(where_to, ctx.obj.config), optional)
     for line in done.lines():
         output.show_text(line)
     return ExitCode.OK
@@ -153,6 +156,47 @@ def units_uninstall(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM
     for line in done.lines():
         output.show_text(line)
     return ExitCode.OK
+
+
+@exits
+@global_options_too
+def doctor(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Check the whole setup, one line each, with when: the config and the home and their modes, each key file and each key on Honcho, Honcho's clock, version and chat, brokerd, the units, the outbox, Honcho's queue.
+
+    Honcho, brokerd and systemd are asked at once, each within 5 s (brokerd 2 s),
+    so doctor waits 5.5 s at most for them; nothing is created or changed. Each
+    failed line names the runbook entry that gets out of it. Exit 4 when a check
+    failed, 7 when Honcho did not answer.
+
+    Examples:
+    bxmem doctor
+    bxmem doctor --json
+    """
+    from bxmem.commands import doctor as doctor_module  # deferred: command
+
+    config = setup(ctx, "doctor")
+    return output.show(doctor_module.run(config, ctx.obj.config), as_json)
+
+
+@exits
+@global_options_too
+def metrics(ctx: typer.Context,
+            to: Path | None = typer.Option(None, "--output", metavar="FILE",
+                                           help="Write to FILE atomically (a temporary file beside it, renamed), "
+                                                "mode 644, for node_exporter's textfile collector.")) -> int:
+    """Print bxmem's state as Prometheus metrics (the outbox, the outage, refused keys, each job's last run, Honcho's queue), with no text, item id, key or path.
+
+    Honcho's queue is read within 2 s; a Honcho that does not answer is a metric
+    (bxmem_honcho_queue_up 0), not an error.
+
+    Examples:
+    bxmem metrics
+    bxmem metrics --output /var/lib/prometheus/node-exporter/bxmem.prom
+    """
+    from bxmem.commands import metrics as metrics_module  # deferred: command
+
+    config = setup(ctx, "metrics")
+    return output.show_metrics(metrics_module.render(config), to)
 
 
 units_app.command("print")(units_print)

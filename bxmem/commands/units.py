@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bxmem.errors import BxmemError, Refused, UsageError
 from bxmem.start import where
+from bxmem.start.grammar import JOBS
 from bxmem.start.version import __version__
 from bxmem.store import unit_files
 from bxmem.store.paths import check_named, config_source, load_toml, resolve_paths
@@ -182,9 +183,12 @@ def generate(where_to: Target, resolved: Resolved) -> dict[str, str]:
     return units
 
 
-def to_enable(units: dict[str, str]) -> list[str]:
-    """The timers and .path units: each starts its service (the services are not enabled)."""
-    return [name for name in units if name.endswith((".timer", ".path"))]
+def to_enable(units: dict[str, str], optional: bool = False) -> list[str]:
+    """The timers and .path units to enable (each starts its service; the services are
+    not enabled): the timer jobs' (start/registry.py), and with `optional` every other's
+    too (bxmem metrics, which writes for node_exporter: a host without one has no use for it)."""
+    return [name for name in units if name.endswith((".timer", ".path"))
+            and (optional or name.split(".")[0].removeprefix("bxmem-") in JOBS)]
 
 
 @dataclass
@@ -195,6 +199,7 @@ class Installed:
     enabled: list[str]
     manifest: Path
     environment: dict[str, str]
+    left: list[str] = field(default_factory=list)  # written, not enabled (optional)
 
     def lines(self) -> list[str]:
         out = [f"wrote {path}" + (" (replacing the one there)" if path in self.replaced else "") for path in self.written]
@@ -202,11 +207,13 @@ class Installed:
         out += [f"the units find the configuration and home through {k}={v}" for k, v in self.environment.items()]
         if self.enabled:
             out.append(f"enabled and started: {' '.join(self.enabled)}")
+        if self.left:
+            out.append(f"written, not enabled (optional; units install --optional enables them too): {' '.join(self.left)}")
         out.append(f"bxmem units uninstall removes exactly these (the list: {self.manifest})")
         return out
 
 
-def install(where_to: Target, resolved: Resolved, enable: bool = True) -> Installed:
+def install(where_to: Target, resolved: Resolved, optional: bool = False) -> Installed:
     """Write the units (each whole, then moved in place), record them, reload the
     manager and enable the timers and .path units."""
     if not resolved.home.is_dir():
@@ -222,14 +229,15 @@ def install(where_to: Target, resolved: Resolved, enable: bool = True) -> Instal
         written.append(path)
     stale = [Path(entry["path"]) for entry in previous.get("files", []) if Path(entry["path"]).name not in units]
     removed = [path for path in stale if unit_files.remove(path)]
-    enabled = to_enable(units) if enable else []
+    enabled = to_enable(units, optional)
+    left = [name for name in to_enable(units, True) if name not in enabled]
     unit_files.write_manifest(where_to.manifest, {"version": MANIFEST_VERSION, "scope": where_to.scope, "user": where_to.user,
                               "files": [{"path": str(p), "sha256": _digest(units[p.name].encode())} for p in written],
                               "enabled": enabled})
     _systemctl(where_to, "daemon-reload")
     if enabled:
         _systemctl(where_to, "enable", "--now", *enabled)
-    return Installed(written, replaced, removed, enabled, where_to.manifest, resolved.environment)
+    return Installed(written, replaced, removed, enabled, where_to.manifest, resolved.environment, left)
 
 
 @dataclass

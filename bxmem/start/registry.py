@@ -60,7 +60,7 @@ _JSON = {"--json": "json"}
 COMMANDS = (
     Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
     Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True, progress=True),
-    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options=_JSON, timer_job=True),
+    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options={**_JSON, "--now": "now"}, timer_job=True),
     Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k"}, valued=("-k",),
             positional="query"),
     Command("undo", f"{_APP}:undo", ("NOT_FOUND", "REFUSED")),
@@ -85,6 +85,9 @@ COMMANDS = (
     Command("units print", f"{_HOST}:units_print", ("REFUSED",)),
     Command("units install", f"{_HOST}:units_install", ("REFUSED",)),
     Command("units uninstall", f"{_HOST}:units_uninstall", ("REFUSED",)),
+    # ATTENTION: a check failed; UNAVAILABLE: Honcho did not answer (what needs it was not checked).
+    Command("doctor", f"{_HOST}:doctor", ("ATTENTION", "UNAVAILABLE")),
+    Command("metrics", f"{_HOST}:metrics"),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}

@@ -10,9 +10,10 @@
 #      host's Honcho), as PID 1 of its own PID namespace;
 #   3. user kyle (uid 1000, passwordless sudo) runs the README's own commands, read from the
 #      README's blocks marked `<!-- systemd-rig: NAME -->` (readme_blocks.py), each in a new
-#      login shell in a copy of CHECKOUT: linger, install (pipx), then setup: bxmem init,
-#      bxmem config check, bxmem units install, with the server's URL and fresh workspaces
-#      (sd-<random>-trusted/-untrusted/-fleet) in place of the block's example values; before
+#      login shell in a copy of CHECKOUT: linger, install (pipx), then bxmem init (the server's
+#      URL and fresh workspaces sd-<random>-trusted/-untrusted/-fleet in place of the block's
+#      example values), bxmem doctor (every line ok but the units' and brokerd's, which the
+#      rig keeps down at first), bxmem units install, and doctor again once all runs; before
 #      it, the rig puts a key per workspace in the folder the block's --keys names (minted
 #      with $SDRIG_ADMIN_JWT on a server with auth on, else random), and after it loopd's and
 #      memoryd's part: a minimal Boxmaker home's content (two loopd logs, a memoryd journal);
@@ -78,7 +79,7 @@ NPASS=0; NFAIL=0
 
 [ -f "$CHECKOUT/pyproject.toml" ] && [ -d "$CHECKOUT/systemd" ] || { echo "not a bxmem checkout: $CHECKOUT"; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "run as root"; exit 2; }
-BLOCKS="linger install setup upgrade user-units-off system-units system-units-off uninstall"
+BLOCKS="linger install init doctor units upgrade user-units-off system-units system-units-off uninstall"
 ADMIN_JWT=""
 if [ -n "${SDRIG_ADMIN_JWT:-}" ]; then
     ADMIN_JWT=$(cat "$SDRIG_ADMIN_JWT") || { echo "cannot read SDRIG_ADMIN_JWT=$SDRIG_ADMIN_JWT"; exit 2; }
@@ -210,14 +211,14 @@ KYLE_ENV="HOME=/home/kyle USER=kyle LOGNAME=kyle XDG_RUNTIME_DIR=/run/user/1000 
 U() { IN runuser -u kyle -- env -i $KYLE_ENV PATH=/home/kyle/.local/bin:/usr/local/bin:/usr/bin:/bin bash -c "cd ~ && $1"; }
 # The README's block NAME, as written, as kyle in a new login shell (PATH from /etc/profile and
 # ~/.profile, as a new terminal has it) in the checkout; stops at the first failing command.
-# The setup block's example values are the owner's to replace: the rig's server and its run's workspaces.
+# The init block's example values are the owner's to replace: the rig's server and its run's workspaces.
 EXAMPLE_URL=http://honcho.example:8000
 readme_block() {
     local block
     block=$(python3 "$HERE/readme_blocks.py" "$CHECKOUT/README.md" "$1") || return 1
-    if [ "$1" = setup ]; then
+    if [ "$1" = init ]; then
         case "$block" in *"$EXAMPLE_URL"*"--agent boxmaker0"*) ;;
-            *) echo "the README's setup block no longer names $EXAMPLE_URL and --agent boxmaker0: update the rig" >&2; return 1;; esac
+            *) echo "the README's init block no longer names $EXAMPLE_URL and --agent boxmaker0: update the rig" >&2; return 1;; esac
         block=${block//$EXAMPLE_URL/$HONCHO}
         block=${block//--agent boxmaker0/--agent boxmaker0 --trusted $RUN-trusted --untrusted $RUN-untrusted --fleet $RUN-fleet}
     fi
@@ -287,7 +288,7 @@ info "workspaces: $RUN-trusted, $RUN-untrusted, $RUN-fleet at $HONCHO"
 set_url() {  # set_url URL: the configuration init wrote, pointed at another server
     U "sed -i 's|^url = .*|url = \"$1\"|' ~/.config/boxmaker/bxmem.toml"
 }
-# A key per workspace, where the README's setup block says (--keys ~/.config/boxmaker), as the
+# A key per workspace, where the README's init block says (--keys ~/.config/boxmaker), as the
 # owner would have them: minted by the server's admin when auth is on, else random (auth off
 # ignores them).
 U "mkdir -p ~/.config/boxmaker && chmod 700 ~/.config/boxmaker"
@@ -542,13 +543,21 @@ journal_problems() {  # journal_problems LABEL SINCE
 }
 
 HPORT=$(echo "$HONCHO" | sed -E 's|.*:([0-9]+).*|\1|')
-# ---------------------------------------------------------------- 1. init, config check, units install (README 'setup')
+# ---------------------------------------------------------------- 1. init, doctor, units install (README 'init', 'doctor', 'units')
 SC=user
-say "README 'setup': bxmem init, bxmem config check, bxmem units install"
-readme_block setup > "$OUT/setup-as-run.sh" && info "setup block as run: $(tr '\n' ';' < "$OUT/setup-as-run.sh")"
+say "README 'init', 'doctor', 'units': bxmem init, bxmem doctor, bxmem units install"
+readme_block init > "$OUT/init-as-run.sh" && info "init block as run: $(tr '\n' ';' < "$OUT/init-as-run.sh")"
+readme_step init "bxmem init" || die "init failed"
+readme doctor; rc=$?
+failed=$(grep '^failed: ' "$OUT/readme-doctor.log" | grep -v -e '^failed: units of ' -e '^failed: brokerd: ')
+accepted=$(grep -c '^ok: key for .* on Honcho: accepted' "$OUT/readme-doctor.log")
+if [ $rc = 4 ] && [ -z "$failed" ] && [ "$accepted" = 3 ] && ! grep -q '^not checked: ' "$OUT/readme-doctor.log"; then
+    pass "README 'doctor' block as kyle, before the units: $(tail -1 "$OUT/readme-doctor.log"); every key accepted by its workspace, only the units (not installed yet) and brokerd (down) fail"
+else
+    fail "README 'doctor' block as kyle exits $rc: $(grep -E '^(failed|not checked): ' "$OUT/readme-doctor.log" | cut -c1-160 | tr '\n' '|')"
+fi
 T1=$(now)
-readme_step setup "bxmem init, bxmem config check, bxmem units install" || die "setup failed"
-info "bxmem config check: $(grep -m1 '^mode:' "$OUT/readme-setup.log"); $(grep -c '(key from' "$OUT/readme-setup.log") key file(s) read"
+readme_step units "bxmem units install" || die "units install failed"
 modes=$(IN stat -c '%a %n' /home/kyle/.local/share/boxmaker /home/kyle/.local/share/boxmaker/memory \
         /home/kyle/.local/share/boxmaker/memory/bxmem /home/kyle/.config/boxmaker/bxmem.toml | tr '\n' ';')
 [ "$modes" = "700 /home/kyle/.local/share/boxmaker;700 /home/kyle/.local/share/boxmaker/memory;700 /home/kyle/.local/share/boxmaker/memory/bxmem;600 /home/kyle/.config/boxmaker/bxmem.toml;" ] \
@@ -619,6 +628,9 @@ U 'bxmem sync' > "$OUT/sync.txt" 2>&1; rc=$?
 U "journalctl --user -u 'bxmem-*' --no-pager -n 3" > "$OUT/journal-as-kyle.txt" 2>&1 && [ -s "$OUT/journal-as-kyle.txt" ] \
     && pass "journalctl --user -u 'bxmem-*' works for kyle (README): $(tail -1 "$OUT/journal-as-kyle.txt" | cut -c1-120)" \
     || fail "journalctl --user -u 'bxmem-*' as kyle: $(head -2 "$OUT/journal-as-kyle.txt")"
+U 'bxmem doctor' > "$OUT/doctor-after.txt" 2>&1; rc=$?
+[ $rc = 0 ] && pass "bxmem doctor once the units have run and brokerd answers: $(tail -1 "$OUT/doctor-after.txt")" \
+    || fail "bxmem doctor exits $rc once everything runs: $(grep -E '^(failed|warning|not checked)' "$OUT/doctor-after.txt" | cut -c1-160 | tr '\n' '|')"
 U 'bxmem runbook broker-state-unavailable' | grep -q '^# broker-state-unavailable' \
     && pass "the runbook entry the warning names prints after a pipx install: bxmem runbook broker-state-unavailable" \
     || fail "bxmem runbook broker-state-unavailable does not print the entry"

@@ -42,6 +42,7 @@ class Tally(Protocol):
     refused: list[dict]
     in_doubt: list[dict]
     said: set
+    refolded: bool
 
 
 class LocalFailure(Exception):
