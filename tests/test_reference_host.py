@@ -114,10 +114,13 @@ def test_exit_7_is_a_document_too(fleet, honcho):
 
 
 def test_exit_2_gives_the_model_bxmems_one_line_and_reads_no_memory(fleet, honcho):
-    result = fleet.call("recall", {"query": "   "})  # valid for the tool schema, refused by bxmem
+    """What the tool schemas admit, bxmem takes (tests/test_tool_inputs.py): exit 2 comes to a
+    host that runs bxmem on input it did not validate, here a query of blanks."""
+    assert fleet.call("recall", {"query": "   "}).exit is None  # the schema refuses it: the host answers
+    result = fleet.result("recall", fleet._run(fleet.argv("recall", {"query": "   "}), 15.0))
     assert (result.exit, result.is_error) == (2, True)
     assert (result.content, result.label) == ("bxmem: error: the query is empty", NOTHING_READ)
-    result = fleet.call("ask_memory", {"question": " \n "})
+    result = fleet.result("ask_memory", fleet._run(fleet.argv("ask_memory", {"question": " \n "}), 15.0))
     assert (result.exit, result.content, result.label) == (2, "bxmem: error: the question is empty", NOTHING_READ)
     assert honcho.requests == []
 

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # The same limits as commands/ask.py and commands/recall.py (tests/test_tools.py holds them equal),
 # written out so that this module imports nothing of bxmem's.
 MAX_QUESTION_CHARS = 2_000
+# A text field holds a character other than white space and NUL (which the host removes):
+# what bxmem refuses as empty (commands/recall.BLANK) the schema refuses, in any regex dialect.
+NOT_BLANK = "[^\\s\\u0000]"
 REASONING = ("minimal", "low")
 DEFAULT_K = 8
 OWN_NAMES = ("own", "untrusted", "fleet")
@@ -46,7 +49,8 @@ def _recall(local_only: bool) -> dict:
         "input_schema": {
             "type": "object",
             "properties": {
-                "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Plain keywords."},
+                "query": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": NOT_BLANK,
+                          "description": "Plain keywords."},
                 "k": {"type": "integer", "minimum": 1, "maximum": 20, "default": DEFAULT_K,
                       "description": "At most this many hits."},
             },
@@ -65,7 +69,7 @@ def _ask(agents: list[str]) -> dict:
         "input_schema": {
             "type": "object",
             "properties": {
-                "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+                "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS, "pattern": NOT_BLANK},
                 "workspaces": {"type": "array", "items": {"type": "string", "enum": names}, "minItems": 1, "maxItems": len(names),
                                "uniqueItems": True,
                                "description": "own (default): this agent's memory; untrusted: what it read "
