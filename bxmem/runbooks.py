@@ -1,8 +1,8 @@
-"""The runbook: what to do about each state bxmem reports, shipped inside the
-package (bxmem/runbook/*.md), so `bxmem runbook NAME` can print an entry
-wherever bxmem is installed (pipx, uv, a checkout). Every log line, error and
-`sync` attention line that cites an entry names that command
-(errors.cite_runbook).
+"""The runbook: what to do about each state bxmem reports. Its source is the
+checkout's top-level `runbook/*.md`, and every install carries it (start/where.py's
+`shipped`), so `bxmem runbook NAME` can print an entry wherever bxmem is installed
+(pipx, uv, a checkout). Every log line, error and `sync` attention line that cites
+an entry names that command (errors.cite_runbook).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bxmem.errors import NotFound
+from bxmem.start.where import shipped
 
 # Each entry, and what it is about in one line (`bxmem runbook` lists them).
 ENTRIES = {
@@ -46,8 +47,8 @@ ENTRIES = {
 
 
 def folder() -> Path:
-    """Where the installed entries are (package data beside this module)."""
-    return Path(__file__).resolve().parent / "runbook"
+    """Where the entries are: the package's copy, or the checkout's runbook/."""
+    return Path(shipped("runbook"))
 
 
 def text(entry: str) -> str:

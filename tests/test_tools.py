@@ -105,12 +105,17 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
     import bxmem
 
-    for name in ("recall", "ask", "send", "doctor", "error"):
+    names = ("recall", "ask", "decide", "mirror", "send", "doctor", "undo", "sync", "audit", "outbox", "config", "error")
+    listed = bxmem_inprocess("schema")
+    assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == list(names)
+    for name in names:
         result = bxmem_inprocess("schema", name)
         assert (result.returncode, result.stderr) == (0, "")
         shipped = (Path(bxmem.__file__).parent / "schemas" / f"{name}.schema.json").read_text()
         assert result.stdout == shipped.rstrip("\n") + "\n"
         jsonschema.Draft202012Validator.check_schema(json.loads(result.stdout))
-    bad = bxmem_inprocess("schema", "audit")
+        assert f'"schema": {{"const": "bxmem.{name}/' in result.stdout  # the version every document carries
+    bad = bxmem_inprocess("schema", "index")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == "bxmem: error: schema: there are schemas for recall, ask, send, doctor and error, not 'audit'\n"
+    assert bad.stderr == ("bxmem: error: schema: no schema 'index'; the schemas are: recall, ask, decide, mirror, send, "
+                          "doctor, undo, sync, audit, outbox, config, error\n")

@@ -58,6 +58,7 @@ from bxmem.store.state_json import load_json, write_json
 # incomplete (exit 7), never hung. A legitimate audit of 100,000 messages takes
 # about a thousand requests, some 30 s.
 DEADLINE_S = 300.0
+SCHEMA = "bxmem.audit/1"  # `audit --json` (bxmem/schemas/audit.schema.json)
 SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
 # audit.json as AuditReport.summary writes it; of any other shape it is not shown (the next audit writes it again).
 SUMMARY_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "accepted": integer(0)})
@@ -110,7 +111,7 @@ class AuditReport:
 
     # What the command prints (cli/output.py's show writes it): the report knows its own output.
     def as_json(self) -> dict:
-        return {"workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
+        return {"schema": SCHEMA, "workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
                 "discrepancies": self.discrepancies, "not_audited": self.not_audited, "accepted": self.accepted}
 
     def lines(self) -> list[str]:

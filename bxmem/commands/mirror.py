@@ -45,6 +45,7 @@ from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 from bxmem.store.state_json import load_json, say_unusable, write_json
 
 STATE_FILE = "mirror.json"
+SCHEMA = "bxmem.mirror/1"  # `mirror --json` (bxmem/schemas/mirror.schema.json)
 KEY_FILE = local_key.KEY_FILE
 
 
@@ -60,7 +61,7 @@ class MirrorReport:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())),
+        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())),
                 "skipped_lines": self.skipped_lines, "local_only": config.local_only}
 
     def summary(self, config: Config) -> str | None:

@@ -25,6 +25,7 @@ from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
+SCHEMA = "bxmem.sync/1"  # `sync --json` (bxmem/schemas/sync.schema.json)
 LONG_OUTAGE_S = 600
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
@@ -166,7 +167,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
             stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
             need("key", f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
     return {
-        "mode": "local-only" if config.local_only else "honcho",
+        "schema": SCHEMA, "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
         "workspaces": workspaces,
         "held": held,
