@@ -39,6 +39,9 @@ class ExitCode:
     REFUSED = 6
     #: recall, ask: no source answered; audit: Honcho did not answer.
     UNAVAILABLE = 7
+    #: `bxmem artifact resolve`, `verify`, `export`: an artifact's bytes failed their
+    #: integrity check (missing, truncated, replaced); nothing was resolved or exported.
+    INTEGRITY = 8
     #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
     CONFIG = 78
     #: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
@@ -70,6 +73,9 @@ MEANINGS = {
                       "`outbox` command or `sync --retry-failed` while a send holds the outbox); nothing written",
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
                           "answer; the audit is incomplete)",
+    ExitCode.INTEGRITY: "an artifact's bytes failed their integrity check (missing, truncated or replaced): `artifact "
+                        "resolve` and `export` give no path or copy, `verify` names each (see: bxmem runbook "
+                        "artifact-integrity-failed)",
     ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
@@ -134,6 +140,13 @@ class Incomplete(BxmemError):
     """A command that could not finish because a server did not answer (`audit`)."""
 
     exit_code = ExitCode.UNAVAILABLE
+
+
+class IntegrityFailed(BxmemError):
+    """An artifact whose stored bytes are not the ones recorded: never resolved, never exported."""
+
+    exit_code = ExitCode.INTEGRITY
+    runbook = "artifact-integrity-failed"
 
 
 class StorageError(BxmemError):

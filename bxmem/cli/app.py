@@ -17,6 +17,7 @@ from pathlib import Path
 import typer
 
 from bxmem.cli import output
+from bxmem.cli.artifacts import artifact_app
 from bxmem.cli.common import CONFIG_HELP, JSON_OPTION, QUIET_HELP, VERBOSE_HELP, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
 from bxmem.cli.owner import outbox_app
@@ -41,6 +42,7 @@ app.add_typer(config_app, name="config")
 index_app = typer.Typer(help="The local search index.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(index_app, name="index")
 app.add_typer(outbox_app, name="outbox")
+app.add_typer(artifact_app, name="artifact")
 
 
 def _version(value: bool) -> None:

@@ -36,6 +36,7 @@ from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, UsageError
 from bxmem.policy import shown
+from bxmem.policy.retry import ALONE, held_by
 from bxmem.policy.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 from bxmem.store import ledger_events
 from bxmem.store.files import JobLock
@@ -74,7 +75,7 @@ class Survey:
         blocked: dict[object, dict] = {}  # what an in-doubt item holds back (retry.Hold) -> its entry
         for key in queue if survey.doubt else ():
             record = box.pending[key]
-            holds = "edits" if record[KIND] == "edit" else (record[WS], record[SESSION])
+            holds = held_by(record[KIND], record[WS], record[SESSION])
             if key in survey.doubt:
                 blocked.setdefault(holds, survey.doubt[key])
             elif holds in blocked:
@@ -302,7 +303,7 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
                       "bxmem outbox resend looks it up there first, or drop it")
     if failed and failed.get("results"):
         raise Refused(f"{key} did part of its work in {ws} before it failed: it cannot move; drop it")
-    if record[KIND] == "edit":
+    if record[KIND] in ALONE:
         decision = {**survey.ledger.event_at(record[OFFSET]), "ws": to}
         held = check_item(writes_of(decision, survey.box.conclusions, survey.box.fleet), survey.roles, survey.written)
         if held is not None:

@@ -113,11 +113,31 @@ class SendSection(_Strict):
     batch: int = Field(default=1000, ge=1, le=10_000)  # default= by name: what type checkers read
 
 
+# Artifact memory's bounds (seed 002 28.5): the defaults are the highest allowed,
+# so an owner can only lower them (policy/artifacts.py holds the same figures).
+MAX_ARTIFACT_BYTES, MAX_TOTAL_BYTES, MAX_CARDS = 1 << 30, 20 << 30, 10_000
+
+
+class ArtifactsSection(_Strict):
+    enabled: bool = True
+    max_artifact_bytes: int = Field(default=MAX_ARTIFACT_BYTES, ge=1, le=MAX_ARTIFACT_BYTES)
+    max_total_bytes: int = Field(default=MAX_TOTAL_BYTES, ge=1, le=MAX_TOTAL_BYTES)
+    max_cards: int = Field(default=MAX_CARDS, ge=1, le=MAX_CARDS)
+    integrity: Literal["always", "cached"] = "always"
+
+    @model_validator(mode="after")
+    def _one_fits(self) -> ArtifactsSection:
+        if self.max_artifact_bytes > self.max_total_bytes:
+            raise ValueError("max_artifact_bytes is more than max_total_bytes: no artifact that large could be kept")
+        return self
+
+
 class RawConfig(_Strict):
     paths: dict[str, str] = {}
     honcho: HonchoSection | None = None
     secrets: dict[str, SecretFile] = {}
     send: SendSection = SendSection()
+    artifacts: ArtifactsSection | None = None
 
     @model_validator(mode="after")
     def _secret_names(self) -> RawConfig:
@@ -147,11 +167,16 @@ def _describe(error: ValidationError, path: Path) -> str:
 
 
 def validate(raw: dict, path: Path) -> dict:
-    """Plain data: {"honcho": {...} | None, "secrets": {name: file}, "batch": n}."""
+    """Plain data: {"honcho": {...} | None, "secrets": {name: file}, "batch": n, "artifacts": {...} | None}."""
     try:
         parsed = RawConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigInvalid(_describe(exc, path)) from None
     # Field names as config.HonchoSettings and config.ReadSource take them (a test holds them equal).
     honcho = parsed.honcho.model_dump() if parsed.honcho else None
-    return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch}
+    # An [artifacts] section with enabled = false is as none: artifact memory is off.
+    artifacts = parsed.artifacts.model_dump() if parsed.artifacts and parsed.artifacts.enabled else None
+    if artifacts is not None:
+        del artifacts["enabled"]
+    return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch,
+            "artifacts": artifacts}

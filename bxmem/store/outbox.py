@@ -90,7 +90,7 @@ class Outbox:
     malformed: int = 0
     undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
     conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
-    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
+    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
     cancelled: int = 0
     decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
     # Every item decided so far. A decision is final: a second `decided` line for
@@ -229,7 +229,7 @@ class Outbox:
                 target = self.conclusions.get(result["of"])
                 if target is not None:
                     target["deleted_by"] = ref
-            elif result["do"] == "fleet-message" and result.get("ids"):
+            elif result["do"] in ("fleet-message", "card") and result.get("ids"):  # a retraction may sit beside it
                 self.fleet[ref] = {"ws": ev.get("ws"), "hsession": result.get("hsession"), "ids": result["ids"]}
 
     def pending_items(self):
