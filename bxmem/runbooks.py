@@ -32,6 +32,9 @@ ENTRIES = {
     "audit-unexpected-conclusion": "audit: a conclusion of the agent's or owner's peer that bxmem did not write",
     "audit-duplicate-conclusion": "audit: a conclusion is in Honcho twice (a create stored after bxmem looked for it)",
     "honcho-workspace-reused": "a workspace holds what this agent wrote to it in another role: nothing more is written to it",
+    "artifact-integrity-failed": "an artifact's stored bytes are not the ones recorded: it is never resolved or exported",
+    "artifact-quota": "the artifact store is at a bound (one artifact's size, all bytes, cards): records are refused",
+    "artifact-not-queued": "a card is kept on this host but its decision is not yet in the outbox (a record cut short)",
 }
 
 

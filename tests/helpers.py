@@ -101,6 +101,8 @@ def check_json_output(args: tuple[str, ...], stdout: str) -> None:
         validate_output("error", document)
     elif words and words[0] in ("recall", "ask", "send"):
         validate_output(words[0], document)
+    elif words[:2] in (["artifact", "record"], ["artifact", "resolve"]):
+        validate_output(f"artifact-{words[1]}", document)
 
 
 def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -20,7 +20,9 @@ from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
 ROOT = Path(__file__).resolve().parents[1]
 
 # The arguments each command needs to get past its own command line.
-ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"]}
+ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"],
+        "artifact record": ["--session", "s", "--", "table.csv"], "artifact resolve": ["art_" + "a" * 52],
+        "artifact export": ["art_" + "a" * 52, "--to", "/nonexistent/out"], "artifact rm": ["art_" + "a" * 52]}
 
 
 def leaf_commands() -> list[str]:
@@ -56,18 +58,19 @@ def _functions() -> dict[str, list[ast.FunctionDef]]:
     """Each command's own code: its function in cli/app.py, and for the timer jobs
     and recall the functions both paths run (commands/run.py), with the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    files = {"cli": "cli/app", "cli_owner": "cli/owner", "jobs": "commands/run", "decide": "commands/decide",
-             "mirror": "commands/mirror", "send_report": "commands/send/report"}
+    files = {"cli": "cli/app", "cli_owner": "cli/owner", "cli_artifacts": "cli/artifacts", "jobs": "commands/run",
+             "decide": "commands/decide", "mirror": "commands/mirror", "send_report": "commands/send/report"}
     trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text())
-             for name in ("cli", "cli_owner", "jobs", *reports.values())}
+             for name in ("cli", "cli_owner", "cli_artifacts", "jobs", *reports.values())}
     defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     out: dict[str, list[ast.FunctionDef]] = {}
     for (mod, name), node in defs.items():
-        if mod not in ("cli", "cli_owner"):
+        if mod not in ("cli", "cli_owner", "cli_artifacts"):
             continue
         for decorator in node.decorator_list:
             if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
-                group = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox "}[
+                group = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox ",
+                         "artifact_app": "artifact "}[
                     decorator.func.value.id]
                 command = group + (decorator.args[0].value if decorator.args else name)
                 out[command] = [node]

@@ -159,16 +159,17 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     return output.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
-SCHEMAS = ("recall", "ask", "send", "error")
+SCHEMAS = ("recall", "ask", "send", "artifact-record", "artifact-resolve", "error")
 
 
 @app.command()
 @exits
 @global_options_too
-def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|ask|send|error",
-                                                         help="Whose --json output: recall, ask, send, or any "
-                                                              "command's error document.")) -> int:
-    """Print the JSON Schema of `recall --json` or `ask --json` (the contract a host validates the output against), `send --json`, or the error document."""
+def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="NAME",
+                                                         help="Whose --json output: recall, ask, send, artifact-record, "
+                                                              "artifact-resolve, or any command's error document "
+                                                              "(error).")) -> int:
+    """Print the JSON Schema of `recall`, `ask`, `artifact record` or `artifact resolve --json` (the contracts a host validates the output against), `send --json`, or the error document."""
     check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
     if name not in SCHEMAS:
         raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")

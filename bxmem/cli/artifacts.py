@@ -54,8 +54,8 @@ def _tail(words: list[str], allowed: dict[str, str], given: dict) -> dict:
 @global_options_too
 def artifact_record(
     ctx: typer.Context,
-    words: list[str] = typer.Argument(..., metavar="NAME [OPTION VALUE]...",
-                                      help="A file directly in sessions/SESSION/exports/, then options if not given before."),
+    words: list[str] = typer.Argument(..., metavar="NAME",
+                                      help="A file directly in sessions/SESSION/exports/; the options may follow it (after --, each takes the next word)."),
     session: str = typer.Option(..., "--session", metavar="ID", help=SESSION_HELP),
     title: str | None = typer.Option(None, "--title", metavar="T", help="At most 200 characters."),
     summary: str | None = typer.Option(None, "--summary", metavar="S",
@@ -86,7 +86,7 @@ def artifact_record(
 @global_options_too
 def artifact_resolve(
     ctx: typer.Context,
-    words: list[str] = typer.Argument(..., metavar="ID [--source-version V]",
+    words: list[str] = typer.Argument(..., metavar="ID",
                                       help="An experiment id (exp_...) or an artifact id (art_...)."),
     session: str | None = typer.Option(None, "--session", metavar="ID", help=SESSION_HELP),
     source_version: str | None = typer.Option(None, "--source-version", metavar="V",

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 
-from bxmem.commands.artifact_doc import record_document, resolve_document
+from bxmem.commands.artifact_doc import Recorded, Resolved
 from bxmem.config.loader import ArtifactSettings, Config
-from bxmem.errors import ExitCode, IntegrityFailed, NotFound, Refused, StorageError, UsageError
+from bxmem.errors import IntegrityFailed, NotFound, Refused, StorageError, UsageError
 from bxmem.policy.artifacts import (
     CARD_SCHEMA,
     UNKNOWN,
@@ -64,30 +63,6 @@ def check_session(session: str) -> None:
     problem = session_id_problem(session)
     if problem:
         raise UsageError(f"--session {session!r}: {problem}")
-
-
-@dataclass
-class Recorded:
-    experiment: str
-    artifact: str
-    sha256: str
-    size: int
-    media_type: str
-    deduplicated: bool
-    index_state: str  # queued | local-only | pending (not yet in the outbox: a ledger append failed)
-    index_reason: str
-    workspace_role: str | None
-    warnings: list[str] = field(default_factory=list)
-
-    def as_json(self) -> dict:
-        return record_document(self)
-
-    def lines(self) -> list[str]:
-        return [record_document(self)["text"]] + [f"warning: {w}" for w in self.warnings]
-
-    @property
-    def exit_code(self) -> int:
-        return ExitCode.OK
 
 
 def record(config: Config, session: str, name: str, *, title: str = "", summary: str = "", tags: list[str] | None = None,
@@ -157,6 +132,7 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
             return result
         entry["ledger_at"] = Ledger(config.paths.ledger).size()  # where to look for it, should this record be cut short
         card["remote"].append(entry)
+        result.index_reason = entry["reason"]
         cards.mark_pending(experiment)
         cards.write(card, old["revision"] if old else None)
         result.index_state = _queue(config, cards, card, entry, result.warnings)
@@ -266,26 +242,6 @@ def reconcile(config: Config, store: Store, cards: Cards, warnings: list[str]) -
 # --- resolve --------------------------------------------------------------------------------------
 
 
-@dataclass
-class Resolved:
-    card: dict
-    path: str
-    freshness: str
-    label: tuple[bool, str]
-    verified_at: str
-    warnings: list[str]
-
-    def as_json(self) -> dict:
-        return resolve_document(self)
-
-    def lines(self) -> list[str]:
-        return [resolve_document(self)["text"]]
-
-    @property
-    def exit_code(self) -> int:
-        return ExitCode.OK
-
-
 def find_cards(cards: Cards, ident: str) -> list[dict]:
     """The cards an id names on this host: the experiment's, or every card of the artifact."""
     if is_experiment_id(ident):
@@ -303,8 +259,10 @@ def resolve(config: Config, ident: str, source_version: str | None = None, sessi
     limits = settings(config)
     if session is not None:
         check_session(session)
+    if not (is_experiment_id(ident) or is_artifact_id(ident)):
+        raise UsageError(f"{ident!r} is not an experiment id (exp_...) or an artifact id (art_...)")
     store, cards = store_of(config)
-    found = find_cards(cards, ident) if store.exists() else []
+    found = find_cards(cards, ident) if store.is_set_up() else []
     if not found:
         other = " (a card from another agent or the fleet resolves only where its bytes are: by its artifact id)" \
             if is_experiment_id(ident) else ""

@@ -10,18 +10,61 @@ instructions, no stored line able to forge a line of bxmem's own.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
+from bxmem.errors import ExitCode
 from bxmem.policy import render
 from bxmem.policy.labels import MEMORY, TAINTED
 from bxmem.policy.sanitize import neutralise
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from bxmem.commands.artifact import Recorded, Resolved
-
 RECORD_SCHEMA = "bxmem.artifact-record/1"
 RESOLVE_SCHEMA = "bxmem.artifact-resolve/1"
 NOTHING_READ = {"untrusted": False, "class": "public"}  # record gives the model nothing from memory
+
+
+@dataclass
+class Recorded:
+    experiment: str
+    artifact: str
+    sha256: str
+    size: int
+    media_type: str
+    deduplicated: bool
+    index_state: str  # queued | local-only | pending (not yet in the outbox: a ledger append failed)
+    index_reason: str
+    workspace_role: str | None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return record_document(self)
+
+    def lines(self) -> list[str]:
+        return [record_document(self)["text"]] + [f"warning: {w}" for w in self.warnings]
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK
+
+
+@dataclass
+class Resolved:
+    card: dict
+    path: str
+    freshness: str
+    label: tuple[bool, str]
+    verified_at: str
+    warnings: list[str]
+
+    def as_json(self) -> dict:
+        return resolve_document(self)
+
+    def lines(self) -> list[str]:
+        return [resolve_document(self)["text"]]
+
+    @property
+    def exit_code(self) -> int:
+        return ExitCode.OK
+
 
 _WHERE = {"trusted": "this agent's trusted workspace", "untrusted": "this agent's untrusted workspace"}
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from bxmem.commands.artifact import find_cards, reconcile, store_of
 from bxmem.config.loader import Config
-from bxmem.errors import ExitCode, NotFound, Refused
+from bxmem.errors import ExitCode, NotFound, Refused, cite_runbook
 from bxmem.policy import shown
 from bxmem.policy.artifacts import retraction_item
 from bxmem.policy.ledger_time import format_time
@@ -21,7 +21,7 @@ from bxmem.store.artifact_cards import Cards
 from bxmem.store.artifacts import Store
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import DecidedCard, decided_card
-from bxmem.store.outbox import Outbox
+from bxmem.store.outbox import KIND, Outbox
 
 TITLE_CHARS = 120  # of a card's title in the owner's lines (stored text: shown.line)
 
@@ -70,8 +70,10 @@ class Listing:
         return {"schema": "bxmem.artifact-list/1", "cards": self.cards, "unusable": self.unusable, "usage": self.usage}
 
     def lines(self) -> list[str]:
-        out = [f"{len(self.cards)} card(s), {self.usage['objects']} object(s), {self.usage['bytes']:,} of "
-               f"{self.usage['max_total_bytes']:,} bytes, {len(self.cards)} of {self.usage['max_cards']:,} cards"]
+        u = self.usage
+        bounds = (f" (of {u['max_total_bytes']:,} bytes and {u['max_cards']:,} cards)" if u["max_total_bytes"]
+                  else " (artifact memory is off: no [artifacts] in bxmem.toml)")
+        out = [f"{len(self.cards)} card(s), {u['objects']} object(s), {u['bytes']:,} bytes{bounds}"]
         for c in self.cards:
             index = "; ".join(f"{i['state']}" + (f" in {i['workspace']}" if i["workspace"] else f" ({i['reason']})")
                               for i in c["index"]) or "-"
@@ -97,7 +99,7 @@ def usage(config: Config, store: Store, cards: Cards) -> dict:
 def list_cards(config: Config) -> Listing:
     store, cards = store_of(config)
     result = Listing()
-    if store.exists():
+    if store.is_set_up():
         warnings: list[str] = []
         with store.lock():
             reconcile(config, store, cards, warnings)
@@ -148,7 +150,7 @@ class Verified:
 def verify(config: Config, ids: list[str] | None = None) -> Verified:
     store, cards = store_of(config)
     result = Verified()
-    if not store.exists():
+    if not store.is_set_up():
         if ids:
             raise NotFound(f"{ids[0]} is not on this host: there is no artifact store")
         return result
@@ -216,7 +218,7 @@ class Exported:
 
 def export(config: Config, ident: str, to: str) -> Exported:
     store, cards = store_of(config)
-    found = _found(cards, ident) if store.exists() else []
+    found = _found(cards, ident) if store.is_set_up() else []
     if not found:
         raise NotFound(f"{ident} is not on this host")
     art = found[0]["artifact"]
@@ -265,7 +267,7 @@ def remove(config: Config, ids: list[str], dry_run: bool = False) -> Removed:
     if not ids:
         raise Refused("artifact rm: name the experiments (exp_...) or artifacts (art_...) to remove")
     store, cards = store_of(config)
-    if not store.exists():
+    if not store.is_set_up():
         raise NotFound(f"{ids[0]} is not on this host: there is no artifact store")
     result = Removed(dry_run)
     warnings: list[str] = []
@@ -315,10 +317,48 @@ def summary(config: Config) -> dict | None:
     """What sync shows of the store (counts only: never a title, a path or an id's text),
     or None when artifact memory is off and there is no store."""
     store, cards = store_of(config)
-    if config.artifacts is None and not store.exists():
+    if config.artifacts is None and not store.is_set_up():
         return None
-    temps = store.temps() if store.exists() else []
+    temps = store.temps() if store.is_set_up() else []
     return {"enabled": config.artifacts is not None, **usage(config, store, cards),
-            "pending_records": len(cards.pending()) if store.exists() else 0,
+            "pending_records": len(cards.pending()) if store.is_set_up() else 0,
             "unfinished_records": sum(1 for t in temps if t[3]), "abandoned_temps": sum(1 for t in temps if not t[3])}
 
+
+QUOTA_ATTENTION = 0.9  # of a bound used: sync says so before records are refused
+
+
+def sync_section(config: Config, box: Outbox, nowhere: dict[str, int], attention: list[str]) -> dict | None:
+    """The artifact store as sync shows it: counts only (never a title, an id's text or a path)."""
+    found = summary(config)
+    if found is None:
+        return None
+    found["pending_index"] = sum(1 for r in box.pending.values() if r[KIND] == "card")
+    found["failed_index"] = sum(1 for item in box.failed if item.startswith("card:"))
+    found["decided_nowhere"] = dict(sorted(nowhere.items()))
+    if found["pending_records"]:
+        attention.append(f"{found['pending_records']} artifact card(s) kept on this host are not yet in the outbox (a "
+                         "record cut short, or the ledger could not be written): bxmem artifact verify queues them"
+                         + cite_runbook("artifact-not-queued"))
+    used = [found["bytes"] / found["max_total_bytes"] if found["max_total_bytes"] else 0.0,
+            found["cards"] / found["max_cards"] if found["max_cards"] else 0.0]
+    if max(used) >= QUOTA_ATTENTION:
+        attention.append(f"the artifact store uses {found['bytes']:,} of {found['max_total_bytes']:,} bytes "
+                         f"({used[0]:.0%}) and {found['cards']:,} of {found['max_cards']:,} cards: bxmem artifact rm "
+                         "what is not needed" + cite_runbook("artifact-quota"))
+    return found
+
+
+def sync_lines(found: dict | None) -> list[str]:
+    if found is None:
+        return []
+    state = "artifacts" if found["enabled"] else "artifacts (off: no [artifacts]; the store is still there)"
+    limits = (f" of {found['max_total_bytes']:,}" if found["max_total_bytes"] else "",
+              f" of {found['max_cards']:,}" if found["max_cards"] else "")
+    out = [f"{state}: {found['cards']:,}{limits[1]} card(s), {found['objects']:,} object(s), {found['bytes']:,}{limits[0]} "
+           f"bytes; {found['pending_index']} card item(s) pending for Honcho, {found['failed_index']} failed"
+           + (f"; {found['unfinished_records']} record(s) copying now" if found["unfinished_records"] else "")]
+    if found["decided_nowhere"]:
+        out.append("artifact cards kept on this host only: "
+                   + ", ".join(f"{reason} {n}" for reason, n in found["decided_nowhere"].items()))
+    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from bxmem.commands import checks
+from bxmem.commands import artifact_owner, checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
@@ -46,7 +46,8 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     for own in config.workspaces():
         if own.role.startswith("read:"):
             continue
-        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
+        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "pending_cards": 0,
+                                "oldest_pending": None,
                                 "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
                                 "waiting_behind": 0, "failed": 0, "key_refused_since": None}
     with ledger:  # event_at keeps the ledger open
@@ -60,7 +61,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
             if item["item"] in holds.held:
                 continue
             ws = workspaces[item["ws"]]  # not held: one of this agent's write workspaces
-            ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
+            ws[PENDING.get(item.get("kind"), "pending_turns")] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = shown.item(item["item"])
                 ws["oldest_pending_at"] = shown.date(ledger.event_at(item["offset"]).get("ts"))
@@ -95,13 +96,16 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                        for stem, c in cursors if c.get("error") and not c.get("gone")]
     out_of_order = sum(c.get("out_of_order", 0) for _stem, c in cursors)
     nowhere: dict[str, int] = {}
-    local_only = {"turns": 0, "edits": 0}
+    local_only = {"turns": 0, "edits": 0, "cards": 0}
+    cards_nowhere: dict[str, int] = {}
     for key, count in box.decided.items():
         kind, role, reason = key.split("/", 2)
         if role == "none" and kind == "turn":
             nowhere[reason] = nowhere.get(reason, 0) + count
-        if reason.endswith(LOCAL_ONLY_SUFFIX):  # decide and mirror mark what had a workspace but no [honcho]
-            local_only["edits" if kind == "edit" else "turns"] += count
+        if role == "none" and kind == "card":
+            cards_nowhere[reason] = cards_nowhere.get(reason, 0) + count
+        if reason.endswith(LOCAL_ONLY_SUFFIX):  # decide, mirror and artifact record mark what had a workspace but no [honcho]
+            local_only[{"edit": "edits", "card": "cards"}.get(kind, "turns")] += count
     if check:
         first_waiting = next(iter(decide_state.get("undecided") or {}), None)
         live = checks.services(config, first_waiting)
@@ -146,6 +150,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     for kind, count in ((audit_state or {}).get("discrepancies") or {}).items():
         attention.append(f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
                          "put right on the server, or bxmem audit --accept" + cite_runbook(f"audit-{kind}"))
+    artifacts = artifact_owner.sync_section(config, box, cards_nowhere, attention)
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
@@ -165,6 +170,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "log_lines_out_of_order": out_of_order,
         "decided_nowhere": dict(sorted(nowhere.items())),
         "decided_local_only": local_only,
+        "artifacts": artifacts,
         "checks": live,
         "keys": key_checks,
         "sent_items": box.sent_count,
@@ -185,6 +191,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     }
 
 
+PENDING = {"edit": "pending_edits", "card": "pending_cards"}
 def _text(value: object) -> str | None:
     return shown.line(value, SHOWN_TEXT) if isinstance(value, str) else None
 
@@ -310,8 +317,9 @@ def lines(report: dict) -> list[str]:
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
         doubt = (f" ({ws['in_doubt']} in doubt, {ws['waiting_behind']} waiting behind them)"
                  if ws.get("in_doubt") else "")
-        out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
-                   f"pending{doubt}, {ws['failed']} failed{oldest}")
+        cards = f", {ws['pending_cards']} artifact card(s)" if ws.get("pending_cards") else ""
+        out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s)"
+                   f"{cards} pending{doubt}, {ws['failed']} failed{oldest}")
     now = time.time()
     out += [in_doubt_line(entry, now) for entry in report.get("in_doubt") or []]
     for g in report["held"]:
@@ -339,9 +347,11 @@ def lines(report: dict) -> list[str]:
     if report["decided_nowhere"]:
         out.append("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
     local = report["decided_local_only"]
-    if local["turns"] or local["edits"]:
-        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s); never sent "
+    if local["turns"] or local["edits"] or local.get("cards"):
+        cards = f", {local['cards']} artifact card(s)" if local.get("cards") else ""
+        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s){cards}; never sent "
                    "(Honcho is not rebuilt from the logs)")
+    out += artifact_owner.sync_lines(report.get("artifacts"))
     if report["ledger_malformed_lines"]:
         out.append(f"ledger: {report['ledger_malformed_lines']} malformed line(s) skipped")
     repeated = report["ledger_repeated_decisions"]

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bxmem.errors import ConfigInvalid
+from bxmem.policy.artifacts import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 ID_RULE = "must be 1 to 512 characters of A-Z a-z 0-9 _ -"
@@ -113,12 +114,10 @@ class SendSection(_Strict):
     batch: int = Field(default=1000, ge=1, le=10_000)  # default= by name: what type checkers read
 
 
-# Artifact memory's bounds (seed 002 28.5): the defaults are the highest allowed,
-# so an owner can only lower them (policy/artifacts.py holds the same figures).
-MAX_ARTIFACT_BYTES, MAX_TOTAL_BYTES, MAX_CARDS = 1 << 30, 20 << 30, 10_000
-
-
 class ArtifactsSection(_Strict):
+    """Artifact memory (seed 002 28.5's bounds): each default is the highest allowed, so
+    an owner can only lower them."""
+
     enabled: bool = True
     max_artifact_bytes: int = Field(default=MAX_ARTIFACT_BYTES, ge=1, le=MAX_ARTIFACT_BYTES)
     max_total_bytes: int = Field(default=MAX_TOTAL_BYTES, ge=1, le=MAX_TOTAL_BYTES)

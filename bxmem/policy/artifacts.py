@@ -35,7 +35,6 @@ MAX_TAG = 80
 MAX_SOURCE_VERSION = 200
 MAX_MEDIA_TYPE = 100
 MAX_NAME_BYTES = 255  # NAME_MAX: one path component
-MAX_SEARCH_RESULTS = 20
 
 _B32 = re.compile(r"[a-z2-7]{52}")
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")

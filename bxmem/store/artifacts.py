@@ -42,7 +42,7 @@ class Store:
     def folder(self, name: str) -> Path:
         return self.root / name
 
-    def exists(self) -> bool:
+    def is_set_up(self) -> bool:
         return self.root.is_dir()
 
     def ensure(self) -> None:
