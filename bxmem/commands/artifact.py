@@ -135,6 +135,7 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
         result.index_reason = entry["reason"]
         cards.mark_pending(experiment)
         cards.write(card, old["revision"] if old else None)
+        artifact_ingest.checkpoint("card-written")
         result.index_state = _queue(config, cards, card, entry, result.warnings)
     artifact_ingest.checkpoint("done")
     return result

@@ -67,9 +67,13 @@ def _folder(parent_fd: int, name: str, shown: str) -> int:
         raise NotFound(f"{shown} does not exist") from None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            kind = "a symbolic link" if exc.errno == errno.ELOOP else "not a folder"
-            raise Refused(f"{shown} is {kind}; bxmem reads exports only from the folder loopd made, never through a "
-                          "link") from None
+            try:
+                mode = os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode
+                kind = "a regular file" if stat.S_ISREG(mode) else file_kind(mode)
+            except OSError:
+                kind = "not a folder"
+            raise Refused(f"{shown} is {kind}, not a folder; bxmem reads exports only from the folder loopd made, never "
+                          "through a link") from None
         raise
 
 
