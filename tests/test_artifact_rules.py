@@ -184,3 +184,23 @@ def test_delivery_ids_are_deterministic_from_experiment_and_projection():
     assert rules.card_item("exp_x", rev) == f"card:exp_x:{rev}"
     assert rules.card_item("exp_x", rev, 2) == f"card:exp_x:{rev}-2"
     assert rules.retraction_item(f"card:exp_x:{rev}") == f"card:exp_x:{rev}:rm"
+
+
+def test_design_md_gives_the_vectors_the_code_computes():
+    """The table in docs/design.md ("Test vectors"), each row computed again."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text()
+    table = text[text.index("### Test vectors"):]
+    rows = dict(re.findall(r"^\| (.+?) \| `((?:art|exp)_[a-z2-7]{52})` \|$", table, flags=re.M))
+    abc = rules.artifact_id(hashlib.sha256(b"abc").digest())
+    assert rows == {
+        "the empty file": rules.artifact_id(hashlib.sha256(b"").digest()),
+        "`abc`": abc,
+        "agent `boxmaker0`, `abc`, no fingerprint, version `unknown`": rules.experiment_id("boxmaker0", abc, None, "unknown"),
+        f"agent `boxmaker0`, `abc`, fingerprint `{FINGERPRINT}` (SHA-256 of `abc`), version `2026-09-01`":
+            rules.experiment_id("boxmaker0", abc, FINGERPRINT, "2026-09-01"),
+        "no agent (local-only), `abc`, no fingerprint, version `unknown`": rules.experiment_id(None, abc, None, "unknown"),
+    }
+    assert hashlib.sha256(b"abc").hexdigest() == FINGERPRINT
