@@ -118,11 +118,7 @@ class Host:
             document = self._document(tool, done.stdout)
             if document is not None:
                 return ToolResult(document["text"], document["label"], False, code, log)
-        elif code in ARTIFACT_LINE_EXITS and tool.startswith("artifact_"):  # section 8
-            lines = done.stderr.splitlines()
-            if len(lines) == 1 and lines[0].startswith("bxmem: error: "):
-                return ToolResult(lines[0], NOTHING_READ, True, code, log)
-        elif code == 2:  # stdout is not used: bxmem read nothing it could hold
+        elif (code in ARTIFACT_LINE_EXITS and tool.startswith("artifact_")) or code == 2:  # section 8
             lines = done.stderr.splitlines()
             if len(lines) == 1 and lines[0].startswith("bxmem: error: "):
                 return ToolResult(lines[0], NOTHING_READ, True, code, log)

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 
 from bxmem.policy import artifacts as rules
-from bxmem.policy.artifacts import CardFacts, card_label, route_card
+from bxmem.policy.card_route import CardFacts, card_label, route_card
 
 ABC = "art_xj4bnp4pahh6uqkbidpf3lrceoyagyndsylxvhfucd7wd4qacwwq"
 FINGERPRINT = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

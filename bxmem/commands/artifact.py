@@ -2,7 +2,7 @@
 
 record: the export streamed into the store and published (store/artifact_ingest.py,
 store/artifacts.py), the session's labels read as decide reads them, the card routed
-(policy/artifacts.route_card) and written, its decision appended to the ledger (the
+(policy/card_route.route_card) and written, its decision appended to the ledger (the
 outbox) under the store's lock, all before it returns; Honcho gets the card at the
 next `send`. resolve: a card's bytes, only once their size and SHA-256 are checked.
 """
@@ -18,10 +18,8 @@ from bxmem.errors import IntegrityFailed, NotFound, Refused, StorageError, Usage
 from bxmem.policy.artifacts import (
     CARD_SCHEMA,
     UNKNOWN,
-    CardFacts,
     artifact_id,
     card_item,
-    card_label,
     clean_summary,
     clean_tags,
     experiment_id,
@@ -34,13 +32,14 @@ from bxmem.policy.artifacts import (
     one_line,
     projection,
     revision,
-    route_card,
 )
+from bxmem.policy.card_route import CardFacts, card_label, route_card
 from bxmem.policy.labels import higher_class
 from bxmem.policy.ledger_time import format_time
 from bxmem.sources import brokerd
 from bxmem.sources.loopd import session_id_problem, session_labels
 from bxmem.start.version import __version__
+from bxmem.store import artifact_catalog as catalog
 from bxmem.store import artifact_ingest
 from bxmem.store.artifact_cards import Cards, CardUnusable
 from bxmem.store.artifacts import Store, media_type_of, remove_file
@@ -113,6 +112,7 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
               "session": session, "exported_as": name}
     result = Recorded(experiment, artifact, digest.hex(), size, media, deduplicated, "queued", route.reason, route.role)
     with store.lock():
+        before = catalog.current(config.paths.state, cards.folder)
         reconcile(config, store, cards, result.warnings)
         try:
             old = cards.read(experiment)
@@ -127,6 +127,7 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
         entry = _new_entry(config, card, cards.retired(experiment), rev, route, untrusted_by, label, now)
         if entry is None:  # this projection was decided before, as far as it can go: nothing new to send
             cards.write(card, old["revision"] if old else None)
+            refresh_catalog(config, cards, before, {experiment: card})
             same = next(e for e in card["remote"] if e["rev"] == rev)
             result.index_state, result.index_reason, result.workspace_role = same["state"], same["reason"], same["role"]
             return result
@@ -137,8 +138,15 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
         cards.write(card, old["revision"] if old else None)
         artifact_ingest.checkpoint("card-written")
         result.index_state = _queue(config, cards, card, entry, result.warnings)
+        refresh_catalog(config, cards, before, {experiment: card})
     artifact_ingest.checkpoint("done")
     return result
+
+
+def refresh_catalog(config: Config, cards: Cards, before: list[list] | None, changed: dict[str, dict | None]) -> None:
+    """Under the store's lock, once the cards changed: the catalog recall reads (store/artifact_catalog.py)."""
+    every = lambda: [card for _name, card, _why in cards.all() if card is not None]  # noqa: E731
+    catalog.write(config.paths.ensure_state_dir(), cards.folder, catalog.updated(before, changed, every))
 
 
 def _facts(config: Config, session: str, no_text: str | None, timeout: float) -> tuple[CardFacts, list[str]]:

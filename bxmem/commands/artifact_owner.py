@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bxmem.commands.artifact import find_cards, reconcile, store_of
+from bxmem.commands.artifact import find_cards, reconcile, refresh_catalog, store_of
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, NotFound, Refused, cite_runbook
 from bxmem.policy import shown
 from bxmem.policy.artifacts import retraction_item
 from bxmem.policy.ledger_time import format_time
+from bxmem.store import artifact_catalog as catalog
 from bxmem.store.artifact_cards import Cards
 from bxmem.store.artifacts import Store
 from bxmem.store.ledger import Ledger
@@ -158,6 +159,7 @@ def verify(config: Config, ids: list[str] | None = None) -> Verified:
     with store.lock():
         result.recovered = store.recover_temps()
         result.queued = reconcile(config, store, cards, warnings)
+        refresh_catalog(config, cards, None, {})  # verify rewrites it whole
     named: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     chosen = [c for i in ids for c in _found(cards, i)] if ids else None
@@ -272,6 +274,7 @@ def remove(config: Config, ids: list[str], dry_run: bool = False) -> Removed:
     result = Removed(dry_run)
     warnings: list[str] = []
     with store.lock():
+        before = catalog.current(config.paths.state, cards.folder)
         reconcile(config, store, cards, warnings)  # a card a record cut short is in the outbox before it is taken back
         chosen = {c["experiment_id"]: c for ident in ids for c in _found(cards, ident)}  # NotFound: nothing written
         if any(e["state"] == "pending" for c in chosen.values() for e in c["remote"]):
@@ -301,6 +304,7 @@ def remove(config: Config, ids: list[str], dry_run: bool = False) -> Removed:
                     cards.remove_projection(experiment, entry["rev"])
             if removed["bytes_removed"]:
                 store.remove_object(card["artifact"]["id"])
+        refresh_catalog(config, cards, before, dict.fromkeys(chosen))
     return result
 
 

@@ -19,6 +19,7 @@ import threading
 import time
 from functools import partial  # loaded already: threading imports it
 
+from bxmem.commands import artifact_recall
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
@@ -83,6 +84,11 @@ def check_query(query: str) -> str:
 
 
 def _local(config: Config, query: str, k: int) -> list[Hit]:
+    """The local index's hits, with this agent's artifact cards (commands/artifact_recall.py)."""
+    return artifact_recall.with_cards(config, query, k, partial(_index_hits, config, query, k))
+
+
+def _index_hits(config: Config, query: str, k: int) -> list[Hit]:
     from bxmem.store.index import Index  # deferred: help
 
     index = Index.for_state(config.paths.state).open_readonly()
@@ -144,6 +150,7 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
         merged.extend(pair)
     longer = made if len(made) > len(concluded) else concluded
     merged.extend(longer[min(len(made), len(concluded)):])
+    artifact_recall.mark_remote(config, merged)
     # Who wrote a message is a word of it, as the speaker is of a local turn: "what is nina's cat called?"
     # finds nina's "ziggy kept me up all night, silly cat".
     return [hit for hit, text in merged if relevant(query, text, _author(hit.peer))][:k]
@@ -159,6 +166,7 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"], query), peer=shown.honcho_id(m["peer_id"]),
                 where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))
             for m in others]
+    artifact_recall.mark_remote(config, list(zip(hits, (m["content"] for m in others), strict=True)))
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 
