@@ -137,10 +137,10 @@ def artifact_export(ctx: typer.Context, ident: str = typer.Argument(..., metavar
 @artifact_app.command("rm")
 @exits
 @global_options_too
-def artifact_rm(ctx: typer.Context, ids: list[str] = typer.Argument(..., metavar="ID", help=IDS_HELP),
+def artifact_rm(ctx: typer.Context, ids: list[str] = typer.Argument(None, metavar="ID", help=IDS_HELP),
                 dry_run: bool = typer.Option(False, "--dry-run", help="Say what would happen, write nothing."),
                 as_json: bool = JSON_OPTION) -> int:
     """Remove cards and their bytes; a card already in Honcho gets a retraction beside it at the next send."""
     from bxmem.commands import artifact_owner  # deferred: command
 
-    return output.show(artifact_owner.remove(setup(ctx, "artifact"), ids, dry_run), as_json)
+    return output.show(artifact_owner.remove(setup(ctx, "artifact"), ids or [], dry_run), as_json)

@@ -10,11 +10,9 @@ comes before everything else. Light: recall's lean path loads it.
 
 from __future__ import annotations
 
-import os
-
 from bxmem.config.loader import Config
 from bxmem.policy import shown
-from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, object_folder, parse_card_text
+from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
 from bxmem.policy.hits import Hit
 from bxmem.policy.labels import MEMORY, TAINTED
 from bxmem.policy.relevance import relevant, stems
@@ -39,11 +37,7 @@ def _cards(config: Config) -> list[list]:
 
 
 def _bytes_here(config: Config, artifact: str, size: int | None) -> bool:
-    try:
-        st = os.lstat(config.paths.artifacts / "objects" / object_folder(artifact) / artifact)
-    except OSError:
-        return False
-    return size is None or st.st_size == size
+    return catalog.object_present(config.paths.artifacts, artifact, size)
 
 
 def _text(e: list) -> str:
@@ -86,7 +80,7 @@ def local(config: Config, query: str, k: int) -> tuple[list[Hit], list[Hit]]:
 def with_cards(config: Config, query: str, k: int, index_hits: Callable[[], list[Hit]]) -> list[Hit]:
     """The local source's hits: exact cards first, then the index's hits and matching cards
     in turn. The index unavailable (none built yet, another version's) leaves the cards."""
-    exact, matching = local(config, query, k) if config.artifacts is not None or _has_store(config) else ([], [])
+    exact, matching = local(config, query, k)
     try:
         hits = index_hits()
     except Exception:
@@ -98,10 +92,6 @@ def with_cards(config: Config, query: str, k: int, index_hits: Callable[[], list
         merged.extend(pair)
     merged += hits[len(matching):] + matching[len(hits):]
     return merged[:k]
-
-
-def _has_store(config: Config) -> bool:
-    return os.path.isdir(config.paths.artifacts / "cards")
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:

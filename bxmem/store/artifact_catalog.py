@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import stat
 from pathlib import Path
 
-from bxmem.policy.artifacts import is_experiment_id
+from bxmem.policy.artifacts import is_experiment_id, object_folder
 from bxmem.policy.shapes import anything, integer, list_of, record
 from bxmem.start.sealed import seal
 from bxmem.store.files import Unreadable, load_marshal, read_state, write_bytes
@@ -33,6 +34,16 @@ def stamp(cards_folder: Path) -> list[int] | None:
     except OSError:
         return None
     return [st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def object_present(root: Path, artifact: str, size: int | None) -> bool:
+    """A regular file of that size (any, with None) stands where the store keeps the
+    artifact's bytes: not hashed (resolve does that), a look for recall to show."""
+    try:
+        st = os.lstat(root / "objects" / object_folder(artifact) / artifact)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (size is None or st.st_size == size)
 
 
 def entry(card: dict) -> list:
