@@ -394,3 +394,36 @@ def test_a_later_session_finds_it_in_the_card_list_and_a_log_written_since_chang
     assert card["label"]["untrusted"] is False  # decided at record time, as a turn is at its end
     listed = json.loads(bxmem_inprocess("artifact", "list", "--json").stdout)
     assert [c["experiment_id"] for c in listed["cards"]] == [doc["experiment_id"]]
+
+
+def test_the_outbox_commands_take_a_card_item_as_any_other(agent, honcho):
+    """A card refused by Honcho is a failed item: listed, resent by `outbox resend`,
+    dropped by `outbox drop`, each as a turn or an edit is."""
+    _r, doc = record()
+    honcho.inject("status", match=r"/messages$", status=422)
+    bxmem_main("send")
+    (item,) = card_decisions(agent)
+    listed = bxmem_inprocess("outbox", "list", "--json")
+    assert item in listed.stdout
+    assert bxmem_inprocess("outbox", "resend", item).returncode == 0
+    assert bxmem_main("send").returncode == 0
+    assert len(honcho.messages_in("bm0-trusted")) == 1
+    export(agent, "b.csv", b"other")
+    record("b.csv")
+    honcho.inject("status", match=r"/messages$", status=422)
+    bxmem_main("send")
+    second = next(i for i in card_decisions(agent) if i != item)
+    assert bxmem_inprocess("outbox", "drop", second, "--reason", "not wanted").returncode == 0
+    bxmem_main("send")
+    assert len(honcho.messages_in("bm0-trusted")) == 1
+
+
+def test_a_held_card_waits_when_its_workspace_changes_role(agent, honcho, configure):
+    record()
+    configure(honcho.url, extra=ARTIFACTS + "")
+    (agent.parent / "bxmem.toml").write_text((agent.parent / "bxmem.toml").read_text().replace(
+        'trusted = "bm0-trusted"', 'trusted = "bm0-other"'))
+    result = bxmem_main("send")
+    assert result.returncode == ExitCode.ATTENTION and not honcho.messages
+    held = json.loads(bxmem_inprocess("sync", "--json").stdout)["held"]
+    assert held and held[0]["cards"] == 1 and held[0]["reason"] == "not-configured"
