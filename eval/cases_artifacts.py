@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+from pathlib import Path
 
 from . import observe
 from .corpus import Ctx, has
@@ -43,7 +44,7 @@ def c13_found_later(ctx: Ctx) -> None:
               why=f"{len(found)} card hits")
     got = a.resolve(experiment, "--source-version", "2026-09")
     doc = observe.resolved(got.stdout)
-    exact = doc is not None and hashlib.sha256(open(doc["path"], "rb").read()).hexdigest() == hashlib.sha256(TABLE).hexdigest()
+    exact = doc is not None and hashlib.sha256(Path(doc["path"]).read_bytes()).digest() == hashlib.sha256(TABLE).digest()
     ctx.check("+", "resolve gives the exact bytes, fresh, checked", exact and doc["freshness"] == "fresh",
               why=f"exit {got.code}")
     stale = observe.resolved(a.resolve(artifact, "--source-version", "2026-10").stdout)

@@ -399,7 +399,7 @@ def test_a_later_session_finds_it_in_the_card_list_and_a_log_written_since_chang
 def test_the_outbox_commands_take_a_card_item_as_any_other(agent, honcho):
     """A card refused by Honcho is a failed item: listed, resent by `outbox resend`,
     dropped by `outbox drop`, each as a turn or an edit is."""
-    _r, doc = record()
+    _r, _doc = record()
     honcho.inject("status", match=r"/messages$", status=422)
     bxmem_main("send")
     (item,) = card_decisions(agent)

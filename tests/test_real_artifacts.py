@@ -98,7 +98,7 @@ def test_cards_go_where_their_sessions_turns_would_and_a_second_agent_finds_one_
     assert not any("cohort.csv" in text or str(a_home) in text for text in everywhere)
     bx("audit", env=a_env)
 
-    b_home, b_env, _b_ws = agent_home(tmp_path, run, "b", extra=(
+    _b_home, b_env, _b_ws = agent_home(tmp_path, run, "b", extra=(
         f'\n[[honcho.read]]\nagent = "i27{run}a"\nworkspace = "{a_ws["trusted"]}"\ntrust = "trusted"\n'))
     found: list[dict] = []
     for _ in range(30):
