@@ -57,7 +57,8 @@ def bench_big(work: Path, py: str, bxmem: str, verdict, size: int = 1 << 30, rou
     figures: dict[str, list[tuple[float, float]]] = {}
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         for _ in range(rounds):
-            for name, argv in (("sha256sum", ["sha256sum", str(big)]), ("cp", ["cp", str(big), str(copy)])):
+            for name, argv in (("sha256sum", ["sha256sum", str(big)]), ("openssl dgst -sha256", ["openssl", "dgst", "-sha256", str(big)]),
+                               ("cp", ["cp", str(big), str(copy)])):
                 wall, rss, _code = run_measured(py, argv, env)
                 figures.setdefault(name, []).append((wall, rss))
                 copy.unlink(missing_ok=True)
@@ -75,15 +76,19 @@ def bench_big(work: Path, py: str, bxmem: str, verdict, size: int = 1 << 30, rou
     med = {name: (statistics.median(w for w, _ in rows), max(r for _, r in rows)) for name, rows in figures.items()}
     for name, (wall, rss) in med.items():
         print(f"{name:28} {wall:7.2f} s   peak RSS {rss:6.1f} MiB")
-    baseline = med["sha256sum"][0] + med["cp"][0]
+    # The faster hasher of the two is the baseline: coreutils' sha256sum may lack the SHA
+    # instructions OpenSSL (which Python's hashlib uses) has.
+    hasher = min(med["sha256sum"][0], med["openssl dgst -sha256"][0])
+    baseline = hasher + med["cp"][0]
     record, resolve = med["bxmem artifact record"], med["bxmem artifact resolve"]
-    print(f"record / (sha256sum + cp): {record[0] / baseline:.2f}x;  resolve / sha256sum: {resolve[0] / med['sha256sum'][0]:.2f}x")
-    verdict("artifact record, 1 GiB", "<= 2x sha256sum + cp, peak RSS <= 60 MiB",
+    print(f"record / (hash + cp): {record[0] / baseline:.2f}x;  resolve / hash: {resolve[0] / hasher:.2f}x "
+          f"(hash: the faster of sha256sum and openssl, {hasher:.2f} s)")
+    verdict("artifact record, 1 GiB", "<= 2x (sha256 + cp of the file), peak RSS <= 60 MiB",
             f"{record[0]:.2f} s ({record[0] / baseline:.2f}x of {baseline:.2f} s), {record[1]:.1f} MiB",
             record[0] <= 2 * baseline and record[1] <= 60)
-    verdict("artifact resolve, 1 GiB (integrity always)", "<= 2x sha256sum, peak RSS <= 60 MiB",
-            f"{resolve[0]:.2f} s ({resolve[0] / med['sha256sum'][0]:.2f}x of {med['sha256sum'][0]:.2f} s), "
-            f"{resolve[1]:.1f} MiB", resolve[0] <= 2 * med["sha256sum"][0] and resolve[1] <= 60)
+    verdict("artifact resolve, 1 GiB (integrity always)", "<= 2x sha256 of the file, peak RSS <= 60 MiB",
+            f"{resolve[0]:.2f} s ({resolve[0] / hasher:.2f}x of {hasher:.2f} s), "
+            f"{resolve[1]:.1f} MiB", resolve[0] <= 2 * hasher and resolve[1] <= 60)
     shutil.rmtree(home)
 
 

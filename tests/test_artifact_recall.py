@@ -83,13 +83,20 @@ def test_the_catalog_is_a_cache(agent):
     catalog.unlink()
     assert cards_in(recall("cohort", "response"))
     card = agent / "memory" / "artifacts" / "cards" / f"{doc['experiment_id']}.json"
+
+    def replace(data: dict) -> None:  # as bxmem replaces a card: a new file renamed over it
+        card.with_suffix(".new").write_text(json.dumps(data))
+        os.replace(card.with_suffix(".new"), card)
+
     data = json.loads(card.read_text())
-    data["title"] = "Renamed by hand"
-    card.write_text(json.dumps(data))
+    replace({**data, "title": "Renamed by hand"})
     assert cards_in(recall("cohort", "response"))[0]["text"].startswith("[artifact card] Renamed by hand")
-    data["schema"] = "bxmem.artifact-card/9"
-    card.write_text(json.dumps(data))
+    replace({**data, "schema": "bxmem.artifact-card/9"})
     assert cards_in(recall("cohort", "response")) == []  # unusable: never shown
+    # Edited in place (never by bxmem), a card is seen as it is once verify rewrites the catalog.
+    card.write_text(json.dumps({**data, "title": "Edited in place"}))
+    assert bxmem_inprocess("artifact", "verify").returncode == 0
+    assert cards_in(recall("cohort", "response"))[0]["text"].startswith("[artifact card] Edited in place")
 
 
 def test_stored_injection_in_a_card_is_inert(agent):
@@ -99,7 +106,7 @@ def test_stored_injection_in_a_card_is_inert(agent):
     lines = text.splitlines()
     assert lines[0].startswith("<<<bxmem recall ") and lines[-1].startswith("<<<end bxmem recall ")
     inner = lines[1:-1]
-    assert all(line.startswith(("  | ", "[")) for line in inner)
+    assert all(line.startswith(("  | ", "[")) or line.startswith("local: unavailable (") for line in inner), inner
     assert not any(line.startswith("[2]") for line in inner)  # the summary's forged header is content
     assert sum(line.startswith("<<<") for line in lines) == 2
 

@@ -1,5 +1,6 @@
-"""What recall finds of artifact memory: this agent's cards among its local hits, and
-another agent's cards among Honcho's (docs/design.md, "Artifact memory").
+"""What recall finds of artifact memory: this agent's cards, as a source of their own
+(`artifacts`, first in the round robin, with the local index's deadline), and another
+agent's cards among Honcho's hits (docs/design.md, "Artifact memory").
 
 A card of this agent's is tagged by the session it was recorded in (memory, or
 memory-tainted, its class); one found in another agent's workspace or the fleet is
@@ -15,29 +16,24 @@ from bxmem.policy import shown
 from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
 from bxmem.policy.hits import Hit
 from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.relevance import relevant, stems
+from bxmem.policy.relevance import SHARED, stems
 from bxmem.store import artifact_catalog as catalog
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 E = {name: at for at, name in enumerate(catalog.FIELDS)}
 
 
-def _cards(config: Config) -> list[list]:
-    store = config.paths.artifacts / "cards"
+def searched(config: Config) -> bool:
+    """Cards are searched with artifact memory on, or while a store is there to search."""
+    return config.artifacts is not None or catalog.stamp(config.paths.artifacts / "cards") is not None
 
+
+def _entries(config: Config) -> list[list]:
     def check(card: dict, name: str) -> str | None:
         from bxmem.store.artifact_cards import card_problem  # deferred: lean (only when the catalog is stale)
 
         return card_problem(card, name)
 
-    return catalog.read(config.paths.state, store, check)
-
-
-def _bytes_here(config: Config, artifact: str, size: int | None) -> bool:
-    return catalog.object_present(config.paths.artifacts, artifact, size)
+    return catalog.read(config.paths.state, config.paths.artifacts / "cards", check)
 
 
 def _text(e: list) -> str:
@@ -51,60 +47,48 @@ def _text(e: list) -> str:
 
 
 def _hit(config: Config, e: list) -> Hit:
-    here = _bytes_here(config, e[E["artifact"]], e[E["bytes"]])
+    here = catalog.object_present(config.paths.artifacts, e[E["artifact"]], e[E["bytes"]])
     return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], shown.text(_text(e), 600),
                where="artifact-bytes-here" if here else "artifact-bytes-missing",
                session=shown.honcho_id(e[E["session"]]), date=shown.date(e[E["updated_at"]]))
 
 
-def local(config: Config, query: str, k: int) -> tuple[list[Hit], list[Hit]]:
-    """(exact, matching): this agent's cards named by an id or a tag in the query, then
-    those sharing its words as a Honcho hit must (policy/relevance.py), newest first."""
-    entries = _cards(config)
+def cards(config: Config, query: str, k: int) -> list[Hit]:
+    """This agent's cards for a query: those an id or a tag in it names first, then those
+    sharing its words as a Honcho hit must (policy/relevance.py: two, or every one of a
+    shorter query), most words shared first, newest first among equals."""
+    entries = _entries(config)
     if not entries:
-        return [], []
+        return []
     words = {w.casefold() for w in query.replace(",", " ").split()}
     whole = " ".join(query.split()).casefold()
-    exact, matching = [], []
-    for e in sorted(entries, key=lambda e: e[E["updated_at"]], reverse=True):
-        tags = {t.casefold() for t in e[E["tags"]]}
-        if e[E["experiment"]] in words or e[E["artifact"]] in words or whole in tags or (words and words <= tags):
-            exact.append(e)
-        elif relevant(query, " ".join([e[E["title"]], e[E["summary"]], *e[E["tags"]], e[E["source_version"]]])):
-            matching.append(e)
     asked = stems(query)
-    matching.sort(key=lambda e: -len(asked & stems(" ".join([e[E["title"]], e[E["summary"]], *e[E["tags"]]]))))
-    return [_hit(config, e) for e in exact[:k]], [_hit(config, e) for e in matching[:k]]
-
-
-def with_cards(config: Config, query: str, k: int, index_hits: Callable[[], list[Hit]]) -> list[Hit]:
-    """The local source's hits: exact cards first, then the index's hits and matching cards
-    in turn. The index unavailable (none built yet, another version's) leaves the cards."""
-    exact, matching = local(config, query, k)
-    try:
-        hits = index_hits()
-    except Exception:
-        if not (exact or matching):
-            raise
-        hits = []
-    merged = list(exact)
-    for pair in zip(hits, matching, strict=False):
-        merged.extend(pair)
-    merged += hits[len(matching):] + matching[len(hits):]
-    return merged[:k]
+    need = min(SHARED, len(asked))
+    exact, matching = [], []
+    for e in entries:
+        tags = {t.casefold() for t in e[E["tags"]]}
+        if e[E["experiment"]] in words or e[E["artifact"]] in words or whole in tags:
+            exact.append(e)
+        elif asked:
+            shared = len(asked & e[E["stems"]])
+            if shared >= need:
+                matching.append((shared, e))
+    exact.sort(key=lambda e: e[E["updated_at"]], reverse=True)
+    matching.sort(key=lambda pair: (pair[0], pair[1][E["updated_at"]]), reverse=True)
+    return [_hit(config, e) for e in [*exact, *(e for _shared, e in matching)][:k]]
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
     """Another agent's cards among Honcho's hits (each with the text Honcho gave): tainted,
     whatever the source's label, and said whether this host holds the same bytes, which
-    is the only way they resolve here."""
-    known: dict[str, bool] | None = None
+    is the only way they resolve here (by the artifact id, to this agent's own card)."""
+    known: set[str] | None = None
     for hit, text in pairs:
         ids = parse_card_text(text)
         if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
             continue
         if known is None:
-            known = {e[E["artifact"]]: True for e in _cards(config)}
-        here = ids[1] in known and _bytes_here(config, ids[1], None)
+            known = {e[E["artifact"]] for e in _entries(config)}
+        here = ids[1] in known and catalog.object_present(config.paths.artifacts, ids[1], None)
         hit.tag = TAINTED
         hit.where = "artifact-bytes-here" if here else "artifact-bytes-elsewhere"

@@ -84,11 +84,6 @@ def check_query(query: str) -> str:
 
 
 def _local(config: Config, query: str, k: int) -> list[Hit]:
-    """The local index's hits, with this agent's artifact cards (commands/artifact_recall.py)."""
-    return artifact_recall.with_cards(config, query, k, partial(_index_hits, config, query, k))
-
-
-def _index_hits(config: Config, query: str, k: int) -> list[Hit]:
     from bxmem.store.index import Index  # deferred: help
 
     index = Index.for_state(config.paths.state).open_readonly()
@@ -212,6 +207,8 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
     sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    if artifact_recall.searched(config):  # first: an exact id or tag leads the round robin
+        sources.insert(0, ("artifacts", LOCAL_TIMEOUT_S, lambda: artifact_recall.cards(config, query, k)))
     if config.honcho:
         for source in config.honcho.read:
             sources.append((source.agent, HONCHO_TIMEOUT_S, partial(_read_source, config, source, query, k)))

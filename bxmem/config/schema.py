@@ -41,7 +41,7 @@ def _check_port(url: str) -> None:
 # What recall names its own sources and ask its own workspaces: an agent of that
 # name would be taken for one of them (its hits merged with the local index's,
 # `ask -w fleet` asking it).
-RESERVED_AGENT_NAMES = ("local", "own", "untrusted", "fleet")
+RESERVED_AGENT_NAMES = ("local", "own", "untrusted", "fleet", "artifacts")
 
 
 def check_url(value: str) -> str:

@@ -2,9 +2,13 @@
 
 A cache of `memory/artifacts/cards/` (deletable like all of `memory/bxmem/`): written
 under the store's lock by whatever changed a card, stamped with the cards folder's
-inode, mtime and ctime. A reader whose stamp differs (a card written since, the
-catalog deleted or damaged) reads the cards themselves and writes nothing. Light:
-recall's lean path loads it.
+inode, mtime and ctime taken before the cards were read. A reader whose stamp differs
+(a card written since, the catalog deleted or damaged) reads the cards themselves and
+writes the catalog again, as the config cache is written by whoever validated the
+file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
+again, never wrong. Each entry keeps its words as recall compares them
+(policy/relevance.stems), so a search is a set intersection a card. Light: recall's
+lean path loads it.
 """
 
 from __future__ import annotations
@@ -16,15 +20,16 @@ import stat
 from pathlib import Path
 
 from bxmem.policy.artifacts import is_experiment_id, object_folder
+from bxmem.policy.relevance import stems
 from bxmem.policy.shapes import anything, integer, list_of, record
 from bxmem.start.sealed import seal
 from bxmem.store.files import Unreadable, load_marshal, read_state, write_bytes
 
 CATALOG = "artifact-cards.marshal"
-VERSION = 1
+VERSION = 2
 # One entry a card: what recall shows and matches, never a path.
 FIELDS = ("experiment", "artifact", "title", "summary", "tags", "source_version", "untrusted", "class", "session",
-          "updated_at", "bytes", "media_type")
+          "updated_at", "bytes", "media_type", "stems")
 _SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "cards": list_of(list_of(anything))})
 
 
@@ -48,9 +53,10 @@ def object_present(root: Path, artifact: str, size: int | None) -> bool:
 
 def entry(card: dict) -> list:
     art = card["artifact"]
+    words = stems(" ".join([card["title"], card["summary"], *card["tags"], card["identity"]["source_version"]]))
     return [card["experiment_id"], art["id"], card["title"], card["summary"], list(card["tags"]),
             card["identity"]["source_version"], card["label"]["untrusted"], card["label"]["class"], card["session"],
-            card["updated_at"], art["bytes"], art["media_type"]]
+            card["updated_at"], art["bytes"], art["media_type"], frozenset(words)]
 
 
 def write(state: Path, cards_folder: Path, entries: list[list]) -> None:
@@ -91,6 +97,7 @@ def read(state: Path, cards_folder: Path, check) -> list[list]:
     fresh = current(state, cards_folder)
     if fresh is not None:
         return fresh
+    before = stamp(cards_folder)  # before the cards are read: a card changed meanwhile leaves it stale
     out = []
     try:
         names = [n[:-5] for n in os.listdir(cards_folder) if n.endswith(".json") and is_experiment_id(n[:-5])]
@@ -104,4 +111,9 @@ def read(state: Path, cards_folder: Path, check) -> list[list]:
             continue
         if card is not None and check(card, name) is None:
             out.append(entry(card))
+    if before is not None and state.is_dir():
+        try:
+            write_bytes(state / CATALOG, seal(marshal.dumps({"version": VERSION, "stamp": before, "cards": out})))
+        except Exception:
+            pass  # a cache: the next reader reads the cards again
     return out
