@@ -253,3 +253,23 @@ def test_errors_are_typed_for_the_core_too(agent):
     config = config_module.load()
     with pytest.raises(NotFound):
         artifact.record(config, "s1", "absent.csv", summary="x")
+
+
+def test_a_file_is_streamed_in_bounded_pieces_never_read_whole(agent, monkeypatch):
+    """Seed 002 27.1 / 34.1: every read of the export, and of an object when it is
+    checked, asks for at most a piece (1 MiB), whatever the file's size."""
+    export(agent, data=os.urandom(5 << 20) + b"tail")
+    asked: list[int] = []
+    real = os.read
+
+    def read(fd: int, n: int) -> bytes:
+        asked.append(n)
+        return real(fd, n)
+
+    monkeypatch.setattr(os, "read", read)
+    result, doc = record()
+    assert result.returncode == 0
+    assert asked and max(asked) <= (1 << 20) + 1
+    asked.clear()
+    assert bxmem_inprocess("artifact", "resolve", doc["artifact_id"]).returncode == 0
+    assert asked and max(asked) <= (1 << 20) + 1
