@@ -162,3 +162,23 @@ def test_a_forged_card_in_the_fleet_stays_tainted_and_resolves_nothing_of_its_ow
     assert fleet and fleet[0]["tag"] == "memory-tainted" and fleet[0]["where"] == "artifact-bytes-here"
     got = resolve(doc["artifact_id"])[1]
     assert got["label"] == {"untrusted": False, "class": "private"}  # this agent's own card's label, not the forger's say
+
+
+def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
+    """Sealed (whole) but of other types: an index naming no entry, an entry of wrong
+    types. recall reads the cards again, and writes a good catalog."""
+    import marshal
+
+    from bxmem.start.sealed import seal
+    from bxmem.store import artifact_catalog as catalog
+
+    _r, doc = record()
+    state, folder = agent / "memory" / "bxmem", agent / "memory" / "artifacts" / "cards"
+    now = catalog.stamp(folder)
+    for cards, ids in (([[1] * 12], {doc["experiment_id"]: [0]}), ([], {doc["experiment_id"]: [7]}),
+                       ([[1] * 12], {doc["experiment_id"]: "x"})):
+        (state / catalog.CATALOG).write_bytes(seal(marshal.dumps(
+            {"version": catalog.VERSION, "stamp": now, "cards": cards, "ids": ids, "tags": {}, "stems": {}})))
+        (hit,) = cards_in(recall(doc["experiment_id"]))
+        assert doc["artifact_id"] in hit["text"]
+        assert catalog.current(state, folder).entries[0][0] == doc["experiment_id"]

@@ -143,7 +143,7 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
     return result
 
 
-def refresh_catalog(config: Config, cards: Cards, before: list[list] | None, changed: dict[str, dict | None]) -> None:
+def refresh_catalog(config: Config, cards: Cards, before: catalog.Catalog | None, changed: dict[str, dict | None]) -> None:
     """Under the store's lock, once the cards changed: the catalog recall reads (store/artifact_catalog.py)."""
     every = lambda: [card for _name, card, _why in cards.all() if card is not None]  # noqa: E731
     catalog.write(config.paths.ensure_state_dir(), cards.folder, catalog.updated(before, changed, every))

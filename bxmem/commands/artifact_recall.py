@@ -11,6 +11,8 @@ comes before everything else. Light: recall's lean path loads it.
 
 from __future__ import annotations
 
+import heapq
+
 from bxmem.config.loader import Config
 from bxmem.policy import shown
 from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
@@ -27,12 +29,14 @@ def searched(config: Config) -> bool:
     return config.artifacts is not None or catalog.stamp(config.paths.artifacts / "cards") is not None
 
 
-def _entries(config: Config) -> list[list]:
+def _catalog(config: Config, fresh: bool = False) -> catalog.Catalog:
     def check(card: dict, name: str) -> str | None:
         from bxmem.store.artifact_cards import card_problem  # deferred: lean (only when the catalog is stale)
 
         return card_problem(card, name)
 
+    if fresh:  # the catalog was damaged: the cards are read
+        catalog.forget(config.paths.state)
     return catalog.read(config.paths.state, config.paths.artifacts / "cards", check)
 
 
@@ -57,25 +61,30 @@ def cards(config: Config, query: str, k: int) -> list[Hit]:
     """This agent's cards for a query: those an id or a tag in it names first, then those
     sharing its words as a Honcho hit must (policy/relevance.py: two, or every one of a
     shorter query), most words shared first, newest first among equals."""
-    entries = _entries(config)
-    if not entries:
+    try:
+        return _cards(config, _catalog(config), query, k)
+    except (TypeError, catalog.Damaged):
+        return _cards(config, _catalog(config, fresh=True), query, k)
+
+
+def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[Hit]:
+    if not found.entries:
         return []
-    words = {w.casefold() for w in query.replace(",", " ").split()}
-    whole = " ".join(query.split()).casefold()
+    exact: set[int] = set()
+    for word in {w for w in query.replace(",", " ").split()}:
+        exact.update(found.named(found.ids, word))
+    exact.update(found.named(found.tags, " ".join(query.split()).casefold()))
     asked = stems(query)
+    shared: dict[int, int] = {}
+    for stem in asked:
+        for at in found.named(found.words, stem):
+            shared[at] = shared.get(at, 0) + 1
     need = min(SHARED, len(asked))
-    exact, matching = [], []
-    for e in entries:
-        tags = {t.casefold() for t in e[E["tags"]]}
-        if e[E["experiment"]] in words or e[E["artifact"]] in words or whole in tags:
-            exact.append(e)
-        elif asked:
-            shared = len(asked & e[E["stems"]])
-            if shared >= need:
-                matching.append((shared, e))
-    exact.sort(key=lambda e: e[E["updated_at"]], reverse=True)
-    matching.sort(key=lambda pair: (pair[0], pair[1][E["updated_at"]]), reverse=True)
-    return [_hit(config, e) for e in [*exact, *(e for _shared, e in matching)][:k]]
+    first = sorted((found.entry(at) for at in exact), key=lambda e: e[E["updated_at"]], reverse=True)[:k]
+    # Only the k best are checked whole (catalog.Catalog.entry): the rest are ranked by two fields.
+    ranked = heapq.nlargest(k - len(first), ((n, found.updated(at), at) for at, n in shared.items()
+                                             if n >= need and at not in exact))
+    return [_hit(config, e) for e in [*first, *(found.entry(at) for _n, _when, at in ranked)]]
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
@@ -88,7 +97,7 @@ def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
         if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
             continue
         if known is None:
-            known = {e[E["artifact"]] for e in _entries(config)}
+            known = {e[E["artifact"]] for e in _catalog(config).entries if type(e) is list and e}
         here = ids[1] in known and catalog.object_present(config.paths.artifacts, ids[1], None)
         hit.tag = TAINTED
         hit.where = "artifact-bytes-here" if here else "artifact-bytes-elsewhere"
