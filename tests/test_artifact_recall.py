@@ -179,6 +179,8 @@ def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
                        ([[1] * 12], {doc["experiment_id"]: "x"})):
         (state / catalog.CATALOG).write_bytes(seal(marshal.dumps(
             {"version": catalog.VERSION, "stamp": now, "cards": cards, "ids": ids, "tags": {}, "stems": {}})))
-        (hit,) = cards_in(recall(doc["experiment_id"]))
+        found = recall(doc["experiment_id"])
+        assert len(cards_in(found)) == 1, (found["unavailable"], cards, ids)
+        (hit,) = cards_in(found)
         assert doc["artifact_id"] in hit["text"]
         assert catalog.current(state, folder).entries[0][0] == doc["experiment_id"]

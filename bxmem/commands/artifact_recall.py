@@ -68,8 +68,6 @@ def cards(config: Config, query: str, k: int) -> list[Hit]:
 
 
 def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[Hit]:
-    if not found.entries:
-        return []
     exact: set[int] = set()
     for word in {w for w in query.replace(",", " ").split()}:
         exact.update(found.named(found.ids, word))
