@@ -165,9 +165,11 @@ def test_a_forged_card_in_the_fleet_stays_tainted_and_resolves_nothing_of_its_ow
 
 
 def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
-    """Sealed (whole) but of other types: an index naming no entry, an entry of wrong
-    types. recall reads the cards again, and writes a good catalog."""
+    """Sealed (whole) but wrong inside: an index naming no entry, an entry that is not
+    one, offsets that are not packed numbers. recall reads the cards again, and writes a
+    good catalog."""
     import marshal
+    from array import array
 
     from bxmem.start.sealed import seal
     from bxmem.store import artifact_catalog as catalog
@@ -175,12 +177,14 @@ def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
     _r, doc = record()
     state, folder = agent / "memory" / "bxmem", agent / "memory" / "artifacts" / "cards"
     now = catalog.stamp(folder)
-    for cards, ids in (([[1] * 12], {doc["experiment_id"]: [0]}), ([], {doc["experiment_id"]: [7]}),
-                       ([[1] * 12], {doc["experiment_id"]: "x"})):
+    one = array("Q", [0, 3]).tobytes()
+    for entries, offsets, ids in ((b"[1]", one, {doc["experiment_id"]: array("I", [0]).tobytes()}),
+                                  (b"", array("Q", [0]).tobytes(), {doc["experiment_id"]: array("I", [7]).tobytes()}),
+                                  (b"[1]", one, {doc["experiment_id"]: b"xyz"}), (b"[1]", b"12345", {})):
         (state / catalog.CATALOG).write_bytes(seal(marshal.dumps(
-            {"version": catalog.VERSION, "stamp": now, "cards": cards, "ids": ids, "tags": {}, "stems": {}})))
+            {"version": catalog.VERSION, "stamp": now, "entries": entries, "offsets": offsets, "ids": ids,
+             "tags": {}, "stems": {}})))
         found = recall(doc["experiment_id"])
-        assert len(cards_in(found)) == 1, (found["unavailable"], cards, ids)
-        (hit,) = cards_in(found)
-        assert doc["artifact_id"] in hit["text"]
-        assert catalog.current(state, folder).entries[0][0] == doc["experiment_id"]
+        assert len(cards_in(found)) == 1, (found["unavailable"], entries, ids)
+        assert doc["artifact_id"] in cards_in(found)[0]["text"]
+        assert catalog.current(state, folder).entry(0)[0] == doc["experiment_id"]

@@ -204,3 +204,12 @@ def test_design_md_gives_the_vectors_the_code_computes():
         "no agent (local-only), `abc`, no fingerprint, version `unknown`": rules.experiment_id(None, abc, None, "unknown"),
     }
     assert hashlib.sha256(b"abc").hexdigest() == FINGERPRINT
+
+
+def test_b32_is_base64s_lowered_and_unpadded():
+    import base64
+    import os
+
+    for size in (0, 1, 2, 3, 4, 5, 9, 31, 32, 33):
+        data = os.urandom(size)
+        assert rules.b32(data) == base64.b32encode(data).decode().lower().rstrip("=")

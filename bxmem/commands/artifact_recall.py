@@ -68,8 +68,9 @@ def cards(config: Config, query: str, k: int) -> list[Hit]:
 
 
 def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[Hit]:
+    """Entry numbers are recency ranks (the catalog keeps entries newest first)."""
     exact: set[int] = set()
-    for word in {w for w in query.replace(",", " ").split()}:
+    for word in set(query.replace(",", " ").split()):
         exact.update(found.named(found.ids, word))
     exact.update(found.named(found.tags, " ".join(query.split()).casefold()))
     asked = stems(query)
@@ -78,11 +79,9 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
         for at in found.named(found.words, stem):
             shared[at] = shared.get(at, 0) + 1
     need = min(SHARED, len(asked))
-    first = sorted((found.entry(at) for at in exact), key=lambda e: e[E["updated_at"]], reverse=True)[:k]
-    # Only the k best are checked whole (catalog.Catalog.entry): the rest are ranked by two fields.
-    ranked = heapq.nlargest(k - len(first), ((n, found.updated(at), at) for at, n in shared.items()
-                                             if n >= need and at not in exact))
-    return [_hit(config, e) for e in [*first, *(found.entry(at) for _n, _when, at in ranked)]]
+    first = sorted(exact)[:k]
+    ranked = heapq.nsmallest(k - len(first), ((-n, at) for at, n in shared.items() if n >= need and at not in exact))
+    return [_hit(config, found.entry(at)) for at in [*first, *(at for _n, at in ranked)]]
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
@@ -95,7 +94,7 @@ def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
         if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
             continue
         if known is None:
-            known = {e[E["artifact"]] for e in _catalog(config).entries if type(e) is list and e}
+            known = set(_catalog(config).ids)
         here = ids[1] in known and catalog.object_present(config.paths.artifacts, ids[1], None)
         hit.tag = TAINTED
         hit.where = "artifact-bytes-here" if here else "artifact-bytes-elsewhere"

@@ -8,7 +8,6 @@ an experiment's identity holds the agent where the seed holds the project id.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -40,9 +39,22 @@ _MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,62}/[A-Za-z0-9][A-Z
 _INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
 
 
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+_PAIRS: list[str] = []  # every 10 bits as two characters, made on first use
+
+
 def b32(digest: bytes) -> str:
-    """Lowercase RFC 4648 base32 without padding: 52 characters for a SHA-256."""
-    return base64.b32encode(digest).decode("ascii").lower().rstrip("=")
+    """Lowercase RFC 4648 base32 without padding: 52 characters for a SHA-256. The same
+    characters as base64.b32encode's, lowered and unpadded (a test holds them equal),
+    computed on one integer ten bits at a time: base64's is written in Python a byte at
+    a time, and a stale catalog checks 10,000 cards' ids."""
+    if not _PAIRS:
+        _PAIRS.extend(a + b for a in _ALPHABET for b in _ALPHABET)
+    bits = 8 * len(digest)
+    chars = -(-bits // 5)
+    pairs = -(-chars // 2)
+    n = int.from_bytes(digest, "big") << (10 * pairs - bits)
+    return "".join([_PAIRS[(n >> (10 * i)) & 1023] for i in range(pairs - 1, -1, -1)])[:chars]
 
 
 def artifact_id(sha256_digest: bytes) -> str:

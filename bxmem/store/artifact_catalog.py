@@ -6,9 +6,11 @@ inode, mtime and ctime taken before the cards were read. A reader whose stamp di
 (a card written since, the catalog deleted or damaged) reads the cards themselves and
 writes the catalog again, as the config cache is written by whoever validated the
 file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
-again, never wrong. Beside the entries, indexes by id, by tag and by the words recall
-compares (policy/relevance.stems), so a search looks up the query's words, whatever
-the number of cards. Light: recall's lean path loads it.
+again, never wrong. Entries are kept newest first as one JSON text, parsed only for
+the hits shown, beside indexes by id, by tag and by the words recall compares
+(policy/relevance.stems), each a packed array of entry numbers: a search looks up the
+query's words and reads a few entries, whatever the number of cards. Light: recall's
+lean path loads it.
 """
 
 from __future__ import annotations
@@ -17,40 +19,65 @@ import json
 import marshal
 import os
 import stat
+from array import array
 from pathlib import Path
 
 from bxmem.policy.artifacts import is_experiment_id, object_folder
 from bxmem.policy.relevance import stems
-from bxmem.policy.shapes import anything, integer, list_of, record
+from bxmem.policy.shapes import integer, list_of, record
 from bxmem.start.sealed import seal
 from bxmem.store.files import Unreadable, load_marshal, read_state, write_bytes
 
 CATALOG = "artifact-cards.marshal"
-VERSION = 4
+VERSION = 5
 # One entry a card: what recall shows and matches, never a path.
 FIELDS = ("experiment", "artifact", "title", "summary", "tags", "source_version", "untrusted", "class", "session",
           "updated_at", "bytes", "media_type")
 _TYPES = (str, str, str, str, list, str, bool, str, str, str, int, str)
-def _dict(value: object) -> str | None:  # its keys and values are checked where they are used
-    return None if type(value) is dict else "not an object"
 
 
-_SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "cards": anything, "ids": _dict, "tags": _dict,
-                 "stems": _dict})
+def _type(kind: type, what: str):
+    def check(value: object) -> str | None:  # the contents are checked where they are used
+        return None if type(value) is kind else f"not {what}"
+
+    return check
+
+
+_SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "entries": _type(bytes, "bytes"),
+                 "offsets": _type(bytes, "bytes"), "ids": _type(dict, "an object"), "tags": _type(dict, "an object"),
+                 "stems": _type(dict, "an object")})
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one, not one a call: 10,000 entries
 
 
 class Damaged(Exception):
-    """The catalog's entries or indexes are not of their types: the cards are read again."""
+    """The catalog's entries or indexes are not what they should be: the cards are read again."""
+
+
+def _packed(numbers: list[int]) -> bytes:
+    return array("I", numbers).tobytes()
 
 
 class Catalog:
-    """The entries and their indexes: id -> entries, casefolded tag -> entries, stem -> entries."""
+    """Entries newest first (entry number = recency rank), and their indexes: artifact or
+    experiment id, casefolded tag, stem -> packed entry numbers."""
 
-    def __init__(self, entries: list[list], ids: dict, tags: dict, words: dict) -> None:
-        self.entries, self.ids, self.tags, self.words = entries, ids, tags, words
+    def __init__(self, entries: bytes, offsets: bytes, ids: dict, tags: dict, words: dict) -> None:
+        self.blob, self.ids, self.tags, self.words = entries, ids, tags, words
+        self.offsets = array("Q")
+        if len(offsets) % self.offsets.itemsize:
+            raise Damaged
+        self.offsets.frombytes(offsets)
+        self.count = max(0, len(self.offsets) - 1)
 
     @classmethod
     def of(cls, entries: list[list]) -> Catalog:
+        entries = sorted(entries, key=lambda e: e[9], reverse=True)  # updated_at
+        texts = [_ENCODER.encode(e).encode("utf-8") for e in entries]
+        offsets = [0]
+        for text in texts:
+            offsets.append(offsets[-1] + len(text))
         ids: dict[str, list[int]] = {}
         tags: dict[str, list[int]] = {}
         words: dict[str, list[int]] = {}
@@ -61,35 +88,37 @@ class Catalog:
                 tags.setdefault(tag, []).append(at)
             for stem in stems(" ".join([e[2], e[3], *e[4], e[5]])):
                 words.setdefault(stem, []).append(at)
-        return cls(entries, ids, tags, words)
+        return cls(b"".join(texts), array("Q", offsets).tobytes(), *({k: _packed(v) for k, v in index.items()}
+                                                                      for index in (ids, tags, words)))
 
-    def entry(self, at: object) -> list:
-        """The entry an index names, checked: Damaged if it is not one."""
-        if type(at) is not int or not 0 <= at < len(self.entries):
+    def named(self, index: dict, key: str) -> array:
+        """The entry numbers an index gives a key; Damaged if they are not packed numbers of entries."""
+        found = index.get(key, b"")
+        if type(found) is not bytes or len(found) % 4:
             raise Damaged
-        e = self.entries[at]
+        numbers = array("I")
+        numbers.frombytes(found)
+        if numbers and max(numbers) >= self.count:
+            raise Damaged
+        return numbers
+
+    def entry(self, at: int) -> list:
+        """Entry number `at`, parsed and checked: Damaged if it is not an entry."""
+        try:
+            e = json.loads(self.blob[self.offsets[at]:self.offsets[at + 1]])
+        except (ValueError, RecursionError, IndexError):
+            raise Damaged from None
         if type(e) is not list or len(e) != len(_TYPES) or not all(type(f) is t for f, t in zip(e, _TYPES, strict=True)):
             raise Damaged
         return e
 
-    def updated(self, at: object) -> str:
-        """When the entry an index names was updated (all recall ranks by beside the words shared)."""
-        if type(at) is not int or not 0 <= at < len(self.entries):
-            raise Damaged
-        when = self.entries[at][9] if type(self.entries[at]) is list and len(self.entries[at]) == len(_TYPES) else None
-        if type(when) is not str:
-            raise Damaged
-        return when
-
-    def named(self, index: dict, key: str) -> list[int]:
-        found = index.get(key, [])
-        if type(found) is not list:
-            raise Damaged
-        return found
+    def entries(self) -> list[list]:
+        return [self.entry(at) for at in range(self.count)]
 
     def dump(self, at_stamp: list[int]) -> bytes:
-        return seal(marshal.dumps({"version": VERSION, "stamp": at_stamp, "cards": self.entries, "ids": self.ids,
-                                   "tags": self.tags, "stems": self.words}))
+        return seal(marshal.dumps({"version": VERSION, "stamp": at_stamp, "entries": self.blob,
+                                   "offsets": self.offsets.tobytes(), "ids": self.ids, "tags": self.tags,
+                                   "stems": self.words}))
 
 
 def stamp(cards_folder: Path) -> list[int] | None:
@@ -142,24 +171,28 @@ def forget(state: Path) -> None:
 
 
 def current(state: Path, cards_folder: Path) -> Catalog | None:
-    """The catalog if it is current, else None (its entries' types are checked where used)."""
+    """The catalog if it is current, else None (its contents are checked where they are used)."""
     now = stamp(cards_folder)
     found, _why = load_marshal(state / CATALOG, _SHAPE)
     if now is None or found is None or found["version"] != VERSION or found["stamp"] != now:
         return None
-    if type(found["cards"]) is not list:
+    try:
+        return Catalog(found["entries"], found["offsets"], found["ids"], found["tags"], found["stems"])
+    except Damaged:
         return None
-    return Catalog(found["cards"], found["ids"], found["tags"], found["stems"])
 
 
 def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> list[list]:
     """The entries after `changed` (experiment -> its card now, or None: removed), from
     `before` (the catalog as it was current before the change), or from every card
-    (`every()`) when there was none to start from."""
-    if before is None:
-        return [entry(card) for card in every()]
-    kept = [e for e in before.entries if type(e) is list and e and e[0] not in changed]
-    return kept + [entry(card) for card in changed.values() if card is not None]
+    (`every()`) when there was none to start from, or when `before` is damaged."""
+    if before is not None:
+        try:
+            kept = [e for e in before.entries() if e[0] not in changed]
+            return kept + [entry(card) for card in changed.values() if card is not None]
+        except Damaged:
+            pass
+    return [entry(card) for card in every()]
 
 
 def read(state: Path, cards_folder: Path, check) -> Catalog:
