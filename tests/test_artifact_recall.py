@@ -166,9 +166,10 @@ def test_a_forged_card_in_the_fleet_stays_tainted_and_resolves_nothing_of_its_ow
 
 def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
     """Sealed (whole) but wrong inside: an index naming no entry, an entry that is not
-    one, offsets that are not packed numbers. recall reads the cards again, and writes a
-    good catalog."""
+    one, an entries file that is not the one the index names. recall reads the cards
+    again, and writes a good catalog."""
     import marshal
+    import os as os_module
     from array import array
 
     from bxmem.start.sealed import seal
@@ -176,15 +177,26 @@ def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
 
     _r, doc = record()
     state, folder = agent / "memory" / "bxmem", agent / "memory" / "artifacts" / "cards"
-    now = catalog.stamp(folder)
-    one = array("Q", [0, 3]).tobytes()
-    for entries, offsets, ids in ((b"[1]", one, {doc["experiment_id"]: array("I", [0]).tobytes()}),
-                                  (b"", array("Q", [0]).tobytes(), {doc["experiment_id"]: array("I", [7]).tobytes()}),
-                                  (b"[1]", one, {doc["experiment_id"]: b"xyz"}), (b"[1]", b"12345", {})):
+    key = doc["experiment_id"][:catalog.ID_KEY]
+
+    def plant(blob: bytes, offsets: list[int], ids: dict) -> None:
+        (state / catalog.ENTRIES).write_bytes(blob)
+        st = os_module.lstat(state / catalog.ENTRIES)
         (state / catalog.CATALOG).write_bytes(seal(marshal.dumps(
-            {"version": catalog.VERSION, "stamp": now, "entries": entries, "offsets": offsets, "ids": ids,
-             "tags": {}, "stems": {}})))
+            {"version": catalog.VERSION, "stamp": catalog.stamp(folder), "entries": [st.st_ino, st.st_size, st.st_mtime_ns],
+             "offsets": array("Q", offsets).tobytes(), "ids": ids, "tags": {}, "stems": {}})))
+
+    for blob, offsets, ids in ((b"[1]", [0, 3], {key: array("I", [0]).tobytes()}),
+                               (b"", [0], {key: array("I", [7]).tobytes()}),
+                               (b"[1]", [0, 3], {key: b"xyz"}),
+                               (b"not json", [0, 8], {key: array("I", [0]).tobytes()})):
+        plant(blob, offsets, ids)
         found = recall(doc["experiment_id"])
-        assert len(cards_in(found)) == 1, (found["unavailable"], entries, ids)
+        assert len(cards_in(found)) == 1, (found["unavailable"], blob, ids)
         assert doc["artifact_id"] in cards_in(found)[0]["text"]
-        assert catalog.current(state, folder).entry(0)[0] == doc["experiment_id"]
+        good = catalog.current(state, folder)
+        assert good is not None and good.entry(0)[0] == doc["experiment_id"]
+        good.close()
+    (state / catalog.ENTRIES).write_bytes(b"[]")  # another entries file than the index names: stale
+    assert catalog.current(state, folder) is None
+    assert len(cards_in(recall(doc["experiment_id"]))) == 1

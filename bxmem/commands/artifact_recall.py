@@ -61,17 +61,24 @@ def cards(config: Config, query: str, k: int) -> list[Hit]:
     """This agent's cards for a query: those an id or a tag in it names first, then those
     sharing its words as a Honcho hit must (policy/relevance.py: two, or every one of a
     shorter query), most words shared first, newest first among equals."""
-    try:
-        return _cards(config, _catalog(config), query, k)
-    except (TypeError, catalog.Damaged):
-        return _cards(config, _catalog(config, fresh=True), query, k)
+    for fresh in (False, True):
+        found = _catalog(config, fresh)
+        try:
+            return _cards(config, found, query, k)
+        except (TypeError, catalog.Damaged):
+            if fresh:
+                raise
+        finally:
+            found.close()
+    return []
 
 
 def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[Hit]:
     """Entry numbers are recency ranks (the catalog keeps entries newest first)."""
     exact: set[int] = set()
     for word in set(query.replace(",", " ").split()):
-        exact.update(found.named(found.ids, word))
+        if is_experiment_id(word) or is_artifact_id(word):
+            exact.update(found.with_id(word))
     exact.update(found.named(found.tags, " ".join(query.split()).casefold()))
     asked = stems(query)
     shared: dict[int, int] = {}
@@ -88,13 +95,20 @@ def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
     """Another agent's cards among Honcho's hits (each with the text Honcho gave): tainted,
     whatever the source's label, and said whether this host holds the same bytes, which
     is the only way they resolve here (by the artifact id, to this agent's own card)."""
-    known: set[str] | None = None
-    for hit, text in pairs:
-        ids = parse_card_text(text)
-        if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
-            continue
-        if known is None:
-            known = set(_catalog(config).ids)
-        here = ids[1] in known and catalog.object_present(config.paths.artifacts, ids[1], None)
-        hit.tag = TAINTED
-        hit.where = "artifact-bytes-here" if here else "artifact-bytes-elsewhere"
+    held: catalog.Catalog | None = None
+    try:
+        for hit, text in pairs:
+            ids = parse_card_text(text)
+            if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
+                continue
+            hit.tag = TAINTED
+            if held is None:
+                held = _catalog(config)
+            try:
+                here = bool(held.with_id(ids[1])) and catalog.object_present(config.paths.artifacts, ids[1], None)
+            except catalog.Damaged:
+                here = False
+            hit.where = "artifact-bytes-here" if here else "artifact-bytes-elsewhere"
+    finally:
+        if held is not None:
+            held.close()

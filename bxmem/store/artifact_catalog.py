@@ -6,11 +6,12 @@ inode, mtime and ctime taken before the cards were read. A reader whose stamp di
 (a card written since, the catalog deleted or damaged) reads the cards themselves and
 writes the catalog again, as the config cache is written by whoever validated the
 file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
-again, never wrong. Entries are kept newest first as one JSON text, parsed only for
-the hits shown, beside indexes by id, by tag and by the words recall compares
-(policy/relevance.stems), each a packed array of entry numbers: a search looks up the
-query's words and reads a few entries, whatever the number of cards. Light: recall's
-lean path loads it.
+again, never wrong. Two files: the entries, newest first, one JSON text each in
+`artifact-cards.entries`, read only for the hits shown; and, sealed, their offsets
+and indexes by id, by tag and by the words recall compares (policy/relevance.stems),
+each a packed array of entry numbers, with the entries file's identity. A search
+looks up the query's words and reads a few entries, whatever the number of cards.
+Light: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ from bxmem.policy.artifacts import is_experiment_id, object_folder
 from bxmem.policy.relevance import stems
 from bxmem.policy.shapes import integer, list_of, record
 from bxmem.start.sealed import seal
-from bxmem.store.files import Unreadable, load_marshal, read_state, write_bytes
+from bxmem.store.files import Unreadable, load_marshal, open_regular, read_state, write_bytes
 
 CATALOG = "artifact-cards.marshal"
-VERSION = 5
+ENTRIES = "artifact-cards.entries"
+VERSION = 6
+ID_KEY = 20  # characters of an id an index is keyed by: `exp_` or `art_` and 16 of base32
 # One entry a card: what recall shows and matches, never a path.
 FIELDS = ("experiment", "artifact", "title", "summary", "tags", "source_version", "untrusted", "class", "session",
           "updated_at", "bytes", "media_type")
 _TYPES = (str, str, str, str, list, str, bool, str, str, str, int, str)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one, not one a call: 10,000 entries
 
 
 def _type(kind: type, what: str):
@@ -43,12 +47,9 @@ def _type(kind: type, what: str):
     return check
 
 
-_SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "entries": _type(bytes, "bytes"),
+_SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "entries": list_of(integer(None)),
                  "offsets": _type(bytes, "bytes"), "ids": _type(dict, "an object"), "tags": _type(dict, "an object"),
                  "stems": _type(dict, "an object")})
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one, not one a call: 10,000 entries
 
 
 class Damaged(Exception):
@@ -60,11 +61,12 @@ def _packed(numbers: list[int]) -> bytes:
 
 
 class Catalog:
-    """Entries newest first (entry number = recency rank), and their indexes: artifact or
-    experiment id, casefolded tag, stem -> packed entry numbers."""
+    """Entries newest first (entry number = recency rank), read from `blob` (bytes, or a
+    descriptor of the entries file) by offset; indexes: an id's first ID_KEY characters,
+    a casefolded tag, a stem -> packed entry numbers."""
 
-    def __init__(self, entries: bytes, offsets: bytes, ids: dict, tags: dict, words: dict) -> None:
-        self.blob, self.ids, self.tags, self.words = entries, ids, tags, words
+    def __init__(self, blob: bytes | int, offsets: bytes, ids: dict, tags: dict, words: dict) -> None:
+        self.blob, self.ids, self.tags, self.words = blob, ids, tags, words
         self.offsets = array("Q")
         if len(offsets) % self.offsets.itemsize:
             raise Damaged
@@ -82,7 +84,7 @@ class Catalog:
         tags: dict[str, list[int]] = {}
         words: dict[str, list[int]] = {}
         for at, e in enumerate(entries):
-            for ident in (e[0], e[1]):
+            for ident in {e[0][:ID_KEY], e[1][:ID_KEY]}:
                 ids.setdefault(ident, []).append(at)
             for tag in {t.casefold() for t in e[4]}:
                 tags.setdefault(tag, []).append(at)
@@ -102,11 +104,17 @@ class Catalog:
             raise Damaged
         return numbers
 
+    def with_id(self, ident: str) -> list[int]:
+        """The entries whose experiment or artifact id is `ident`."""
+        return [at for at in self.named(self.ids, ident[:ID_KEY]) if ident in self.entry(at)[:2]]
+
     def entry(self, at: int) -> list:
         """Entry number `at`, parsed and checked: Damaged if it is not an entry."""
         try:
-            e = json.loads(self.blob[self.offsets[at]:self.offsets[at + 1]])
-        except (ValueError, RecursionError, IndexError):
+            start, end = self.offsets[at], self.offsets[at + 1]
+            text = self.blob[start:end] if isinstance(self.blob, bytes) else os.pread(self.blob, end - start, start)
+            e = json.loads(text)
+        except (ValueError, RecursionError, IndexError, OSError, OverflowError):
             raise Damaged from None
         if type(e) is not list or len(e) != len(_TYPES) or not all(type(f) is t for f, t in zip(e, _TYPES, strict=True)):
             raise Damaged
@@ -115,10 +123,10 @@ class Catalog:
     def entries(self) -> list[list]:
         return [self.entry(at) for at in range(self.count)]
 
-    def dump(self, at_stamp: list[int]) -> bytes:
-        return seal(marshal.dumps({"version": VERSION, "stamp": at_stamp, "entries": self.blob,
-                                   "offsets": self.offsets.tobytes(), "ids": self.ids, "tags": self.tags,
-                                   "stems": self.words}))
+    def close(self) -> None:
+        if isinstance(self.blob, int):
+            os.close(self.blob)
+            self.blob = b""
 
 
 def stamp(cards_folder: Path) -> list[int] | None:
@@ -127,6 +135,10 @@ def stamp(cards_folder: Path) -> list[int] | None:
     except OSError:
         return None
     return [st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _identity(st: os.stat_result) -> list[int]:
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
 def object_present(root: Path, artifact: str, size: int | None) -> bool:
@@ -146,10 +158,18 @@ def entry(card: dict) -> list:
             card["updated_at"], art["bytes"], art["media_type"]]
 
 
-def _write(state: Path, data: bytes) -> None:
+def _write(state: Path, made: Catalog, at_stamp: list[int]) -> None:
+    """The entries file, then the index naming it (a crash between leaves an index that
+    names another entries file: stale, read again)."""
+    assert isinstance(made.blob, bytes)
     try:
-        if state.is_dir():
-            write_bytes(state / CATALOG, data)
+        if not state.is_dir():
+            return
+        write_bytes(state / ENTRIES, made.blob)
+        entries = _identity(os.lstat(state / ENTRIES))
+        write_bytes(state / CATALOG, seal(marshal.dumps({
+            "version": VERSION, "stamp": at_stamp, "entries": entries, "offsets": made.offsets.tobytes(),
+            "ids": made.ids, "tags": made.tags, "stems": made.words})))
     except Exception:
         pass  # a cache: the next reader reads the cards again
 
@@ -159,26 +179,35 @@ def write(state: Path, cards_folder: Path, entries: list[list]) -> None:
     cannot be written is only a slower recall (it reads the cards)."""
     now = stamp(cards_folder)
     if now is not None:
-        _write(state, Catalog.of(entries).dump(now))
+        _write(state, Catalog.of(entries), now)
 
 
 def forget(state: Path) -> None:
     """A damaged catalog: gone, so the next reader reads the cards."""
-    try:
-        os.unlink(state / CATALOG)
-    except OSError:
-        pass
+    for name in (CATALOG, ENTRIES):
+        try:
+            os.unlink(state / name)
+        except OSError:
+            pass
 
 
 def current(state: Path, cards_folder: Path) -> Catalog | None:
-    """The catalog if it is current, else None (its contents are checked where they are used)."""
+    """The catalog if it is current, its entries file the one it names, else None (its
+    contents are checked where they are used). The caller closes it."""
     now = stamp(cards_folder)
     found, _why = load_marshal(state / CATALOG, _SHAPE)
     if now is None or found is None or found["version"] != VERSION or found["stamp"] != now:
         return None
     try:
-        return Catalog(found["entries"], found["offsets"], found["ids"], found["tags"], found["stems"])
+        fd = open_regular(state / ENTRIES, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if _identity(os.fstat(fd)) != found["entries"]:
+            raise Damaged
+        return Catalog(fd, found["offsets"], found["ids"], found["tags"], found["stems"])
     except Damaged:
+        os.close(fd)
         return None
 
 
@@ -192,6 +221,8 @@ def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> l
             return kept + [entry(card) for card in changed.values() if card is not None]
         except Damaged:
             pass
+        finally:
+            before.close()
     return [entry(card) for card in every()]
 
 
@@ -218,5 +249,5 @@ def read(state: Path, cards_folder: Path, check) -> Catalog:
             out.append(entry(card))
     made = Catalog.of(out)
     if before is not None:
-        _write(state, made.dump(before))
+        _write(state, made, before)
     return made
