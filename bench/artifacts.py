@@ -58,7 +58,9 @@ def bench_big(work: Path, py: str, bxmem: str, verdict, size: int = 1 << 30, rou
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         for _ in range(rounds):
             for name, argv in (("sha256sum", ["sha256sum", str(big)]), ("openssl dgst -sha256", ["openssl", "dgst", "-sha256", str(big)]),
-                               ("cp", ["cp", str(big), str(copy)])):
+                               ("cp", ["cp", str(big), str(copy)]),
+                               ("dd conv=fsync (a copy made durable)", ["dd", f"if={big}", f"of={copy}", "bs=1M",
+                                                                       "conv=fsync", "status=none"])):
                 wall, rss, _code = run_measured(py, argv, env)
                 figures.setdefault(name, []).append((wall, rss))
                 copy.unlink(missing_ok=True)
@@ -78,12 +80,13 @@ def bench_big(work: Path, py: str, bxmem: str, verdict, size: int = 1 << 30, rou
         print(f"{name:28} {wall:7.2f} s   peak RSS {rss:6.1f} MiB")
     # The faster hasher of the two is the baseline: coreutils' sha256sum may lack the SHA
     # instructions OpenSSL (which Python's hashlib uses) has.
+    # A record is durable before it returns (fsync): its baseline is a hash and a copy fsynced.
     hasher = min(med["sha256sum"][0], med["openssl dgst -sha256"][0])
-    baseline = hasher + med["cp"][0]
+    baseline = hasher + med["dd conv=fsync (a copy made durable)"][0]
     record, resolve = med["bxmem artifact record"], med["bxmem artifact resolve"]
-    print(f"record / (hash + cp): {record[0] / baseline:.2f}x;  resolve / hash: {resolve[0] / hasher:.2f}x "
+    print(f"record / (hash + durable copy): {record[0] / baseline:.2f}x;  resolve / hash: {resolve[0] / hasher:.2f}x "
           f"(hash: the faster of sha256sum and openssl, {hasher:.2f} s)")
-    verdict("artifact record, 1 GiB", "<= 2x (sha256 + cp of the file), peak RSS <= 60 MiB",
+    verdict("artifact record, 1 GiB", "<= 2x (sha256 + a durable copy of the file), peak RSS <= 60 MiB",
             f"{record[0]:.2f} s ({record[0] / baseline:.2f}x of {baseline:.2f} s), {record[1]:.1f} MiB",
             record[0] <= 2 * baseline and record[1] <= 60)
     verdict("artifact resolve, 1 GiB (integrity always)", "<= 2x sha256 of the file, peak RSS <= 60 MiB",
