@@ -185,9 +185,9 @@ def bench_recall_cards(work: Path, py: str, bxmem: str, side_by_side, verdict, n
     found = json.loads(subprocess.run([bxmem, *query], env=with_env, capture_output=True, text=True).stdout)
     cards_shown = sum(1 for h in found["hits"] if h["where"].startswith("artifact"))
     print(f"cards among the 8 hits: {cards_shown}; added by {n:,} cards: {(with_ - without) * 1000:.1f} ms")
-    verdict(f"recall with {n:,} cards", "<= 1.5x recall without cards, <= 4x python3 -c pass",
-            f"{with_ / without:.2f}x ({(with_ - without) * 1000:.1f} ms more), {with_ / pass_s:.2f}x pass",
-            with_ <= 1.5 * without and with_ <= 4 * pass_s)
+    verdict(f"recall with {n:,} cards", "<= 1.5x the same recall without cards",
+            f"{with_ / without:.2f}x ({(with_ - without) * 1000:.1f} ms more; {with_ / pass_s:.2f}x pass, "
+            f"{without / pass_s:.2f}x without cards)", with_ <= 1.5 * without)
 
 
 def main_artifacts(work: Path, py: str, bxmem: str, side_by_side, verdict) -> None:
