@@ -30,14 +30,14 @@ class ExitCode:
     #: (brokerd, Honcho), or decide's run budget ran out: work is left for a
     #: later run. Nothing was lost.
     DEGRADED = 3
-    #: `bxmem sync`, `bxmem audit`, and `bxmem send` holding items: the owner's attention is needed.
+    #: `bxmem sync`, `bxmem audit`, `bxmem doctor`, and `bxmem send` holding items: the owner's attention is needed.
     ATTENTION = 4
     #: Something named on the command line does not exist (an unknown edit id, say).
     NOT_FOUND = 5
     #: The request is understood but cannot be done (an undo of an undo, an edit
     #: already undone, ask or audit while local-only). Nothing was written.
     REFUSED = 6
-    #: recall, ask: no source answered; audit: Honcho did not answer.
+    #: recall, ask: no source answered; audit, doctor: Honcho did not answer.
     UNAVAILABLE = 7
     #: `bxmem artifact resolve`, `verify`, `export`: an artifact's bytes failed their
     #: integrity check (missing, truncated, replaced); nothing was resolved or exported.
@@ -66,17 +66,20 @@ MEANINGS = {
                         "long outage, brokerd unavailable, a session log decide cannot read, the last audit's "
                         "discrepancies), `send` (it holds items the "
                         "configuration no longer lets go where they were decided to; the rest was sent), `audit` (a "
-                        "discrepancy between Honcho and the ledger, not accepted)",
+                        "discrepancy between Honcho and the ledger, not accepted), `doctor` (a check failed: each "
+                        "failed line names its runbook entry)",
     ExitCode.NOT_FOUND: "something named on the command line does not exist (an edit, an outbox item, an audit finding)",
     ExitCode.REFUSED: "understood but cannot be done (an undo of an undo, an edit already undone, `ask` or `audit` "
                       "while local-only, an outbox item that cannot be dropped, resent or re-routed as asked, an "
                       "`outbox` command or `sync --retry-failed` while a send holds the outbox); nothing written",
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
-                          "answer; the audit is incomplete)",
+                          "answer; the audit is incomplete), `doctor` (Honcho did not answer; what needs it was not "
+                          "checked)",
     ExitCode.INTEGRITY: "an artifact's bytes failed their integrity check (missing, truncated or replaced): `artifact "
                         "resolve` and `export` give no path or copy, `verify` names each (see: bxmem runbook "
                         "artifact-integrity-failed)",
-    ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid)",
+    ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid), or the Boxmaker "
+                     "home it names does not exist (see: bxmem runbook home-missing); nothing was read or written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -110,6 +113,13 @@ class BxmemError(Exception):
 class ConfigInvalid(BxmemError):
     exit_code = ExitCode.CONFIG
     runbook = "honcho-config-invalid"
+
+
+class HomeMissing(ConfigInvalid):
+    """The Boxmaker home is not there (a wrong HOME, user or BOXMAKER_HOME): nothing
+    is read from another place or created in its stead (store/paths.py's require_home)."""
+
+    runbook = "home-missing"
 
 
 class KeyFileInvalid(ConfigInvalid):
@@ -174,6 +184,13 @@ def boundary(fn, *args, as_json: bool = False) -> int:
         # A bug: its traceback goes to stderr as ever, and a script still gets a document.
         _document(as_json, ExitCode.ERROR, f"unexpected {type(exc).__name__} (a bug: the traceback is on stderr)", None)
         raise
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit status the boundary ends a run with when `exc` stops it."""
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return exc.exit_code if isinstance(exc, BxmemError) else ExitCode.ERROR
 
 
 def error_document(code: int, message: str, runbook: str | None) -> dict:

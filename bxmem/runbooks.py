@@ -35,6 +35,15 @@ ENTRIES = {
     "artifact-integrity-failed": "an artifact's stored bytes are not the ones recorded: it is never resolved or exported",
     "artifact-quota": "the artifact store is at a bound (one artifact's size, all bytes, cards): records are refused",
     "artifact-not-queued": "a card is kept on this host but its decision is not yet in the outbox (a record cut short)",
+    "honcho-auth-off": "doctor: Honcho answers without a key, so it takes any key and checks none",
+    "honcho-version": "doctor: Honcho has neither workspace chat nor peer chat: ask cannot work with it",
+    "clock-off": "doctor: this host's clock and Honcho's are a minute or more apart",
+    "file-permissions": "doctor: the config, the home or the ledger can be changed by someone else, or is missing",
+    "units-not-running": "doctor: a job's timer is not installed, enabled or running, or its last run failed",
+    "owner-name": "turns are decided nowhere because the speaker's name reads as the owner's or the agent's",
+    "home-missing": "the Boxmaker home is not there: every command stops with exit 78 and creates nothing",
+    "clock-wrong": "times bxmem stored lie in the future: the clock was ahead, or is behind; no wait outlasts its bound",
+    "ledger-rewritten": "the ledger was restored, edited or replaced in place: bxmem folded it again, sending nothing twice",
 }
 
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -131,6 +132,9 @@ class FakeHoncho:
         self.violations: list[str] = []
         self.faults: list[Fault] = []
         self.workspace_chat = False  # 3.0.12 has none
+        self.clock_offset = 0.0  # seconds added to the Date header of every answer (a server whose clock is off)
+        self.openapi_published = True  # GET /openapi.json answers the document (FastAPI's default)
+        self.queue: dict[str, dict[str, int]] = {}  # workspace -> its queue status' counts (default: all 0)
         self.latency = 0.0  # seconds per request
         self.chat_latency = 0.0
         self.chats_in_flight = 0
@@ -201,6 +205,17 @@ class FakeHoncho:
                     fault.times -= 1
                     return fault
         return None
+
+    def other_method(self, method: str, path: str) -> int | None:
+        """405 for a path the server has a route at under other methods only (what doctor's
+        GET probes of POST routes get), 404 for a later version's route this server lacks;
+        None when the method's own route exists, or the path is no route at all."""
+        routes = [(m, p) for m, p, _t, _o in self.checker.routes] + (LATER_ROUTES if self.workspace_chat else [])
+        if any(m == method and p.match(path) for m, p in routes):
+            return None
+        if any(p.match(path) for _m, p in routes):
+            return 405
+        return 404 if any(p.match(path) for _m, p in LATER_ROUTES) else None
 
     # --- views for tests --------------------------------------------------------------
 
@@ -346,6 +361,10 @@ class FakeHoncho:
         if len(rest) == 3 and rest[0] == "peers" and rest[2] == "chat" and method == "POST":
             self._ensure_ws(ws)  # 3.0.12 creates a missing workspace even here
             return self._chat(f"peer {rest[1]} in {ws}", body)
+        if rest == ["queue", "status"] and method == "GET":  # a read: creates nothing
+            counts = {"pending": 0, "in_progress": 0, "completed": 0, **self.queue.get(ws, {})}
+            return 200, {**{f"{k}_work_units": v for k, v in counts.items()},
+                         "total_work_units": sum(counts.values()), "sessions": None}
         if rest == ["peers", "list"] and method == "POST":
             return 200, _page([p for (w, _), p in self.peers.items() if w == ws], query)  # creates nothing
         return 404, {"detail": "Not Found"}
@@ -560,6 +579,20 @@ def _make_handler(fake: FakeHoncho):
                 fake._hold_chat(self.connection)
                 self.close_connection = True
                 return
+            if method == "GET" and split.path == "/openapi.json":
+                if not fake.openapi_published:
+                    self._reply(404, {"detail": "Not Found"})
+                    return
+                doc = dict(fake.checker.doc)
+                if fake.workspace_chat:
+                    doc["paths"] = {**doc["paths"], **fake.later_checker.doc["paths"]}
+                self._reply(200, doc)
+                return
+            other = fake.other_method(method, split.path) if method == "GET" else None
+            if other is not None:  # as Starlette answers a path it has under another method, or not at all
+                record.status = other
+                self._reply(other, {"detail": "Method Not Allowed" if other == 405 else "Not Found"})
+                return
             later = any(m == method and p.match(split.path) for m, p in LATER_ROUTES)
             if later and not fake.workspace_chat:
                 problems = []  # 3.0.12 has no such route: it answers 404 whatever the body
@@ -610,6 +643,9 @@ def _make_handler(fake: FakeHoncho):
                     self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client was killed mid-answer
                 self.close_connection = True
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            return formatdate((time.time() if timestamp is None else timestamp) + fake.clock_offset, usegmt=True)
 
         def do_GET(self) -> None:
             self._serve("GET")

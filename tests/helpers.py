@@ -99,7 +99,7 @@ def check_json_output(args: tuple[str, ...], stdout: str) -> None:
     words = [a for a in args if not a.startswith("-")]
     if isinstance(document, dict) and document.get("schema") == "bxmem.error/1":
         validate_output("error", document)
-    elif words and words[0] in ("recall", "ask", "send"):
+    elif words and words[0] in ("recall", "ask", "send", "doctor"):
         validate_output(words[0], document)
     elif words[:2] in (["artifact", "record"], ["artifact", "resolve"]):
         validate_output(f"artifact-{words[1]}", document)

@@ -184,7 +184,7 @@ def patched(obj, name, value):
 
 def check(sessions: list[list[tuple[bytes, dict]]], split: float, late: bool, crash_at: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp, patched(jsonline, "MAX_LINE_BYTES", LINE_BOUND), \
-            patched(index_module, "refresh", lambda paths, progress=None: None):
+            patched(index_module, "refresh", lambda paths, progress=None, deadline=None: None):
         home = Path(tmp)
         (home / "logs").mkdir()
         config_path = home / "bxmem.toml"

@@ -357,7 +357,8 @@ def test_brokerd_replies(monkeypatch, reply):
 # --- bxmem's own state files -------------------------------------------------------------------------
 
 STATE_FILES = ["decide.json", "mirror.json", "outbox.marshal", "config.marshal", "idle-decide.marshal",
-               "idle-mirror.marshal", "idle-send.marshal", "idle-decide-dormant.marshal", "entry.key", "index.sqlite3"]
+               "idle-mirror.marshal", "idle-send.marshal", "idle-decide-dormant.marshal", "entry.key", "index.sqlite3",
+               "workspace-roles.json"]
 
 
 def check_state(monkeypatch, checker, name: str, draw_bytes) -> None:
@@ -373,7 +374,11 @@ def check_state(monkeypatch, checker, name: str, draw_bytes) -> None:
             run_job(job)
         path = home / "memory" / "bxmem" / name
         assert path.exists(), name
-        path.write_bytes(draw_bytes(path.read_bytes()))
+        with open(path, "r+b") as f:  # in place, as the owner's hands would (the file keeps its inode)
+            damaged = draw_bytes(f.read())
+            f.seek(0)
+            f.write(damaged)
+            f.truncate()
         with open(home / "logs" / "s0.jsonl", "ab") as f:
             f.write(lines_bytes(turn_lines(3, "more", "yes")))
         work = Work(monkeypatch)

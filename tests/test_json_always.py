@@ -43,6 +43,7 @@ BASE = {"decide": ["decide"], "send": ["send"], "mirror": ["mirror"], "undo": ["
         "ask": ["ask", "what changed?"], "sync": ["sync"], "audit": ["audit"], "config check": ["config", "check"],
         "outbox list": ["outbox", "list"], "outbox drop": ["outbox", "drop", "turn:s:1", "--reason", "gone for good"],
         "outbox resend": ["outbox", "resend", "turn:s:1"], "outbox reroute": ["outbox", "reroute", "turn:s:1"],
+        "doctor": ["doctor"],
         "artifact record": ["artifact", "record", "--session", "s1", "table.csv", "--summary", "a table"],
         "artifact resolve": ["artifact", "resolve", "art_" + "a" * 52], "artifact list": ["artifact", "list"],
         "artifact verify": ["artifact", "verify"], "artifact export": ["artifact", "export", "art_" + "a" * 52, "--to", "/tmp/x"],
@@ -143,6 +144,13 @@ def _audit_finding(c: Case) -> list[str]:
     return BASE["audit"]
 
 
+def _doctor(c: Case, state) -> list[str]:
+    """doctor on this case's home, its units not asked (this machine's systemd is not the test's)."""
+    c.monkeypatch.setattr("bxmem.sources.unit_state.shutil.which", lambda _name: None)
+    state(c)
+    return BASE["doctor"]
+
+
 def _asked(c: Case) -> list[str]:
     c.sent()
     return BASE["ask"]
@@ -202,10 +210,14 @@ SPECIFIC = {
     ("outbox reroute", 0): lambda c: (c.held(), BASE["outbox reroute"])[1],
     ("outbox reroute", 5): lambda c: (c.held(), ["outbox", "reroute", "turn:x:9"])[1],
     ("outbox reroute", 6): lambda c: (c.honcho_on(), c.decided(), BASE["outbox reroute"])[2],
+    ("doctor", 0): lambda c: _doctor(c, lambda c: c.honcho_on()),
+    ("doctor", 4): lambda c: _doctor(c, lambda c: (c.honcho_on(), c.brokerd.stop())),  # type: ignore[attr-defined]
+    ("doctor", 7): lambda c: _doctor(c, Case.down),
 }
 # Exits whose stdout is the command's own document; every other one is an error document.
 OWN_DOCUMENT = {ExitCode.OK, ExitCode.DEGRADED, ExitCode.ATTENTION}
-OWN_DOCUMENT_TOO = {("recall", ExitCode.UNAVAILABLE), ("ask", ExitCode.UNAVAILABLE), ("artifact verify", ExitCode.INTEGRITY)}
+OWN_DOCUMENT_TOO = {("recall", ExitCode.UNAVAILABLE), ("ask", ExitCode.UNAVAILABLE), ("doctor", ExitCode.UNAVAILABLE),
+                    ("artifact verify", ExitCode.INTEGRITY)}
 
 
 def _raising(exc: BaseException):

@@ -22,6 +22,7 @@ import pytest
 from bxmem.commands import audit, decide_state, index_fold, mirror
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
+from bxmem.store.outbox_shape import offset_of
 
 LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 # The owner's way out (bxmem outbox, audit --accept): a ledger written by the suite at the
@@ -29,7 +30,7 @@ LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 OWNER = Path(__file__).parent / "fixtures" / "ledger-owner"
 # What the outbox fold keeps that it did not then (each decision is final: store/outbox.py).
 ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat",
-               "dropped", "announced", "roles", "hsessions")
+               "dropped", "announced", "roles", "hsessions", "mark", "key", "_secret", "_order", "named_wrong")
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
 
 
@@ -60,10 +61,11 @@ def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
     outbox = {k: v for k, v in box.__dict__.items() if k != "ino" and k not in ADDED_SINCE}
     # A pending record gained its role (the sixth field) since: held to the decision in
     # test_what_the_fold_learnt_since; here the record as it was.
-    outbox["pending"] = {k: v[:5] for k, v in box.pending.items()}
-    outbox["failed"] = {k: {**v, "decided": v["decided"][:5] if v.get("decided") else v.get("decided")}
+    # Its first field is the decision's offset with the line's keyed hash now (outbox_shape.AT): the offset, as then.
+    outbox["pending"] = {k: (offset_of(v), *v[1:5]) for k, v in box.pending.items()}
+    outbox["failed"] = {k: {**v, "decided": (offset_of(v["decided"]), *v["decided"][1:5]) if v.get("decided") else v.get("decided")}
                         for k, v in box.failed.items()}
-    paths = SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state_dir)
+    paths = SimpleNamespace(ledger=ledger_path, state=state_dir, ensure_state_dir=lambda: state_dir)
     expected, _box = audit._expected(SimpleNamespace(paths=paths))
     # audit keeps each decision's role and each item's message ids now; then, the workspace and the count.
     decided = {item: ws for item, (ws, _role) in expected.decided.items()}
@@ -157,7 +159,7 @@ def test_the_owner_actions_fold_as_they_did(tmp_path, monkeypatch):
     # role is now, the gone session was replaced by s-2, and the accepted findings are known.
     assert (box.dropped, box.pending, box.failed) == (1, {}, {})
     assert box.setup["bm0-trusted"]["sessions"]["s"]["name"] == "s-2"
-    expected, _ = audit._expected(SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state)))
+    expected, _ = audit._expected(SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, state=state, ensure_state_dir=lambda: state)))
     assert expected.decided["turn:u:1"] == ("bm0-home", "trusted") and len(expected.accepted) == 4
 
 

@@ -6,8 +6,8 @@ from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bxmem.commands.checks import age as _age
 from bxmem.commands.send.messages import valid_time
-from bxmem.commands.sync import _age
 from bxmem.policy.ledger_time import format_time, parse_time
 from bxmem.store.ledger import now_iso
 
@@ -37,7 +37,8 @@ def test_what_is_no_time_reads_as_none_never_as_a_crash():
 
 def test_sync_and_send_read_times_as_the_ledger_writes_them():
     assert _age(format_time(1_000.0), 1_060.0) == 60.0
-    assert _age(format_time(2_000.0), 1_060.0) == 0.0  # a time ahead of the clock: no negative age
+    assert _age(format_time(1_100.0), 1_060.0) == 0.0  # a little ahead (skew between the jobs): no negative age
+    assert _age(format_time(2_000.0), 1_060.0) is None  # far ahead of the clock: unknown (sync says so: future_times)
     assert _age(None, 1_060.0) is None and _age(7, 1_060.0) is None  # a number where a time belongs: unknown
     assert valid_time("2026-12-01T10:00:00.000Z") and valid_time("2026-12-01T10:00")
     assert not valid_time(7) and not valid_time("soon")

@@ -122,9 +122,9 @@ def test_a_fifo_in_place_of_a_decided_log_does_not_hang_the_index_refresh(home, 
     path = write_log(home, "s", turn_lines(1, "hi", "hello"))
     real = index_fold.refresh
 
-    def after_the_swap(paths, progress=None):  # the log becomes a FIFO between the decision and the refresh
+    def after_the_swap(paths, progress=None, deadline=None):  # the log becomes a FIFO between the decision and the refresh
         to_fifo(path)
-        return real(paths, progress)
+        return real(paths, progress, deadline)
 
     monkeypatch.setattr(index_fold, "refresh", after_the_swap)
     in_time, raised = finishes(lambda: decide.run(load()), path)

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # The --json output contract: data files that ship only through package-data.
-SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "send", "error")}
+SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "send", "doctor", "error")}
 
 
 def tracked_files() -> list[str]:

@@ -140,7 +140,7 @@ def test_a_full_disk_leaves_the_index_in_place_and_it_catches_up_later(local, mo
     decide.run(load())
     real = index_fold.catch_up
 
-    def full(*args):
+    def full(*args, **kwargs):
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(index_fold, "catch_up", full)

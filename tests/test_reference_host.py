@@ -169,7 +169,7 @@ def test_the_wrong_home_is_exit_78_not_an_empty_memory(fleet, tmp_path):
     fleet.env["BOXMAKER_HOME"] = str(tmp_path / "not-the-home")
     result = fleet.call("recall", {"query": "restic"})
     assert (result.exit, result.label) == (78, NOTHING_READ)
-    assert f"the Boxmaker home {tmp_path / 'not-the-home'} does not exist: run bxmem as the user" in result.log[0]
+    assert f"the Boxmaker home {tmp_path / 'not-the-home'} does not exist: run `bxmem init` to make it, or set BOXMAKER_HOME" in result.log[0]
     del fleet.env["BOXMAKER_HOME"], fleet.env["BXMEM_CONFIG"]  # HOME alone, and it is not the jobs' HOME
     result = fleet.call("recall", {"query": "restic"})
     assert result.exit == 78 and f"{tmp_path}/.local/share/boxmaker does not exist" in result.log[0]

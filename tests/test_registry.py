@@ -108,7 +108,7 @@ def test_the_cli_jobs_give_the_index_refresh_its_rebuild_bar_and_the_lean_path_n
     from bxmem.commands import run as run_module
 
     given = []
-    monkeypatch.setattr(index_fold, "refresh", lambda paths, progress=None: given.append(progress))
+    monkeypatch.setattr(index_fold, "refresh", lambda paths, progress=None, deadline=None: given.append(progress))
     cli.run_cli([job])
     getattr(run_module, job)()
     assert given == [index_rebuild_bar, None]

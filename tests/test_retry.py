@@ -34,7 +34,9 @@ def test_an_attempt_may_be_looked_up_once_the_wait_is_over():
     assert settle_at(attempt(), T + wait - 0.01, wait) == T + wait
     assert settle_at(attempt(), T + wait, wait) is None
     assert settle_at(attempt(None), T, wait) is None  # no request behind it (a requeued edit)
-    assert settle_at(attempt(), T - 10, wait) == T + wait  # the clock went back a little: still wait
+    # The clock went back a little: still wait, the whole wait from now (no more: a wake-up is never
+    # further off than its own wait, whatever the clock did).
+    assert settle_at(attempt(), T - 10, wait) == T - 10 + wait
     assert settle_at(attempt(), T - wait - 1, wait) is None  # went back further: its age is unknown
 
 
@@ -61,3 +63,17 @@ def test_ripe_attempts_hold_nothing():
     hold = Hold({"turn:a:1": attempt(), "edit:e1": attempt()}, T + settle_wait_s(), settle_wait_s())
     assert not hold.waits(turn("turn:a:1", "a")) and not hold.waits(edit("edit:e1"))
     assert hold.items == set() and hold.until is None
+
+
+def test_a_stored_next_try_is_believed_only_within_its_own_step():
+    """A backoff's next try further off than its step's longest jittered wait was written
+    under a clock that ran ahead: it is due now (issue 28: a day ahead stopped send a day)."""
+    from bxmem.policy.retry import next_try
+
+    first = {"since": "x", "delay": 5.0, "until": T + 7.0}
+    assert next_try(first, T) == T + 7.0
+    assert next_try({**first, "until": T + 600.0}, T) is None  # 600 s is no wait of a 5 s step
+    longest = {"since": "x", "delay": 600.0, "until": T + 590.0}
+    assert next_try(longest, T) == T + 590.0
+    assert next_try({**longest, "until": T + 86400.0}, T) is None  # a day ahead: due now
+    assert next_try({**longest, "until": T - 1.0}, T) is None

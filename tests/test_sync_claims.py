@@ -109,8 +109,9 @@ def test_brackets_are_text_never_markup(home, configure, tmp_path, monkeypatch):
     monkeypatch.setenv("BOXMAKER_HOME", str(odd_home))
     result = bxmem_inprocess("sync")
     out = result.stdout.splitlines()
-    assert out[0] == "local-only: no [honcho] section, nothing is sent"
-    assert out[1].startswith(f"brokerd now: cannot answer: {odd_home}/run/memory-broker does not exist (checked ")
+    assert out[0] == f"nothing needs attention yet; waiting: brokerd does not answer now ({odd_home}/run/memory-broker does not exist)"
+    assert out[1] == "local-only: no [honcho] section, nothing is sent"
+    assert out[2].startswith(f"brokerd now: cannot answer: {odd_home}/run/memory-broker does not exist (checked ")
 
 
 def test_on_a_terminal_the_lines_are_the_same_text(home, configure):
@@ -181,6 +182,7 @@ def test_the_local_only_lines_are_exactly_these(home):
     assert (result.returncode, result.stderr) == (0, "")
     stamp = re.compile(r"\(checked \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, ")
     assert stamp.sub("(checked TIME, ", result.stdout) == (
+        f"nothing needs attention yet; waiting: brokerd does not answer now ({home}/run/memory-broker does not exist)\n"
         "local-only: no [honcho] section, nothing is sent\n"
         f"brokerd now: cannot answer: {home}/run/memory-broker does not exist (checked TIME, 2 s deadline)\n"
         "brokerd as decide recorded: no outage; 0 turn(s) undecided\n"

@@ -106,7 +106,7 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
     import bxmem
 
-    for name in ("recall", "ask", "send", "artifact-record", "artifact-resolve", "error"):
+    for name in ("recall", "ask", "send", "doctor", "artifact-record", "artifact-resolve", "error"):
         result = bxmem_inprocess("schema", name)
         assert (result.returncode, result.stderr) == (0, "")
         shipped = (Path(bxmem.__file__).parent / "schemas" / f"{name}.schema.json").read_text()
@@ -114,8 +114,8 @@ def test_bxmem_schema_prints_the_shipped_schemas():
         jsonschema.Draft202012Validator.check_schema(json.loads(result.stdout))
     bad = bxmem_inprocess("schema", "audit")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == ("bxmem: error: schema: there are schemas for recall, ask, send, artifact-record, artifact-resolve "
-                          "and error, not 'audit'\n")
+    assert bad.stderr == ("bxmem: error: schema: there are schemas for recall, ask, send, doctor, artifact-record, "
+                          "artifact-resolve and error, not 'audit'\n")
 
 
 def test_the_artifact_tools_are_offered_only_with_artifacts_on(configure):

@@ -36,8 +36,9 @@ def comments_before(path: Path, directive: str) -> str:
     return " ".join(reversed(block))
 
 
-def test_there_are_the_three_services():
-    assert [p.name for p in SERVICES] == ["bxmem-decide.service", "bxmem-mirror.service", "bxmem-send.service"]
+def test_there_are_the_three_jobs_and_metrics():
+    assert [p.name for p in SERVICES] == ["bxmem-decide.service", "bxmem-metrics.service", "bxmem-mirror.service",
+                                          "bxmem-send.service"]
 
 
 @pytest.mark.parametrize("service", SERVICES, ids=lambda p: p.stem)

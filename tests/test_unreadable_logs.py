@@ -61,8 +61,8 @@ def test_a_log_denied_is_said_once_waits_and_is_read_once_its_mode_changes(clean
         "bxmem decide: decided 1 turn(s): 1 trusted",
     ]
     assert set(decisions(clean)) == {"turn:t:1"}
-    again = job("decide")  # within the minute, nothing changed: the idle path, not a retry
-    assert (again.returncode, again.stderr) == (0, "")
+    again = job("decide")  # within the minute, nothing changed: the idle path, not a retry, exiting as the run did
+    assert (again.returncode, again.stderr) == (3, "")
     os.chmod(path, 0o600)
     fixed = job("decide")
     assert fixed.returncode == 0, fixed.stderr

@@ -75,10 +75,12 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @app.command()
 @exits
 @global_options_too
-def send(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
+         now: bool = typer.Option(False, "--now", help="Try Honcho now, without waiting out the outage backoff (items "
+                                                       "in doubt still wait to be looked up: nothing is sent twice).")) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
     options: Options = ctx.obj
-    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet)
+    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
 
 
 @app.command()
@@ -159,17 +161,17 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     return output.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
-SCHEMAS = ("recall", "ask", "send", "artifact-record", "artifact-resolve", "error")
+SCHEMAS = ("recall", "ask", "send", "doctor", "artifact-record", "artifact-resolve", "error")
 
 
 @app.command()
 @exits
 @global_options_too
 def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="NAME",
-                                                         help="Whose --json output: recall, ask, send, artifact-record, "
-                                                              "artifact-resolve, or any command's error document "
-                                                              "(error).")) -> int:
-    """Print the JSON Schema of `recall`, `ask`, `artifact record` or `artifact resolve --json` (the contracts a host validates the output against), `send --json`, or the error document."""
+                                                         help="Whose --json output: recall, ask, send, doctor, "
+                                                              "artifact-record, artifact-resolve, or any command's "
+                                                              "error document (error).")) -> int:
+    """Print the JSON Schema of `recall`, `ask`, `artifact record` or `artifact resolve --json` (the contracts a host validates the output against), `send --json`, `doctor --json`, or the error document."""
     check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
     if name not in SCHEMAS:
         raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")
@@ -197,6 +199,7 @@ def index_rebuild(ctx: typer.Context) -> int:
     from bxmem.store import index  # deferred: command
 
     config = _setup(ctx, "index")
+    config.paths.require_home()
     config.paths.ensure_state_dir()
     applied, warning = index_fold.update(config.paths, rebuild=True, progress=index_rebuild_bar)
     if warning:
@@ -271,6 +274,41 @@ def demo(
     setup("demo", quiet=True)
     log.setLevel("ERROR")  # the demo explains its warnings (a late brokerd) itself
     return output.show_demo(run_demo(honcho, keep), honcho)
+
+
+@app.command()
+@exits
+@global_options_too
+def doctor(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
+    """Check the whole setup, one line each, with when: the config and the home and their modes, each key file and each key on Honcho, Honcho's clock, version and chat, brokerd, the units, the outbox, Honcho's queue.
+
+    Honcho, brokerd and systemd are asked at once, each within 5 s (brokerd 2 s),
+    so doctor waits 5.5 s at most for them; nothing is created or changed. Each
+    failed line names the runbook entry that gets out of it. Exit 4 when a check
+    failed, 7 when Honcho did not answer.
+    """
+    from bxmem.commands import doctor as doctor_module  # deferred: command
+
+    config = _setup(ctx, "doctor")
+    return output.show(doctor_module.run(config, ctx.obj.config), as_json)
+
+
+@app.command()
+@exits
+@global_options_too
+def metrics(ctx: typer.Context,
+            to: Path | None = typer.Option(None, "--output", metavar="FILE",
+                                           help="Write to FILE atomically (a temporary file beside it, renamed), "
+                                                "mode 644, for node_exporter's textfile collector.")) -> int:
+    """Print bxmem's state as Prometheus metrics (the outbox, the outage, refused keys, each job's last run, Honcho's queue), with no text, item id, key or path.
+
+    Honcho's queue is read within 2 s; a Honcho that does not answer is a metric
+    (bxmem_honcho_queue_up 0), not an error.
+    """
+    from bxmem.commands import metrics as metrics_module  # deferred: command
+
+    config = _setup(ctx, "metrics")
+    return output.show_metrics(metrics_module.render(config), to)
 
 
 @config_app.command("check")

@@ -10,6 +10,7 @@ rich is imported by the functions that use it: `--help` loads this module.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from typer import echo
@@ -18,7 +19,8 @@ from bxmem import runbooks
 from bxmem.commands.recall import render_plain
 from bxmem.commands.run import emit_json
 from bxmem.config.loader import read_key
-from bxmem.errors import ExitCode
+from bxmem.errors import BxmemError, ExitCode
+from bxmem.store.files import write_bytes
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -63,6 +65,15 @@ class BacklogProgress:
             self.bar.stop()
 
 
+def _home_warning(config) -> str | None:
+    """A home that is not there is no fault of the file, but every job would stop on it (exit 78)."""
+    try:
+        config.paths.require_home()
+    except BxmemError as exc:
+        return exc.one_line()
+    return None
+
+
 def config_check(config, as_json: bool) -> int:
     """`bxmem config check`: the resolved paths and workspaces (never a key), and
     what is legal but likely a mistake (checks.partial_keys) as a warning."""
@@ -85,7 +96,7 @@ def config_check(config, as_json: bool) -> int:
         "owner": config.honcho.owner if config.honcho else None,
         "workspaces": workspaces,
         "send_batch": config.send.batch,
-        "warnings": [w for w in (partial_keys(config),) if w],
+        "warnings": [w for w in (partial_keys(config), _home_warning(config)) if w],
     }
     if as_json:
         emit_json(result)
@@ -118,6 +129,16 @@ def show(result, as_json: bool) -> int:
         for line in result.lines():
             _echo(line)
     return result.exit_code
+
+
+def show_metrics(text: str, to: Path | None) -> int:
+    """`bxmem metrics`: on stdout, or in place of `to` whole (a temporary file beside it,
+    renamed over it, as node_exporter's textfile collector asks), readable by its reader."""
+    if to is None:
+        sys.stdout.write(text)
+    else:
+        write_bytes(to, text.encode(), mode=0o644)
+    return ExitCode.OK
 
 
 def show_runbook(name: str | None) -> int:

@@ -332,25 +332,36 @@ def summary(config: Config) -> dict | None:
 QUOTA_ATTENTION = 0.9  # of a bound used: sync says so before records are refused
 
 
-def sync_section(config: Config, box: Outbox, nowhere: dict[str, int], attention: list[str]) -> dict | None:
-    """The artifact store as sync shows it: counts only (never a title, an id's text or a path)."""
+def sync_section(config: Config, box: Outbox, need) -> dict | None:
+    """The artifact store as sync shows it: counts only (never a title, an id's text or a path);
+    `need(line)` for what needs the owner."""
     found = summary(config)
     if found is None:
         return None
     found["pending_index"] = sum(1 for r in box.pending.values() if r[KIND] == "card")
     found["failed_index"] = sum(1 for item in box.failed if item.startswith("card:"))
+    nowhere: dict[str, int] = {}
+    for key, count in box.decided.items():  # "kind/role/reason"
+        kind, role, reason = key.split("/", 2)
+        if (kind, role) == ("card", "none"):
+            nowhere[reason] = nowhere.get(reason, 0) + count
     found["decided_nowhere"] = dict(sorted(nowhere.items()))
     if found["pending_records"]:
-        attention.append(f"{found['pending_records']} artifact card(s) kept on this host are not yet in the outbox (a "
+        need(f"{found['pending_records']} artifact card(s) kept on this host are not yet in the outbox (a "
                          "record cut short, or the ledger could not be written): bxmem artifact verify queues them"
                          + cite_runbook("artifact-not-queued"))
     used = [found["bytes"] / found["max_total_bytes"] if found["max_total_bytes"] else 0.0,
             found["cards"] / found["max_cards"] if found["max_cards"] else 0.0]
     if max(used) >= QUOTA_ATTENTION:
-        attention.append(f"the artifact store uses {found['bytes']:,} of {found['max_total_bytes']:,} bytes "
+        need(f"the artifact store uses {found['bytes']:,} of {found['max_total_bytes']:,} bytes "
                          f"({used[0]:.0%}) and {found['cards']:,} of {found['max_cards']:,} cards: bxmem artifact rm "
                          "what is not needed" + cite_runbook("artifact-quota"))
     return found
+
+
+def cards_text(count: int | None) -> str:
+    """", N artifact card(s)" after sync's counts of turns and edits, when there are any."""
+    return f", {count} artifact card(s)" if count else ""
 
 
 def sync_lines(found: dict | None) -> list[str]:

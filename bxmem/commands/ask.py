@@ -221,6 +221,9 @@ def ask(config: Config, question: str, names: list[str], reasoning: str = "minim
         raise UsageError(f"--reasoning must be one of {', '.join(REASONING)}")
     if not 0 < deadline <= DEADLINE_S:
         raise UsageError(f"--deadline must be more than 0 and at most {DEADLINE_S:g} seconds")
+    # As recall: a wrong HOME or user would ask with labels from no ledger (a workspace this
+    # agent wrote untrusted, read as memory), not say it cannot tell.
+    config.paths.require_home()
     chosen = targets(config, names)
     run = _Run(config, question, reasoning, deadline)
     states = {t.name: _State(t, workspace=config.workspace(t.role).name) for t in chosen}

@@ -89,6 +89,7 @@ class AuditReport:
     # (renamed, or a [[honcho.read]] source): not read as if it were ours.
     not_audited: dict[str, dict] = field(default_factory=dict)  # workspace -> {"items", "now"}
     accepted: list[dict] = field(default_factory=list)  # findings the owner accepted: each with its "reason"
+    _ids: set[str] = field(default_factory=set)  # the discrepancies' ids
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
         """A discrepancy; every field printed as policy/shown.py prints what came from outside,
@@ -96,7 +97,12 @@ class AuditReport:
         what = {name: _shown(name, value) for name, value in what.items()}
         subject = what.get("message") or what.get("conclusion") or (
             f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
-        self.discrepancies.append({"id": f"{kind}:{workspace}:{subject}", "kind": kind, "workspace": workspace, **what})
+        finding = f"{kind}:{workspace}:{subject}"
+        # Once per id: a finding about an item (misrouted, role-changed) is met at each of its
+        # messages, and one item is one discrepancy, however many parts say it.
+        if finding not in self._ids:
+            self._ids.add(finding)
+            self.discrepancies.append({"id": finding, "kind": kind, "workspace": workspace, **what})
 
     def set_aside(self, accepted: dict[str, str]) -> None:
         """Move the findings the owner accepted (id -> reason) out of the discrepancies."""
@@ -161,8 +167,14 @@ def _expected(config: Config) -> tuple[Expected, Outbox]:
             for result in results if isinstance(results, list) else []:
                 if isinstance(result, dict) and result.get("do") in MESSAGE_ACTIONS and result.get("ids"):
                     expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(result["ids"]))
-    box = Outbox.load(config.paths.ensure_state_dir(), ledger)
+    box = Outbox.load(config.paths.state, ledger)
     return expected, box
+
+
+def _save_summary(config: Config, report: AuditReport) -> None:
+    """For sync: beside the jobs' state, which audit never creates (a read-only command)."""
+    if config.paths.state.is_dir():
+        write_json(config.paths.state / SUMMARY_FILE, report.summary(now_iso()))
 
 
 def _recorded_ids(value: object) -> list[str | None]:
@@ -184,6 +196,7 @@ def audit(config: Config) -> AuditReport:
     honcho = config.honcho
     if honcho is None:  # the CLI refuses a local-only audit before this
         raise ValueError("audit needs a [honcho] section")
+    config.paths.require_home()
     report = AuditReport()
     expected, box = _expected(config)
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
@@ -200,7 +213,7 @@ def audit(config: Config) -> AuditReport:
             if role == "trusted":
                 _conclusions(client, box, workspace.name, (honcho.agent, honcho.owner), report)
     report.set_aside(expected.accepted)
-    write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))
+    _save_summary(config, report)
     return report
 
 
@@ -304,4 +317,4 @@ def accept(config: Config, report: AuditReport, ids: list[str], reason: str | No
     if new:
         Ledger(config.paths.ledger).append([accepted(i, why) for i in new])
     report.set_aside({i: why for i in new})
-    write_json(config.paths.ensure_state_dir() / SUMMARY_FILE, report.summary(now_iso()))
+    _save_summary(config, report)

@@ -7,20 +7,27 @@ through the Honcho client, under recall's 5 s deadline. Key files are read by
 config.read_key, the one reader every command uses, so sync's verdict on a key
 is send's, recall's and ask's. Each result carries the time it was made; a
 check not made says "not checked". Both network checks run at once, so sync
-waits at most the longer deadline.
+waits at most the longer deadline. And the times bxmem stored, held against the
+clock now (`future_times`): one far ahead says the clock was wrong.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
+from bxmem.commands.decide_state import RETRY_UNREADABLE_S
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, read_key
-from bxmem.errors import ConfigInvalid
+from bxmem.errors import ConfigInvalid, cite_runbook
 from bxmem.honcho.api import HonchoError
+from bxmem.policy import shown
+from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.retry import MAX_DELAY_S
 from bxmem.sources import brokerd
 from bxmem.store.ledger import now_iso
+from bxmem.store.outbox import Outbox
 
 # Asked when no turn is waiting: brokerd answers a session it has not seen as
 # private and clean, and the question changes nothing.
@@ -35,7 +42,7 @@ def not_checked(why: str) -> dict:
     return _result(None, None, f"not checked: {why}", None)
 
 
-def _ask_brokerd(config: Config, session: str) -> None:
+def ask_brokerd(config: Config, session: str) -> None:
     brokerd.session_state(config.paths.broker_socket, session, timeout=brokerd.TIMEOUT_S)
 
 
@@ -55,37 +62,46 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def services(config: Config, session: str | None) -> dict[str, dict]:
-    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
-    jobs = {"brokerd": (brokerd.TIMEOUT_S, lambda: _ask_brokerd(config, session or PROBE_SESSION))}
-    if config.honcho:
-        url = config.honcho.url
-        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
-    outcome: dict[str, Exception | None] = {}
+def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, tuple[str, object]]:
+    """Run each job on a daemon thread of its own, all started at once, each given its
+    deadline from that start: name -> ("ok", its value), ("error", the exception) or
+    ("timeout", None). A job that overruns (a DNS lookup has no timeout of its own) is
+    reported, not waited for, so the whole takes at most the longest deadline (and 0.5 s)."""
+    outcome: dict[str, tuple[str, object]] = {}
 
-    def run(name: str, fn) -> None:
+    def run(name: str, fn: Callable[[], object]) -> None:
         try:
-            fn()
-            outcome[name] = None
+            outcome[name] = ("ok", fn())
         except Exception as exc:  # reported as the check's problem, never raised
-            outcome[name] = exc
+            outcome[name] = ("error", exc)
 
-    started, checked_at = time.monotonic(), now_iso()
+    started = time.monotonic()
     threads = {name: threading.Thread(target=run, args=(name, fn), daemon=True) for name, (_d, fn) in jobs.items()}
     for thread in threads.values():
         thread.start()
-    results = {"honcho": not_checked("local-only, no [honcho] section")}
     for name, (deadline, _fn) in jobs.items():
-        # Daemon threads with a deadline from the same start: a check that
-        # overruns (a DNS lookup has no timeout of its own) is reported, not waited for.
         threads[name].join(max(0.0, started + deadline + 0.5 - time.monotonic()))
-        failure = outcome.get(name)
-        if name not in outcome:
+    return {name: outcome.get(name, ("timeout", None)) for name in jobs}
+
+
+def services(config: Config, session: str | None) -> dict[str, dict]:
+    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
+    jobs: dict[str, tuple[float, Callable[[], object]]] = {
+        "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))}
+    if config.honcho:
+        url = config.honcho.url
+        jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
+    checked_at = now_iso()
+    results = {"honcho": not_checked("local-only, no [honcho] section")}
+    for name, (how, value) in parallel(jobs).items():
+        deadline = jobs[name][0]
+        if how == "timeout":
             results[name] = _result(checked_at, False, f"no answer within {deadline:g} s", deadline)
-        elif failure is None:
+        elif how == "ok":
             results[name] = _result(checked_at, True, None, deadline)
         else:
-            results[name] = _result(checked_at, False, _describe(failure), deadline)
+            assert isinstance(value, BaseException)
+            results[name] = _result(checked_at, False, _describe(value), deadline)
     return results
 
 
@@ -121,3 +137,73 @@ def keys(config: Config) -> list[dict]:
         except ConfigInvalid as exc:
             out.append({**entry, **_result(checked_at, False, str(exc), None)})
     return out
+
+
+# A stored time this far ahead of the clock is said (a clock stepped forward then back, or
+# behind now): more than the skew between this host's jobs could make.
+FUTURE_SLACK_S = 60
+
+
+def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
+    """The times bxmem stored that lie in the future: written while the clock ran ahead (or
+    it runs behind now). Every wait is held to its own bound whatever they say
+    (policy/retry.py, start/idle.py); this is for the owner, who should fix the clock."""
+    stored: list[tuple[str, object]] = []
+    if box.backoff:
+        stored.append(("the outage's start", box.backoff.get("since")))
+        if box.backoff["until"] - now > MAX_DELAY_S:
+            stored.append(("the outage's next try", format_time(box.backoff["until"])))
+    stored += [(f"the attempt of {shown.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
+    stored.append(("the last send", box.last_sent))
+    last_run = decide_state.get("last_run") or {}
+    stored += [("decide's last run", last_run.get("at")), ("brokerd's outage start", decide_state.get("broker_down_since"))]
+    for stem, cursor in (decide_state.get("logs") or {}).items():
+        error = cursor.get("error")
+        if error:
+            stored.append((f"{stem}.jsonl unreadable since", error.get("since")))
+            if error["retry_at"] - now > RETRY_UNREADABLE_S:
+                stored.append((f"{stem}.jsonl's next read", format_time(error["retry_at"])))
+    stored.append(("the last audit", (audit_state or {}).get("at")))
+    found = []
+    for what, ts in stored:
+        at = parse_time(ts)
+        if at is not None and at > now + FUTURE_SLACK_S:
+            found.append({"what": what, "at": shown.date(ts), "ahead_s": round(at - now)})
+    return sorted(found, key=lambda f: -f["ahead_s"])
+
+
+def age(ts: str | None, now: float) -> float | None:
+    """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
+    at = parse_time(ts)
+    return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
+
+
+def future_line(future: list[dict]) -> str:
+    """sync's attention line for `future_times`."""
+    first = future[0]
+    return (f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "
+            f"{_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were written, or runs behind now; no "
+            "wait is held longer than its own bound, but check the system clock" + cite_runbook("clock-wrong"))
+
+
+def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[str]:
+    """Turns decided nowhere because the speaker's name reads as the agent's or the owner's,
+    the latest since bxmem.toml last changed: an owner written other than as their name
+    becomes a peer (`kyle_r` for `kyle.r`) loses every turn so, for good."""
+    changed = config.changed_at()
+    if changed is None:
+        return []
+    out = []
+    for reason, ts in sorted(box.named_wrong.items()):
+        at = parse_time(ts)
+        if at is not None and at > changed:
+            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {shown.date(ts)}: "
+                       f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
+                       "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
+                       + cite_runbook("owner-name"))
+    return out
+
+
+def _ahead(seconds: float) -> str:
+    return f"{seconds / 86400:.1f} days" if seconds >= 172800 else f"{seconds / 3600:.1f} h" if seconds >= 7200 \
+        else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bxmem.commands import decide_state
+from bxmem.commands.decide_state import RETRY_UNREADABLE_S
 from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
 from bxmem.log import log, notice, runbook
+from bxmem.policy.retry import believed
 from bxmem.policy.rules import LogLabels, TurnFacts, log_labels, route_turn
 from bxmem.sources import brokerd
 from bxmem.sources import cursor as file_cursor
@@ -42,7 +44,7 @@ from bxmem.sources.loopd import (
     session_id_problem,
     session_logs,
 )
-from bxmem.start.idle import access_fingerprint, stat_fingerprint, write_summary
+from bxmem.start.idle import access_fingerprint, ledger_tail, stat_fingerprint, write_summary
 from bxmem.store import local_key
 from bxmem.store.files import write_json
 from bxmem.store.ledger import Ledger, now_iso
@@ -59,9 +61,6 @@ SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
 # (or within a second with systemd/bxmem-decide.path) instead of five seconds.
 DORMANT_AFTER_S = 3600.0
 SWEEP_EVERY_S = 60.0
-# A log that cannot be read (permission denied, an I/O error) is tried again this
-# often, and at once when its mode or owner changes: never on every 5 s run.
-RETRY_UNREADABLE_S = 60.0
 
 
 @dataclass
@@ -192,7 +191,7 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
             if buffer:
                 # Oldest first across sessions, each session in its own order (the merge never reorders one list).
                 lines = list(heapq.merge(*buffer.values(), key=lambda e: e["at"] or ""))
-                state["ledger_size"] = ledger.append(lines)
+                decide_state.learnt(state, ledger, ledger.append(lines))
                 buffer.clear()
             if save:  # every decision made so far is in the ledger: the state may say so
                 write_json(paths.ensure_state_dir() / decide_state.STATE_FILE, state)  # the folder may be deleted meanwhile
@@ -234,17 +233,22 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
 
     def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / decide_state.STATE_FILE, state)
-        _write_idle_summary(config, state, state_dir, modified, again=report.sessions_waiting > 0)
+        _write_idle_summary(config, state, state_dir, modified, again=report.sessions_waiting > 0,
+                            exit_code=report.exit_code)
 
     return run_locked(config, "decide", report, load, work, save, index_progress=index_progress)
 
 
-def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool) -> None:
+def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool,
+                        exit_code: int = 0) -> None:
     """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
     the others, which on a long-lived host are nearly all of them, once a
     minute. A new log changes the folder, which is always compared."""
     logs = config.paths.logs
-    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs))}
+    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs)),
+                                            # a ledger copied back or sorted in place: decide reads it again
+                                            str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
+                                                                                           state["ledger_size"]))}
     dormant: dict[str, tuple[str, list]] = {}  # ("written", [inode, offset, mtime])
     quiet_since = time.time() - DORMANT_AFTER_S
     wake = 0.0 if state["undecided"] or again else None
@@ -255,11 +259,12 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
         error = cursor.get("error")
         if error is not None:  # not by its size, which loopd may grow every second: by its mode and owner, and a retry
             watch[path] = ("access", error["access"])
-            wake = error["retry_at"] if wake is None else min(wake, error["retry_at"])
+            retry_at = believed(error["retry_at"], time.time(), RETRY_UNREADABLE_S) or 0.0
+            wake = retry_at if wake is None else min(wake, retry_at)
         elif (version := file_cursor.version(cursor)) is not None:  # None: never read yet
             active = modified.get(stem, float("inf")) > quiet_since  # not seen this run: treat as active
             (watch if active else dormant)[path] = ("written", version)
-    write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S)
+    write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S, exit_code)
 
 
 def _sessions(config: Config, state: dict, report: DecideReport, progress, modified: dict[str, float],
@@ -335,7 +340,9 @@ def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideRepo
 def _waits_to_retry(path: str, cursor: dict) -> bool:
     """A log that could not be read, not yet due to be tried again and not changed in mode or owner."""
     error = cursor.get("error")
-    return error is not None and time.time() < error["retry_at"] and access_fingerprint(path) == error["access"]
+    # A retry time further off than the wait (written under a clock since set back) is due now.
+    return (error is not None and believed(error["retry_at"], time.time(), RETRY_UNREADABLE_S) is not None
+            and access_fingerprint(path) == error["access"])
 
 
 def _logs_to_read(config: Config, state: dict, modified: dict[str, float],

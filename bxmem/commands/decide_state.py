@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bxmem.log import log
+from bxmem.log import log, runbook
 from bxmem.policy import ranges
 from bxmem.policy.labels import CLASS_RANK
 from bxmem.policy.shapes import (
@@ -42,8 +42,12 @@ from bxmem.sources.loopd import MAX_TURN, new_cursor
 from bxmem.store.files import load_json
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
+from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 
 STATE_FILE = "decide.json"
+# A log that cannot be read (permission denied, an I/O error) is tried again this
+# often, and at once when its mode or owner changes: never on every 5 s run.
+RETRY_UNREADABLE_S = 60.0
 # 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
 # A state of another version is read again from the logs and the ledger.
 STATE_VERSION = 2
@@ -83,7 +87,7 @@ SHAPE = record({
     "broker_down_since": _NAME, "logs_missing": boolean, "resume_at": _NAME,
     "last_run": maybe(record({"at": string, "budget_s": number, "sessions_waiting": integer(0),
                               "broker_questions": integer(0), "broker_slowest_s": maybe(number)})),
-})
+}, {"ledger_mark": maybe(LEDGER_MARK)})  # Ledger.mark at ledger_size
 
 
 def read(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -112,7 +116,17 @@ has_turn, add_turn = ranges.has, ranges.add  # the decided set of a session's tu
 def recover(state: dict, ledger: Ledger) -> None:
     """Learn the turns decided in the ledger since the state's last write (a crash,
     a full disk, a lost or old state file), the torn last line too when it is a
-    whole decision (the next append completes it)."""
+    whole decision (the next append completes it). A ledger that is not the one
+    the state was learnt from up to its offset (restored from a copy, edited,
+    sorted, shorter) makes the state unusable: every log is read again and the
+    whole ledger says which turns are decided, so a turn whose decision the
+    ledger lost is decided again (the outbox ignores it if it had seen it decided)."""
+    changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
+    if changed is not None:
+        log.warning(f"{ledger.path} is {changed}; decide's state is read again from the logs and the ledger"
+                    + runbook("ledger-rewritten"))
+        state.clear()
+        state.update(fresh_state())
     if ledger.size() <= state["ledger_size"]:
         return
     result = ReadResult()
@@ -130,4 +144,10 @@ def recover(state: dict, ledger: Ledger) -> None:
                 del state["undecided"][session]
     if result.torn_event:
         ledger.close_torn_tail()
-    state["ledger_size"] = result.end  # learnt up to here: the next run reads on from it
+    learnt(state, ledger, result.end)  # learnt up to here: the next run reads on from it
+
+
+def learnt(state: dict, ledger: Ledger, size: int) -> None:
+    """The ledger is learnt (or written) up to `size`: kept with what it holds there (Ledger.mark)."""
+    state["ledger_size"] = size
+    state["ledger_mark"] = ledger.mark(size)

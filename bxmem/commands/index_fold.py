@@ -96,26 +96,54 @@ def _meta(index: Index, key: str, default: int = 0) -> int:
     return int(row[0]) if row else default
 
 
+def _ledger_mark(index: Index) -> dict | None:
+    """The ledger as the index read it up to its offset (Ledger.mark); None: an index that kept none."""
+    row = index.db().execute("SELECT value FROM meta WHERE key = 'ledger_mark'").fetchone()
+    if row is None or not isinstance(row[0], str) or row[0].count(":") != 1:
+        return None
+    head, tail = row[0].split(":")
+    return {"head": head, "tail": tail}
+
+
 def _set_meta(index: Index, key: str, value: int) -> None:
     index.db().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
 
-def catch_up(index: Index, paths, progress=None) -> int:
+class Behind:
+    """Where a catch-up stopped at its deadline (its offsets are committed: the next one goes on)."""
+
+    def __init__(self) -> None:
+        self.at: int | None = None  # the ledger offset it reached, None: caught up
+        self.size = 0
+
+
+def catch_up(index: Index, paths, progress=None, deadline: float | None = None, behind: Behind | None = None) -> int:
     """Apply what the ledger and the journal gained since the last catch-up, in
     one transaction with the new offsets: a crash leaves the index as it was.
-    `progress(offset)` is told how far into the ledger the fold has read."""
+    `progress(offset)` is told how far into the ledger the fold has read. Past
+    `deadline` (time.monotonic), it stops between two lines and commits what it
+    did with the offsets it reached: a job's run stays within its unit's time, and
+    the next run goes on from there (`behind` says where it stopped)."""
     ledger = Ledger(paths.ledger)
     journal_size = journal.size(paths.journal)
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
         return 0
-    applied = changed = 0
+    applied = changed = seen = 0
+    stopped = False
     refused: dict[str, str] = {}  # a log that is not a regular file -> what it is
     with index.transaction(), SpanReader(load_key(paths.state, create=False)) as spans:
         # Offsets are read again under the write lock: decide and mirror may catch up at once.
         ledger_at = _meta(index, "ledger_offset")
         journal_at = _meta(index, "journal_offset")
+        rewritten = ledger.changed(ledger_at, _ledger_mark(index))
+        if rewritten is not None:  # read on from its offset, the index would take a line's tail for a line
+            raise IndexOutdated(f"{index.path}: the ledger is {rewritten}; the index is built again from it")
         result, db = ReadResult(), index.db()
         for ev in ledger.iter_from(ledger_at, result):
+            seen += 1
+            if deadline is not None and seen % 64 == 0 and time.monotonic() > deadline:
+                stopped = True  # this line is not applied: the offset kept is its start
+                break
             if progress is not None:
                 progress(result.end)
             # A decision is final: a second one for an indexed turn changes nothing (store/outbox.py).
@@ -130,12 +158,23 @@ def catch_up(index: Index, paths, progress=None) -> int:
                 continue
             index_turn(index, ev, "\n".join(texts), reply)
             applied += 1
-        _set_meta(index, "ledger_offset", result.end)
-        f = journal.open_if_present(paths.journal)
+        reached = result.at if stopped else result.end
+        _set_meta(index, "ledger_offset", reached)
+        mark = ledger.mark(reached)
+        index.db().execute("INSERT OR REPLACE INTO meta VALUES ('ledger_mark', ?)",
+                           (f"{mark['head']}:{mark['tail']}" if mark else None,))
+        if behind is not None:
+            behind.at, behind.size = (reached if stopped else None), ledger.size()
+        f = None if stopped else journal.open_if_present(paths.journal)
         if f is not None:
             pos = journal_at
             with f:
                 for start, end, raw in journal.lines(f, journal_at):
+                    seen += 1
+                    if deadline is not None and seen % 64 == 0 and time.monotonic() > deadline:
+                        if behind is not None:
+                            behind.at = reached  # the ledger is done; the journal goes on next time
+                        break
                     pos = end
                     record = journal.parse(raw)
                     if record is None or raw is None:
@@ -166,19 +205,27 @@ def _journal_record(index: Index, f, edit_id: object) -> dict | None:
 # --- updates and rebuilds ---------------------------------------------------------------
 
 
-def refresh(paths, progress: Progress | None = None) -> None:
+def refresh(paths, progress: Progress | None = None, deadline: float | None = None) -> bool:
     """Catch up after a job's run; a problem is one warning line, never fatal. `progress`
-    shows a rebuild (a corrupt index, or one another version built)."""
+    shows a rebuild (a corrupt index, or one another version built). Past `deadline`
+    (time.monotonic) it stops, said at info (every run would say it), and returns
+    True: the index is behind, and the job's next run must go on with it."""
+    behind = Behind()
     try:
-        _applied, warning = update(paths, progress=progress)
+        _applied, warning = update(paths, progress=progress, deadline=deadline, behind=behind)
     except Exception as exc:  # the index is a cache: its failure must never stop a job
         why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else f"{type(exc).__name__}: {exc}"
         warning = f"local index not updated ({why}); recall may miss the newest entries"
     if warning:
         log.warning(" ".join(warning.split()))
+    if behind.at is not None:
+        log.info(f"local index: {behind.at:,} of the ledger's {behind.size:,} bytes read in this run's time; the next "
+                 "run goes on (recall finds what is indexed so far)")
+    return behind.at is not None
 
 
-def update(paths, rebuild: bool = False, progress: Progress | None = None) -> tuple[int, str | None]:
+def update(paths, rebuild: bool = False, progress: Progress | None = None, deadline: float | None = None,
+           behind: Behind | None = None) -> tuple[int, str | None]:
     """Catch the index up, or rebuild it (asked, or built by another version). A
     corrupt index is moved aside and rebuilt. Returns (entries applied, a warning
     or None); never raises for the index's sake: the ledger, the logs and the
@@ -192,9 +239,10 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None) -> tu
             return _rebuilt(paths, path, None, progress)
         index = Index(path)
         try:
-            return catch_up(index, paths), None
+            return catch_up(index, paths, deadline=deadline, behind=behind), None
         except IndexOutdated as exc:
-            return _rebuilt(paths, path, str(exc), progress)
+            index.close()
+            return _rebuilt(paths, path, str(exc), progress, deadline, behind)
         except (IndexUnavailable, sqlite3.DatabaseError) as exc:
             if "disk is full" in str(exc) or "disk I/O error" in str(exc):  # refused, not corrupt: nothing to move aside
                 return 0, f"local index not updated ({exc}); it catches up once the disk takes writes again"
@@ -205,7 +253,7 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None) -> tu
                 os.replace(path, aside)
             except OSError:
                 pass
-            applied, warning = _rebuilt(paths, path, None, progress)
+            applied, warning = _rebuilt(paths, path, None, progress, deadline, behind)
             return applied, warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt"
         finally:
             index.close()
@@ -213,24 +261,40 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None) -> tu
         lock.release()
 
 
-def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None) -> tuple[int, str | None]:
+def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None, deadline: float | None = None,
+             behind: Behind | None = None) -> tuple[int, str | None]:
     """Build the index anew in a file of its own, then put it in place of `path`
-    whole: a crash or a reader in the meantime sees the old file, never half a new one."""
+    whole: a crash or a reader in the meantime sees the old file, never half a new one.
+    Past `deadline`, the new file is kept as it is (its offsets committed) and the
+    next run goes on with it: a job's rebuild of a long history spans runs."""
     if outdated:
         log.info(f"rebuilding the local index: {outdated.split(': ', 1)[-1].split(';')[0]}")
     started = time.monotonic()
-    new = path.with_name(f".{path.name}.{os.getpid()}.new")
-    _remove(new)
-    index = Index(new)
+    new = path.with_name(f".{path.name}.new")  # one writer at a time (_Lock): the same name across runs
+    if deadline is None:
+        _remove(new)
+    try:
+        index = Index(new)
+        index.db()
+    except (IndexUnavailable, sqlite3.DatabaseError):  # a part-built file of another version, or damaged
+        index.close()
+        _remove(new)
+        index = Index(new)
     try:
         with progress(Ledger(paths.ledger).size()) if progress is not None else nullcontext() as advance:
-            applied = catch_up(index, paths, advance)
+            applied = catch_up(index, paths, advance, deadline, behind)
+        if behind is not None and behind.at is not None:
+            return applied, None  # not whole yet: the old file stays in place meanwhile
         index.db().execute("PRAGMA journal_mode=DELETE")  # one file, nothing beside it, to move in place
         index.close()
         _remove(path, suffixes=("-wal", "-shm"))
         os.replace(new, path)
         index = Index(path)
-        applied += catch_up(index, paths)  # what came while it was built
+        applied += catch_up(index, paths, deadline=deadline, behind=behind)  # what came while it was built
+    except IndexOutdated:  # the ledger was rewritten while it was built: from the start, next time
+        index.close()
+        _remove(new)
+        return 0, None
     except (IndexUnavailable, sqlite3.DatabaseError, OSError) as exc:
         index.close()
         _remove(new)

@@ -11,21 +11,31 @@ ledger lines it has written are already folded into it.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from bxmem.config.loader import Config
+from bxmem.start.idle import summary_path
 from bxmem.store.files import JobLock
 from bxmem.store.ledger import Ledger
 
 R = TypeVar("R")
+# A job's catch-up of the local index stops this long after the run started, whatever is
+# left (a history of a million decisions after memory/bxmem/ was deleted): inside the
+# timer units' TimeoutStartSec=60 with room for the interpreter's start and exit on a loaded machine.
+INDEX_BY_S = 45.0
 
 
 def run_locked(config: Config, name: str, report: R, load: Callable, work: Callable, save: Callable, *,
                save_on_error: bool = False, refresh_index: bool = True, index_progress=None) -> R:
     """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
     `report` gets busy=True when another run holds the lock. `index_progress`: what shows
-    a rebuild of the local index at the refresh (the CLI's bar), or None."""
+    a rebuild of the local index at the refresh (the CLI's bar), or None. The index's
+    catch-up stops INDEX_BY_S after the run started, the rest left for the next run."""
+    started = time.monotonic()
+    config.paths.require_home()  # a job never makes the home: a wrong environment fails, it does not start afresh
     state_dir = config.paths.ensure_state_dir()
     lock = JobLock(config.paths.ledger, name)  # on the ledger: memory/bxmem/ may be deleted mid-run
     if not lock.acquire():
@@ -45,5 +55,10 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
     if refresh_index:
         from bxmem.commands.index_fold import refresh  # deferred: command (send, which runs here too, never refreshes)
 
-        refresh(config.paths, index_progress)
+        if refresh(config.paths, index_progress, started + INDEX_BY_S):
+            # Behind: the next timer run must not be answered idle before the index has caught up.
+            try:
+                os.unlink(summary_path(config.paths.state, name))
+            except FileNotFoundError:
+                pass
     return report

@@ -29,18 +29,20 @@ from pathlib import Path
 from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
-from bxmem.log import log
+from bxmem.log import log, runbook
 from bxmem.policy.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
 from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
-from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, record, string
+from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
-from bxmem.start.idle import write_summary
+from bxmem.sources.loopd import session_id_problem
+from bxmem.start.idle import ledger_tail, write_summary
 from bxmem.store import local_key
 from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, edit_item
 from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
 from bxmem.store.ledger_shapes import ACTIONS
+from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 
 STATE_FILE = "mirror.json"
 KEY_FILE = local_key.KEY_FILE
@@ -94,7 +96,7 @@ SHAPE = record({
     # `role` as the edit's decision recorded it: a damaged one is held by policy/write_policy.py, not here.
     "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
     "key_id": string,
-}, {"neutralise": integer(1)})
+}, {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)})
 
 
 def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -218,6 +220,27 @@ def _edit_facts(record: dict, model: Model) -> EditFacts:
     return EditFacts(live, entry_secret=find_secret(entry), entry_chars=len(neutralise(entry)))
 
 
+SESSIONLESS = "bxmem-journal"  # the Honcho session of what the journal names no session for
+
+
+def edit_session(edit: Edit, secret: bytes) -> str:
+    """The session an edit's writes go to in Honcho (a conclusion needs one, a fleet note is
+    a message in one): the journal's, when it is a valid session id; else one bxmem
+    derives, decided here once and for all, so that send never meets an id it cannot
+    use: SESSIONLESS for none (an identity entry written outside a session), and for
+    one Honcho would refuse (a space, non-ASCII, too long) SESSIONLESS and a keyed hash
+    of it, so each stays apart and the ledger and Honcho never hold the name itself."""
+    session = edit.session
+    if session and session_id_problem(session) is None:
+        return session
+    if not session:
+        return SESSIONLESS
+    digest = hashlib.blake2b(session.encode("utf-8", "surrogatepass"), digest_size=8, key=secret, person=b"bxmem session")
+    log.info(f"edit {edit.id}: its session is not a valid Honcho session id; its writes go to the session "
+             f"{SESSIONLESS}-{digest.hexdigest()}")
+    return f"{SESSIONLESS}-{digest.hexdigest()}"
+
+
 def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
     if edit.op == "undo":
         target_id = edit.record.get("target")
@@ -231,7 +254,7 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
     return decided_edit(
         edit.id,
         op=edit.op,
-        session=edit.session,
+        session=edit_session(edit, model.secret) if plan.role else edit.session,
         role=plan.role,
         ws=config.workspace(plan.role).name if plan.role and config.honcho else None,
         reason=plan.reason if not (plan.role and config.local_only) else f"{plan.reason}; local-only",
@@ -245,7 +268,17 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
 def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     """Edits decided in the ledger after the state's last write (a crash, a full
     disk, or a lost state file): the exact set, the torn last line too when it is a
-    whole decision (the next append completes it)."""
+    whole decision (the next append completes it). A ledger that is not the one the
+    state was learnt from (restored from a copy, edited, sorted, shorter) makes the
+    state unusable: the journal is read again and the whole ledger says which
+    edits are decided, so an edit whose decision the ledger lost is decided again."""
+    changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
+    if changed is not None:
+        log.warning(f"{ledger.path} is {changed}; mirror's state is read again from the journal and the ledger"
+                    + runbook("ledger-rewritten"))
+        fresh = {**_fresh_state(), "key_id": state["key_id"], "neutralise": NEUTRALISE_VERSION}
+        state.clear()
+        state.update(fresh)
     if ledger.size() <= state["ledger_size"]:
         return {}
 
@@ -257,6 +290,11 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     if result.torn_event:
         ledger.close_torn_tail()
     return found
+
+
+def _learnt(state: dict, ledger: Ledger, size: int) -> None:
+    state["ledger_size"] = size
+    state["ledger_mark"] = ledger.mark(size)
 
 
 def run(config: Config, index_progress=None) -> MirrorReport:
@@ -290,9 +328,9 @@ def run(config: Config, index_progress=None) -> MirrorReport:
                 if decided["reason"] in ("undo-target-unknown", "unknown-op"):
                     log.warning(f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored")
         if report.events:
-            state["ledger_size"] = ledger.append(report.events)
+            _learnt(state, ledger, ledger.append(report.events))
         elif already:
-            state["ledger_size"] = ledger.size()
+            _learnt(state, ledger, ledger.size())
 
     def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / STATE_FILE, state)
@@ -303,4 +341,6 @@ def run(config: Config, index_progress=None) -> MirrorReport:
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     version = file_cursor.version(state["cursor"])
-    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version)}, None)
+    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version),
+                                                str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
+                                                                                               state["ledger_size"]))}, None)

@@ -28,21 +28,24 @@ resent or re-routed stops it before anything is written: exit 5 or 6), and
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from bxmem.commands.send.plan import checked_against, sendable
 from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
-from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, UsageError
+from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, UsageError, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.retry import ALONE, held_by
+from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.retry import ALONE, held_by, next_try
 from bxmem.policy.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 from bxmem.store import ledger_events
 from bxmem.store.files import JobLock
-from bxmem.store.ledger import Ledger
-from bxmem.store.outbox import KIND, OFFSET, ROLE, SESSION, WS, Outbox
+from bxmem.store.ledger import Ledger, LedgerChanged
+from bxmem.store.outbox import KIND, ROLE, SESSION, WS, Outbox
 
+R = TypeVar("R")
 SCHEMA = "bxmem.outbox/1"
 MAX_REASON = 200
 SHOWN_TEXT = 300  # the longest reason `list` prints from the ledger (shown.text)
@@ -63,12 +66,15 @@ class Survey:
     behind: dict[str, dict] = field(default_factory=dict)  # item -> the in-doubt entry it waits behind
 
     @classmethod
-    def take(cls, config: Config) -> Survey:
+    def take(cls, config: Config, box: Outbox | None = None) -> Survey:
+        """`box`: the outbox as folded already (again, by `surveyed`)."""
         ledger = Ledger(config.paths.ledger)
-        box = Outbox.load(config.paths.ensure_state_dir(), ledger)
+        if box is None:
+            config.paths.require_home()
+            box = Outbox.load(config.paths.state, ledger)  # read only: the checkpoint is send's to save
         now = checked_against(config, box)  # the rule send holds items to, reused workspaces too
         survey = cls(box, ledger, now.roles, config, now.written)
-        queue, config_holds = sendable(box, now, lambda key: ledger.event_at(box.pending[key][OFFSET]))
+        queue, config_holds = sendable(box, now, lambda key: box.decision(ledger, key))
         survey.held = config_holds.held
         for entry in in_doubt(((key, box.pending[key]) for key in queue), box.attempts, time.time()):
             survey.doubt.update((key, entry) for key in entry["items"])
@@ -94,7 +100,7 @@ class Survey:
         record = box.pending.get(key)
         if record is None:
             return None
-        at = self.ledger.event_at(record[OFFSET]).get("ts")
+        at = self.box.decision(self.ledger, key).get("ts")
         if key in self.held:
             why = self.held[key]
             return self._entry(key, record, record[WS], "held", f"{why.reason}: {why.explain()}", at)
@@ -106,7 +112,32 @@ class Survey:
             return self._entry(key, record, record[WS], "in-doubt", f"sent at {entry['attempted_at']} with no answer; {when}", at)
         if key in self.behind:
             return self._entry(key, record, record[WS], "waiting", f"behind {self.behind[key]['items'][0]}, which is in doubt", at)
+        if self.box.backoff:
+            return {**self._entry(key, record, record[WS], "pending", f"waits for Honcho, unreachable since "
+                                  f"{shown.date(self.box.backoff.get('since'))}; next try at "
+                                  f"{format_time(self.box.backoff['until'])}", at), "way_out": OUTAGE_WAY_OUT}
         return self._entry(key, record, record[WS], "pending", "on its way", at)
+
+    def outage(self, now: float | None = None) -> dict | None:
+        """Honcho's outage as send recorded it (its backoff), and what waits for Honcho
+        behind it: every pending item that is not held, failed or stopped by its key."""
+        backoff = self.box.backoff
+        if not backoff:
+            return None
+        now = time.time() if now is None else now
+        waiting: dict[str, int] = {}
+        for key, record in self.box.pending.items():
+            if key not in self.held and key not in self.box.failed and record[WS] not in self.box.stopped:
+                name = shown.token(record[WS]) or "(no workspace)"
+                waiting[name] = waiting.get(name, 0) + 1
+        since = parse_time(backoff.get("since"))
+        until = next_try(backoff, now) or now  # within the backoff's own bound, whatever the clock did (policy/retry.py)
+        # A start in the future: its age is not known (sync says why).
+        age = None if since is None or since > now + 60 else max(0.0, now - since)
+        return {"since": shown.date(backoff.get("since")), "for_s": age,
+                "next_try_at": format_time(until), "next_try_in_s": until - now,
+                "error": shown.line(backoff["error"], SHOWN_TEXT) if isinstance(backoff.get("error"), str) else None,
+                "waiting": sum(waiting.values()), "waiting_by_workspace": waiting}
 
     def _entry(self, key: str, record: tuple | None, ws: object, state: str, why: str, at: object) -> dict:
         way_out = WAYS_OUT[state]
@@ -141,19 +172,22 @@ class ActionResult:
     left: list[dict] = field(default_factory=list)  # chosen by --all-*, but not for this action: {"item", "why"}
     reason: str | None = None
     listing: list[dict] | None = None  # `list`
+    outage: dict | None = None  # `list`: Honcho's outage as send recorded it, and what waits behind it
 
     def as_json(self) -> dict:
         if self.listing is not None:
-            return {"schema": SCHEMA, "action": "list", "items": self.listing}
+            return {"schema": SCHEMA, "action": "list", "items": self.listing, "outage": self.outage}
         return {"schema": SCHEMA, "action": self.action, "dry_run": self.dry_run, "written": not self.dry_run and bool(self.items),
                 "reason": self.reason, "items": self.items, "left": self.left}
 
     def lines(self) -> list[str]:
         if self.listing is not None:
+            out = [outage_line(self.outage)] if self.outage else []
             if not self.listing:
-                return ["nothing is stuck: every item in the outbox is on its way"]
-            return [f"{s['state']}: {s['item']} in {s['workspace'] or '(no workspace)'} ({s['role'] or 'no role'}): "
-                    f"{s['why']}; {s['way_out']}" for s in self.listing]
+                out.append("nothing else is stuck: no item failed, is held or is in doubt" if self.outage
+                           else "nothing is stuck: every item in the outbox is on its way")
+            return out + [f"{s['state']}: {s['item']} in {s['workspace'] or '(no workspace)'} ({s['role'] or 'no role'}): "
+                          f"{s['why']}; {s['way_out']}" for s in self.listing]
         verb = {"drop": "dropped", "resend": "re-queued", "reroute": "re-routed"}[self.action]
         head = "would be " + verb + " (dry run, nothing written)" if self.dry_run else verb
         out = [f"{head}: {i['item']} ({i['was']})" + (f" to {i['to']}" if i.get("to") else "")
@@ -170,15 +204,49 @@ class ActionResult:
         return ExitCode.OK
 
 
+def outage_line(outage: dict) -> str:
+    """`outbox list`'s first line while send records Honcho as unreachable."""
+    error = f"; {outage['error']}" if outage["error"] else ""
+    by = ", ".join(f"{ws} {n}" for ws, n in outage["waiting_by_workspace"].items())
+    return (f"outage: Honcho unreachable since {outage['since']} ({age_text(outage['for_s'])}{error}); next try at "
+            f"{outage['next_try_at']} (in {age_text(outage['next_try_in_s'])}); {outage['waiting']} item(s) wait behind it"
+            + (f" ({by})" if by else "") + ", and go by themselves once Honcho answers" + cite_runbook("honcho-unreachable"))
+
+
+def age_text(seconds: float | None) -> str:
+    """A duration as sync says it: 40 s, 4.0 min, 2.5 h, 1.2 d."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 # What gets an item of each state out (`list`), as the runbook entries say it.
 WAYS_OUT = {"failed": "bxmem outbox resend (once the cause is fixed) or drop",
             "held": "bxmem outbox reroute or drop (or restore the configuration)",
             "stopped": "fix the key file (or bxmem outbox drop)", "in-doubt": "send settles it by itself",
             "waiting": "goes once the one before it is settled", "pending": "on its way"}
+OUTAGE_WAY_OUT = "goes by itself once Honcho answers"
+
+
+def surveyed(config: Config, use: Callable[[Survey], R]) -> R:
+    """`use(survey)`; if a decision read back is not the line the outbox folded (the ledger
+    was rewritten in place), the outbox is folded again (said once) and `use` run again."""
+    survey = Survey.take(config)
+    try:
+        return use(survey)
+    except LedgerChanged as exc:
+        survey.box.refold(survey.ledger, f"no longer holds what the outbox folded ({exc})")
+        return use(Survey.take(config, survey.box))
 
 
 def list_items(config: Config, everything: bool = False) -> ActionResult:
-    return ActionResult("list", True, listing=Survey.take(config).stuck(everything))
+    def listing(survey: Survey) -> ActionResult:
+        return ActionResult("list", True, listing=survey.stuck(everything), outage=survey.outage())
+
+    return surveyed(config, listing)
 
 
 def act(config: Config, action: str, items: list[str], *, all_failed: bool = False, all_held: bool = False,
@@ -188,31 +256,38 @@ def act(config: Config, action: str, items: list[str], *, all_failed: bool = Fal
         reason = check_reason(reason)
     if not items and not all_failed and not all_held:
         raise UsageError(f"outbox {action}: name the items (ITEM...), or --all-failed" + (" or --all-held" if action != "resend" else ""))
+    config.paths.require_home()
     lock = JobLock(config.paths.ledger, "send")
     if not dry_run and not _acquire(lock):
         raise Refused("a bxmem send is running and holds the outbox; run this again when it ends")
     try:
-        survey = Survey.take(config)
-        result = ActionResult(action, dry_run, reason=reason)
-        chosen = list(dict.fromkeys(items))
-        if all_failed:
-            chosen += [k for k in survey.box.failed if k not in chosen]
-        if all_held:
-            chosen += [k for k in survey.held if k not in chosen]
-        events: list[Mapping[str, object]] = []
-        renewed: set[tuple] = set()
-        for key in chosen:
-            try:
-                events += PLANNERS[action](survey, key, result, renewed, reason)
-            except BxmemError as exc:
-                if key in items:
-                    raise  # named by the owner: all or nothing
-                result.left.append({"item": key, "why": str(exc)})
-        if events and not dry_run:
-            survey.ledger.append(events)
-        return result
+        return surveyed(config, lambda survey: _act(survey, action, items, all_failed, all_held, reason, dry_run))
     finally:
         lock.release()
+
+
+def _act(survey: Survey, action: str, items: list[str], all_failed: bool, all_held: bool, reason: str | None,
+         dry_run: bool) -> ActionResult:
+    result = ActionResult(action, dry_run, reason=reason)
+    chosen = list(dict.fromkeys(items))
+    if all_failed:
+        chosen += [k for k in survey.box.failed if k not in chosen]
+    if all_held:
+        chosen += [k for k in survey.held if k not in chosen]
+    events: list[Mapping[str, object]] = []
+    renewed: set[tuple] = set()
+    for key in chosen:
+        try:
+            events += PLANNERS[action](survey, key, result, renewed, reason)
+        except LedgerChanged:
+            raise  # the outbox is folded again, and every item checked again (surveyed)
+        except BxmemError as exc:
+            if key in items:
+                raise  # named by the owner: all or nothing
+            result.left.append({"item": key, "why": str(exc)})
+    if events and not dry_run:
+        survey.ledger.append(events)
+    return result
 
 
 def _acquire(lock: JobLock) -> bool:
@@ -304,7 +379,7 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
     if failed and failed.get("results"):
         raise Refused(f"{key} did part of its work in {ws} before it failed: it cannot move; drop it")
     if record[KIND] in ALONE:
-        decision = {**survey.ledger.event_at(record[OFFSET]), "ws": to}
+        decision = {**survey.box.decision(survey.ledger, key, record), "ws": to}
         held = check_item(writes_of(decision, survey.box.conclusions, survey.box.fleet), survey.roles, survey.written)
         if held is not None:
             raise Refused(f"{key} cannot be re-routed: it also writes to {held.workspace} ({held.explain()}); drop it")

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json as json_module
 import sys
+import time
 
 from bxmem.config import loader as config_module
-from bxmem.errors import ConfigInvalid
+from bxmem.errors import ExitCode, exit_code_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -61,6 +62,26 @@ def finish(report, config: Config, as_json: bool) -> int:
     return report.exit_code
 
 
+def recorded(job: str, loaded: Config, as_json: bool, work: Callable[[], object]) -> int:
+    """work() -> the job's report, finished (printed, its exit code); the run recorded
+    (store/job_runs.py, which `bxmem metrics` reads) however it ends, unless it found
+    the job's lock taken. Only a run with work gets here: the idle check answers the rest."""
+    from bxmem.store import job_runs  # deferred: lean
+
+    started, code, busy = time.time(), ExitCode.ERROR, False
+    try:
+        report = work()
+        busy = bool(getattr(report, "busy", False))
+        code = finish(report, loaded, as_json)
+        return code
+    except BaseException as exc:
+        code = exit_code_of(exc)
+        raise
+    finally:
+        if not busy:
+            job_runs.save(loaded.paths.state, job, code, started, time.time())
+
+
 def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
            progress: Progress = None, index_progress=None) -> int:
     """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching;
@@ -68,12 +89,14 @@ def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     from bxmem.commands import decide as job  # deferred: lean
 
     loaded = setup("decide", config, verbose, quiet)
-    if progress is None:
-        report = job.run(loaded, index_progress=index_progress)
-    else:
+
+    def work():
+        if progress is None:
+            return job.run(loaded, index_progress=index_progress)
         with progress as update:
-            report = job.run(loaded, progress=update, index_progress=index_progress)
-    return finish(report, loaded, json)
+            return job.run(loaded, progress=update, index_progress=index_progress)
+
+    return recorded("decide", loaded, json, work)
 
 
 def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
@@ -82,15 +105,16 @@ def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     from bxmem.commands import mirror as job  # deferred: lean
 
     loaded = setup("mirror", config, verbose, quiet)
-    return finish(job.run(loaded, index_progress=index_progress), loaded, json)
+    return recorded("mirror", loaded, json, lambda: job.run(loaded, index_progress=index_progress))
 
 
-def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False) -> int:
-    """`bxmem send`."""
+def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
+         now: bool = False) -> int:
+    """`bxmem send`; `now`: without waiting out the outage backoff (never the in-doubt wait)."""
     from bxmem.commands.send import job  # deferred: lean
 
     loaded = setup("send", config, verbose, quiet)
-    return finish(job.run(loaded), loaded, json)
+    return recorded("send", loaded, json, lambda: job.run(loaded, now=now))
 
 
 def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, verbose: bool = False,
@@ -102,12 +126,9 @@ def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json:
     count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
     # No logging set up: recall logs nothing, and the agent calls it on every memory tool call.
     loaded = config_module.load(config)
-    if not loaded.paths.home.is_dir():
-        # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
-        # with the wrong HOME, would otherwise say to the model while looking normal.
-        raise ConfigInvalid(f"the Boxmaker home {loaded.paths.home} does not exist: run bxmem as the user the timer "
-                            "jobs run as, with their environment (BOXMAKER_HOME, or HOME and XDG_DATA_HOME; "
-                            "docs/agent-tools.md)")
+    # Not "no local index yet" (exit 7), which is what a run as the wrong user, or
+    # with the wrong HOME, would otherwise say to the model while looking normal.
+    loaded.paths.require_home()
     result = recall_module.recall(loaded, query, count)
     if json:
         emit_json(recall_module.render_json(result))

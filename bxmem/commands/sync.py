@@ -6,21 +6,23 @@ takes no job lock, and never shows message text or a key.
 
 from __future__ import annotations
 
+import re
 import time
 
 from bxmem.commands import artifact_owner, checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
-from bxmem.commands.outbox_actions import act
+from bxmem.commands.outbox_actions import act, age_text
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.policy.ledger_time import format_time
+from bxmem.policy.retry import next_try
 from bxmem.store.ledger import Ledger
-from bxmem.store.outbox import KIND, OFFSET, Outbox
+from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
 LONG_OUTAGE_S = 600
@@ -30,42 +32,44 @@ SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (s
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
-def _age(ts: str | None, now: float) -> float | None:
-    at = parse_time(ts)
-    return None if at is None else max(0.0, now - at)
-
-
-def status(config: Config, now: float | None = None, check: bool = True) -> dict:
+def status(config: Config, now: float | None = None, check: bool = True, prepare: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
-    are asked now (commands/checks.py); without, each says "not checked"."""
+    are asked now (commands/checks.py); without, each says "not checked". Without
+    `prepare`, memory/bxmem/ is read as it is, never made (metrics' read-only home)."""
     now = time.time() if now is None else now
-    state_dir = config.paths.ensure_state_dir()
+    if prepare:
+        config.paths.require_home()  # sync's own run; metrics reads whatever home there is
+    state_dir = config.paths.state  # read only: sync creates nothing
     ledger = Ledger(config.paths.ledger)
     box = Outbox.load(state_dir, ledger)
-    workspaces: dict[str, dict] = {}
-    for own in config.workspaces():
-        if own.role.startswith("read:"):
-            continue
-        workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "pending_cards": 0,
-                                "oldest_pending": None,
-                                "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
-                                "waiting_behind": 0, "failed": 0, "key_refused_since": None}
-    with ledger:  # event_at keeps the ledger open
-        queue, holds = sendable(box, checked_against(config, box), lambda key: ledger.event_at(box.pending[key][OFFSET]))
+
+    def pending() -> tuple:
+        workspaces: dict[str, dict] = {}
+        for own in config.workspaces():
+            if own.role.startswith("read:"):
+                continue
+            workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "pending_cards": 0,
+                                    "oldest_pending": None, "oldest_pending_at": None, "oldest_pending_age_s": None,
+                                    "in_doubt": 0, "waiting_behind": 0, "failed": 0, "key_refused_since": None}
+        queue, holds = sendable(box, checked_against(config, box), lambda key: box.decision(ledger, key))
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
-            group["oldest_at"] = ledger.event_at(box.pending[group["oldest"]][OFFSET]).get("ts")
-            group["oldest_age_s"] = _age(group["oldest_at"], now)
+            group["oldest_at"] = box.decision(ledger, group["oldest"]).get("ts")
+            group["oldest_age_s"] = checks.age(group["oldest_at"], now)
         held = [_held(group) for group in held]  # as printed (policy/shown.py): the attention lines too
         for item in box.pending_items():
             if item["item"] in holds.held:
                 continue
             ws = workspaces[item["ws"]]  # not held: one of this agent's write workspaces
-            ws[PENDING.get(item.get("kind"), "pending_turns")] += 1
+            ws[{"edit": "pending_edits", "card": "pending_cards"}.get(item.get("kind"), "pending_turns")] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = shown.item(item["item"])
-                ws["oldest_pending_at"] = shown.date(ledger.event_at(item["offset"]).get("ts"))
-                ws["oldest_pending_age_s"] = _age(ws["oldest_pending_at"], now)
+                ws["oldest_pending_at"] = shown.date(box.decision(ledger, item["item"]).get("ts"))
+                ws["oldest_pending_age_s"] = checks.age(ws["oldest_pending_at"], now)
+        return workspaces, queue, held
+
+    with ledger:  # decisions read back keep the ledger open
+        workspaces, queue, held = box.reading(ledger, pending)
     doubts = in_doubt(((key, box.pending[key]) for key in queue), box.attempts, now)
     for entry in doubts:
         ws = workspaces[entry["workspace"]]
@@ -80,11 +84,11 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     for entry in refused:
         if entry["workspace"] in workspaces:
             workspaces[entry["workspace"]]["key_refused_since"] = entry["since"]
-    outage = None
+    outage: dict | None = None
     if box.backoff:
-        since_age = _age(box.backoff.get("since"), now)
-        outage = {"since": shown.date(box.backoff.get("since")), "for_s": since_age, "next_try_at": format_time(box.backoff["until"]),
-                  "next_try_in_s": max(0.0, box.backoff["until"] - now), "error": _text(box.backoff.get("error"))}
+        until = next_try(box.backoff, now) or now  # within the backoff's own bound, whatever the clock did
+        outage = {"since": shown.date(box.backoff.get("since")), "for_s": checks.age(box.backoff.get("since"), now),
+                  "next_try_at": format_time(until), "next_try_in_s": until - now, "error": _text(box.backoff.get("error"))}
     decide_state, unusable = decide_state_file.read(state_dir)
     decide_state = decide_state or {}
     waiting = sum(len(turns) for turns in (decide_state.get("undecided") or {}).values())
@@ -97,13 +101,10 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     out_of_order = sum(c.get("out_of_order", 0) for _stem, c in cursors)
     nowhere: dict[str, int] = {}
     local_only = {"turns": 0, "edits": 0, "cards": 0}
-    cards_nowhere: dict[str, int] = {}
     for key, count in box.decided.items():
         kind, role, reason = key.split("/", 2)
         if role == "none" and kind == "turn":
             nowhere[reason] = nowhere.get(reason, 0) + count
-        if role == "none" and kind == "card":
-            cards_nowhere[reason] = cards_nowhere.get(reason, 0) + count
         if reason.endswith(LOCAL_ONLY_SUFFIX):  # decide, mirror and artifact record mark what had a workspace but no [honcho]
             local_only[{"edit": "edits", "card": "cards"}.get(kind, "turns")] += count
     if check:
@@ -117,45 +118,53 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
                       for ws in config.workspaces()]
     audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
-    attention = [reused_text(entry) for entry in reused]
+    needs: list[tuple[str, str]] = [("reused", reused_text(entry)) for entry in reused]  # (kind, line): URGENCY ranks the kinds
+
+    def need(kind: str, line: str) -> None:
+        needs.append((kind, line))
+
+    for line in checks.named_wrong(config, box, nowhere):
+        need("owner", line)
+    future = checks.future_times(box, decide_state, audit_state, now)
+    if future:
+        need("clock", checks.future_line(future))
     gone = [f for f in failed if is_session_gone(f["reason"])]
     doubted = [f for f in failed if f["in_doubt"] and f not in gone]
     if len(failed) > len(gone) + len(doubted):
-        attention.append(f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
+        need("failed", f"{len(failed) - len(gone) - len(doubted)} failed item(s): bxmem outbox resend or drop them "
                          "once the cause is fixed" + cite_runbook("honcho-send-refused"))
     if doubted:
-        attention.append(f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
+        need("failed", f"{len(doubted)} failed item(s) Honcho may hold (its answer was not usable): bxmem outbox "
                          "resend looks each up before sending anything, once the cause is fixed; or drop"
                          + cite_runbook("honcho-send-refused"))
     if gone:
-        attention.append(f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
+        need("failed", f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
                          "them to a new one, bxmem outbox drop gives them up" + cite_runbook("honcho-session-deleted"))
     for group in held:
-        attention.append(f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
+        need("held", f"{group['turns'] + group['edits'] + group.get('cards', 0)} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
                          f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them until the "
                          "configuration says so again, or bxmem outbox reroute or drop" + cite_runbook("honcho-held-by-config"))
     if refused:
-        attention.append(f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
+        need("key", f"{len(refused)} workspace key(s) refused" + cite_runbook("honcho-key-refused"))
     if outage and (outage["for_s"] or 0) > LONG_OUTAGE_S:
-        attention.append("Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
+        need("outage", "Honcho unreachable for over 10 minutes" + cite_runbook("honcho-unreachable"))
     if broker["unavailable_since"]:
-        attention.append(f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
+        need("broker", f"{waiting} turn(s) undecided: brokerd cannot answer" + cite_runbook("broker-state-unavailable"))
     if logs_unreadable:
         first = logs_unreadable[0]
-        attention.append(f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
+        need("log", f"{len(logs_unreadable)} log(s) cannot be read, their turns wait undecided (first: {first['log']}: "
                          f"{first['why']})" + cite_runbook("log-unreadable"))
     if last_run.get("sessions_waiting") and (last_run.get("broker_slowest_s") or 0) >= SLOW_BROKER_S:
-        attention.append(f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
+        need("slow-broker", f"decide ran out of time with {last_run['sessions_waiting']} session(s) waiting: brokerd "
                          f"questions took up to {last_run['broker_slowest_s']:g} s" + cite_runbook("broker-state-unavailable"))
     for kind, count in ((audit_state or {}).get("discrepancies") or {}).items():
-        attention.append(f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
+        need("audit", f"bxmem audit found {count} {kind} at {(audit_state or {}).get('at')}: bxmem audit lists them; "
                          "put right on the server, or bxmem audit --accept" + cite_runbook(f"audit-{kind}"))
-    artifacts = artifact_owner.sync_section(config, box, cards_nowhere, attention)
     for checked in key_checks:
         if checked["ok"] is False:  # that workspace alone stops until it is fixed
             ws = checked["workspace"]
             stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
-            attention.append(f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
+            need("key", f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
     return {
         "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
@@ -170,7 +179,7 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "log_lines_out_of_order": out_of_order,
         "decided_nowhere": dict(sorted(nowhere.items())),
         "decided_local_only": local_only,
-        "artifacts": artifacts,
+        "artifacts": artifact_owner.sync_section(config, box, lambda line: need("artifacts", line)),  # before attention
         "checks": live,
         "keys": key_checks,
         "sent_items": box.sent_count,
@@ -180,7 +189,9 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
         "audit": audit_state,
         "ledger_malformed_lines": box.malformed,
         "ledger_repeated_decisions": {"ignored": box.repeated, "first": shown.item(box.first_repeated)},
-        "attention": attention,
+        "future_times": future,
+        "attention": [line for _kind, line in needs],
+        "verdict": verdict(needs, workspaces, outage, live, doubts),
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
         # with auth on refuses the keyless ones, and that refusal is attention.
         "warnings": [w for w in (checks.partial_keys(config),) if w]
@@ -191,7 +202,45 @@ def status(config: Config, now: float | None = None, check: bool = True) -> dict
     }
 
 
-PENDING = {"edit": "pending_edits", "card": "pending_cards"}
+# What needs attention first, for sync's verdict line: what stops every decision, then
+# every send, then one workspace's sends, then one workspace's writes, then one
+# session's turns, then items one by one, then a slow decide, then what is already
+# past (the last audit's findings). docs/cli.md (sync) gives the same order.
+URGENCY = ("broker", "outage", "key", "reused", "log", "held", "owner", "failed", "clock", "slow-broker", "artifacts", "audit")
+_CITED = re.compile(r" \(see: bxmem runbook ([a-z-]+)\)$")
+
+
+def verdict(needs: list[tuple[str, str]], workspaces: dict, outage: dict | None, live: dict, doubts: list) -> dict:
+    """sync's first line: what needs attention first (URGENCY), or what is waiting on
+    Honcho or brokerd though nothing needs the owner yet, or all clear; with the
+    runbook entry that line names. `state` is attention, waiting or clear."""
+    pending = sum(ws["pending_turns"] + ws["pending_edits"] + ws.get("pending_cards", 0) for ws in workspaces.values())
+    if needs:
+        _kind, line = min(needs, key=lambda need: URGENCY.index(need[0]))
+        first = "" if len(needs) == 1 else f" ({len(needs)} things, the most urgent first)"
+        cited = _CITED.search(line)
+        return {"state": "attention", "line": f"needs attention{first}: {line}", "runbook": cited and cited.group(1)}
+    waits: list[tuple[str, str]] = []
+    honcho, broker = live.get("honcho") or {}, live.get("brokerd") or {}
+    if outage:
+        waits.append((f"Honcho unreachable since {outage['since']} ({age_text(outage['for_s'])}), next try at "
+                      f"{outage['next_try_at']}; {pending} item(s) wait", "honcho-unreachable"))
+    elif honcho.get("ok") is False:
+        waits.append((f"Honcho does not answer now ({honcho['problem']}); {pending} item(s) wait", "honcho-unreachable"))
+    if broker.get("ok") is False:
+        waits.append((f"brokerd does not answer now ({broker['problem']})", "broker-state-unavailable"))
+    if doubts:
+        waits.append((f"{sum(len(entry['items']) for entry in doubts)} item(s) in doubt, each looked up by a later send",
+                      "honcho-in-doubt"))
+    if waits:
+        return {"state": "waiting", "line": "nothing needs attention yet; waiting: " + "; ".join(w for w, _ in waits),
+                "runbook": waits[0][1]}
+    answered = [name for name in ("brokerd", "Honcho") if (live.get(name.lower()) or {}).get("ok")]
+    return {"state": "clear", "runbook": None,
+            "line": "all clear: nothing needs attention" + (f", {pending} item(s) on their way" if pending else "")
+                    + (f" ({' and '.join(answered)} answered just now)" if answered else "")}
+
+
 def _text(value: object) -> str | None:
     return shown.line(value, SHOWN_TEXT) if isinstance(value, str) else None
 
@@ -261,15 +310,6 @@ def exit_code(report: dict) -> int:
     return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
 
 
-def age_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
 def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
     if result["checked_at"] is None:
         return f"{what}: {result['problem']}"
@@ -280,7 +320,7 @@ def _check_text(what: str, result: dict, ok_text: str, failed_text: str) -> str:
 def lines(report: dict) -> list[str]:
     """The owner's view as plain text, one fact per line: greppable, and whole
     in journald, a pipe or a mail (nothing is wrapped or cut)."""
-    out = []
+    out = [report["verdict"]["line"]]
     honcho = report["checks"]["honcho"]
     if report["mode"] == "local-only":
         out.append("local-only: no [honcho] section, nothing is sent")
@@ -317,9 +357,8 @@ def lines(report: dict) -> list[str]:
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
         doubt = (f" ({ws['in_doubt']} in doubt, {ws['waiting_behind']} waiting behind them)"
                  if ws.get("in_doubt") else "")
-        cards = f", {ws['pending_cards']} artifact card(s)" if ws.get("pending_cards") else ""
         out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s)"
-                   f"{cards} pending{doubt}, {ws['failed']} failed{oldest}")
+                   f"{artifact_owner.cards_text(ws.get('pending_cards'))} pending{doubt}, {ws['failed']} failed{oldest}")
     now = time.time()
     out += [in_doubt_line(entry, now) for entry in report.get("in_doubt") or []]
     for g in report["held"]:
@@ -347,17 +386,15 @@ def lines(report: dict) -> list[str]:
     if report["decided_nowhere"]:
         out.append("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
     local = report["decided_local_only"]
-    if local["turns"] or local["edits"] or local.get("cards"):
-        cards = f", {local['cards']} artifact card(s)" if local.get("cards") else ""
-        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s){cards}; never sent "
-                   "(Honcho is not rebuilt from the logs)")
-    out += artifact_owner.sync_lines(report.get("artifacts"))
+    if any(local.values()):
+        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s)"
+                   f"{artifact_owner.cards_text(local.get('cards'))}; never sent (Honcho is not rebuilt from the logs)")
     if report["ledger_malformed_lines"]:
         out.append(f"ledger: {report['ledger_malformed_lines']} malformed line(s) skipped")
     repeated = report["ledger_repeated_decisions"]
     if repeated["ignored"]:
         out.append(f"ledger: {repeated['ignored']} second decision(s) ignored, the first decision stands "
                    f"(first {repeated['first']})")
-    out += [f"warning: {line}" for line in report["warnings"]]
+    out += artifact_owner.sync_lines(report.get("artifacts")) + [f"warning: {line}" for line in report["warnings"]]
     out += [f"attention: {line}" for line in report["attention"]]
     return out

@@ -74,6 +74,7 @@ def _effects(config: Config, edit_id: str) -> list[str]:
         return [f"nothing in Honcho: {plan.reason.replace('-', ' ')}"]
     if config.local_only:
         return ["nothing in Honcho: bxmem is local-only"]
+    config.paths.require_home()
     box = Outbox.load(config.paths.ensure_state_dir(), Ledger(config.paths.ledger))
     if item in box.pending and item not in box.attempts:
         return ["it has not been sent yet: it will not be sent at all"]

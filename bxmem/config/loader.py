@@ -152,6 +152,13 @@ class Config:
             return []
         return [ws for ws in workspaces if ws.key_file is None]
 
+    def changed_at(self) -> float | None:
+        """When the config file last changed (its mtime), or None without one."""
+        try:
+            return self.path.stat().st_mtime
+        except OSError:
+            return None
+
     def workspace_by_name(self, name: str) -> Workspace | None:
         for ws in self.workspaces():
             if ws.name == name:

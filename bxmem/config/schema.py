@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bxmem.errors import ConfigInvalid
 from bxmem.policy.artifacts import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
+from bxmem.policy.rules import owner_problem
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 ID_RULE = "must be 1 to 512 characters of A-Z a-z 0-9 _ -"
@@ -79,6 +80,15 @@ class HonchoSection(_Strict):
 
     _ids = field_validator("agent", "owner", "trusted", "untrusted", "fleet")(check_id)
 
+    @field_validator("owner", mode="before")
+    @classmethod
+    def _owner(cls, value: object) -> object:
+        """An owner no speaker can ever be (policy/rules.owner_problem): said with what to write."""
+        why = owner_problem(value) if isinstance(value, str) else None
+        if why:
+            raise ValueError(why)
+        return value
+
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
@@ -91,6 +101,9 @@ class HonchoSection(_Strict):
             raise ValueError("trusted, untrusted and fleet must be three different workspaces")
         if self.agent == self.owner:
             raise ValueError("agent and owner must be different peers")
+        why = owner_problem(self.owner, self.agent)
+        if why:
+            raise ValueError(f"owner: {why}")
         seen: set[str] = set()
         for source in self.read:
             if source.agent in seen:

@@ -184,3 +184,29 @@ def conclusion_hits(body: object, limit: int) -> list[dict]:
 def chat_content(body: object) -> str | None:
     """A chat's answer text (None: the dialectic gave none)."""
     return optional_text(obj(body).get("content"), "content")
+
+
+MAX_COUNT = 2**53  # a count past any JSON reader's exact integers is not one Honcho keeps
+QUEUE_STATES = ("pending", "in_progress", "completed", "total")
+
+
+def _count(value: object, where: str) -> int:
+    if type(value) is not int or not 0 <= value < MAX_COUNT:
+        raise AnswerProblem(where, f"is {_kind(value)}, not a count" if type(value) is not int else "is not a count")
+    return value
+
+
+def queue_status(body: object) -> dict[str, int]:
+    """A workspace's queue (queue/status): its work units by state. Honcho counts only
+    derivation work (representation, summary, dream); `completed` since its last cleanup.
+    The per-session breakdown is not read."""
+    found = obj(body)
+    return {state: _count(found.get(f"{state}_work_units"), f"{state}_work_units") for state in QUEUE_STATES}
+
+
+def api_version(body: object) -> str:
+    """The version the server's OpenAPI document gives (`info.version`): only shown."""
+    version = text(obj(obj(body).get("info"), "info").get("version"), "info.version")
+    if not 1 <= len(version) <= 64:
+        raise AnswerProblem("info.version", "is not a version (1 to 64 characters)")
+    return version

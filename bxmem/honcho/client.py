@@ -45,11 +45,11 @@ from bxmem.honcho.api import (
     Unavailable,
     monotonic,
 )
-from bxmem.honcho.http import CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, new_http
+from bxmem.honcho.http import CAP_QUEUE, CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, new_http
 from bxmem.start.version import __version__
 
 __all__ = ["AuditClient", "BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected",
-           "Refused", "Unavailable", "WorkspaceClient", "health"]
+           "Refused", "Unavailable", "WorkspaceClient", "has_route", "health", "server_version"]
 
 SERVER = "(server)"  # what an error names in place of a workspace for a request about the server itself
 
@@ -113,9 +113,10 @@ class WorkspaceClient:
         return f"/v3/workspaces/{self._id(self.workspace, 'workspace name', operation)}{suffix}"
 
     def request(self, method: str, path: str, operation: str, *, json: Any = None, params: dict | None = None,
-                cap: int = CAP_SMALL, seconds: float | None = None) -> Any:
+                cap: int = CAP_SMALL, seconds: float | None = None, seen: dict | None = None) -> Any:
         """The decoded answer of a 2xx (None when empty); a HonchoError otherwise.
-        `seconds`: this request's own deadline (default request_deadline_s())."""
+        `seconds`: this request's own deadline (default request_deadline_s()); `seen`: gets
+        the answer's Date header (http.fetch)."""
         now = monotonic()
         ends = now + (seconds if seconds is not None else self._connect + 2 * self._read)
         if self.ends_by is not None:
@@ -127,7 +128,7 @@ class WorkspaceClient:
             ends = min(ends, self.ends_by)
         try:
             _status, body = fetch(self._http(), self.workspace, operation, method, path, body=json, params=params,
-                                  cap=cap, ends=ends)
+                                  cap=cap, ends=ends, seen=seen)
         except Unavailable as exc:
             self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
             if exc.kind == "timed out" and self._ends_by_name and ends == self.ends_by and monotonic() >= ends:
@@ -288,6 +289,15 @@ class ReadClient(WorkspaceClient):
         )
         return self._parse(operation, answers.conclusion_hits, body, top_k)
 
+    def queue_status(self) -> dict[str, int]:
+        """The workspace's derivation queue (answers.queue_status). Read-only, and only
+        the workspace's own key (or an admin's) may read it: the harmless authenticated
+        read `doctor` tries each key with. Its per-session breakdown grows with the
+        sessions that have work queued: the answer is capped at CAP_QUEUE."""
+        operation = "read the queue"
+        body = self.request("GET", self._ws_path(operation, "/queue/status"), operation, cap=CAP_QUEUE)
+        return self._parse(operation, answers.queue_status, body)
+
     def chat(self, query: str, reasoning: str, timeout: float) -> str | None:
         """Workspace chat (Honcho 3.2+), its answer's text; raises Missing on a server without it."""
         operation = "workspace chat"
@@ -313,9 +323,45 @@ class AuditClient(ReadClient):
                                answers.listed_id)
 
 
-def health(url: str, timeout: float) -> None:
+def _server(url: str, timeout: float) -> WorkspaceClient:
+    """A keyless client for requests about the server itself, each within `timeout` in all."""
+    return WorkspaceClient(url, SERVER, None, connect_timeout=timeout, read_timeout=timeout,
+                           ends_by=monotonic() + timeout, ends_by_name=None)
+
+
+def health(url: str, timeout: float) -> str | None:
     """The server's `/health`, asked within `timeout` in all, bounded as every request
-    is (a deadline, a cap on the answer); a HonchoError unless it answers 2xx."""
-    with WorkspaceClient(url, SERVER, None, connect_timeout=timeout, read_timeout=timeout,
-                         ends_by=monotonic() + timeout, ends_by_name=None) as client:
-        client.request("GET", "/health", "health check", cap=CAP_TINY, seconds=timeout)
+    is (a deadline, a cap on the answer); a HonchoError unless it answers 2xx. Returns
+    the answer's Date header (the server's clock, to the second), or None."""
+    seen: dict = {}
+    with _server(url, timeout) as client:
+        client.request("GET", "/health", "health check", cap=CAP_TINY, seconds=timeout, seen=seen)
+    return seen.get("date")
+
+
+def server_version(url: str, timeout: float) -> str | None:
+    """The version the server's OpenAPI document gives (FastAPI publishes it at
+    /openapi.json), or None when the server publishes none (404)."""
+    operation = "read the API document"
+    with _server(url, timeout) as client:
+        try:
+            body = client.request("GET", "/openapi.json", operation, cap=CAP_SMALL, seconds=timeout)
+        except Missing:
+            return None
+        return client._parse(operation, answers.api_version, body)
+
+
+def has_route(url: str, path: str, timeout: float) -> bool | None:
+    """Whether the server has a route at `path`, asked with a GET, which changes nothing:
+    a route that takes only POST answers 405 before any key or body is looked at, and a
+    server without the route answers its framework's 404 (api.Missing.no_route). None
+    when it cannot be told (a 404 of another shape: a proxy's page, say)."""
+    operation = "look for a route"
+    with _server(url, timeout) as client:
+        try:
+            client.request("GET", path, operation, cap=CAP_TINY, seconds=timeout)
+        except Missing as exc:
+            return False if exc.no_route else None
+        except Refused:
+            return True  # 405 (the route takes another method), or a key asked for: it is there
+        return True

@@ -43,6 +43,9 @@ MESSAGE_BYTES = MESSAGE_CHARS * JSON_CHAR_BYTES + FIELDS_BYTES  # 166,384
 CONCLUSION_BYTES = CONCLUSION_CHARS * JSON_CHAR_BYTES + FIELDS_BYTES  # 409,594
 CAP_SMALL = 1 << 20  # a workspace, peer or session, a page of them, a chat's answer: 1 MiB
 CAP_TINY = 64 << 10  # /health, a delete, an error: 64 KiB
+# A workspace's queue status: four counts, and one entry of about 200 bytes for each
+# session with derivation work queued or done since Honcho's last cleanup (20,000 of them).
+CAP_QUEUE = 4 << 20
 PAGE_OVERHEAD = 4_096  # a page's own fields, an array's brackets
 
 
@@ -191,15 +194,18 @@ def _status_error(workspace: str, operation: str, status: int) -> HonchoError | 
 
 
 def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path: str, *, body: Any,
-          params: dict | None, cap: int, ends: float) -> tuple[int, Any]:
+          params: dict | None, cap: int, ends: float, seen: dict | None = None) -> tuple[int, Any]:
     """One bounded request: (status, the decoded answer or None). Raises a HonchoError
     for everything but a 2xx; never a body in an error's text (422 bodies echo the
-    message text)."""
+    message text). `seen`, when given, gets the answer's `Date` header (the server's
+    clock, whatever the status), or None."""
     try:
         with bounded(ends):
             response = http.send(http.build_request(method, path, json=body, params=params), stream=True)
             try:
                 status = response.status_code
+                if seen is not None:
+                    seen["date"] = response.headers.get("date")
                 error = _status_error(workspace, operation, status)
                 if isinstance(error, Missing):
                     error.no_route = _no_route(response)

@@ -33,6 +33,26 @@ def jittered(delay: float, rng: random.Random) -> float:
     return rng.uniform(low, high)
 
 
+def believed(at: float | None, now: float, longest: float) -> float | None:
+    """A stored wake-up time `at`, as believed now: None when it is due (past), and
+    due too when it lies further ahead than `longest`, the most its own wait can be.
+    Such a time was written under a clock that ran ahead since corrected: held to,
+    it would keep a job asleep for as long as the clock was wrong."""
+    if at is None or at <= now or at - now > longest:
+        return None
+    return at
+
+
+def next_try(backoff: dict | None, now: float) -> float | None:
+    """When the outage backoff lets send try Honcho again; None: now (no backoff, due, or not
+    believable: further off than this step's longest jittered wait, at most MAX_DELAY_S)."""
+    if not backoff:
+        return None
+    delay = backoff.get("delay")
+    longest = min(MAX_DELAY_S, delay * 1.5) if isinstance(delay, (int, float)) and delay > 0 else MAX_DELAY_S
+    return believed(backoff["until"], now, max(FIRST_DELAY_S, longest))
+
+
 def attempt_time(attempt: dict) -> float | None:
     """When the attempt line was written (its `ts`), or None when it has no time: a
     requeued edit's synthetic attempt, which no request is behind."""
@@ -41,16 +61,17 @@ def attempt_time(attempt: dict) -> float | None:
 
 def settle_at(attempt: dict, now: float, wait: float) -> float | None:
     """When the in-doubt `attempt` may be looked up, `wait` seconds after it was made;
-    None if it may be now.
+    None if it may be now. Never more than `wait` from now, whatever the clock did.
 
     A clock that went back by more than the wait makes the attempt's age unknowable:
-    it is looked up then rather than held for as long as the clock jumped."""
+    it is looked up then rather than held for as long as the clock jumped; one that
+    went back by less makes it wait `wait` from now, no longer."""
     at = attempt_time(attempt)
     if at is None:
         return None
     if now >= at + wait or at - now > wait:
         return None
-    return at + wait
+    return min(at + wait, now + wait)
 
 
 class Hold:

@@ -42,6 +42,28 @@ def look_alike(name: str) -> str:
     return name.replace(DOT, ".").lower().replace(".", "_")
 
 
+def owner_problem(owner: str, agent: str | None = None) -> str | None:
+    """Why `[honcho] owner` can never be a speaker's peer (speaker_peer), so that every
+    turn of the owner would go nowhere for good, and what to write instead; or None.
+
+    | owner as written                       | why no speaker is it                        | write         |
+    | `Kyle`                                 | speakers' names are folded to lower case     | `kyle`        |
+    | `kyle.r`                               | a `.` is written `_Dot_` in a peer id        | `kyle_Dot_r`  |
+    | like the agent's (`BoxMaker0`, `boxmaker_0` for `boxmaker.0`) | such a speaker is taken for the agent | another name  |
+    """
+    spoken = owner.replace(DOT, ".")
+    written = peer_name(spoken)
+    if written is None:
+        return None  # not a name at all: the id rule says so
+    if written != owner:
+        how = "a `.` is written `_Dot_` in a peer id" if "." in owner else "speakers' names are folded to lower case"
+        return f"no speaker's peer is ever {owner!r} ({how}): write {written!r}"
+    if agent is not None and look_alike(owner) == look_alike(agent):
+        return (f"{owner!r} reads as the agent {agent!r} (case, `.` and `_` aside): a speaker of that name is taken "
+                "for the agent and kept out; the owner's peer must be the owner's own name")
+    return None
+
+
 def speaker_peer(speaker: str, agent: str, owner: str | None) -> tuple[str | None, str | None]:
     """Who a named speaker is in Honcho: (their peer, None), or (None, why nowhere).
     `agent` and `owner` are the configured peer ids; the first row that holds decides:

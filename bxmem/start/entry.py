@@ -16,7 +16,7 @@ import os
 import sys
 
 from bxmem.start.grammar import Parsed, parse
-from bxmem.start.idle import is_idle
+from bxmem.start.idle import idle_exit
 from bxmem.start.registry import BY_NAME
 
 
@@ -24,8 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     parsed = parse(argv)
     if parsed is not None:
-        if is_idle(parsed):
-            return 0
+        idle = idle_exit(parsed)
+        if idle is not None:
+            return idle
         if not _shows_progress(parsed):
             from bxmem.errors import boundary  # deferred: idle
             from bxmem.start.lean import run as run_lean  # deferred: idle

@@ -34,7 +34,7 @@ from bxmem.start.sealed import seal, unmarshal
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one: raised whenever what a summary holds changes, or what a real run must redo (the local
 # index's schema: that run rebuilds it, and the idle path never opens it).
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
@@ -75,6 +75,33 @@ def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
 
 _KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "written": written_fingerprint,
           "access": access_fingerprint}
+TAIL_BYTES = 64
+
+
+def ledger_tail(path: str | os.PathLike[str], offset: int) -> list | None:
+    """The ledger as a job read it up to `offset`: its inode, the offset, and the bytes just
+    before it (the ledger holds no text). The watch kinds "tail" (decide, mirror: the
+    ledger may grow, as other jobs append) and "ledger" (send: any growth wakes it) compare
+    it with one pread, so a ledger copied back or sorted in place is never answered idle."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        start = max(0, offset - TAIL_BYTES)
+        return [st.st_ino, offset, os.pread(fd, offset - start, start), st.st_size]
+    finally:
+        os.close(fd)
+
+
+def _same_tail(path: str, value: list | None, grows: bool) -> bool:
+    now = ledger_tail(path, value[1] if value else 0)
+    if value is None or now is None:
+        return now is None and value is None
+    return now[:3] == value[:3] and (grows or now[3] == value[3])
 
 
 def summary_path(state_dir: str | os.PathLike[str], job: str) -> str:
@@ -86,9 +113,14 @@ def dormant_path(state_dir: str | os.PathLike[str], job: str) -> str:
 
 
 def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None,
-                  dormant: dict[str, tuple[str, list]] | None = None, sweep_every: float = 60.0) -> None:
+                  dormant: dict[str, tuple[str, list]] | None = None, sweep_every: float = 60.0,
+                  exit_code: int = 0) -> None:
     """Written by the slow path at the end of a run (atomically, like all state).
-    `dormant` files are compared only once every `sweep_every` seconds."""
+    `dormant` files are compared only once every `sweep_every` seconds. `exit_code`:
+    what the run exited with, which an idle run answers too while nothing differs (a
+    send waiting out an outage exits 3 whether or not anyone watches). `wake_at` is
+    within its own bound of now (each job's), so the summary also keeps when it was
+    written: a clock that went back since makes it no answer."""
     from bxmem.store.files import write_bytes  # deferred: idle (only a real run writes, with store/ loaded)
 
     sweep = None
@@ -111,6 +143,8 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
         "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
         "wake_at": wake_at,
         "sweep": sweep,
+        "written_at": time.time(),
+        "exit": exit_code,
     }
     write_bytes(summary_path(state_dir, job), seal(marshal.dumps(data)))
 
@@ -118,16 +152,22 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
 def is_idle(parsed) -> bool:
     """True when the command line (a grammar.Parsed, or None for one the lean
     path does not run) is a timer job with nothing to do since its last run."""
+    return idle_exit(parsed) is not None
+
+
+def idle_exit(parsed) -> int | None:
+    """The exit status of a timer job with nothing to do since its last run (the one
+    that run exited with: nothing it depends on has changed), or None: run the job."""
     if parsed is None or parsed.command not in JOBS:
-        return False
-    if parsed.options.get("json") or parsed.options.get("verbose"):
-        return False  # --json, -v: the job runs and reports
+        return None
+    if parsed.options.get("json") or parsed.options.get("verbose") or parsed.options.get("now"):
+        return None  # --json, -v: the job runs and reports; --now: it does what it would wait for
     try:
         if os.isatty(2):
-            return False  # a person is watching: run the job and report
+            return None  # a person is watching: run the job and report
         return _idle(parsed.command, parsed.options.get("config"))
     except Exception:  # any doubt: let the real job run and report properly
-        return False
+        return None
 
 
 def _read(path: str, *, follow: bool = False) -> bytes:
@@ -156,31 +196,42 @@ def _configured_home(path: str) -> str | None:
     return (raw.get("paths") or {}).get("home")
 
 
-def _idle(job: str, explicit: str | None) -> bool:
+def _idle(job: str, explicit: str | None) -> int | None:
     config, named_by = where.config_source(explicit)
     config_version = stat_fingerprint(config)
     if named_by and config_version is None:
-        return False  # a named config file is missing: the job stops and says so (exit 78)
+        return None  # a named config file is missing: the job stops and says so (exit 78)
     home_env = os.environ.get(where.HOME_ENV)
     home = where.home(configured=None if where.named_home() else _configured_home(config))
+    if not stat.S_ISDIR(os.lstat(home).st_mode):
+        return None  # no home (or a link where it should be): the job says so (store/paths.py's require_home)
     try:
         summary = unmarshal(_read(summary_path(where.state_dir(home), job)))
     except (OSError, ValueError):
-        return False
+        return None
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:
-        return False
+        return None
     if summary.get("config") != [config, config_version]:
-        return False
+        return None
     if not _unchanged(summary.get("watch", [])):
-        return False
+        return None
+    now = time.time()
+    if now < summary.get("written_at", now + 1):
+        return None  # written in what is now the future: the clock went back, and every time in it is suspect
     wake_at = summary.get("wake_at")
-    if wake_at is not None and time.time() >= wake_at:
-        return False
-    return _swept(summary.get("sweep"))
+    if wake_at is not None and now >= wake_at:
+        return None
+    return summary.get("exit", 0) if _swept(summary.get("sweep"), now) else None
 
 
 def _unchanged(watch: list) -> bool:
-    return all(_KINDS[kind](path) == value for path, kind, value in watch)
+    for path, kind, value in watch:
+        if kind in ("tail", "ledger"):
+            if not _same_tail(path, value, grows=kind == "tail"):
+                return False
+        elif _KINDS[kind](path) != value:
+            return False
+    return True
 
 
 def _same_sizes(folder: str, entries: list) -> bool:
@@ -198,7 +249,7 @@ def _same_sizes(folder: str, entries: list) -> bool:
     return True
 
 
-def _swept(sweep: list | None) -> bool:
+def _swept(sweep: list | None, now: float) -> bool:
     """True when the dormant files need no look yet, or were looked at and are unchanged."""
     if sweep is None:
         return True
@@ -208,7 +259,8 @@ def _swept(sweep: list | None) -> bool:
     # hint is best effort (systemd coalesces triggers); without it the sweep
     # comes within the interval anyway.
     woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
-    if not woken and time.time() - os.stat(path).st_mtime < every:
+    # A list touched in what is now the future (the clock went back since) is swept now, not once the clock gets there.
+    if not woken and 0 <= now - os.stat(path).st_mtime < every:
         return True
     dormant = unmarshal(_read(path))
     if dormant.get("token") != token:

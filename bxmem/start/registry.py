@@ -59,7 +59,7 @@ _JSON = {"--json": "json"}
 COMMANDS = (
     Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
     Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True, progress=True),
-    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options=_JSON, timer_job=True),
+    Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options={**_JSON, "--now": "now"}, timer_job=True),
     Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k"}, valued=("-k",),
             positional="query"),
     Command("undo", f"{_APP}:undo", ("NOT_FOUND", "REFUSED")),
@@ -86,6 +86,9 @@ COMMANDS = (
     Command("config check", f"{_APP}:config_check"),
     Command("index rebuild", f"{_APP}:index_rebuild"),
     Command("runbook", f"{_APP}:runbook", ("NOT_FOUND",)),
+    # ATTENTION: a check failed; UNAVAILABLE: Honcho did not answer (what needs it was not checked).
+    Command("doctor", f"{_APP}:doctor", ("ATTENTION", "UNAVAILABLE")),
+    Command("metrics", f"{_APP}:metrics"),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}

@@ -139,20 +139,27 @@ def write_json(path: Path, value: dict) -> None:
     write_bytes(path, json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
+    """`data` in place of `path`, whole or not at all: a temporary file in the same
+    folder, renamed over it. Mode 600, or `mode` (set whatever the umask); not
+    `durable`: no fsync, for a file a crash may lose (the next run writes it again)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        if durable:
+            fsync_dir(path.parent)
     except OSError as exc:
         try:
             tmp.unlink()

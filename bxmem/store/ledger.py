@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bxmem.errors import StorageError
 from bxmem.policy.ledger_time import format_time
 from bxmem.store.append import append_locked
 from bxmem.store.files import Flock, open_ledger
@@ -36,6 +37,13 @@ if TYPE_CHECKING:
 
 LEDGER_VERSION = 1
 CHUNK_BYTES = 1 << 20
+MARK_WINDOW = 256  # bytes of the ledger hashed at its start and before a reader's offset (`Ledger.mark`)
+
+
+class LedgerChanged(StorageError):
+    """A line read back by its offset is not the one the reader folded there: the
+    ledger was rewritten in place since (a restore, an edit, a sort). The reader
+    folds the ledger again; this reaches the owner only if that fails too."""
 
 
 def now_iso() -> str:
@@ -61,6 +69,7 @@ class ReadResult:
     events: list[dict] = field(default_factory=list)
     end: int = 0  # the offset just past the last complete line read
     at: int = 0  # while iterating: the offset of the line just yielded
+    line: bytes = b""  # ...and its bytes, as they are in the file
     malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
     reasons: dict[int, str] = field(default_factory=dict)  # offset -> why, for a line that is JSON but no event
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
@@ -120,16 +129,51 @@ class Ledger:
         every reader must see it, without waiting for the next append."""
         append_lines(self.path, [], "ledger")
 
-    def event_at(self, offset: int) -> dict:
-        """The event on the line that starts at `offset` (the ledger never changes
-        what it has written, so an offset names a line for good)."""
+    def line_at(self, offset: int) -> tuple[bytes, dict | str]:
+        """The line that starts at `offset`, as it is in the file, and its event (or why
+        it is none). bxmem never changes what it has written, but the owner's hands
+        can (a restore in place, an editor, a sort): a reader checks that the line is
+        the one it means (store/outbox.py's `decision`), and folds again if not."""
         if self._reader is None:
             self._reader = self._open()
         self._reader.seek(offset)
-        value = _event(self._reader.readline())
-        if isinstance(value, str):
-            raise ValueError(f"no ledger event at byte {offset}: {value}")
-        return value
+        raw = self._reader.readline()
+        return raw, _event(raw)
+
+    def mark(self, offset: int) -> dict | None:
+        """What a reader keeps of the ledger as it read it up to `offset` (a state's
+        offset): hashes of its first bytes and of those just before the offset, so
+        that its next run can tell the ledger was rewritten before that point
+        (`changed`). None at the start. Not keyed: the ledger holds no text, and a
+        rewrite that keeps these bytes is caught line by line where lines are read back."""
+        if offset <= 0:
+            return None
+        try:
+            fd = self._open_fd()
+        except FileNotFoundError:
+            return None
+        try:
+            return _mark(fd, offset)
+        finally:
+            os.close(fd)
+
+    def changed(self, offset: int, mark: dict | None) -> str | None:
+        """Why the ledger is no longer the one a reader read up to `offset` (a few words),
+        or None when it is, as far as `mark` tells (None: a state that kept none)."""
+        if offset <= 0:
+            return None
+        try:
+            fd = self._open_fd()
+        except FileNotFoundError:
+            return "gone"
+        try:
+            if os.fstat(fd).st_size < offset:
+                return f"shorter than the {offset:,} bytes read before"
+            if mark is not None and _mark(fd, offset) != mark:
+                return f"rewritten in place before byte {offset:,} (restored from a copy, edited or sorted?)"
+            return None
+        finally:
+            os.close(fd)
 
     def read_from(self, offset: int) -> ReadResult:
         """Every complete line from `offset` on, as a list (for short tails)."""
@@ -174,7 +218,7 @@ class Ledger:
                         pos += len(line)
                         result.end = pos
                         continue
-                    result.at = pos
+                    result.at, result.line = pos, line
                     pos += len(line)
                     result.end = pos
                     yield value
@@ -182,12 +226,22 @@ class Ledger:
                     result.torn_tail = True
                     torn = _event(chunk[last_newline + 1 :]) if tail else None
                     if isinstance(torn, dict):
-                        result.at, result.torn_event = pos, True
+                        result.at, result.line, result.torn_event = pos, chunk[last_newline + 1 :], True
                         yield torn
                     return
 
 
 NOT_JSON = "not a JSON object"
+
+
+def _mark(fd: int, offset: int) -> dict:
+    import hashlib  # deferred: lean (recall reads the ledger and never marks it)
+
+    head = os.pread(fd, min(MARK_WINDOW, offset), 0)
+    start = max(0, offset - MARK_WINDOW)
+    tail = os.pread(fd, offset - start, start)
+    return {"head": hashlib.blake2b(head, digest_size=16, person=b"bxmem ledger").hexdigest(),
+            "tail": hashlib.blake2b(tail, digest_size=16, person=b"bxmem ledger").hexdigest()}
 
 
 def _event(line: bytes) -> dict | str:

@@ -282,9 +282,13 @@ def attempt(ts: str, *, items: list[str], ws: str, role: str | None, session: st
     return cast(Attempt, event(ATTEMPT, ts=ts, items=items, ws=ws, **_role(role), session=session, **fields))
 
 
-def in_doubt(item: str, ws: str | None) -> dict:
+def in_doubt(item: str, ws: str | None, hsessions: list[str] | None = None) -> dict:
     """Not a line: what the outbox keeps for an edit requeued after it did part of
-    its work, so that it goes through the in-doubt path, which looks first."""
+    its work, so that it goes through the in-doubt path, which looks first; with
+    `hsessions`, for a turn the outbox had seen settled before the ledger was
+    restored (Outbox.inherit): looked for in each of those Honcho sessions."""
+    if hsessions:
+        return {"ev": ATTEMPT, "items": [item], "ws": ws, "hsession": hsessions[-1], "hsessions": hsessions}
     return {"ev": ATTEMPT, "items": [item], "ws": ws}
 
 

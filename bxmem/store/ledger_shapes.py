@@ -123,7 +123,13 @@ def _turns_have_a_session(ev: Any) -> str | None:
 
 
 # An attempt as the outbox keeps it: a line's, or what a requeued edit is given (ledger_events.in_doubt).
-ATTEMPT_KEPT = both(record({"items": _STRINGS}, {"ts": string, "hsession": string, "ws": _NAME}), _turns_have_a_session)
+# What a reader keeps of the ledger as it read it up to its offset (store/ledger.py's Ledger.mark).
+MARK = record({"head": string, "tail": string})
+
+# `hsessions`: where a lookup looks for an item the outbox had seen sent before the ledger was
+# restored (Outbox.inherit): every Honcho session its Boxmaker session had.
+ATTEMPT_KEPT = both(record({"items": _STRINGS}, {"ts": string, "hsession": string, "ws": _NAME,
+                                                 "hsessions": list_of(string)}), _turns_have_a_session)
 
 
 def event_problem(ev: dict) -> str | None:

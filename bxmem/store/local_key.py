@@ -113,6 +113,19 @@ def line_mac(secret: bytes, raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16, key=secret, person=b"bxmem line").hexdigest()
 
 
+TAG_BITS = 32
+
+
+def ledger_tag(secret: bytes | None, raw: bytes) -> int:
+    """The keyed hash the outbox keeps of a pending item's decision line (store/outbox.py),
+    as a number of TAG_BITS bits, checked when the line is read back by its offset: a
+    ledger rewritten in place cannot hand send another item's decision, nor an edited
+    one. Short, because 100,000 pending items keep one each (docs/performance.md,
+    "Memory"); keyed, so that an edit made to pass it would have to know entry.key."""
+    digest = hashlib.blake2b(raw, digest_size=TAG_BITS // 8, key=secret or b"", person=b"bxmem decision")
+    return int.from_bytes(digest.digest(), "big")
+
+
 def window_mac(secret: bytes | None, raw: bytes) -> str:
     """The hash a reader's cursor keeps of a few bytes of a file it does not
     write (sources/cursor.py): keyed when a key is at hand."""

@@ -3,7 +3,11 @@
 There is no second queue. This is a checkpoint of a fold over the ledger (its
 byte offset plus the fold's result), caught up from that offset on every run,
 so no run reads the whole ledger. Deleting the checkpoint is always safe: the
-next run folds the ledger again from the start.
+next run folds the ledger again from the start. A ledger that is no longer the
+one folded (replaced, shorter, rewritten in place before the offset, or a
+decision read back that is not the line folded there) is folded again, and
+what the checkpoint knew that such a ledger may have lost is kept (`inherit`):
+an item it had seen sent is looked up in Honcho before anything is sent again.
 
 The fold also keeps what bxmem set up in Honcho (configured workspaces,
 peers, and for each Boxmaker session its current Honcho session and peers),
@@ -18,21 +22,24 @@ from __future__ import annotations
 
 import marshal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from bxmem.log import log
+from bxmem.log import log, runbook
 from bxmem.policy import ranges
 from bxmem.policy.shapes import anything, problem, record
 from bxmem.start.sealed import seal
 from bxmem.store.files import load_marshal, write_bytes
-from bxmem.store.ledger import Ledger, ReadResult
+from bxmem.store.ledger import Ledger, LedgerChanged, ReadResult
 from bxmem.store.ledger_events import (
     ATTEMPT,
     CANCELLED,
     CREATED,
     DECIDED,
     DROPPED,
+    EDIT,
     FAILED,
     KEY_REFUSED,
     KEY_RESUMED,
@@ -45,15 +52,20 @@ from bxmem.store.ledger_events import (
     UNSENT,
     in_doubt,
 )
-from bxmem.store.outbox_shape import KIND, OFFSET, PEER, ROLE, SESSION, SHAPE, WS
+from bxmem.store.local_key import key_id, ledger_tag
+from bxmem.store.local_key import load as load_key
+from bxmem.store.outbox_merge import in_order, inherit, knows
+from bxmem.store.outbox_shape import KIND, PEER, ROLE, SESSION, SHAPE, WS, at, offset_of, tag_of
 from bxmem.store.workspace_roles import apply as fold_roles
 from bxmem.store.workspace_roles import save as save_roles
 
+T = TypeVar("T")
+NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # policy/rules.speaker_peer's reasons
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: every send run loads and saves it, and JSON was too slow
 # at that for a large outbox (docs/performance.md, "Start-up"). It is a cache
 # of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 6  # a checkpoint another version wrote is rebuilt from the ledger
+CHECKPOINT_VERSION = 7  # a checkpoint another version wrote is rebuilt from the ledger
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -66,7 +78,7 @@ def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
 
 
 def light(item: str, record: tuple) -> dict:
-    return {"item": item, "offset": record[OFFSET], "ws": record[WS], "session": record[SESSION],
+    return {"item": item, "offset": offset_of(record), "ws": record[WS], "session": record[SESSION],
             "kind": record[KIND], "peer": record[PEER], "role": record[ROLE]}
 
 
@@ -78,6 +90,8 @@ def _intern(value: str | None) -> str | None:
 class Outbox:
     offset: int = 0
     ino: int | None = None
+    mark: dict | None = None  # the ledger as folded up to `offset` (Ledger.mark)
+    key: str | None = None  # which entry.key the pending items' tags were made with (local_key.key_id)
     pending: dict[str, tuple] = field(default_factory=dict)  # item -> compact record (above), ledger order
     attempts: dict[str, dict] = field(default_factory=dict)  # item -> its last attempt event
     failed: dict[str, dict] = field(default_factory=dict)  # item -> failed event
@@ -105,6 +119,9 @@ class Outbox:
     # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
     # every name used, so a new session never takes one already used (commands/send/plan.py's session_name)
     hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
+    # When a turn was last decided nowhere because its speaker's name reads as the agent's or
+    # the owner's (reason -> ts): an owner whose name is written wrong loses every turn so (sync).
+    named_wrong: dict[str, str] = field(default_factory=dict)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
     # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
@@ -113,10 +130,13 @@ class Outbox:
     # This catch-up's second decisions, said once at its end (not saved): how many, and the first.
     _new_repeats: int = 0
     _first_new_repeat: tuple[str, int] | None = None
+    _secret: bytes | None = None  # entry.key, which the tags are made with (not saved)
+    _order: dict | None = None  # while folding from the start: each pending item's turn or journal line (in_order)
 
     # --- the fold -----------------------------------------------------------------
 
-    def apply(self, ev: dict, offset: int = -1) -> None:
+    def apply(self, ev: dict, offset: int = 0, raw: bytes = b"") -> None:
+        """Fold one event, the line at `offset` whose bytes are `raw`."""
         kind = ev.get("ev")
         item: str = ev.get("item", "")  # every kind that names an item has one
         if kind in (ATTEMPT, SENT, CREATED):  # before the item leaves the outbox: its decided role is still here
@@ -132,8 +152,12 @@ class Outbox:
                 return
             key = f"{ev.get('kind', TURN)}/{ev.get('role') or 'none'}/{ev.get('reason')}"
             self.decided[key] = self.decided.get(key, 0) + 1
+            if not ev.get("role") and ev.get("reason") in NAMED_WRONG and isinstance(ev.get("ts"), str):
+                self.named_wrong[ev["reason"]] = ev["ts"]
             if ev.get("ws"):
-                self.pending[item] = (offset, _intern(ev["ws"]), _intern(ev.get("session")),
+                if self._order is not None:
+                    self._order[item] = ev.get("journal_line") if ev.get("kind") == EDIT else ev.get("turn")
+                self.pending[item] = (at(offset, ledger_tag(self._secret, raw)), _intern(ev["ws"]), _intern(ev.get("session")),
                                       _intern(ev.get("kind", TURN)), _intern(ev.get("peer")), _intern(ev.get("role")))
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
                 self.undone[ev["target"]] = item
@@ -232,6 +256,33 @@ class Outbox:
             elif result["do"] in ("fleet-message", "card") and result.get("ids"):  # a retraction may sit beside it
                 self.fleet[ref] = {"ws": ev.get("ws"), "hsession": result.get("hsession"), "ids": result["ids"]}
 
+    def decision(self, ledger: Ledger, item: str, record: tuple | None = None) -> dict:
+        """The whole decision of a pending item (or of `record`, a failed one's), read back
+        from the ledger by its offset and checked to be the line folded there: a
+        `decided` line, for this item, with the keyed hash it had. LedgerChanged if
+        not: the ledger was rewritten in place, and must be folded again (`refold`)."""
+        record = record if record is not None else self.pending[item]
+        offset = offset_of(record)
+        raw, ev = ledger.line_at(offset)
+        if isinstance(ev, str):
+            why = f"the line there is {ev}" if raw.strip() else "there is no line there"
+        elif ev.get("ev") != DECIDED or ev.get("item") != item:
+            why = "the line there is another event"
+        elif ledger_tag(self._secret, raw) != tag_of(record):
+            why = "the line there was edited"
+        else:
+            return ev
+        raise LedgerChanged(f"{ledger.path}: the decision of {item} is no longer at byte {offset:,} ({why})")
+
+    def reading(self, ledger: Ledger, read: Callable[[], T]) -> T:
+        """`read()`, which reads decisions back; if one is not the line folded (LedgerChanged),
+        the ledger is folded again (`refold`, said once) and `read()` done again, once."""
+        try:
+            return read()
+        except LedgerChanged as exc:
+            self.refold(ledger, f"no longer holds what the outbox folded ({exc})")
+            return read()
+
     def pending_items(self):
         """The pending items in outbox order, as small dicts (see `light`)."""
         for item, compact in self.pending.items():
@@ -262,31 +313,59 @@ class Outbox:
 
     @classmethod
     def load(cls, state_dir: Path, ledger: Ledger) -> Outbox:
-        """The checkpoint caught up with the ledger (rebuilt if missing, stale or of another shape)."""
+        """The checkpoint caught up with the ledger: folded again if it is missing, of another
+        shape, made with another entry.key, or the ledger is no longer the one it folded."""
+        secret = load_key(state_dir, create=False)
         raw, why = read_checkpoint(state_dir)
         if why is not None:
             log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger")
-        box = cls._from_dict(raw) if raw is not None else None
-        try:
-            st = ledger.path.stat()
-        except FileNotFoundError:
-            st = None
-        # A checkpoint saved before the ledger existed has no inode to compare (ino None).
-        if box is not None and st is not None and ((box.ino is not None and st.st_ino != box.ino) or st.st_size < box.offset):
-            log.warning(f"{ledger.path} was replaced or truncated; rebuilding the outbox from it")
-            box = None
-        if box is None:
-            box = cls()
-        box.catch_up(ledger)
+        box = cls._from_dict(raw) if raw is not None else cls()
+        box._secret = secret
+        st = ledger.path.stat() if ledger.path.exists() else None
+        if raw is None:
+            box.catch_up(ledger)
+        elif st is not None and box.ino is not None and st.st_ino != box.ino:
+            box.refold(ledger, "was replaced (another file)")
+        elif (changed := ledger.changed(box.offset, box.mark)) is not None:
+            box.refold(ledger, f"is {changed}")
+        elif box.key != (key_id(secret) if secret else None):
+            box.refold(ledger, None)  # the tags are made with entry.key, which was replaced: nothing to say
+        else:
+            box.catch_up(ledger)
         if st is not None:
             box.ino = st.st_ino
         return box
 
+    def refold(self, ledger: Ledger, why: str | None) -> None:
+        """Fold the ledger again from its start, in place, keeping what this checkpoint
+        knew that the ledger may have lost (`inherit`); `why` the ledger is not the one
+        folded, said once (None: nothing to say)."""
+        new = type(self)()
+        new._secret, new.ino = self._secret, self.ino
+        new.catch_up(ledger)
+        doubted = inherit(new, self)
+        gone = sum(1 for item in self.pending if not new.knows(item))
+        if why is not None:
+            again = (f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
+                     "before anything is sent" if doubted else "")
+            # Decided again by decide or mirror when they notice the ledger changed; if not, the runbook says how.
+            lost = f"; {gone} item(s) waiting to be sent are decided in it no more" if gone else ""
+            log.warning(f"{ledger.path} {why}; the outbox was rebuilt from it{again}{lost}" + runbook("ledger-rewritten"))
+        self.__dict__.update(new.__dict__)
+
+    def knows(self, item: str) -> bool:
+        """Whether `item` was ever decided in what this outbox folded."""
+        return knows(self.known_turns, self.known_other, item)
+
     def catch_up(self, ledger: Ledger) -> None:
+        # From the start, the ledger's order is checked, not trusted: it may have been sorted.
+        whole = self.offset == 0
+        if whole:
+            self._order = {}
         result = ReadResult()
         self._new_repeats, self._first_new_repeat = 0, None
         for ev in ledger.iter_from(self.offset, result):
-            self.apply(ev, result.at)
+            self.apply(ev, result.at, result.line)
         if self._first_new_repeat is not None:
             item, at = self._first_new_repeat
             log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
@@ -298,12 +377,18 @@ class Outbox:
                 why = result.reasons.get(offset)
                 log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
                             + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
+        if whole:
+            self.pending = in_order(self.pending, self._order or {})
+            self._order = None
+        if result.end != self.offset or self.mark is None:
+            self.mark = ledger.mark(result.end)
         self.offset = result.end
+        self.key = key_id(self._secret) if self._secret else None
 
     def save(self, state_dir: Path) -> None:
         saved = {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
         write_bytes(state_dir / CHECKPOINT, seal(marshal.dumps({"version": CHECKPOINT_VERSION, **saved})))
-        save_roles(state_dir, self.roles, self.ino, self.offset)  # for recall and ask (workspace_roles.read)
+        save_roles(state_dir, self.roles, self.ino, self.offset, self.mark)  # for recall and ask (workspace_roles.read)
 
     @classmethod
     def _from_dict(cls, raw: dict) -> Outbox:

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from bxmem.errors import ConfigInvalid, StorageError
+from bxmem.errors import ConfigInvalid, HomeMissing, StorageError
 from bxmem.start import where
 from bxmem.start.where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
 from bxmem.store.files import Unreadable, make_dirs, read_state
@@ -112,6 +112,18 @@ class Paths:
     def broker_socket(self) -> Path:
         return self.run / "memory-broker" / "state.sock"
 
+    def require_home(self) -> None:
+        """HomeMissing unless the Boxmaker home is there: a directory itself, not a link
+        to one (where a link points is not where the owner said), which every command
+        that reads or writes the home asks first. A wrong HOME, user or BOXMAKER_HOME
+        must fail loudly: a job would otherwise make a new, empty home there, and
+        recall and ask answer from it as if nothing had ever been remembered."""
+        why = home_problem(self.home)
+        if why is not None:
+            raise HomeMissing(f"the Boxmaker home {self.home} {why}: run `bxmem init` to make it, or set BOXMAKER_HOME "
+                              "or [paths] home to the home the timer jobs use (run bxmem as their user, with their "
+                              "environment); nothing was read or written")
+
     def ensure_state_dir(self) -> Path:
         try:
             make_dirs(self.memory, 0o777)  # as mkdir -p makes it (the umask applies): memoryd's folder too
@@ -121,6 +133,21 @@ class Paths:
         except OSError as exc:
             raise StorageError(f"cannot prepare {self.state}: {exc.strerror}") from None
         return self.state
+
+
+def home_problem(home: Path) -> str | None:
+    """Why `home` is not a Boxmaker home bxmem may use, or None."""
+    try:
+        st = os.lstat(home)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be looked at ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link; bxmem uses the home directory itself (name the directory it points to)"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    return None
 
 
 def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None) -> Paths:

@@ -28,6 +28,7 @@ from bxmem.policy.shapes import anything, dict_of, integer, list_of, maybe, reco
 from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import ATTEMPT, CREATED, DECIDED, SENT
+from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 
 SIDECAR = "workspace-roles.json"
 SIDECAR_VERSION = 1
@@ -38,7 +39,8 @@ TAINTING = ("untrusted", "fleet")
 Roles = dict[str, dict]
 # What `apply` builds, as the outbox checkpoint and the copy beside it keep it.
 SHAPE = dict_of(record({"set_up": list_of(maybe(string)), "written": dict_of(string)}))
-SIDECAR_SHAPE = record({"version": anything, "ino": maybe(integer(0)), "offset": integer(0), "roles": SHAPE})
+SIDECAR_SHAPE = record({"version": anything, "ino": maybe(integer(0)), "offset": integer(0), "roles": SHAPE},
+                       {"mark": maybe(LEDGER_MARK)})
 
 
 def _entry(roles: Roles, ws: str) -> dict:
@@ -118,14 +120,19 @@ def set_up_for(roles: Roles, ws: str, role: str) -> bool:
 # --- the copy beside the outbox checkpoint, for the read path ------------------------------
 
 
-def save(state_dir: Path, roles: Roles, ino: int | None, offset: int) -> None:
-    write_json(state_dir / SIDECAR, {"version": SIDECAR_VERSION, "ino": ino, "offset": offset, "roles": roles})
+def save(state_dir: Path, roles: Roles, ino: int | None, offset: int, mark: dict | None = None) -> None:
+    """`mark`: the ledger as folded up to `offset` (Ledger.mark)."""
+    write_json(state_dir / SIDECAR, {"version": SIDECAR_VERSION, "ino": ino, "offset": offset, "roles": roles,
+                                     "mark": mark})
 
 
 def read(state_dir: Path, ledger_path: Path) -> Roles | None:
     """What the ledger says now: the saved copy caught up with the ledger's tail,
     or the whole ledger folded when there is no usable copy (deleted with
-    memory/bxmem/, or from another ledger). None when the ledger cannot be read."""
+    memory/bxmem/, or from another ledger). A ledger rewritten or replaced since
+    the copy was saved is folded whole, and what the copy knew is kept too: what
+    was written to Honcho did not go back with the ledger. None when the ledger
+    cannot be read."""
     ledger = Ledger(ledger_path)
     try:
         st = ledger_path.stat()
@@ -138,11 +145,10 @@ def read(state_dir: Path, ledger_path: Path) -> Roles | None:
         from bxmem.log import log  # deferred: lean (recall reads this copy and sets up no logging)
 
         log.info(f"{state_dir / SIDECAR}: {why}; the ledger is folded instead")
-    usable = (saved is not None and saved["version"] == SIDECAR_VERSION and saved["ino"] == st.st_ino
-              and saved["offset"] <= st.st_size)
+    ours = saved is not None and saved["version"] == SIDECAR_VERSION
     try:
-        if usable:
-            assert saved is not None
+        if ours and saved is not None and saved["ino"] == st.st_ino \
+                and ledger.changed(saved["offset"], saved.get("mark")) is None:
             caught_up = _fold(ledger, saved["offset"], _valid(saved["roles"]), strict=True)
             if caught_up is not None:
                 return caught_up
@@ -150,7 +156,18 @@ def read(state_dir: Path, ledger_path: Path) -> Roles | None:
     except OSError:
         return None
     assert folded is not None  # not strict: every line is resolved
+    if ours and saved is not None:
+        merge(folded, _valid(saved["roles"]))
     return folded
+
+
+def merge(roles: Roles, more: Roles) -> None:
+    """Add to `roles` what `more` says was set up or written: what is in Honcho stays there."""
+    for ws, entry in more.items():
+        mine = _entry(roles, ws)
+        mine["set_up"] += [role for role in entry["set_up"] if role not in mine["set_up"]]
+        for role, first in entry["written"].items():
+            mine["written"].setdefault(role, first)
 
 
 def _valid(raw: dict) -> Roles:

@@ -82,6 +82,8 @@ class EditActions:
             return
         except Refused as exc:
             if isinstance(exc, KeyRefused):
+                if not results and not in_doubt:  # refused before anything was written: nothing to look up
+                    self.record([ledger_events.unsent([key], item["ws"], f"key refused (HTTP {exc.status})")])
                 raise
             why = f"{exc.operation}: {exc.kind}" if isinstance(exc, BadId) else f"{exc.operation} refused"
             self._fail([item], exc.status, why, results, in_doubt=in_doubt)

@@ -25,15 +25,16 @@ the requests, the ledger writes, the backoff and the keys.
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 from bxmem.commands.jobrun import run_locked
 from bxmem.commands.send.report import SendReport
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError
-from bxmem.policy.retry import Hold
+from bxmem.policy.retry import Hold, next_try
 from bxmem.policy.write_policy import Holds
-from bxmem.start.idle import stat_fingerprint, write_summary
+from bxmem.start.idle import ledger_tail, stat_fingerprint, write_summary
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
 
@@ -53,8 +54,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def run(config: Config, clock=None, rng: random.Random | None = None) -> SendReport:
+def run(config: Config, clock=None, rng: random.Random | None = None, now: bool = False) -> SendReport:
+    """One batch; `now` (send --now): without waiting out the outage backoff."""
     if config.local_only:
+        config.paths.require_home()
         _local_only_summary(config)
         return SendReport(local_only=True)
     from bxmem.commands.send.runner import Sender  # deferred: lean
@@ -66,7 +69,7 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
         return Outbox.load(state_dir, ledger)  # the outbox is send's state, recovered from the ledger
 
     def work(box: Outbox, ledger: Ledger) -> None:
-        senders.append(Sender(config, box, ledger, report, clock, rng))
+        senders.append(Sender(config, box, ledger, report, clock, rng, try_now=now))
         try:
             senders[0].run()
         finally:
@@ -75,7 +78,7 @@ def run(config: Config, clock=None, rng: random.Random | None = None) -> SendRep
     def save(state_dir: Path, box: Outbox) -> None:
         box.save(state_dir)
         write_idle_summary(config, box, state_dir, senders[0].hold if senders else None,
-                           senders[0].holds if senders else None)
+                           senders[0].holds if senders else None, report.exit_code)
 
     return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
 
@@ -90,7 +93,7 @@ def _local_only_summary(config: Config) -> None:
 
 
 def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None,
-                       holds: Holds | None = None) -> None:
+                       holds: Holds | None = None, exit_code: int = 0) -> None:
     """What the next run's fast path compares to decide there is nothing to do.
     Items the configuration holds do not wake it: a change of the configuration does."""
     held = hold.items if hold else set()
@@ -99,14 +102,19 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold 
         item["item"] not in by_config and item["item"] not in held and item["ws"] not in box.stopped
         for item in box.pending_items()
     )
-    # Items that only wait behind an in-doubt one wake the job when it may be looked up.
-    wake_at = box.backoff["until"] if box.backoff else (0.0 if sendable else (hold.until if hold else None))
-    ledger_version = [box.ino, box.offset] if box.ino is not None else None  # None: no ledger yet
-    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("size", ledger_version)}
+    # Items that only wait behind an in-doubt one wake the job when it may be looked up. Each
+    # wake-up within its own bound of now (retry.next_try, retry.settle_at), whatever the clock did.
+    wake_at: float | None
+    if box.backoff:
+        wake_at = next_try(box.backoff, time.time()) or 0.0
+    else:
+        wake_at = 0.0 if sendable else (hold.until if hold else None)
+    # Any append wakes it; so does the ledger rewritten in place (start/idle.py's ledger_tail).
+    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("ledger", ledger_tail(config.paths.ledger, box.offset))}
     for workspace in config.workspaces():
         if workspace.key_file:
             refusal = box.stopped.get(workspace.name)
             # A stopped workspace wakes when its key differs from the refused one.
             version = refusal.get("key") if refusal else stat_fingerprint(workspace.key_file)
             watch[str(workspace.key_file)] = ("stat", version)
-    write_summary(state_dir, "send", config, watch, wake_at)
+    write_summary(state_dir, "send", config, watch, wake_at, exit_code=exit_code)

@@ -51,6 +51,12 @@ class WorkspaceKeys:
         log.error(f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
                   + runbook("honcho-key-refused"))
 
+    def versions(self) -> dict[str, list[int] | None]:
+        """Each write workspace's key file version (its stat fingerprint): an outage is
+        kept with them, and a new key ends its backoff (Sender.run)."""
+        return {ws.name: key_fingerprint(ws.key_file) for ws in self.config.workspaces()
+                if not ws.role.startswith("read:") and ws.key_file is not None}
+
     def resume_refreshed(self) -> None:
         """A stopped workspace whose key file changed since the refusal is resumed."""
         for ws, refusal in list(self.box.stopped.items()):

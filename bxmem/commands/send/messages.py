@@ -18,7 +18,10 @@ from bxmem.policy.ledger_time import parse_time
 from bxmem.policy.rules import peer_problem, send_veto
 from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.loopd import SpanChanged, SpanReader
-from bxmem.store.ledger import Ledger
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | None) -> list[dict]:
@@ -65,19 +68,21 @@ class Messages:
     """Items' whole decisions and messages, read back for the run and kept until
     the group that needs them is sent (`forget`)."""
 
-    def __init__(self, ledger: Ledger, logs: Path, agent: str, owner: str | None, secret: bytes | None = None) -> None:
-        self.ledger, self.logs, self.agent, self.owner = ledger, logs, agent, owner
+    def __init__(self, decision_of: Callable[[str], dict], logs: Path, agent: str, owner: str | None,
+                 secret: bytes | None = None) -> None:
+        self.decision_of, self.logs, self.agent, self.owner = decision_of, logs, agent, owner
         self._spans = SpanReader(secret)  # `secret`: entry.key, which checks each span holds the line decided
         self._messages: dict[str, list[dict]] = {}
         self._events: dict[str, dict] = {}
 
     def full(self, item: dict) -> dict:
-        """The item's whole decision, read back from the ledger by its offset, going to
-        the workspace the outbox names (the owner may have re-routed it since)."""
+        """The item's whole decision, read back from the ledger by its offset (checked:
+        store/outbox.py's `decision`), going to the workspace the outbox names (the
+        owner may have re-routed it since)."""
         if "log" in item or "actions" in item:
             return item
         if item["item"] not in self._events:
-            decision = self.ledger.event_at(item["offset"])
+            decision = self.decision_of(item["item"])
             self._events[item["item"]] = decision if decision.get("ws") == item["ws"] else {**decision, "ws": item["ws"]}
         return self._events[item["item"]]
 

@@ -20,8 +20,9 @@ from bxmem.store.outbox import Outbox
 
 class Outcomes:
     def __init__(self, box: Outbox, report: Tally, url: str, clock: Callable[[], float], rng: random.Random,
-                 record: Callable[[Sequence[Mapping[str, object]]], None]) -> None:
+                 record: Callable[[Sequence[Mapping[str, object]]], None], keys: Callable[[], dict]) -> None:
         self.box, self.report, self.url, self.clock, self.rng = box, report, url, clock, rng
+        self.keys = keys  # each write workspace's key file version (WorkspaceKeys.versions)
         self.record = record  # Sender.record: ledger lines, folded into the outbox
 
     def succeeded(self) -> None:
@@ -29,11 +30,25 @@ class Outcomes:
             notice(f"Honcho at {self.url} answers again (unreachable since {self.box.backoff['since']})")
             self.box.backoff = None
 
+    def end_stale_backoff(self) -> None:
+        """An outage met under another [honcho] url or another key file says nothing of
+        this one: try at once (the owner fixed what was wrong, or moved the server)."""
+        backoff = self.box.backoff
+        if not backoff:
+            return
+        why = ("[honcho] url changed" if backoff.get("url", self.url) != self.url
+               else "a key file changed" if backoff.get("keys", self.keys()) != self.keys() else None)
+        if why:
+            notice(f"{why} since Honcho was last unreachable (since {backoff.get('since')}): trying it now")
+            self.box.backoff = None
+
     def outage(self, exc: Unavailable) -> None:
         now = self.clock()
         self.report.outage = str(exc)
         first = self.box.backoff is None
-        self.box.backoff = {**next_backoff(self.box.backoff, now, now_iso(), self.rng), "error": str(exc)}
+        # With what it was met under: a new [honcho] url or key file ends the backoff (Sender.run).
+        self.box.backoff = {**next_backoff(self.box.backoff, now, now_iso(), self.rng), "error": str(exc),
+                            "url": self.url, "keys": self.keys()}
         wait = self.box.backoff["until"] - now
         if not first:
             log.debug(f"Honcho still unreachable: {exc}; next try in {wait:.0f} s")

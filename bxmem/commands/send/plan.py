@@ -43,6 +43,7 @@ class Tally(Protocol):
     refused: list[dict]
     in_doubt: list[dict]
     said: set
+    refolded: bool
 
 
 class LocalFailure(Exception):

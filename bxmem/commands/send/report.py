@@ -19,7 +19,7 @@ from bxmem.errors import ExitCode, cite_runbook
 from bxmem.honcho.api import settle_wait_s
 from bxmem.log import log, notice
 from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import ALONE, held_by, settle_at
+from bxmem.policy.retry import ALONE, held_by, next_try, settle_at
 from bxmem.store.outbox import KIND, SESSION, WS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -52,10 +52,12 @@ class SendReport:
     # What this run's warnings said already (the start of an outage, a key refused, ...):
     # its own summary does not say it twice. ("outage",), ("refused", ws), ("held", key), ("doubt", key).
     said: set = field(default_factory=set)
+    refolded: bool = False  # a decision read back was not the line folded: the outbox was folded again, said then
 
     @property
     def degraded(self) -> bool:
-        return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt)
+        return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt
+                    or self.refolded)
 
     # What the command prints (cli/output.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
@@ -73,7 +75,8 @@ class SendReport:
     def outage_json(self) -> dict | None:
         if not self.backoff:
             return None
-        return {"since": self.backoff.get("since"), "next_try_at": format_time(self.backoff["until"]),
+        now = time.time()
+        return {"since": self.backoff.get("since"), "next_try_at": format_time(next_try(self.backoff, now) or now),
                 "error": self.backoff.get("error"), "this_run": self.outage is not None}
 
     def as_json(self, config=None) -> dict:  # scripts get an object in every case
@@ -187,15 +190,19 @@ def in_doubt_line(d: dict, now: float) -> str:
         at = parse_time(d["lookup_at"])
         when = f"looked up in Honcho at {d['lookup_at']}" + (f" ({_in(max(0.0, at - now))})" if at else "")
     behind = f"; {d['waiting_behind']} later item(s) wait behind them" if d["waiting_behind"] else ""
-    return (f"in doubt: {what} {where} (first {d['items'][0]}), sent at {d['attempted_at']} with no answer; "
+    # No time: no request is behind it (an edit requeued after doing part of its work, an item
+    # the outbox had seen settled before the ledger was restored: store/outbox.py's inherit).
+    how = f"sent at {d['attempted_at']} with no answer" if d["attempted_at"] else "perhaps in Honcho already"
+    return (f"in doubt: {what} {where} (first {d['items'][0]}), {how}; "
             f"{when}{behind}" + cite_runbook("honcho-in-doubt"))
 
 
 def outage_line(backoff: dict, pending: int | None, now: float) -> str:
     error = f" ({backoff['error']})" if backoff.get("error") else ""
     wait = f"; {pending} item(s) wait" if pending else ""
-    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(backoff['until'])} "
-            f"({_in(max(0.0, backoff['until'] - now))}){wait}" + cite_runbook("honcho-unreachable"))
+    until = next_try(backoff, now) or now  # never further off than the backoff's longest wait, whatever the clock did
+    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(until)} "
+            f"({_in(until - now)}){wait}" + cite_runbook("honcho-unreachable"))
 
 
 def holding_lines(report: Tally, now: float) -> list[str]:

@@ -47,12 +47,12 @@ from bxmem.honcho.api import (
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.log import log
 from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import ALONE, Hold
+from bxmem.policy.retry import ALONE, Hold, next_try
 from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
-from bxmem.store.ledger import Ledger
+from bxmem.store.ledger import Ledger, LedgerChanged
 from bxmem.store.local_key import load as load_key
-from bxmem.store.outbox import OFFSET, Outbox
+from bxmem.store.outbox import Outbox
 from bxmem.store.workspace_roles import other_role, set_up_for
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
 
 class Sender:
     def __init__(self, config: Config, box: Outbox, ledger: Ledger, report: Tally, clock=None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, try_now: bool = False) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
@@ -92,8 +92,11 @@ class Sender:
         self._background: list[Call] = []
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
-        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record)
-        self.messages = Messages(ledger, config.paths.logs, self.honcho.agent, self.honcho.owner,
+        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record,
+                                 self.keys.versions)
+        self.try_now = try_now  # send --now: the outage backoff is not waited for (the in-doubt wait always is)
+        self._decision = lambda key: box.decision(ledger, key)  # checked to be the line folded (Outbox.decision)
+        self.messages = Messages(self._decision, config.paths.logs, self.honcho.agent, self.honcho.owner,
                                  load_key(config.paths.state, create=False))
         self.edits = EditActions(config, box, report, record=self.record, client=self.client,
                                  attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
@@ -160,12 +163,24 @@ class Sender:
     # --- the run --------------------------------------------------------------------
 
     def run(self) -> Tally:
+        try:
+            self._run()
+        except LedgerChanged as exc:  # found before that item was sent: fold again, the next run sends
+            self.flush()
+            self.box.refold(self.ledger, f"no longer holds what the outbox folded ({exc})")
+            self.report.refolded = True
+            self.holds = sendable(self.box, self.now, self._decision)[1]
+        self.note_state()
+        return self.report
+
+    def _run(self) -> None:
         now = self.clock()
         self.keys.resume_refreshed()
-        queue, self.holds = sendable(self.box, self.now, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]))
-        backoff = self.box.backoff
-        if backoff and now < backoff["until"]:
-            self.report.waiting_until = backoff["until"]
+        queue, self.holds = sendable(self.box, self.now, self._decision)
+        self.outcomes.end_stale_backoff()
+        until = next_try(self.box.backoff, now)
+        if until is not None and not self.try_now:
+            self.report.waiting_until = until
         else:
             self.keys.read()
             self._ends_by = monotonic() + RUN_DEADLINE_S
@@ -181,14 +196,12 @@ class Sender:
                 self.planner = None
                 self.flush()
             self.report.held = len(self.hold.items)
-        self.note_state()
-        return self.report
 
     def note_state(self) -> None:
         """What holds the outbox up now, whatever this run did, into the report; each
         lasting state said once to the journal (report.announce)."""
         now = self.clock()
-        note_state(self.report, self.box, self.holds, lambda key: self.ledger.event_at(self.box.pending[key][OFFSET]), now)
+        note_state(self.report, self.box, self.holds, self._decision, now)
         announce(self.box.announced, self.report, now)
 
     def _drain(self) -> None:
@@ -339,6 +352,12 @@ class Sender:
             if exc.unsent and known_ids is None:
                 self.record([ledger_events.unsent(keys, ws, exc.kind)])
             raise
+        except KeyRefused as exc:
+            # Refused before anything was stored (401/403): nothing to look up, so nothing
+            # waits in doubt once the key is fixed. A settling post keeps its lookup.
+            if known_ids is None:
+                self.record([ledger_events.unsent(keys, ws, f"key refused (HTTP {exc.status})")])
+            raise
         self.outcomes.succeeded()
         sent, cursor = [], 0
         for item in items:
@@ -360,10 +379,13 @@ class Sender:
         except LocalFailure as exc:
             self.outcomes.fail([item], None, str(exc))
             return
-        try:
-            found = list(self.client(item["ws"]).list_messages(hsession, {"metadata": {"bxmem_item": item["item"]}}))
-        except Missing:
-            found = []
+        found: list = []
+        # An item seen sent before the ledger was restored may be in any of its session's (Outbox.inherit).
+        for name in attempt.get("hsessions") or [hsession]:
+            try:
+                found += self.client(item["ws"]).list_messages(name, {"metadata": {"bxmem_item": item["item"]}})
+            except Missing:
+                pass
         present = present_parts(found, messages, self.honcho.agent)  # ours only: peer, agent and text too
         self.outcomes.succeeded()
         missing = [m for m in messages if m["metadata"]["part"] not in present]

@@ -1,0 +1,41 @@
+"""Each timer job's last run that had work: when it ended, how long it took, and its
+exit status, for `bxmem metrics`. A run the idle check answers records nothing
+(it writes nothing at all), nor does a run that found the job's lock taken.
+
+One small file a job (memory/bxmem/last-run-<job>.json), replaced whole and not
+fsynced: a record lost in a crash is the next run's to write, and a busy run
+pays one small write for it. Never created with its folder: a run whose
+memory/bxmem/ is gone (the owner deleted it) records nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bxmem.errors import StorageError
+from bxmem.policy.shapes import integer, number, record
+from bxmem.store.files import load_json, write_bytes
+
+SHAPE = record({"ended_at": number, "duration_s": number, "exit_code": integer(0, 255)})
+
+
+def path(state_dir: Path, job: str) -> Path:
+    return state_dir / f"last-run-{job}.json"
+
+
+def save(state_dir: Path, job: str, exit_code: int, started: float, ended: float) -> None:
+    """Never raises: a record bxmem cannot write changes nothing about the run it describes."""
+    if not os.path.isdir(state_dir):
+        return
+    data = {"ended_at": round(ended, 3), "duration_s": round(max(0.0, ended - started), 3), "exit_code": exit_code}
+    try:
+        write_bytes(path(state_dir, job), json.dumps(data, sort_keys=True).encode(), durable=False)
+    except StorageError:
+        pass
+
+
+def load(state_dir: Path, job: str) -> tuple[dict | None, str | None]:
+    """(the record, None), (None, None) when the job has recorded no run, or (None, why it cannot be used)."""
+    return load_json(path(state_dir, job), SHAPE)
