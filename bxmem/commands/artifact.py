@@ -48,12 +48,14 @@ from bxmem.store.ledger_events import decided_card
 
 
 def settings(config: Config) -> ArtifactSettings:
+    config.paths.require_home()  # never a store made in a home that is not there (a wrong HOME or user)
     if config.artifacts is None:
         raise Refused("artifact memory is not enabled: add an [artifacts] section to bxmem.toml (docs/config.md)")
     return config.artifacts
 
 
 def store_of(config: Config) -> tuple[Store, Cards]:
+    config.paths.require_home()
     store = Store(config.paths.artifacts, config.paths.state)
     return store, Cards(store)
 
