@@ -136,7 +136,10 @@ def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
 
 
 def write_json(path: Path, value: dict) -> None:
-    write_bytes(path, json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    """As the ledger's appends: a lone surrogate (a `\\ud800` escape read from the ledger, say)
+    is written as itself, which load_json reads back the same (json decodes bytes with
+    surrogatepass), instead of failing the job that saves its state."""
+    write_bytes(path, json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
