@@ -106,6 +106,7 @@ class Question:
     age: float  # where the newest answer sits in the history: 0.0 the oldest turn, 1.0 the newest
     kind: str
     subject: tuple = ()  # what the fact is about (the same subject in another corpus is the same fact)
+    value: str = ""  # the fact's current value, as the answer turns state it
 
 
 @dataclass
@@ -691,6 +692,8 @@ def generate(turns: int, seed: int = 19) -> Corpus:
             else:
                 text, reply = kind.stated(subject, value, own)
             lead = kind.lead_in(subject) if r.random() < 0.08 else None
+            if slot + 1 >= turns:  # no room after the last turn for the statement a lead-in needs
+                lead = None
             if lead is not None:  # the subject was named in the turn before: this one holds only the value
                 slots[slot] = Turn(speaker, *lead)
                 slot += 1
@@ -700,14 +703,14 @@ def generate(turns: int, seed: int = 19) -> Corpus:
             slots[slot] = Turn(speaker, text, reply)
             told.append((slot, speaker, value))
         current = [(slot, speaker) for slot, speaker, v in told if v == value]
-        facts.append((kind, subject, current))
+        facts.append((kind, subject, current, value))
     misses: dict[int, int] = {}
     for slot in range(turns):
         if slots[slot] is None:
             pick = r.randrange(len(facts)) if facts and r.random() < 0.2 else None
             if pick is not None and misses.get(pick, 0) < 4:  # a near miss on a subject that has a fact
                 misses[pick] = misses.get(pick, 0) + 1
-                kind, subject, _current = facts[pick]
+                kind, subject, _current, _value = facts[pick]
                 text, reply = kind.said_around(kind.near_miss(subject))
             else:
                 text, reply = _filler(w)
@@ -715,11 +718,11 @@ def generate(turns: int, seed: int = 19) -> Corpus:
     history = [t for t in slots if t is not None]
     _place_in_sessions(history, r)
     corpus = Corpus(history)
-    for kind, subject, current in _spread(facts, turns, r):
+    for kind, subject, current, value in _spread(facts, turns, r):
         speaker = r.choice(current)[1]
         newest = max(slot for slot, _s in current)
         answers = [(history[slot].session, history[slot].n) for slot, _s in current]
-        corpus.questions.extend(Question(q, answers, newest / max(1, turns - 1), kind.name, (kind.name, *subject))
+        corpus.questions.extend(Question(q, answers, newest / max(1, turns - 1), kind.name, (kind.name, *subject), value)
                                 for q in kind.questions(subject, speaker))
     return corpus
 

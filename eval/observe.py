@@ -12,11 +12,10 @@ reads it fails rather than guessing.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 
-from bxmem.policy.render import estimate_tokens as render_estimate
+from bxmem.policy.tokens import bound as token_bound
 
 # The output contract's bounds on what the model sees (bxmem/schemas/recall.schema.json).
 MAX_K = 8
@@ -36,11 +35,9 @@ TAIL = re.compile(r"^(?:[A-Za-z0-9_.:,@+=/ -]+: unavailable \([^\n]*\)|\(no hits
 
 
 def estimate_tokens(text: str) -> int:
-    """The contract's bound is in o200k_base tokens as bxmem estimates them at run
-    time (render.estimate_tokens; bench/ checks that estimate against the real
-    tokenizer). 4.5 characters a token (English in o200k_base) is the floor:
-    the corpus never trusts an estimate below it."""
-    return max(render_estimate(text), math.ceil(len(text) / 4.5))
+    """The contract's bound is in o200k_base tokens: policy/tokens.py's bound, never below the
+    real count for any text (tests/test_tokens.py holds it to the real tokenizer)."""
+    return token_bound(text)
 
 
 @dataclass

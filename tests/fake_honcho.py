@@ -338,10 +338,9 @@ class FakeHoncho:
             observed = filters.get("observed_id", filters.get("observed"))
             if not observer or not observed:
                 return 422, {"detail": "observer and observed must be specified for semantic search."}
-            words = body["query"].lower().split()
-            found = [c for c in self.conclusions.values() if c["workspace_id"] == ws and c["observer_id"] == observer
-                     and c["observed_id"] == observed and any(w in c["content"].lower() for w in words)]
-            return 200, found[: body.get("top_k", 10)]
+            held = [c for c in self.conclusions.values() if c["workspace_id"] == ws and c["observer_id"] == observer
+                    and c["observed_id"] == observed]
+            return 200, _nearest(held, body["query"], body.get("top_k", 10))
         if len(rest) == 2 and rest[0] == "conclusions" and method == "DELETE":
             found = self.conclusions.get(rest[1])
             if found is None or found["workspace_id"] != ws:
@@ -349,9 +348,7 @@ class FakeHoncho:
             del self.conclusions[rest[1]]
             return 204, None
         if rest == ["search"] and method == "POST":
-            words = body["query"].lower().split()
-            found = [m for m in self.messages if m["workspace_id"] == ws and words and all(w in m["content"].lower() for w in words)]
-            return 200, found[: body.get("limit", 10)]
+            return 200, _search(self.messages, ws, body["query"], body.get("limit", 10))
         if rest == ["chat"] and method == "POST":
             if not self.workspace_chat:
                 return 404, {"detail": "Not Found"}  # no such route: 3.0.12
@@ -509,10 +506,32 @@ def _filter_messages(items: list[dict], filters: dict | None) -> list[dict]:
 def _filter_conclusions(items: list[dict], filters: dict | None) -> list[dict]:
     for key, value in (filters or {}).items():
         key = {"observer": "observer_id", "observed": "observed_id"}.get(key, key)
+        if key == "OR":  # as recall's lexical route asks: {"OR": [{"content": {"icontains": word}}, ...]}
+            words = [f["content"]["icontains"].lower() for f in value]
+            items = [c for c in items if any(w in c["content"].lower() for w in words)]
+            continue
         if key not in ("observer_id", "observed_id", "session_id", "level"):
             raise ValueError(f"filter {key} not supported by the fake")
         items = [c for c in items if c.get(key) == value]
     return items
+
+
+def _overlap(query: str, text: str) -> int:
+    asked = set(re.findall(r"\w+", query.lower()))
+    return len(asked & set(re.findall(r"\w+", text.lower())))
+
+
+def _nearest(items: list[dict], query: str, limit: int) -> list[dict]:
+    """A stand-in for Honcho's semantic order: every item, those sharing most words with the
+    query first (Honcho's search has no cut-off either: it answers with its nearest, however far)."""
+    ranked = sorted(enumerate(items), key=lambda pair: (-_overlap(query, pair[1]["content"]), pair[0]))
+    return [item for _n, item in ranked][:limit]
+
+
+def _search(messages: list[dict], ws: str, query: str, limit: int) -> list[dict]:
+    """Message search as Honcho 3.0.12 answers it: the whole workspace ranked, nearest first, up to `limit`
+    (no cut-off); a query holding punctuation finds by meaning alone, which the stand-in leaves as is."""
+    return _nearest([m for m in messages if m["workspace_id"] == ws], query, limit)
 
 
 def _make_handler(fake: FakeHoncho):

@@ -15,6 +15,7 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import UsageError
+from bxmem.policy import render
 
 KEYS = {ws: register_secret(f"key-for-{ws}-7c2e91") for ws in ("bm0-trusted", "bm0-untrusted", "fleet", "bm1-trusted")}
 SECRET_NAMES = {"bm0-trusted": "honcho_trusted", "bm0-untrusted": "honcho_untrusted", "fleet": "honcho_fleet",
@@ -96,9 +97,18 @@ def test_the_fallback_asks_every_peer_whose_memory_is_there(keyed):
 def test_an_answer_is_cut_at_4000_characters_not_600(keyed):
     """Failed before: the 600-character recall snippet cap ran before ANSWER_CHARS."""
     keyed.workspace_chat = True
-    keyed.chat_reply = "w" * 3_000 + " " + "x" * 3_000
+    keyed.chat_reply = "the nightly backups went well " * 300
     answer = ask.ask(load(), "long?", ["own"]).answers[0]
     assert len(answer.text) == 4_000 and answer.text.endswith("…") and answer.peers is None
+
+
+def test_an_answer_of_a_dear_script_is_cut_at_its_token_bound(keyed):
+    """Failed before: only ANSWER_CHARS held an answer, so 4,000 characters of a script that costs
+    o200k_base several tokens a character came to about 12,000 tokens."""
+    keyed.workspace_chat = True
+    keyed.chat_reply = "".join(chr(0x10400 + n % 80) for n in range(6_000))  # Deseret: astral, four bytes each
+    answer = ask.ask(load(), "long?", ["own"]).answers[0]
+    assert render.block_tokens(answer.text) <= ask.ANSWER_TOKENS and len(answer.text) < 4_000
 
 
 def test_at_most_two_chats_are_open_at_any_instant(keyed, monkeypatch):

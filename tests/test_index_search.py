@@ -161,4 +161,4 @@ def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
     assert keys(index, "what is ana's parrot called?") == ["turn:s:1"]
     assert keys(index, "dot parrot") == ["turn:s:1"] and not keys(index, "dot")  # the escape is no word of the turn
     assert relevance.DOT == rules.DOT
-    assert relevance.relevant("what is lima's parrot called?", "pickles, my parrot", "ana_Dot_lima")
+    assert relevance.cover("what is lima's parrot called?", "pickles, my parrot", "ana_Dot_lima") == (2, 3)

@@ -178,7 +178,8 @@ def test_read_sources_their_tags_and_that_own_workspaces_are_not_searched(fleet,
         assert {(h.tag, h.trust_class, h.agent) for h in read_hits} == {(tag, "private", "boxmaker1")}
         searched = {r.path for r in honcho.requests}
         assert not any("/bm0-" in path for path in searched)  # the agent's own workspaces
-        assert all(r.method == "POST" and r.path.endswith(("/search", "/conclusions/query")) for r in honcho.requests)
+        assert all(r.method == "POST" and r.path.endswith(("/search", "/conclusions/query", "/conclusions/list"))
+                   for r in honcho.requests)
 
 
 def test_a_slow_source_is_one_unavailable_line_and_the_rest_answer(agent_home, honcho, monkeypatch):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bxmem.commands import recall
+from bxmem.commands import recall, recall_remote
+from bxmem.policy import relevance
+from bxmem.policy.snippets import SNIPPET_CHARS
 from bxmem.store import search
 from bxmem.store.index import Index
 
@@ -68,18 +70,20 @@ def test_interleaving_keeps_a_retracted_note_and_its_retraction_together():
     assert len(texts) == 6
 
 
-def test_a_honcho_hit_must_share_two_of_the_querys_words():
-    keep = recall.relevant
-    assert keep("gecko migration", "The Gecko migration is in June")
-    assert keep("when do we deploy the gecko", "gecko deployment moved to friday")  # words compared by their first 5 letters
-    assert not keep("when is the gecko migration", "the gecko backups failed")  # one word: a near miss
-    assert keep("restic", "restic 0.17 is out")  # a one-word query: that word
-    assert not keep("marmoset budget", "the gecko migration is scheduled for june")
-    assert not keep("what is the budget about", "what is the plan about")  # stop words do not count
-    assert not keep("what is it", "what is it")  # nothing to compare: nothing kept
-    assert keep("kyle's dog", "Kyle\u2019s dog is called biscuit")  # a clitic is no word
-    assert keep("what is nina's cat called", "ziggy kept me up all night, silly cat", "nina")  # who wrote it
-    assert not keep("what is nina's cat called", "ziggy kept me up all night, silly cat", "tom")
+def test_a_honcho_text_holds_the_querys_words_by_its_best_passage():
+    def held(query: str, text: str, author: str | None = None) -> int:
+        return relevance.cover(query, text, author)[0]
+
+    assert relevance.cover("gecko migration", "The Gecko migration is in June") == (2, 2)
+    assert held("when do we deploy the gecko", "gecko deployment moved to friday") == 2  # by their first 5 letters
+    assert held("when is the gecko migration", "the gecko backups failed") == 1
+    assert relevance.cover("what is the budget about", "what is the plan about") == (0, 1)  # stop words do not count
+    assert relevance.cover("what is it", "what is it") == (0, 0)
+    assert held("kyle's dog", "Kyle\u2019s dog is called biscuit") == 2  # a clitic is no word
+    assert held("what is nina's cat called", "ziggy kept me up all night, silly cat", "nina") == 2  # who wrote it
+    assert held("what is nina's cat called", "ziggy kept me up all night, silly cat", "tom") == 1
+    scattered = "gecko " + "filler words here " * 20 + "migration"
+    assert held("gecko migration", scattered) == 1  # words a page apart are not one passage's
 
 
 def test_a_retraction_pair_is_never_split_at_the_k_boundary():
@@ -98,16 +102,60 @@ def test_a_retraction_pair_is_never_split_at_the_k_boundary():
 
 def test_a_long_honcho_text_is_cut_around_the_querys_words():
     text = "filler words here " * 100 + "the wolverine cache key rotates hourly " + "more filler " * 50
-    cut = recall.snippet(text, "how often does the wolverine key rotate?")
-    assert "wolverine cache key rotates hourly" in cut and len(cut) <= recall.SNIPPET_CHARS
-    assert recall.snippet(text).startswith("filler words here") and len(recall.snippet(text)) <= recall.SNIPPET_CHARS
-    assert recall.snippet("  short  ", "short") == "short"
+    cut = recall_remote.snippet(text, "how often does the wolverine key rotate?")
+    assert "wolverine cache key rotates hourly" in cut and len(cut) <= SNIPPET_CHARS
+    assert recall_remote.snippet(text).startswith("filler words here") and len(recall_remote.snippet(text)) <= SNIPPET_CHARS
+    assert recall_remote.snippet("  short  ", "short") == "short"
 
 
 def test_only_a_real_honcho_id_counts_as_the_authors_words():
     """A peer id outside Honcho's alphabet is shown as the placeholder, whose own words must not count."""
-    assert recall._author("nina") == "nina"
-    assert recall._author(None) is None
-    assert recall._author("nina cat") is None and recall._author(recall.shown.INVALID_ID) is None
-    assert not recall.relevant("is the id invalid", "this one is invalid", recall._author("bad peer!"))
-    assert not recall.relevant("is the okapi queue stuck", "it is stuck", recall._author("okapi queue"))
+    author = recall_remote._author
+    assert author("nina") == "nina"
+    assert author(None) is None
+    assert author("nina cat") is None and author(recall.shown.INVALID_ID) is None
+    assert relevance.cover("is the id invalid", "this one is invalid", author("bad peer!")) == (1, 2)
+    assert relevance.cover("is the okapi queue stuck", "it is stuck", author("okapi queue")) == (1, 3)
+
+
+# --- a Honcho source's candidates: ranked by their words, fused with Honcho's order -----------
+
+
+def _candidates(texts: list[str], peer: str = "nina") -> list[recall_remote.Candidate]:
+    return [recall_remote.Candidate(t, peer, "message", "s", None, n) for n, t in enumerate(texts, 1)]
+
+
+def test_candidates_are_ranked_by_their_words_and_fused_with_honchos_order():
+    """Failed before: Honcho's order was the only ranking, so an answer it ranked 30th by meaning
+    behind near misses was never shown, and recall asked it for k results only."""
+    near = [f"the heron {w} went fine" for w in ("backup", "deploy", "audit", "upgrade")] * 8
+    texts = [*near[:29], "the gecko migration is set for june 4", *near[29:]]
+    kept = recall_remote.rank("when is the gecko migration?", _candidates(texts), 8, [list(range(len(texts)))])
+    assert [c.text for c, _why in kept] == ["the gecko migration is set for june 4"]
+    why = kept[0][1]
+    assert (why.matched, why.lexical_rank, why.semantic_rank, why.fused_rank) == (("gecko", "migration"), 1, 30, 1)
+    assert why.arms == ["lexical", "semantic"] and why.score is not None and why.score > 0
+
+
+def test_a_question_about_something_never_said_keeps_no_near_miss():
+    """Honcho answers with its nearest texts however far: a text sharing one word, or two
+    words a page apart, is not shown."""
+    texts = ["the gecko backups failed again", "ping jo about the migration",
+             "notes: gecko " + "filler words here " * 20 + "migration plans", "lunch was great"]
+    kept = recall_remote.rank("when is the gecko migration?", _candidates(texts), 8, [list(range(len(texts)))])
+    assert kept == []
+
+
+def test_a_conclusion_found_by_its_words_alone_is_kept_when_it_holds_most_of_them():
+    texts = ["kyle keeps the spare yubikey in the safe"]
+    candidates = [recall_remote.Candidate(texts[0], "agentb", "conclusion", None, None, None)]
+    kept = recall_remote.rank("where does kyle keep the spare yubikey?", candidates, 8, [[]])
+    assert [(c.where, why.arms, why.semantic_rank) for c, why in kept] == [("conclusion", ["lexical"], None)]
+    assert kept[0][1].matched == ("kyle", "keep", "spare", "yubikey")  # "keeps" is "keep", as porter stems it
+
+
+def test_honcho_is_asked_the_querys_words_alone():
+    """Failed before: the question went as asked, and its punctuation made Honcho's full-text
+    arm a substring match of the whole question (src/utils/search.py at 3.0.12)."""
+    assert recall_remote.words_query("When's the gecko-migration? (kyle's)") == "gecko migration kyle"
+    assert recall_remote.find_words("when is the deployment of gecko happening") == ["deplo", "gecko", "happe"]

@@ -115,10 +115,13 @@ def test_exit_7_is_a_document_too(fleet, honcho):
 
 
 def test_exit_2_gives_the_model_bxmems_one_line_and_reads_no_memory(fleet, honcho):
-    result = fleet.call("recall", {"query": "   "})  # valid for the tool schema, refused by bxmem
+    """What the tool schemas admit, bxmem takes (tests/test_tool_inputs.py): exit 2 comes to a
+    host that runs bxmem on input it did not validate, here a query of blanks."""
+    assert fleet.call("recall", {"query": "   "}).exit is None  # the schema refuses it: the host answers
+    result = fleet.result("recall", fleet._run(fleet.argv("recall", {"query": "   "}), 15.0))
     assert (result.exit, result.is_error) == (2, True)
     assert (result.content, result.label) == ("bxmem: error: the query is empty", NOTHING_READ)
-    result = fleet.call("ask_memory", {"question": " \n "})
+    result = fleet.result("ask_memory", fleet._run(fleet.argv("ask_memory", {"question": " \n "}), 15.0))
     assert (result.exit, result.content, result.label) == (2, "bxmem: error: the question is empty", NOTHING_READ)
     assert honcho.requests == []
 
@@ -339,3 +342,30 @@ def test_the_model_cannot_name_a_session_or_a_path(artifact_host):
     assert (result.exit, result.is_error) == (None, True) and "invalid input" in result.content
     result = artifact_host.call("artifact_resolve", {"id": "exp_x", "path": "/etc/passwd"}, session="clean")
     assert result.exit is None and "invalid input" in result.content
+
+
+def test_every_artifact_input_the_schemas_admit_is_answered_with_a_document_or_one_line(artifact_host):
+    """The artifact tools' schemas give names and types alone (the tools budget: docs/decisions.md),
+    so the CLI holds the bounds: whatever a schema admits, generated as tests/test_tool_inputs.py
+    generates recall's, the model gets a result document or one `bxmem: error:` line (section 8),
+    never a failed tool, and a file outside exports/ is never read."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from test_tool_inputs import strategy
+
+    offered = {t["name"]: t["input_schema"] for t in artifact_host.tools()}
+    names = st.sampled_from(["table.csv", "page.txt", "../clean/exports/table.csv", "exports", "/etc/passwd", ".", ""])
+
+    @settings(suppress_health_check=list(HealthCheck), max_examples=15, deadline=None)
+    @given(st.data())
+    def check(data):
+        for tool in ("artifact_record", "artifact_resolve"):
+            call = data.draw(strategy(offered[tool]))
+            if tool == "artifact_record" and data.draw(st.booleans()):
+                call["file"] = data.draw(names)
+            result = artifact_host.call(tool, call, session="clean")
+            assert result.label != FAIL_CLOSED and result.exit in (0, 2, 5, 6, 8), (tool, call, result.exit, result.log)
+            if result.is_error:
+                assert result.content.startswith("bxmem: error: ") and result.label == NOTHING_READ, (call, result.content)
+
+    check()

@@ -117,12 +117,14 @@ def recall(
     k: str | None = typer.Option(None, "-k", metavar="N", show_default=False,
                                  help=f"At most this many hits, interleaved across sources: 1 to {MAX_K}, default {DEFAULT_K}."),
     as_json: bool = JSON_OPTION,
+    explain: bool = typer.Option(False, "--explain", help="After each hit, how it was found: the query's words it holds, "
+                                                          "its rank by them and in Honcho's search (--json always says)."),
 ) -> int:
     """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
     options: Options = ctx.obj
     # Several words are one query, as start/grammar.py joins them for the lean path.
-    return run.recall(query=" ".join(query), config=options.config, k=k, json=as_json, verbose=options.verbose,
-                      quiet=options.quiet)
+    return run.recall(query=" ".join(query), config=options.config, k=k, json=as_json, explain=explain,
+                      verbose=options.verbose, quiet=options.quiet)
 
 
 @app.command()

@@ -16,12 +16,13 @@ import heapq
 from bxmem.config.loader import Config
 from bxmem.policy import shown
 from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
-from bxmem.policy.hits import Hit
+from bxmem.policy.hits import Hit, Why
 from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.relevance import SHARED, stems
+from bxmem.policy.relevance import stems
 from bxmem.store import artifact_catalog as catalog
 
 E = {name: at for at, name in enumerate(catalog.FIELDS)}
+SHARED = 2  # the query's words a card must hold, as a Honcho hit must (policy/fusion.keep)
 
 
 def searched(config: Config) -> bool:
@@ -50,16 +51,16 @@ def _text(e: list) -> str:
     return "\n".join(lines)
 
 
-def _hit(config: Config, e: list) -> Hit:
+def _hit(config: Config, e: list, why: Why) -> Hit:
     here = catalog.object_present(config.paths.artifacts, e[E["artifact"]], e[E["bytes"]])
     return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], shown.text(_text(e), 600),
                where="artifact-bytes-here" if here else "artifact-bytes-missing",
-               session=shown.honcho_id(e[E["session"]]), date=shown.date(e[E["updated_at"]]))
+               session=shown.honcho_id(e[E["session"]]), date=shown.date(e[E["updated_at"]]), why=why)
 
 
 def cards(config: Config, query: str, k: int) -> list[Hit]:
     """This agent's cards for a query: those an id or a tag in it names first, then those
-    sharing its words as a Honcho hit must (policy/relevance.py: two, or every one of a
+    sharing its words as a Honcho hit must (policy/fusion.keep: two, or every one of a
     shorter query), most words shared first, newest first among equals."""
     for fresh in (False, True):
         found = _catalog(config, fresh)
@@ -75,20 +76,27 @@ def cards(config: Config, query: str, k: int) -> list[Hit]:
 
 def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[Hit]:
     """Entry numbers are recency ranks (the catalog keeps entries newest first)."""
-    exact: set[int] = set()
-    for word in set(query.replace(",", " ").split()):
+    exact: dict[int, list[str]] = {}  # an entry: the ids or the tag that named it
+    for word in dict.fromkeys(query.replace(",", " ").split()):
         if is_experiment_id(word) or is_artifact_id(word):
-            exact.update(found.with_id(word))
-    exact.update(found.named(found.tags, " ".join(query.split()).casefold()))
+            for at in found.with_id(word):
+                exact.setdefault(at, []).append(word)
+    tag = " ".join(query.split()).casefold()
+    for at in found.named(found.tags, tag):
+        exact.setdefault(at, []).append(tag)
     asked = stems(query)
-    shared: dict[int, int] = {}
+    shared: dict[int, list[str]] = {}
     for stem in asked:
         for at in found.named(found.words, stem):
-            shared[at] = shared.get(at, 0) + 1
+            shared.setdefault(at, []).append(stem)
     need = min(SHARED, len(asked))
     first = sorted(exact)[:k]
-    ranked = heapq.nsmallest(k - len(first), ((-n, at) for at, n in shared.items() if n >= need and at not in exact))
-    return [_hit(config, found.entry(at)) for at in [*first, *(at for _n, at in ranked)]]
+    ranked = heapq.nsmallest(k - len(first), ((-len(words), at) for at, words in shared.items()
+                                              if len(words) >= need and at not in exact))
+    order = [*first, *(at for _n, at in ranked)]
+    # why: the ids, tag or words it was found by, and its rank among this agent's cards (no bm25 score)
+    return [_hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None))
+            for n, at in enumerate(order, 1)]
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:

@@ -17,7 +17,7 @@ Limits: at most AT_ONCE chats in flight at any instant (a chat past its
 deadline keeps its slot until its connection is closed, which its read
 timeout does at that deadline); each chat ASK_TIMEOUT_S; the whole command
 DEADLINE_S, under brokerd's 170 s wait for the tool; each workspace's answer
-ANSWER_CHARS. Honcho keeps working on a chat whose client has gone, so once a
+ANSWER_CHARS and ANSWER_TOKENS. Honcho keeps working on a chat whose client has gone, so once a
 chat has timed out no new chat is started in this command (it would run beside
 the abandoned one on the server), and none is started with less than
 MIN_LEFT_S of the deadline left (docs/decisions.md gives the figures).
@@ -47,6 +47,9 @@ MAX_QUESTION_CHARS = 2_000
 AT_ONCE = 2
 REASONING = ("minimal", "low")
 ANSWER_CHARS = 4_000
+# Each answer as printed, in o200k_base tokens (policy/tokens.py's bound): 4,000 characters of plain
+# English fit, and no text, however dear its script, costs more.
+ANSWER_TOKENS = 1_500
 # The least time left of DEADLINE_S for which a chat is started, by reasoning
 # level; a shorter --deadline scales it down in proportion.
 MIN_LEFT_S = {"minimal": 20.0, "low": 50.0}
@@ -213,7 +216,7 @@ def _content(answer: str | None) -> str:
 
 def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",
         deadline: float = DEADLINE_S) -> AskResult:
-    if not question.strip():
+    if not question.strip(recall.BLANK):
         raise UsageError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
         raise UsageError(f"the question is {len(question)} characters long; at most {MAX_QUESTION_CHARS}")
@@ -280,6 +283,11 @@ def _settle(config: Config, state: _State, job: _Job) -> list[_Job]:
     return []
 
 
+def _bounded(text: str) -> str:
+    """An answer as shown: at most ANSWER_CHARS characters and ANSWER_TOKENS tokens as printed."""
+    return render.fit_tokens(render.cut(text, ANSWER_CHARS), ANSWER_TOKENS)
+
+
 def _result(states: dict[str, _State]) -> AskResult:
     result = AskResult()
     for name, state in states.items():
@@ -288,7 +296,7 @@ def _result(states: dict[str, _State]) -> AskResult:
         if state.failure is not None:
             result.unavailable[name] = state.failure
         elif state.answer is not None:
-            text = render.cut(state.answer or "(no answer)", ANSWER_CHARS)
+            text = _bounded(state.answer or "(no answer)")
             result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, text, note=t.note))
         elif state.parts:
             text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
@@ -298,7 +306,7 @@ def _result(states: dict[str, _State]) -> AskResult:
             if state.failures:
                 note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
             note += f"; {t.note}" if t.note else ""
-            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, render.cut(text, ANSWER_CHARS),
+            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, _bounded(text),
                                          list(state.peers), note))
         else:
             result.unavailable[name] = next(iter(state.failures.values()), "no answer")

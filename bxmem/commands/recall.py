@@ -1,6 +1,7 @@
 """`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
 
 Sources: the local index (this agent's own turns and memory, exact labels);
+this agent's artifact cards, while artifact memory is on (commands/artifact_recall.py);
 each `[[honcho.read]]` workspace (message search, plus the conclusions of
 that agent's peer and of the owner's); the fleet workspace (message search
 over the whole workspace). The agent's own Honcho workspaces are not
@@ -15,20 +16,20 @@ the highest class among them.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from functools import partial  # loaded already: threading imports it
 
 from bxmem.commands import artifact_recall
+from bxmem.commands import recall_remote as remote
+from bxmem.commands.recall_remote import snippet
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
 from bxmem.policy import render, shown
-from bxmem.policy.hits import Hit, RecallResult
+from bxmem.policy.hits import Hit, RecallResult, Why
 from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag
-from bxmem.policy.relevance import relevant, spans
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.snippets import around
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 LOCAL_TIMEOUT_S = 2.0
 HONCHO_TIMEOUT_S = 5.0
-SNIPPET_CHARS = 600
 DEFAULT_K = 8
 MAX_K = 100
 MAX_QUERY_CHARS = 10_000
@@ -54,26 +54,41 @@ def exit_code(result: RecallResult) -> int:
     return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
 
 
-def snippet(text: str, query: str | None = None) -> str:
-    """At most SNIPPET_CHARS of a Honcho text, neutralised as shown.text does, around the
-    query's words when it is cut (the local index cuts its own, around what FTS5 matched)."""
-    text = neutralise(text).strip()
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    return around(text, None, spans(query, text) if query else [], SNIPPET_CHARS)
-
-
 def parse_k(value: str | None) -> int:
-    """-k as written on the command line (None: absent), the same on the lean path and typer's."""
+    """-k as written on the command line (None: absent), the same on the lean path and typer's.
+    Any JSON number that is a whole number is one (`8`, `8.0`, `8e0`): the tool schema's
+    integer admits them all, and a host writes the number it was given."""
     if value is None:
         return DEFAULT_K
-    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_K:
+    whole = _whole_number(value)
+    if whole is None or not 1 <= whole <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {value!r}")
-    return int(value)
+    return whole
+
+
+def _whole_number(text: str) -> int | None:
+    """The whole number a decimal numeral (digits, a fraction, an exponent) is exactly, else None."""
+    numeral = re.fullmatch(r"([0-9]{1,20})(?:\.([0-9]{0,20}))?(?:[eE]([+-]?[0-9]{1,4}))?", text)
+    if numeral is None:
+        return None
+    digits, fraction, exponent = numeral.group(1), numeral.group(2) or "", numeral.group(3) or "0"
+    value, power = int(digits + fraction), int(exponent) - len(fraction)
+    if value == 0 or power > 3:  # past 10**3 nothing is from 1 to MAX_K: no huge power is made
+        return 0 if value == 0 else None
+    if power >= 0:
+        return value * 10**power
+    whole, rest = divmod(value, 10 ** min(-power, 60))
+    return None if rest or -power > 60 else whole
+
+
+# What every JSON Schema validator takes for white space in `\s`, in Python's `re` and ECMA-262's
+# alike: a query or question of these alone (and NUL, which a host removes) is empty. The tool
+# schemas ask for a character outside `\s` and NUL, so what they admit, the CLI does.
+BLANK = "\x00\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 def check_query(query: str) -> str:
-    if not query.strip():
+    if not query.strip(BLANK):
         raise UsageError("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
         raise UsageError(f"the query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
@@ -92,10 +107,10 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     finally:
         index.close()
     hits = []
-    for doc in found:
+    for rank, doc in enumerate(found, 1):
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         hits.append(Hit("local", doc.tag, doc.trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
-                        date=shown.date(doc.ts)))
+                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score)))
     return hits
 
 
@@ -115,60 +130,77 @@ def _client(config: Config, role: str):
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
     tag = read_tag(source.trust)
+    asked, find = remote.words_query(query), remote.find_words(query)
+    if not asked:
+        return []
+    calls: dict[str, Callable[[], list[dict]]] = {}
     with _client(config, f"read:{source.agent}") as client:
-        messages = client.search(query, k)
-        conclusions: list[dict] = []
-        for peer in (source.agent, config.honcho.owner):
-            try:
-                conclusions += client.query_conclusions(query, peer, k)
-            except Missing:
-                pass  # no such peer there: nothing to find
+        calls["messages"] = partial(client.search, asked, remote.CANDIDATES)
+        for peer in dict.fromkeys((source.agent, config.honcho.owner)):
+            calls[f"meaning:{peer}"] = partial(client.query_conclusions, asked, peer, remote.CONCLUSIONS)
+            if find:
+                calls[f"words:{peer}"] = partial(client.find_conclusions, find, peer, remote.CONCLUSIONS)
+        answers = _at_once(calls)  # on one client: its deadline ends them all
+    candidates = remote.messages(answers["messages"], "message")
+    orders = [list(range(len(candidates)))]
+    for peer in dict.fromkeys((source.agent, config.honcho.owner)):
+        concluded = remote.conclusions(answers.get(f"meaning:{peer}", []), answers.get(f"words:{peer}", []))
+        first = len(candidates)
+        candidates += concluded
+        orders.append([first + n for n, c in enumerate(concluded) if c.semantic_rank is not None])
+    ranked = remote.rank(query, candidates, k, orders)
     ws = config.workspace(f"read:{source.agent}").name
-    if tag == MEMORY and (messages or conclusions):
+    if tag == MEMORY and ranked:
         from bxmem.store.workspace_roles import tainting_notes  # deferred: lean
 
         if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-    # Every field shown goes through policy/shown.py: an id outside Honcho's alphabet is a
-    # marked placeholder, a date that is not one is dropped, the text is neutralised.
-    # (the hit, what the server said): relevance is judged on the whole text
-    made = [(Hit(source.agent, tag, source.trust_class, snippet(text, query), agent=source.agent,
-                 peer=shown.honcho_id(m["peer_id"]), where="message", workspace=ws,
-                 session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"])), text)
-            for m in messages if (text := m["content"])]
-    concluded = [(Hit(source.agent, tag, source.trust_class, snippet(text, query), agent=source.agent,
-                      peer=shown.honcho_id(c["observer_id"]), where="conclusion", workspace=ws,
-                      session=shown.honcho_id(c["session_id"]), date=shown.date(c["created_at"])), text)
-                 for c in conclusions if (text := c["content"])]
-    merged: list[tuple[Hit, str]] = []  # each list is ranked by the server: interleave them
-    for pair in zip(made, concluded, strict=False):  # the longer list's tail is added below
-        merged.extend(pair)
-    longer = made if len(made) > len(concluded) else concluded
-    merged.extend(longer[min(len(made), len(concluded)):])
-    artifact_recall.mark_remote(config, merged)
-    # Who wrote a message is a word of it, as the speaker is of a local turn: "what is nina's cat called?"
-    # finds nina's "ziggy kept me up all night, silly cat".
-    return [hit for hit, text in merged if relevant(query, text, _author(hit.peer))][:k]
+    hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+            for c, why in ranked[:k]]
+    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)])
+    return hits
+
+
+def _at_once(calls: dict[str, Callable[[], list[dict]]]) -> dict[str, list[dict]]:
+    """Each call on a thread of its own (a source asks Honcho several things; one after another
+    they took most of recall's time); a peer the workspace does not have (Missing) is an empty
+    answer; any other failure is the source's, raised as the first call made it."""
+    answers: dict[str, list[dict] | BaseException] = {}
+
+    def work(name: str, call: Callable[[], list[dict]]) -> None:
+        try:
+            answers[name] = call()
+        except Missing:
+            answers[name] = []  # no such peer there: nothing to find
+        except Exception as exc:  # handed to the caller below, as if it ran here
+            answers[name] = exc
+
+    threads = [threading.Thread(target=work, args=item, daemon=True) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()  # each ends by the client's deadline (ends_by), which closes its connection
+    for name in calls:
+        outcome = answers.get(name)
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return {name: outcome for name, outcome in answers.items() if not isinstance(outcome, BaseException)}
 
 
 def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     assert config.honcho is not None  # as in _client
+    asked = remote.words_query(query)
+    if not asked:
+        return []
     with _client(config, "fleet") as client:
-        found = client.search(query, min(100, k + 20))  # room for our own messages, which are dropped
-    others = [m for m in found
-              if m["peer_id"] != config.honcho.agent and relevant(query, m["content"], _author(m["peer_id"]))]
+        found = client.search(asked, remote.CANDIDATES)
+    # Our own notes are dropped: the local index holds the same text with exact labels.
+    candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
+    ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
     ws = config.workspace("fleet").name
-    hits = [Hit("fleet", *FLEET_LABEL, snippet(m["content"], query), peer=shown.honcho_id(m["peer_id"]),
-                where="note", workspace=ws, session=shown.honcho_id(m["session_id"]), date=shown.date(m["created_at"]))
-            for m in others]
-    artifact_recall.mark_remote(config, list(zip(hits, (m["content"] for m in others), strict=True)))
+    hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
+    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)])
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
-
-
-def _author(peer: str | None) -> str | None:
-    """A writing peer's id as a word of its text: only a real Honcho id (never the placeholder's words)."""
-    shown_id = shown.honcho_id(peer)
-    return None if shown_id == shown.INVALID_ID else shown_id
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:
@@ -279,16 +311,17 @@ SCHEMA = "bxmem.recall/1"
 
 
 def bound(result: RecallResult) -> RecallResult:
-    """Keep the model-facing text within render.MAX_TOKENS (estimated): hits in rank order,
+    """Keep the model-facing text within render.MAX_TOKENS (o200k_base tokens, by policy/tokens.py's
+    bound, which no text can pass): hits in rank order,
     the last one that does not fit cut to what does, the rest left out and counted."""
     hits, result.hits = result.hits, []
     result.omitted = len(hits)  # the frame is sized with the longest count line it may need
-    # sized with the nonce the estimate counts dearest (a piece per digit): a real one never costs more
-    head, tail, end = render.recall_frame(result, "a0" * 8)
+    # sized with a nonce of 16 bytes counted as 16 tokens: no real one costs more
+    head, tail, end = render.recall_frame(result, "~" * 16)
     # 8 spare: the label and the count in the real frame may differ a little from these
-    used = 8 + sum(render.estimate_tokens(line) + 1 for line in (head, *tail, end))
+    used = 8 + sum(render.token_bound(line) + 1 for line in (head, *tail, end))
     for n, hit in enumerate(hits, 1):
-        header = render.estimate_tokens(render.recall_header(n, hit)) + 1
+        header = render.token_bound(render.recall_header(n, hit)) + 1
         room = render.MAX_TOKENS - used - header
         body = render.block_tokens(hit.text)
         if body > room:
@@ -302,13 +335,17 @@ def bound(result: RecallResult) -> RecallResult:
     return result
 
 
-def render_plain(result: RecallResult) -> str:
-    """The model-facing text (policy/render.py says why nothing stored can forge a line of it)."""
+def render_plain(result: RecallResult, explain: bool = False) -> str:
+    """The model-facing text (policy/render.py says why nothing stored can forge a line of it).
+    `explain`: each hit's explanation after it, for a person; the model is never given it
+    (the host runs recall with --json and gives it `text`), so it costs no tokens there."""
     head, tail, end = render.recall_frame(result, nonce())
     lines = [head]
     for n, hit in enumerate(result.hits, 1):
         lines.append(render.recall_header(n, hit))
         lines.extend(render.content(hit.text))
+        if explain and hit.why is not None:
+            lines.append(render.explanation(hit.why.line()))
     return "\n".join(lines + tail + [end])
 
 

@@ -117,10 +117,11 @@ def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False
     return recorded("send", loaded, json, lambda: job.run(loaded, now=now))
 
 
-def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, verbose: bool = False,
-           quiet: bool = False) -> int:
+def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, explain: bool = False,
+           verbose: bool = False, quiet: bool = False) -> int:
     """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
-    k: as written after -k, None when absent (recall.parse_k: the one check, and the default)."""
+    k: as written after -k, None when absent (recall.parse_k: the one check, and the default).
+    explain: the plain text with each hit's explanation after it, for a person (--json always has it)."""
     from bxmem.commands import recall as recall_module  # deferred: command (the timer jobs never recall)
 
     count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path
@@ -133,5 +134,5 @@ def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json:
     if json:
         emit_json(recall_module.render_json(result))
     else:
-        sys.stdout.write(recall_module.render_plain(result) + "\n")
+        sys.stdout.write(recall_module.render_plain(result, explain=explain) + "\n")
     return recall_module.exit_code(result)

@@ -169,16 +169,18 @@ def search_hits(body: object, limit: int) -> list[dict]:
 
 def conclusion_hits(body: object, limit: int) -> list[dict]:
     """Conclusions from conclusions/query, as recall shows them: at most `limit`."""
-    hits = []
-    for n, raw in enumerate(array(body)[:limit]):
-        found, where = obj(raw, f"[{n}]"), f"[{n}]"
-        hits.append({
-            "content": text(found.get("content"), _at(where, "content")),
-            "observer_id": optional_text(found.get("observer_id"), _at(where, "observer_id")),
-            "session_id": optional_text(found.get("session_id"), _at(where, "session_id")),
-            "created_at": optional_text(found.get("created_at"), _at(where, "created_at")),
-        })
-    return hits
+    return [conclusion_hit(raw, f"[{n}]") for n, raw in enumerate(array(body)[:limit])]
+
+
+def conclusion_hit(raw: object, where: str) -> dict:
+    """One conclusion as recall shows it, from conclusions/query or a page of conclusions/list."""
+    found = obj(raw, where)
+    return {
+        "content": text(found.get("content"), _at(where, "content")),
+        "observer_id": optional_text(found.get("observer_id"), _at(where, "observer_id")),
+        "session_id": optional_text(found.get("session_id"), _at(where, "session_id")),
+        "created_at": optional_text(found.get("created_at"), _at(where, "created_at")),
+    }
 
 
 def chat_content(body: object) -> str | None:

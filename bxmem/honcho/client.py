@@ -289,6 +289,17 @@ class ReadClient(WorkspaceClient):
         )
         return self._parse(operation, answers.conclusion_hits, body, top_k)
 
+    def find_conclusions(self, words: list[str], peer: str, size: int) -> list[dict]:
+        """Conclusions a peer holds about itself that contain any of `words` (case ignored), the
+        newest first, at most `size`: the lexical route to conclusions (conclusions/query is by
+        meaning alone), one page of conclusions/list filtered on content."""
+        operation = "find conclusions"
+        filters = {"observer_id": peer, "observed_id": peer, "OR": [{"content": {"icontains": w}} for w in words]}
+        body = self.request("POST", self._ws_path(operation, "/conclusions/list"), operation, json={"filters": filters},
+                            params={"page": 1, "size": size}, cap=cap_conclusions(size))
+        items, _more = self._parse(operation, answers.page, body, size, 1)
+        return [self._parse(operation, answers.conclusion_hit, raw, f"items[{n}]") for n, raw in enumerate(items)]
+
     def queue_status(self) -> dict[str, int]:
         """The workspace's derivation queue (answers.queue_status). Read-only, and only
         the workspace's own key (or an admin's) may read it: the harmless authenticated

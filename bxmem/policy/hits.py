@@ -1,5 +1,6 @@
-"""What `recall` found: each hit, and the result they make with the sources that
-answered. commands/recall.py builds them; policy/render.py frames them.
+"""What `recall` found: each hit, why it is there, and the result they make with the
+sources that answered. commands/recall.py builds them; policy/render.py frames them.
+A hit of another kind joins by being a Hit with its own source and a Why.
 
 Stdlib and policy only: the lean recall path loads it.
 """
@@ -9,12 +10,50 @@ from __future__ import annotations
 from bxmem.policy.labels import label_of
 
 
+class Why:
+    """How a hit was found in its source: the query's words it holds; its rank and bm25 score
+    by those words (bxmem's ranker: the local index, or a Honcho source's candidates ranked
+    alike); its rank in Honcho's own answer (by meaning; None for the local index, or a
+    conclusion found by its words alone); and its rank in the source once both are fused."""
+
+    __slots__ = ("matched", "lexical_rank", "score", "semantic_rank", "fused_rank")
+
+    def __init__(self, matched: tuple[str, ...], lexical_rank: int | None, score: float | None,
+                 semantic_rank: int | None = None, fused_rank: int | None = None) -> None:
+        self.matched, self.lexical_rank, self.score = matched, lexical_rank, score
+        self.semantic_rank = semantic_rank
+        self.fused_rank = fused_rank if fused_rank is not None else lexical_rank
+
+    @property
+    def arms(self) -> list[str]:
+        """Which arms found it: lexical (by its words), semantic (Honcho's order)."""
+        return [arm for arm, rank in (("lexical", self.lexical_rank), ("semantic", self.semantic_rank)) if rank is not None]
+
+    def as_json(self) -> dict:
+        return {"arms": self.arms, "matched": list(self.matched), "lexical_rank": self.lexical_rank,
+                "score": None if self.score is None else round(self.score, 4), "semantic_rank": self.semantic_rank,
+                "fused_rank": self.fused_rank}
+
+    def line(self) -> str:
+        """The explanation as a person reads it (`recall --explain`)."""
+        parts = []
+        if self.lexical_rank is not None:
+            words = ", ".join(self.matched) or "none of the query's words"
+            score = f", bm25 {self.score:.2f}" if self.score is not None else ""
+            parts.append(f"by its words #{self.lexical_rank}{score} (matched: {words})")
+        if self.semantic_rank is not None:
+            parts.append(f"by Honcho's search #{self.semantic_rank}")
+        return "; ".join(parts) + f"; #{self.fused_rank} in its source"
+
+
 class Hit:
-    __slots__ = ("source", "tag", "trust_class", "text", "agent", "peer", "where", "retracted", "workspace", "session", "date")
+    __slots__ = ("source", "tag", "trust_class", "text", "agent", "peer", "where", "retracted", "workspace", "session",
+                 "date", "why")
 
     def __init__(self, source: str, tag: str, trust_class: str, text: str, agent: str | None = None,
                  peer: str | None = None, where: str | None = None, retracted: bool = False,
-                 workspace: str | None = None, session: str | None = None, date: str | None = None) -> None:
+                 workspace: str | None = None, session: str | None = None, date: str | None = None,
+                 why: Why | None = None) -> None:
         self.source = source  # "local", an agent's name, or "fleet"
         self.tag = tag  # identity | memory | memory-tainted
         self.trust_class = trust_class
@@ -26,11 +65,12 @@ class Hit:
         self.workspace = workspace  # the Honcho workspace it came from (None: the local index)
         self.session = session
         self.date = date  # ISO 8601, when known
+        self.why = why  # how it was found (None: not said)
 
     def as_json(self) -> dict:
         return {"source": self.source, "tag": self.tag, "class": self.trust_class, "text": self.text, "agent": self.agent,
                 "peer": self.peer, "where": self.where, "retracted": self.retracted, "workspace": self.workspace,
-                "session": self.session, "date": self.date}
+                "session": self.session, "date": self.date, "why": self.why.as_json() if self.why else None}
 
 
 class RecallResult:

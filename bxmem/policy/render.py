@@ -30,37 +30,16 @@ from __future__ import annotations
 import re
 
 from bxmem.policy.sanitize import neutralise
+from bxmem.policy.tokens import bound as token_bound
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
     from bxmem.policy.hits import Hit, RecallResult
 
 CONTENT = "  | "
-MAX_TOKENS = 1_200
+MAX_TOKENS = 1_200  # recall's text, in o200k_base tokens (policy/tokens.py bounds them)
 FIELD_CHARS = 64
 _UNSAFE_FIELD = re.compile(r"[^A-Za-z0-9_.:,@+=/() -]")  # () for shown.INVALID_ID
-
-# A cheap stand-in for o200k_base (Honcho's tokenizer; bench/run checks it
-# against the real one): pieces as its pre-tokenizer cuts them, one token
-# each, long letter runs (random strings) two characters a token, and the
-# rarer scripts more than one a character. Then 10 % more, so random
-# alphanumerics (which it underestimates by about 5 %) stay under it.
-_PIECE = re.compile(r" ?[A-Za-z][a-z]*| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]|\s")
-
-
-def estimate_tokens(text: str) -> int:
-    n = 0
-    for match in _PIECE.finditer(text):
-        piece = match.group()
-        last = piece[-1]
-        if last.isascii():
-            size = len(piece.lstrip(" "))
-            n += 1 if size <= 6 or not last.isalpha() else (size + 1) // 2
-        else:
-            o = ord(last)
-            n += 1 if o < 0x250 or 0x3040 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7AF else 2 if o >= 0x1F000 else 3
-    return (n * 11 + 9) // 10
-
 
 def field(value: object, chars: int = FIELD_CHARS) -> str:
     """A header field: a safe alphabet only (no line break, no fence), at most `chars` characters."""
@@ -90,13 +69,14 @@ def cut(text: str, chars: int) -> str:
 
 
 def block_tokens(text: str) -> int:
-    """The estimate for a stored text as printed: its CONTENT lines and their line breaks."""
-    return sum(estimate_tokens(line) + 1 for line in content(text))
+    """The token bound of a stored text as printed: its CONTENT lines and their line breaks
+    (a line break always ends a piece of o200k_base's, and costs one token at most)."""
+    return sum(token_bound(line) + 1 for line in content(text))
 
 
 def fit_tokens(text: str, tokens: int) -> str:
     """The longest prefix we find (cut at a character, with an ellipsis) whose printed
-    estimate fits in `tokens`; "" when none does."""
+    bound fits in `tokens`; "" when none does."""
     if block_tokens(text) <= tokens:
         return text
     low, high = 0, len(text)
@@ -119,6 +99,12 @@ def recall_header(n: int, hit: Hit) -> str:
     if hit.retracted:
         parts.append("retracted")
     return " | ".join(parts)
+
+
+def explanation(line: str) -> str:
+    """A hit's explanation line (`recall --explain`), for a person: built by bxmem from ranks and
+    the query's words (\\w+ each, so no line break), neutralised."""
+    return "  why: " + " ".join(neutralise(line).split())
 
 
 def recall_frame(result: RecallResult, tag: str) -> tuple[str, list[str], str]:

@@ -113,6 +113,16 @@ class Index:
     def for_state(cls, state_dir: Path) -> Index:
         return cls(state_dir / INDEX_FILE)
 
+    @classmethod
+    def in_memory(cls) -> Index:
+        """An index in memory alone, of the same schema and tokenizer: recall ranks a Honcho
+        source's candidates in one, with the local search's own code (store/search.py)."""
+        index = cls(Path(":memory:"))
+        db = sqlite3.connect(":memory:", isolation_level=None)
+        db.executescript(SCHEMA)
+        index._db = db
+        return index
+
     def _check_files(self) -> None:
         """SQLite opens its files blocking and through links: a FIFO in the place
         of one would hang every job at its index refresh, and recall."""

@@ -42,24 +42,30 @@ MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a
 
 
 class LocalHit:
-    __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text")
+    """A document found, and why: its bm25 score (FTS5's: lower is better) and the query's
+    words it holds (as the query wrote them), for recall's explanation of each hit."""
 
-    def __init__(self, key: str, kind: str, tag: str, trust_class: str, session: str | None, ts: str | None, text: str) -> None:
+    __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text", "who", "score", "matched")
+
+    def __init__(self, key: str, kind: str, tag: str, trust_class: str, session: str | None, ts: str | None, text: str,
+                 who: str | None = None, score: float = 0.0, matched: tuple[str, ...] = ()) -> None:
         self.key, self.kind, self.tag, self.trust_class = key, kind, tag, trust_class
-        self.session, self.ts, self.text = session, ts, text
+        self.session, self.ts, self.text, self.who = session, ts, text, who
+        self.score, self.matched = score, matched
 
 
 class Term:
     """A query word as the index knows it: the phrases that match it (the word, and its
     irregular forms), and how many passages hold any of them (at most)."""
 
-    __slots__ = ("expr", "df")
+    __slots__ = ("expr", "df", "word")
 
-    def __init__(self, alternatives: list[tuple[str, int]]) -> None:
+    def __init__(self, alternatives: list[tuple[str, int]], word: str = "") -> None:
         # Each a quoted string: matched as a word, never obeyed as query syntax.
         quoted = ['"' + word.replace('"', '""') + '"' for word, _df in alternatives]
         self.expr = quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
         self.df = sum(df for _word, df in alternatives)
+        self.word = word or alternatives[0][0]  # the query's word, as it was written
 
 
 def _scratch(db, table: str) -> None:
@@ -94,7 +100,7 @@ def terms_of(db, words: list[str]) -> list[Term]:
     count = "SELECT count(*) FROM (SELECT 1 FROM docs_fts WHERE docs_fts MATCH ? LIMIT ?)"
     terms: list[Term] = []
     seen: set[frozenset[tuple[str, ...]]] = set()
-    for family in families.values():
+    for n, family in families.items():
         stemmed = frozenset(family)
         if stemmed in seen:
             continue
@@ -104,7 +110,7 @@ def terms_of(db, words: list[str]) -> list[Term]:
                         for form in family.values()]
         alternatives = [alt for alt in alternatives if alt[1] > 0]
         if alternatives:
-            terms.append(Term(alternatives))
+            terms.append(Term(alternatives, words[n]))
     return terms
 
 
@@ -262,11 +268,16 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
         if held >= top or len(ranked) < most:
             break
         most *= 4  # a long document held most of the best passages: look further
-    # Marks for the texts a snippet will cut, and which words each holds when an identity entry may move up.
+    # Marks for the texts a snippet will cut, and which words each holds: every hit says which it
+    # matched, and an identity entry moves up by them.
     identity = any(d.kind == "identity" for d in docs)
-    marked = docs if identity else [d for d in docs[:limit] if len(d.text) > SNIPPET_CHARS]
-    marks = _mark(db, marked, useful) if marked else {}
+    marks = _mark(db, docs if identity else docs[:limit], useful) if docs else {}
     if identity:
         docs = _identity_first(docs)
-    return [LocalHit(d.key, d.kind, d.tag, d.trust_class, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])))
+    return [LocalHit(d.key, d.kind, d.tag, d.trust_class, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])),
+                     d.who, d.score, _in_query_order(words, {useful[n].word for n in d.covers}))
             for d in docs[:limit]]
+
+
+def _in_query_order(words: list[str], held: set[str]) -> tuple[str, ...]:
+    return tuple(word for word in words if word in held)
