@@ -41,6 +41,10 @@ def test_a_card_is_found_in_a_later_session_and_says_its_bytes_are_here(agent):
     assert doc["experiment_id"] in hit["text"] and doc["artifact_id"] in hit["text"]
     assert found["label"] == {"untrusted": False, "class": "private"}
     assert "artifact-bytes-here" in found["text"] and "  | [artifact card] Treatment response by cohort" in found["text"]
+    # why: the query's words as it asked them, the card's rank among the cards, no bm25 score
+    assert hit["why"] == {"arms": ["lexical"], "matched": ["cohort", "treatment", "response"], "lexical_rank": 1,
+                          "score": None, "semantic_rank": None, "fused_rank": 1}
+    assert recall("cohort", doc["artifact_id"])["hits"][0]["why"]["matched"] == [doc["artifact_id"]]
 
 
 def test_an_exact_id_or_tag_comes_before_everything(agent, home):
@@ -97,6 +101,21 @@ def test_the_catalog_is_a_cache(agent):
     card.write_text(json.dumps({**data, "title": "Edited in place"}))
     assert bxmem_inprocess("artifact", "verify").returncode == 0
     assert cards_in(recall("cohort", "response"))[0]["text"].startswith("[artifact card] Edited in place")
+
+
+def test_a_timer_job_makes_a_lost_catalog_again_where_no_deadline_cuts_it_short(agent):
+    """Failed before: with memory/bxmem/ deleted and 10,000 cards on a loaded host, recall's
+    artifacts source missed its 2 s deadline at every run, and the catalog it was making
+    was lost with it: cards stayed out of recall until an owner's `artifact verify`."""
+    from bxmem.commands import decide
+    from bxmem.config import loader as config_module
+
+    record()
+    state = agent / "memory" / "bxmem"
+    for name in ("artifact-cards.marshal", "artifact-cards.entries"):
+        (state / name).unlink()
+    decide.run(config_module.load())
+    assert (state / "artifact-cards.marshal").exists() and (state / "artifact-cards.entries").exists()
 
 
 def test_stored_injection_in_a_card_is_inert(agent):

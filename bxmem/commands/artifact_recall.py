@@ -18,7 +18,9 @@ from bxmem.policy import shown
 from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
 from bxmem.policy.hits import Hit, Why
 from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.relevance import stems
+from bxmem.policy.relevance import PREFIX
+from bxmem.policy.sanitize import neutralise
+from bxmem.policy.terms import STOP, words
 from bxmem.store import artifact_catalog as catalog
 
 E = {name: at for at, name in enumerate(catalog.FIELDS)}
@@ -84,11 +86,14 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
     tag = " ".join(query.split()).casefold()
     for at in found.named(found.tags, tag):
         exact.setdefault(at, []).append(tag)
-    asked = stems(query)
+    asked: dict[str, str] = {}  # each of the query's words by its stem, as the catalog indexes a card's (relevance.stems)
+    for word in words(neutralise(query)):
+        if word not in STOP:
+            asked.setdefault(word[:PREFIX], word)
     shared: dict[int, list[str]] = {}
-    for stem in asked:
+    for stem, word in asked.items():
         for at in found.named(found.words, stem):
-            shared.setdefault(at, []).append(stem)
+            shared.setdefault(at, []).append(word)
     need = min(SHARED, len(asked))
     first = sorted(exact)[:k]
     ranked = heapq.nsmallest(k - len(first), ((-len(words), at) for at, words in shared.items()
@@ -97,6 +102,16 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
     # why: the ids, tag or words it was found by, and its rank among this agent's cards (no bm25 score)
     return [_hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None))
             for n, at in enumerate(order, 1)]
+
+
+def refresh(config: Config) -> None:
+    """A catalog gone or stale (memory/bxmem/ deleted, a card edited by hand) made again
+    from the cards, where no deadline cuts the work short (recall's can, at 10,000 cards
+    on a loaded host). A cache: what fails here is only a slower recall."""
+    try:
+        _catalog(config).close()
+    except Exception:  # a cache: the next reader tries again
+        pass
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
