@@ -99,6 +99,8 @@ def check_json_output(args: tuple[str, ...], stdout: str) -> None:
     words = [a for a in _without_option_values(args) if not a.startswith("-")]
     if isinstance(document, dict) and document.get("schema") == "bxmem.error/1":
         validate_output("error", document)
+    elif words[:1] == ["artifact"] and len(words) > 1 and (SCHEMAS / f"artifact-{words[1]}.schema.json").exists():
+        validate_output(f"artifact-{words[1]}", document)
     elif words and (SCHEMAS / f"{words[0]}.schema.json").exists():
         validate_output(words[0], document)
         if words[0] == "sync" and "requeued" in document:

@@ -148,3 +148,14 @@ def test_the_owner_reads_what_goes_nowhere_means_on_the_host():
     threats = " ".join(design[design.index("## Threat model"):].split())
     assert "on the host, nothing is withheld from this agent by class." in threats
     assert "the key's text included, labelled `secret`" in threats
+
+
+def test_agent_tools_section_8_lists_every_code_the_artifact_tools_can_return():
+    """The host reads each code the artifact tools may end with from section 8's table."""
+    from bxmem.errors import COMMAND_EXITS
+
+    text = (ROOT / "docs" / "agent-tools.md").read_text()
+    section = text[text.index("## 8. The artifact tools"):]
+    rows = re.findall(r"^\| ([0-9][0-9, ]*)[ ,|]", section, flags=re.M)
+    documented = {int(code) for row in rows for code in re.findall(r"\d+", row)}
+    assert set(COMMAND_EXITS["artifact record"]) | set(COMMAND_EXITS["artifact resolve"]) <= documented

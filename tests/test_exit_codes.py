@@ -20,7 +20,9 @@ from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
 ROOT = Path(__file__).resolve().parents[1]
 
 # The arguments each command needs to get past its own command line.
-ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"]}
+ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"],
+        "artifact record": ["--session", "s", "--", "table.csv"], "artifact resolve": ["art_" + "a" * 52],
+        "artifact export": ["art_" + "a" * 52, "--to", "/nonexistent/out"], "artifact rm": ["art_" + "a" * 52]}
 
 
 def leaf_commands() -> list[str]:
@@ -52,8 +54,10 @@ def test_every_command_has_a_row_and_every_code_a_meaning():
         assert f"| `bxmem {command}` | {', '.join(str(c) for c in sorted(codes))} |" in docs
 
 
-CLI_MODULES = {"cli": "cli/app", "cli_owner": "cli/owner", "cli_agent": "cli/agent", "cli_host": "cli/host"}
-GROUPS = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox ", "units_app": "units "}
+CLI_MODULES = {"cli": "cli/app", "cli_owner": "cli/owner", "cli_agent": "cli/agent", "cli_host": "cli/host",
+               "cli_artifacts": "cli/artifacts"}
+GROUPS = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox ", "units_app": "units ",
+          "artifact_app": "artifact "}
 
 
 def _declared(tree: ast.Module) -> dict[str, str]:

@@ -30,7 +30,8 @@ def run_json(*args: str) -> tuple[int, dict]:
     """The command with --json, in this process; its document, validated (helpers.check_json_output)."""
     result = bxmem_inprocess(*args, "--json")
     document = json.loads(result.stdout)
-    assert document.get("schema", "").startswith(f"bxmem.{'error' if document.get('error') else args[0]}/"), document
+    name = f"artifact-{args[1]}" if args[0] == "artifact" else args[0]
+    assert document.get("schema", "").startswith(f"bxmem.{'error' if document.get('error') else name}/"), document
     return result.returncode, document
 
 
@@ -53,13 +54,16 @@ def test_each_schema_is_a_valid_2020_12_document_naming_its_version(name):
 
 def test_each_schema_names_the_version_the_code_writes():
     from bxmem.cli import output
-    from bxmem.commands import ask, audit, doctor, outbox_actions, recall, sync, undo
+    from bxmem.commands import artifact_doc, artifact_owner, ask, audit, doctor, outbox_actions, recall, sync, undo
     from bxmem.commands.send import report
     from bxmem.errors import ERROR_SCHEMA
 
     written = {"recall": recall.SCHEMA, "ask": ask.SCHEMA, "decide": decide.SCHEMA, "mirror": mirror.SCHEMA,
                "send": report.SCHEMA, "doctor": doctor.SCHEMA, "undo": undo.SCHEMA, "sync": sync.SCHEMA, "audit": audit.SCHEMA,
-               "outbox": outbox_actions.SCHEMA, "config": output.CONFIG_SCHEMA, "error": ERROR_SCHEMA}
+               "outbox": outbox_actions.SCHEMA, "config": output.CONFIG_SCHEMA, "error": ERROR_SCHEMA,
+               "artifact-record": artifact_doc.RECORD_SCHEMA, "artifact-resolve": artifact_doc.RESOLVE_SCHEMA,
+               "artifact-list": artifact_owner.LIST_SCHEMA, "artifact-verify": artifact_owner.VERIFY_SCHEMA,
+               "artifact-export": artifact_owner.EXPORT_SCHEMA, "artifact-rm": artifact_owner.RM_SCHEMA}
     assert sorted(written) == schema_names()
     for name, version in written.items():
         assert f'"schema": {{"const": "{version}"}}' in (SCHEMAS / f"{name}.schema.json").read_text(), name
@@ -88,7 +92,8 @@ def test_every_command_with_json_output_has_a_schema_and_bxmem_schema_lists_them
     assert {"decide", "mirror", "send", "recall", "undo", "ask", "sync", "audit", "outbox list", "outbox drop",
             "config check"} <= set(with_json)
     for name in with_json:
-        assert name.split()[0] in LISTED, f"{name} --json has no schema"
+        assert (name.replace(" ", "-") if name.startswith("artifact ") else name.split()[0]) in LISTED, \
+            f"{name} --json has no schema"
     assert sorted(LISTED) == schema_names()
 
 
@@ -336,4 +341,44 @@ def test_every_schema_was_exercised_here():
     for name in schema_names():
         if name in ("recall", "ask", "send", "doctor", "error"):
             continue
-        assert f'run_json("{name}"' in here, name
+        assert 'run_json("' + name.replace("artifact-", 'artifact", "') + '"' in here, name
+
+
+# --- artifact ------------------------------------------------------------------------------------
+
+
+def test_every_artifact_command_in_each_of_its_states(home, brokerd, honcho, configure, tmp_path):
+    from artifact_helpers import ARTIFACTS, export, session
+
+    configure(honcho.url, extra=ARTIFACTS)
+    session(home)
+    export(home)
+    code, kept = run_json("artifact", "record", "--session", "s1", "--title", "Cohort table", "--summary", "By cohort.",
+                          "table.csv")
+    assert code == 0 and kept["honcho_queued"] is True and kept["index_state"] == "queued"
+    code, again = run_json("artifact", "record", "--session", "s1", "--title", "Cohort table", "--summary", "",
+                           "table.csv")
+    assert code == 0 and again["deduplicated"] is True
+    code, found = run_json("artifact", "resolve", kept["artifact_id"])
+    assert code == 0 and found["freshness"] in ("fresh", "not_checked", "unverifiable")
+    code, listed = run_json("artifact", "list")
+    assert code == 0 and [c["artifact_id"] for c in listed["cards"]] == [kept["artifact_id"]]
+    assert {i["state"] for i in listed["cards"][0]["index"]} <= {"queued", "pending", "local-only"}
+    code, checked = run_json("artifact", "verify")
+    assert code == 0 and (checked["checked"], checked["failures"]) == (1, [])
+    code, out = run_json("artifact", "export", kept["artifact_id"], "--to", str(tmp_path / "out.csv"))
+    assert code == 0 and out["bytes"] == kept["bytes"] == (tmp_path / "out.csv").stat().st_size
+    code, would = run_json("artifact", "rm", "--dry-run", kept["experiment_id"])
+    assert code == 0 and would["dry_run"] is True and would["removed"][0]["bytes_removed"] is True
+    object_path = next((home / "memory" / "artifacts" / "objects").rglob("art_*"))
+    object_path.chmod(0o600)
+    object_path.write_bytes(b"not the bytes")
+    code, failed = run_json("artifact", "verify")
+    assert code == 8 and failed["failures"][0]["artifact"] == kept["artifact_id"]
+    code, error = run_json("artifact", "resolve", kept["artifact_id"])
+    assert code == 8 and error["schema"] == "bxmem.error/1"
+    code, gone = run_json("artifact", "rm", kept["experiment_id"])
+    assert code == 0 and gone["dry_run"] is False and len(gone["removed"]) == 1
+    code, empty = run_json("artifact", "list")
+    assert code == 0 and empty["cards"] == []
+

@@ -48,7 +48,7 @@ def test_the_rest_of_the_output_is_unchanged_after_the_verdict(home, configure):
         "schema", "mode", "honcho_url", "workspaces", "held", "reused", "failed", "keys_refused", "outage", "broker",
         "logs_unreadable", "log_lines_out_of_order", "decided_nowhere", "decided_local_only", "checks", "keys",
         "sent_items", "last_sent", "in_doubt", "dropped_items", "audit", "ledger_malformed_lines",
-        "ledger_repeated_decisions", "attention", "warnings", "future_times"}
+        "ledger_repeated_decisions", "attention", "warnings", "future_times", "artifacts"}
 
 
 def test_pending_items_on_their_way_are_still_all_clear(home, brokerd, honcho, configure):

@@ -106,6 +106,12 @@ SCHEMAS = {
     "audit": "audit --json: every discrepancy between Honcho and the ledger",
     "outbox": "outbox list|drop|resend|reroute --json",
     "config": "config check --json: the configuration as resolved",
+    "artifact-record": "artifact record --json: what was kept, and whether Honcho will index its card",
+    "artifact-resolve": "artifact resolve --json: the checked path of an artifact's exact bytes, and its freshness",
+    "artifact-list": "artifact list --json: every card kept here, and where its index item stands",
+    "artifact-verify": "artifact verify --json: every object hashed, what failed, what was repaired",
+    "artifact-export": "artifact export --json: where the checked bytes were copied",
+    "artifact-rm": "artifact rm --json: what was (or would be) removed, here and in Honcho",
     "error": "what any command's --json prints when it fails",
 }
 

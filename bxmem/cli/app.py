@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from bxmem.cli import agent, help, output
+from bxmem.cli.artifacts import artifact_app
 from bxmem.cli.common import CONFIG_HELP, JSON_OPTION, QUIET_HELP, VERBOSE_HELP, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
 from bxmem.cli.help import AGENT, OWNER, START, TIMER_JOBS
@@ -46,6 +47,7 @@ index_app = typer.Typer(help="Rebuild the local search index that recall reads."
                         rich_markup_mode=None)
 app.add_typer(index_app, name="index", rich_help_panel=OWNER)
 app.add_typer(outbox_app, name="outbox", rich_help_panel=OWNER)
+app.add_typer(artifact_app, name="artifact", rich_help_panel=OWNER)
 
 
 def _version(value: bool) -> None:

@@ -62,6 +62,8 @@ SCHEMA = "bxmem.audit/1"  # `audit --json` (bxmem/schemas/audit.schema.json)
 SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
 # audit.json as AuditReport.summary writes it; of any other shape it is not shown (the next audit writes it again).
 SUMMARY_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "accepted": integer(0)})
+# An edit's or a card's actions that write messages (their ids are in its `sent` line's results).
+MESSAGE_ACTIONS = ("fleet-message", "retract", "card", "retract-card")
 # Every kind of finding; each has its runbook entry, audit-<kind>.
 KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
          "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
@@ -164,7 +166,7 @@ def _expected(config: Config) -> tuple[Expected, Outbox]:
                 expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(ev.get("ids")))
             results = ev.get("results")
             for result in results if isinstance(results, list) else []:
-                if isinstance(result, dict) and result.get("do") in ("fleet-message", "retract") and result.get("ids"):
+                if isinstance(result, dict) and result.get("do") in MESSAGE_ACTIONS and result.get("ids"):
                     expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(result["ids"]))
     box = Outbox.load(config.paths.state, ledger)
     return expected, box

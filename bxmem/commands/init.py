@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bxmem.config.loader import Workspace, is_there, read_key, write_new
+from bxmem.config.loader import Workspace, read_key
+from bxmem.config.new_file import is_there, write_new
 from bxmem.errors import ConfigInvalid, Refused, UsageError
 from bxmem.policy.rules import peer_name
 from bxmem.start import where

@@ -1,6 +1,7 @@
 """`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
 
 Sources: the local index (this agent's own turns and memory, exact labels);
+this agent's artifact cards, while artifact memory is on (commands/artifact_recall.py);
 each `[[honcho.read]]` workspace (message search, plus the conclusions of
 that agent's peer and of the owner's); the fleet workspace (message search
 over the whole workspace). The agent's own Honcho workspaces are not
@@ -20,6 +21,7 @@ import threading
 import time
 from functools import partial  # loaded already: threading imports it
 
+from bxmem.commands import artifact_recall
 from bxmem.commands import recall_remote as remote
 from bxmem.commands.recall_remote import snippet
 from bxmem.config.loader import Config, read_key
@@ -154,8 +156,10 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
 
         if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-    return [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+    hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
             for c, why in ranked[:k]]
+    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)])
+    return hits
 
 
 def _at_once(calls: dict[str, Callable[[], list[dict]]]) -> dict[str, list[dict]]:
@@ -196,6 +200,7 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
     ws = config.workspace("fleet").name
     hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
+    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)])
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 
@@ -235,6 +240,8 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
     sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    if artifact_recall.searched(config):  # first: an exact id or tag leads the round robin
+        sources.insert(0, ("artifacts", LOCAL_TIMEOUT_S, lambda: artifact_recall.cards(config, query, k)))
     if config.honcho:
         for source in config.honcho.read:
             sources.append((source.agent, HONCHO_TIMEOUT_S, partial(_read_source, config, source, query, k)))

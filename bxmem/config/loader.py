@@ -14,7 +14,7 @@ import stat
 import sys
 from pathlib import Path
 
-from bxmem.errors import ConfigInvalid, KeyFileInvalid, Refused, StorageError
+from bxmem.errors import ConfigInvalid, KeyFileInvalid
 from bxmem.policy.shapes import dict_of, integer, list_of, maybe, record, string
 from bxmem.start import where
 from bxmem.start.idle import stat_fingerprint
@@ -23,7 +23,7 @@ from bxmem.store.files import file_kind, load_marshal, write_bytes
 from bxmem.store.paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
-CACHE_VERSION = 4  # a cache another version wrote is a miss: the TOML is validated again
+CACHE_VERSION = 5  # a cache another version wrote is a miss: the TOML is validated again
 STALE = "written by another version or for another configuration"
 
 
@@ -59,6 +59,17 @@ class SendSettings:
 
     def __init__(self, batch: int) -> None:
         self.batch = batch
+
+
+class ArtifactSettings:
+    """The validated [artifacts] section (enabled): config/schema.py's ArtifactsSection's
+    bounds, each at most the seed's default, and the integrity mode."""
+
+    __slots__ = ("max_artifact_bytes", "max_total_bytes", "max_cards", "integrity")
+
+    def __init__(self, max_artifact_bytes: int, max_total_bytes: int, max_cards: int, integrity: str) -> None:
+        self.max_artifact_bytes, self.max_total_bytes = max_artifact_bytes, max_total_bytes
+        self.max_cards, self.integrity = max_cards, integrity
 
 
 class Key:
@@ -97,14 +108,16 @@ class Config:
     """The validated configuration. Plain classes here and above: importing
     `dataclasses` would cost every lean run (docs/performance.md, "Start-up")."""
 
-    __slots__ = ("path", "paths", "honcho", "secrets", "send")
+    __slots__ = ("path", "paths", "honcho", "secrets", "send", "artifacts")
 
-    def __init__(self, path: Path, paths: Paths, honcho: HonchoSettings | None, secrets: dict[str, str], send: SendSettings) -> None:
+    def __init__(self, path: Path, paths: Paths, honcho: HonchoSettings | None, secrets: dict[str, str], send: SendSettings,
+                 artifacts: ArtifactSettings | None = None) -> None:
         self.path = path
         self.paths = paths
         self.honcho = honcho
         self.secrets = secrets  # [secrets.<name>] -> its key file, as written
         self.send = send
+        self.artifacts = artifacts  # None: artifact memory is off (no [artifacts], or enabled = false)
 
     @property
     def local_only(self) -> bool:
@@ -217,8 +230,11 @@ def _cache_shape(key: list):
     def this_key(value: object) -> str | None:
         return "not a list" if type(value) is not list else None if value == key else STALE
 
+    artifacts = record({"max_artifact_bytes": integer(1), "max_total_bytes": integer(1), "max_cards": integer(1),
+                        "integrity": string})
     return record({"key": this_key, "data": record({
-        "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string})})
+        "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string,
+        "artifacts": maybe(artifacts)})})
 
 
 def _read_cache(paths: Paths, key: list) -> dict | None:
@@ -245,7 +261,9 @@ def _write_cache(paths: Paths, key: list, data: dict) -> None:
 
 def _build(path: Path, paths: Paths, data: dict) -> Config:
     honcho = HonchoSettings(**data["honcho"]) if data["honcho"] else None
-    return Config(path=path, paths=paths, honcho=honcho, secrets=dict(data["secrets"]), send=SendSettings(data["batch"]))
+    artifacts = ArtifactSettings(**data["artifacts"]) if data["artifacts"] else None
+    return Config(path=path, paths=paths, honcho=honcho, secrets=dict(data["secrets"]), send=SendSettings(data["batch"]),
+                  artifacts=artifacts)
 
 
 def key_fingerprint(key_file: Path | None) -> list[int] | None:
@@ -367,30 +385,3 @@ def _key_text(data: bytes, refused) -> str:
         raise refused(f"has {what} at byte {at}; a key is one line of printable ASCII")
     return body.decode("ascii")
 
-
-def is_there(path: Path) -> bool:
-    """Whether anything is at `path`, a link to nothing included."""
-    return path.is_symlink() or path.exists()
-
-
-def write_new(path: Path, text: str) -> None:
-    """A new configuration file (`bxmem init`), mode 600, in a folder of the owner's
-    (made 700); Refused when one is there, a link included, even one that appears
-    while it is written: never over a configuration."""
-    if is_there(path):
-        raise Refused(f"{path} exists: bxmem init never writes over a configuration (bxmem config check shows what "
-                      "it holds)")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        raise Refused(f"{path} exists: bxmem init never writes over a configuration") from None
-    except OSError as exc:
-        raise StorageError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        data = text.encode()
-        while data:
-            data = data[os.write(fd, data):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)

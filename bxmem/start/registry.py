@@ -55,6 +55,7 @@ _APP = "bxmem.cli.app"
 _OWNER = "bxmem.cli.owner"
 _AGENT = "bxmem.cli.agent"
 _HOST = "bxmem.cli.host"
+_ARTIFACT = "bxmem.cli.artifacts"
 _JSON = {"--json": "json"}
 
 COMMANDS = (
@@ -73,6 +74,14 @@ COMMANDS = (
     Command("outbox drop", f"{_OWNER}:outbox_drop", ("NOT_FOUND", "REFUSED")),
     Command("outbox resend", f"{_OWNER}:outbox_resend", ("NOT_FOUND", "REFUSED")),
     Command("outbox reroute", f"{_OWNER}:outbox_reroute", ("NOT_FOUND", "REFUSED")),
+    # record: a file that is not there (NOT_FOUND), refused (not a regular file, changed while read, over a quota,
+    # artifact memory off); resolve, export, verify: bytes that fail their integrity check (INTEGRITY).
+    Command("artifact record", f"{_ARTIFACT}:artifact_record", ("NOT_FOUND", "REFUSED")),
+    Command("artifact resolve", f"{_ARTIFACT}:artifact_resolve", ("NOT_FOUND", "REFUSED", "INTEGRITY")),
+    Command("artifact list", f"{_ARTIFACT}:artifact_list"),
+    Command("artifact verify", f"{_ARTIFACT}:artifact_verify", ("NOT_FOUND", "INTEGRITY")),
+    Command("artifact export", f"{_ARTIFACT}:artifact_export", ("NOT_FOUND", "REFUSED", "INTEGRITY")),
+    Command("artifact rm", f"{_ARTIFACT}:artifact_rm", ("NOT_FOUND", "REFUSED")),
     Command("tools", f"{_AGENT}:tools"),
     Command("schema", f"{_AGENT}:schema"),
     # USAGE (as every command): a --honcho that is not a URL; DEGRADED: a Honcho that did not answer.

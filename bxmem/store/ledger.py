@@ -79,6 +79,16 @@ class ReadResult:
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
     torn_event: bool = False  # ...that is a whole event lacking only its newline (iter_from's `tail`)
 
+    def skipped_lines(self, path: Path) -> list[str]:
+        """What a fold says of the malformed lines it skipped: the first few by offset, the rest counted."""
+        out = [f"{path}: malformed line at byte {offset} skipped "
+               + (f"({self.reasons[offset]}; not folded)" if offset in self.reasons else "(a torn write is closed off this way)")
+               for offset in self.malformed]
+        if self.skipped > len(self.malformed):
+            out.append(f"{path}: {self.skipped - len(self.malformed):,} more malformed line(s) skipped after these "
+                       "(bxmem sync counts them all)")
+        return out
+
 
 def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
     """Append JSON lines to the ledger, whole or not at all (store/append.py),

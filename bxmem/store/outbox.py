@@ -62,9 +62,8 @@ from bxmem.store.workspace_roles import save as save_roles
 T = TypeVar("T")
 NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # policy/rules.speaker_peer's reasons
 CHECKPOINT = "outbox.marshal"
-# marshal, not JSON: every send run loads and saves it, and JSON was too slow
-# at that for a large outbox (docs/performance.md, "Start-up"). It is a cache
-# of the ledger: any doubt means a rebuild.
+# marshal, not JSON: every send run loads and saves it, and JSON was too slow at that for a large
+# outbox (docs/performance.md, "Start-up"). It is a cache of the ledger: any doubt means a rebuild.
 CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger (8: `withdrawn`)
 
 
@@ -104,39 +103,35 @@ class Outbox:
     malformed: int = 0
     undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
     conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
-    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
+    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
     cancelled: int = 0
     decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
-    # Every item decided so far. A decision is final: a second `decided` line for
-    # a known item (two runs that both decided it, a recovery that missed it) is
-    # ignored, counted here and said once, so it can neither re-queue a sent item
-    # nor move a pending one. Turns as ranges of turn numbers per session (a
-    # history of 100,000 turns is a few hundred numbers), edits by item.
+    # Every item decided so far. A decision is final: a second `decided` line for a known item (two runs
+    # that both decided it, a recovery that missed it) is ignored, counted here and said once, so it can
+    # neither re-queue a sent item nor move a pending one. Turns as ranges of turn numbers per session
+    # (a history of 100,000 turns is a few hundred numbers), edits by item.
     known_turns: dict[str, list[list[int]]] = field(default_factory=dict)
     known_other: set[str] = field(default_factory=set)
-    # Items taken out for good, never to be sent whatever the ledger later says of them: dropped
-    # by the owner (bxmem outbox drop), or undone before they were sent (`cancelled`).
+    # Items out for good whatever the ledger later says: dropped (bxmem outbox drop), or undone before sent.
     withdrawn: set[str] = field(default_factory=set)
     # workspace -> {"set_up": [roles], "written": {role: first item}} (store/workspace_roles.py)
     roles: dict[str, dict] = field(default_factory=dict)
-    # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
-    # every name used, so a new session never takes one already used (commands/send/plan.py's session_name)
+    # workspace -> {Honcho session name: the Boxmaker session it was made for}: a new one never takes one (send/plan.py)
     hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
     # When a turn was last decided nowhere because its speaker's name reads as the agent's or
     # the owner's (reason -> ts): an owner whose name is written wrong loses every turn so (sync).
     named_wrong: dict[str, str] = field(default_factory=dict)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
-    # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
-    # logged when it starts or changes and when it ends, not on every run (commands/send/report.py).
+    # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each logged when it starts
+    # or changes and when it ends, not on every run (commands/send/report.py).
     announced: dict = field(default_factory=dict)
     # This catch-up's second decisions, said once at its end (not saved): how many, and the first.
     _new_repeats: int = 0
     _first_new_repeat: tuple[str, int] | None = None
     _secret: bytes | None = None  # entry.key, which the tags are made with (not saved)
     _order: dict | None = None  # while folding from the start: each pending item's turn or journal line (in_order)
-    # Items a fold met sent before it met their decision (a ledger whose lines were sorted or
-    # reversed): their decision, when it comes, is not pending (not saved).
+    # Items a fold met sent before their decision (a sorted or reversed ledger): it is not pending (not saved).
     _sent_early: set | None = None
 
     # --- the fold -----------------------------------------------------------------
@@ -267,7 +262,7 @@ class Outbox:
                 target = self.conclusions.get(result["of"])
                 if target is not None:
                     target["deleted_by"] = ref
-            elif result["do"] == "fleet-message" and result.get("ids"):
+            elif result["do"] in ("fleet-message", "card") and result.get("ids"):  # a retraction may sit beside it
                 self.fleet[ref] = {"ws": ev.get("ws"), "hsession": result.get("hsession"), "ids": result["ids"]}
 
     def decision(self, ledger: Ledger, item: str, record: tuple | None = None) -> dict:
@@ -319,11 +314,6 @@ class Outbox:
                 ws["sessions"][ev["session"]] = {"name": ev["id"], "n": ev.get("n", 1), "peers": ev.get("peers", [])}
 
     # --- persistence ----------------------------------------------------------------
-
-    @staticmethod
-    def read_checkpoint(state_dir: Path) -> dict | None:
-        """The checkpoint as last saved, without catching up (for read-only callers)."""
-        return read_checkpoint(state_dir)[0]
 
     @classmethod
     def load(cls, state_dir: Path, ledger: Ledger) -> Outbox:
@@ -385,15 +375,9 @@ class Outbox:
             log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
                         f"ignored, the first decision stands (first: {item} at byte {at})")
             self._new_repeats, self._first_new_repeat = 0, None
-        if result.skipped:
-            self.malformed += result.skipped
-            for offset in result.malformed:
-                why = result.reasons.get(offset)
-                log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
-                            + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
-            if result.skipped > len(result.malformed):
-                log.warning(f"{ledger.path}: {result.skipped - len(result.malformed):,} more malformed line(s) skipped "
-                            "after these (bxmem sync counts them all)")
+        self.malformed += result.skipped
+        for line in result.skipped_lines(ledger.path):
+            log.warning(line)
         if whole:
             self.pending = in_order(self.pending, self._order or {})
             self._order = self._sent_early = None

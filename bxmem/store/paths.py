@@ -94,6 +94,16 @@ class Paths:
         return self.memory / "honcho.jsonl"
 
     @property
+    def artifacts(self) -> Path:
+        """The artifact store (store/artifacts.py): objects, cards, projections, tmp. Mode 0700."""
+        return self.memory / "artifacts"
+
+    @property
+    def sessions(self) -> Path:
+        """loopd's per-session folders; `<session>/exports/` holds what a session may keep as artifacts."""
+        return self.home / "sessions"
+
+    @property
     def state(self) -> Path:
         """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
         return Path(where.state_dir(self.home))
