@@ -39,6 +39,9 @@ class ExitCode:
     REFUSED = 6
     #: recall, ask: no source answered; audit, doctor: Honcho did not answer.
     UNAVAILABLE = 7
+    #: `bxmem artifact resolve`, `verify`, `export`: an artifact's bytes failed their
+    #: integrity check (missing, truncated, replaced); nothing was resolved or exported.
+    INTEGRITY = 8
     #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
     CONFIG = 78
     #: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
@@ -72,6 +75,9 @@ MEANINGS = {
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
                           "answer; the audit is incomplete), `doctor` (Honcho did not answer; what needs it was not "
                           "checked)",
+    ExitCode.INTEGRITY: "an artifact's bytes failed their integrity check (missing, truncated or replaced): `artifact "
+                        "resolve` and `export` give no path or copy, `verify` names each (see: bxmem runbook "
+                        "artifact-integrity-failed)",
     ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid), or the Boxmaker "
                      "home it names does not exist (see: bxmem runbook home-missing); nothing was read or written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
@@ -144,6 +150,13 @@ class Incomplete(BxmemError):
     """A command that could not finish because a server did not answer (`audit`)."""
 
     exit_code = ExitCode.UNAVAILABLE
+
+
+class IntegrityFailed(BxmemError):
+    """An artifact whose stored bytes are not the ones recorded: never resolved, never exported."""
+
+    exit_code = ExitCode.INTEGRITY
+    runbook = "artifact-integrity-failed"
 
 
 class StorageError(BxmemError):

@@ -1,8 +1,8 @@
-"""The runbook: what to do about each state bxmem reports, shipped inside the
-package (bxmem/runbook/*.md), so `bxmem runbook NAME` can print an entry
-wherever bxmem is installed (pipx, uv, a checkout). Every log line, error and
-`sync` attention line that cites an entry names that command
-(errors.cite_runbook).
+"""The runbook: what to do about each state bxmem reports. Its source is the
+checkout's top-level `runbook/*.md`, and every install carries it (start/where.py's
+`shipped`), so `bxmem runbook NAME` can print an entry wherever bxmem is installed
+(pipx, uv, a checkout). Every log line, error and `sync` attention line that cites
+an entry names that command (errors.cite_runbook).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bxmem.errors import NotFound
+from bxmem.start.where import shipped
 
 # Each entry, and what it is about in one line (`bxmem runbook` lists them).
 ENTRIES = {
@@ -32,6 +33,9 @@ ENTRIES = {
     "audit-unexpected-conclusion": "audit: a conclusion of the agent's or owner's peer that bxmem did not write",
     "audit-duplicate-conclusion": "audit: a conclusion is in Honcho twice (a create stored after bxmem looked for it)",
     "honcho-workspace-reused": "a workspace holds what this agent wrote to it in another role: nothing more is written to it",
+    "artifact-integrity-failed": "an artifact's stored bytes are not the ones recorded: it is never resolved or exported",
+    "artifact-quota": "the artifact store is at a bound (one artifact's size, all bytes, cards): records are refused",
+    "artifact-not-queued": "a card is kept on this host but its decision is not yet in the outbox (a record cut short)",
     "honcho-auth-off": "doctor: Honcho answers without a key, so it takes any key and checks none",
     "honcho-version": "doctor: Honcho has neither workspace chat nor peer chat: ask cannot work with it",
     "clock-off": "doctor: this host's clock and Honcho's are a minute or more apart",
@@ -41,12 +45,13 @@ ENTRIES = {
     "home-missing": "the Boxmaker home is not there: every command stops with exit 78 and creates nothing",
     "clock-wrong": "times bxmem stored lie in the future: the clock was ahead, or is behind; no wait outlasts its bound",
     "ledger-rewritten": "the ledger was restored, edited or replaced in place: bxmem folded it again, sending nothing twice",
+    "state-rewritten": "a file in memory/bxmem/ was changed outside bxmem: it is rebuilt, nothing lost or sent twice",
 }
 
 
 def folder() -> Path:
-    """Where the installed entries are (package data beside this module)."""
-    return Path(__file__).resolve().parent / "runbook"
+    """Where the entries are: the package's copy, or the checkout's runbook/."""
+    return Path(shipped("runbook"))
 
 
 def text(entry: str) -> str:

@@ -101,6 +101,7 @@ class Agent:
     states: dict[str, tuple[str, bool]] = field(default_factory=dict)
     runs: list[Run] = field(default_factory=list)
     no_key: set[str] = field(default_factory=set)  # read agents configured without a key
+    artifacts: bool = False  # [artifacts] on
 
     def __post_init__(self) -> None:
         self.home = self.root / "home"
@@ -144,6 +145,8 @@ class Agent:
                     os.write(fd, (self.backend.key_for(workspace) + "\n").encode())
                     os.close(fd)
                 text += f'\n[secrets.{secret}]\nfile = "{path}"\n'
+        if self.artifacts:
+            text += "\n[artifacts]\n"
         self.config.write_text(text)
         # A changed URL must not be served from the validated-config cache.
         for cached in (self.home / "memory" / "bxmem").glob("config.marshal"):
@@ -162,6 +165,20 @@ class Agent:
         with open(self.home / "memory" / "journal.jsonl", "a") as f:
             f.write(json.dumps({"id": edit_id, "ts": ts, "session": session, "op": op, **fields}) + "\n")
         return edit_id
+
+    def export(self, session: str, name: str, data: bytes) -> None:
+        """A file a tool of `session` wrote into its exports/ folder (loopd makes it, mode 0700)."""
+        folder = self.home / "sessions" / session / "exports"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        (folder / name).write_bytes(data)
+
+    def record(self, session: str, name: str, *options: str) -> Run:
+        """`bxmem artifact record` as the host runs it for the model: the session is the host's."""
+        return self.cli("artifact", "record", "--session", session, "--json", "--", name, *options)
+
+    def resolve(self, ident: str, *options: str) -> Run:
+        return self.cli("artifact", "resolve", "--session", "s-later", "--json", "--", ident, *options)
 
     def stop(self) -> None:
         self.brokerd.stop()

@@ -29,7 +29,7 @@ INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2
 # every line starts with CONTENT; the fences carry a 16-hex-digit nonce.
 HIT_HEADER = re.compile(r"^\[(\d+)\] ")
 CONTENT = "  | "
-OPENING = re.compile(r"^<<<bxmem (recall|ask) ([0-9a-f]{16}): .*>>>$")
+OPENING = re.compile(r"^<<<bxmem (recall|ask|artifact) ([0-9a-f]{16}): .*>>>$")
 # bxmem's own lines after the hits: a source that did not answer, no hits, hits left out.
 TAIL = re.compile(r"^(?:[A-Za-z0-9_.:,@+=/ -]+: unavailable \([^\n]*\)|\(no hits\)|\(\d+ more hits? left out[^\n]*\))$")
 
@@ -52,6 +52,7 @@ class Hit:
     session: str | None = None
     date: str | None = None
     retracted: bool = False
+    where: str | None = None
 
 
 @dataclass
@@ -121,6 +122,7 @@ def recall(stdout: str) -> Recall:
             session=item.get("session"),
             date=item.get("date"),
             retracted=bool(item.get("retracted")),
+            where=item.get("where"),
         ))
     unavailable = {str(e.get("source")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
     return Recall(True, hits, untrusted, trust_class, list(data.get("answered") or []), unavailable, len(stdout),
@@ -209,3 +211,12 @@ def bound_problems(result: Recall, stdout: str, k: int = MAX_K) -> list[str]:
     if estimate_tokens(result.text) > OUTPUT_TOKENS:
         problems.append(f"text ~{estimate_tokens(result.text)} tokens > {OUTPUT_TOKENS}")
     return problems
+
+
+def resolved(stdout: str) -> dict | None:
+    """`artifact resolve --json`'s document (bxmem/schemas/artifact-resolve.schema.json), or None."""
+    return _document(stdout, "bxmem.artifact-resolve/1")
+
+
+# resolve's own lines between its header and the card's stored lines (bxmem/commands/artifact_doc.py).
+RESOLVE_LINES = re.compile(r"^(?:path: /\S.*|bytes [0-9,]+ \| sha256 verified \S+ \| \S+ \| freshness [a-z_]+|warning: [^\n]+)$")

@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 
 from . import cases as memory_cases
+from . import cases_artifacts as artifact_cases
 from . import cases_retrieval as retrieval_cases
 from .corpus import Case, Ctx
 from .homes import ROOT, Backend
@@ -42,6 +43,10 @@ CASES = [
     ("10", retrieval_cases.c10_two_agents, "two agents", "each other's fleet note, tainted, named", "the other's trusted turns (unless read)"),
     ("11", retrieval_cases.c11_ask, "ask", "each ws named, labelled; peers named", "unknown ws asked; keyless ws as bad input"),
     ("12", retrieval_cases.c12_supersede, "correction supersedes", "new entry first; old text dated", "old text as identity"),
+    ("13", artifact_cases.c13_found_later, "artifact found later", "card in a later session; exact bytes, fresh/stale", "by an agent not reading it"),
+    ("14", artifact_cases.c14_other_agent, "another agent's card", "in ea's trusted ws, tainted, bytes elsewhere", "resolved there; tainted/secret cards"),
+    ("15", artifact_cases.c15_corrupt, "corrupt artifact", "exit 8 each; verify names them; re-record repairs", "a path or bytes for any"),
+    ("16", artifact_cases.c16_card_injection, "card injection", "card found, labelled; planted lines shown", "fence imitation, forged hits"),
 ]
 AUTH_CASES = {"11"}  # run with keys on the fake too: "no key" needs a server that wants keys
 
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast", action="store_true", help="the CI version: a 2,000-turn history, no 150 s ask wait")
     parser.add_argument("--honcho", metavar="URL", help="a real Honcho with auth off")
     parser.add_argument("--honcho-auth", metavar="URL", help="a real Honcho with auth on (keys: see above)")
-    parser.add_argument("--case", action="append", default=[], metavar="ID", help="run only these cases (01..12)")
+    parser.add_argument("--case", action="append", default=[], metavar="ID", help="run only these cases (01..16)")
     parser.add_argument("--results", metavar="DIR", default=str(ROOT / "eval" / "results"), help="where to store the JSON")
     args = parser.parse_args(argv)
     run_id = time.strftime("%m%d%H%M%S")

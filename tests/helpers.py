@@ -91,16 +91,35 @@ def run_bxmem(*args: str, env: dict | None = None, timeout: float = 60) -> subpr
 
 
 def check_json_output(args: tuple[str, ...], stdout: str) -> None:
-    """With --json, stdout is one JSON document, whatever happened: the command's own
-    (recall, ask and send validated against their schemas) or an error document."""
+    """With --json, stdout is one JSON document, whatever happened: the command's own,
+    validated against its schema (the command's first word names it), or an error document."""
     if "--json" not in (args[: args.index("--")] if "--" in args else args):
         return
     document = json.loads(stdout)  # one document, nothing before or after it
-    words = [a for a in args if not a.startswith("-")]
+    words = [a for a in _without_option_values(args) if not a.startswith("-")]
     if isinstance(document, dict) and document.get("schema") == "bxmem.error/1":
         validate_output("error", document)
-    elif words and words[0] in ("recall", "ask", "send", "doctor"):
+    elif words[:1] == ["artifact"] and len(words) > 1 and (SCHEMAS / f"artifact-{words[1]}.schema.json").exists():
+        validate_output(f"artifact-{words[1]}", document)
+    elif words and (SCHEMAS / f"{words[0]}.schema.json").exists():
         validate_output(words[0], document)
+        if words[0] == "sync" and "requeued" in document:
+            validate_output("outbox", document["requeued"])
+    else:
+        raise AssertionError(f"--json output of {' '.join(args)} has no schema to validate it against")
+
+
+def _without_option_values(args: tuple[str, ...]) -> list[str]:
+    """The words of a command line without the values of the global options that take one."""
+    out, skip = [], False
+    for word in args:
+        if skip:
+            skip = False
+        elif word == "--config":
+            skip = True
+        else:
+            out.append(word)
+    return out
 
 
 def bxmem_inprocess(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -149,6 +168,25 @@ def _in_this_process(run, argv: list[str], args: tuple[str, ...], env: dict | No
     CAPTURED.extend((result.stdout, result.stderr))
     check_json_output(args, result.stdout)
     return result
+
+
+def sample_sent(home: Path, brokerd, honcho, configure):
+    """The demo's sample home (bxmem.demo.sample), decided, mirrored and sent to the fake
+    Honcho: everything there. Returns the fake."""
+    from bxmem.commands import decide, mirror
+    from bxmem.commands.send import job as send
+    from bxmem.config import loader
+    from bxmem.demo import sample
+
+    sample.write_home(home)
+    sample.write_journal(home)
+    brokerd.states.update(sample.broker_states())
+    configure(honcho.url)
+    decide.run(loader.load())
+    mirror.run(loader.load())
+    for _ in range(3):
+        send.run(loader.load())
+    return honcho
 
 
 def ledger_events(home: Path) -> list[dict]:

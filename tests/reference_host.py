@@ -16,11 +16,13 @@ import jsonschema
 
 NOTHING_READ = {"untrusted": False, "class": "public"}  # section 5: exits 2, 6, 78, and the host's own refusals
 FAIL_CLOSED = {"untrusted": True, "class": "secret"}  # section 5: anything else
-TIMEOUTS = {"recall": 15.0, "ask_memory": 165.0}  # section 4
+TIMEOUTS = {"recall": 15.0, "ask_memory": 165.0, "artifact_record": 120.0, "artifact_resolve": 60.0}  # section 4
 KILL_AFTER = 2.0  # section 4: SIGTERM, then SIGKILL this much later
 DOCUMENT_EXITS = (0, 7)
 NOTHING_READ_EXITS = (2, 6, 78)
-SCHEMA_OF = {"recall": "recall", "ask_memory": "ask"}
+SCHEMA_OF = {"recall": "recall", "ask_memory": "ask", "artifact_record": "artifact-record",
+             "artifact_resolve": "artifact-resolve"}
+ARTIFACT_LINE_EXITS = (2, 5, 6, 8)  # section 8: the one line goes to the model, labelled as nothing read
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -72,7 +74,20 @@ class Host:
     def clean(text: str) -> str:
         return _LONE_SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
-    def argv(self, tool: str, call: dict) -> list[str]:
+    def argv(self, tool: str, call: dict, session: str | None = None) -> list[str]:
+        if tool == "artifact_record":  # section 3: the session is the host's, never the model's
+            argv = ["artifact", "record", "--session", str(session), "--json", "--", self.clean(call["file"]),
+                    "--summary", self.clean(call["summary"])]
+            if "title" in call:
+                argv += ["--title", self.clean(call["title"])]
+            for tag in call.get("tags", []):
+                argv += ["--tag", self.clean(tag)]
+            if "source_version" in call:
+                argv += ["--source-version", self.clean(call["source_version"])]
+            return argv
+        if tool == "artifact_resolve":
+            argv = ["artifact", "resolve", "--session", str(session), "--json", "--", self.clean(call["id"])]
+            return argv + (["--source-version", self.clean(call["source_version"])] if "source_version" in call else [])
         if tool == "recall":
             return ["recall", "--json", "-k", str(call.get("k", 8)), "--", self.clean(call["query"])]
         argv = ["ask", "--json"]
@@ -84,7 +99,8 @@ class Host:
 
     # --- sections 4 and 5: running it, reading the result ----------------------------------
 
-    def call(self, tool: str, call: dict) -> ToolResult:
+    def call(self, tool: str, call: dict, session: str | None = None) -> ToolResult:
+        """`session`: the id of the session the call was made in (the host knows it)."""
         offered = {t["name"]: t for t in self.tools()}
         if tool not in offered:
             return ToolResult(f"there is no tool {tool!r}", NOTHING_READ, True)
@@ -92,7 +108,7 @@ class Host:
         if problems:
             where = "/".join(str(p) for p in problems[0].absolute_path) or "input"
             return ToolResult(f"invalid input for {tool}: {where}: {problems[0].message}", NOTHING_READ, True)
-        argv = self.argv(tool, call)
+        argv = self.argv(tool, call, session)
         done = self._run(argv, self.timeouts[tool])
         return self.result(tool, done)
 
@@ -102,7 +118,7 @@ class Host:
             document = self._document(tool, done.stdout)
             if document is not None:
                 return ToolResult(document["text"], document["label"], False, code, log)
-        elif code == 2:  # stdout is not used: bxmem read nothing it could hold
+        elif (code in ARTIFACT_LINE_EXITS and tool.startswith("artifact_")) or code == 2:  # section 8
             lines = done.stderr.splitlines()
             if len(lines) == 1 and lines[0].startswith("bxmem: error: "):
                 return ToolResult(lines[0], NOTHING_READ, True, code, log)

@@ -154,7 +154,7 @@ def test_a_bad_k_is_one_line_on_every_path(k, capsys):
 
 
 def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys):
-    for argv, line in ((["ask"], "ask: Missing argument 'question' (bxmem ask --help)"),
+    for argv, line in ((["ask"], "ask: Missing argument 'QUESTION' (bxmem ask --help)"),
                        (["recall", "--bogus", "q"], "recall: No such option: --bogus"),
                        (["nosuch"], "No such command 'nosuch' (bxmem --help)")):
         assert cli.run_cli(argv) == 2

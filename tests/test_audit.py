@@ -5,25 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import bxmem_main
-
-from bxmem.commands import decide, mirror
-from bxmem.commands.send import job as send
-from bxmem.config import loader as config_module
-from bxmem.demo import sample
+from helpers import bxmem_main, sample_sent
 
 
 @pytest.fixture
 def synced(home, brokerd, honcho, configure):
-    sample.write_home(home)
-    sample.write_journal(home)
-    brokerd.states.update(sample.broker_states())
-    configure(honcho.url)
-    decide.run(config_module.load())
-    mirror.run(config_module.load())
-    for _ in range(3):
-        send.run(config_module.load())
-    return honcho
+    return sample_sent(home, brokerd, honcho, configure)
 
 
 def audit():

@@ -62,15 +62,15 @@ def test_a_mistake_stops_each_entry_path_as_a_process(config_file, text, expecte
     assert_one_line_78(run_bxmem(*command), expected, command)
 
 
-@pytest.mark.parametrize("name", ["local", "own", "untrusted", "fleet"])
+@pytest.mark.parametrize("name", ["local", "own", "untrusted", "fleet", "artifacts"])
 def test_a_read_agent_may_not_take_a_name_recall_or_ask_gives_its_own_sources(config_file, name):
     """Failed before: accepted, and an agent named `fleet` was what `ask -w fleet` asked,
     one named `local` shared recall's outcome slot with the local index."""
     config_file.write_text(GOOD + f'[[honcho.read]]\nagent = "{name}"\nworkspace = "x-trusted"\n')
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78
-    assert f"read: agent '{name}' is a name recall or ask gives a source of its own (local, own, untrusted, fleet)" \
-        in result.stderr
+    assert (f"read: agent '{name}' is a name recall or ask gives a source of its own (local, own, untrusted, fleet, "
+            "artifacts)") in result.stderr
 
 
 def test_read_sources_default_to_untrusted_and_private(config_file):

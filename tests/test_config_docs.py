@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bxmem.config.schema import HonchoSection, RawConfig, ReadSection, SendSection, validate
+from bxmem.config.schema import ArtifactsSection, HonchoSection, RawConfig, ReadSection, SendSection, validate
 from bxmem.errors import ConfigInvalid
 from bxmem.store.paths import resolve_paths
 
@@ -45,6 +45,7 @@ def test_docs_config_describes_every_key_the_schema_accepts():
         "[honcho]": HonchoSection,
         "[[honcho.read]]": ReadSection,
         "[send]": SendSection,
+        "[artifacts]": ArtifactsSection,
     }
     for heading, model in tables.items():
         section = _section(text, heading)
@@ -54,7 +55,7 @@ def test_docs_config_describes_every_key_the_schema_accepts():
     paths = _section(text, "[paths]")
     for key in ("home", "run"):
         assert f"| `{key}` |" in paths
-    assert set(RawConfig.model_fields) == {"paths", "honcho", "secrets", "send"}, "a new section: document it"
+    assert set(RawConfig.model_fields) == {"paths", "honcho", "secrets", "send", "artifacts"}, "a new section: document it"
     # [paths] accepts exactly what docs/config.md lists (the schema's check names the rest unknown).
     with pytest.raises(ConfigInvalid, match="unknown key 'state'"):
         validate({"paths": {"state": "/x"}}, Path("bxmem.toml"))

@@ -56,11 +56,13 @@ def test_a_real_full_tmpfs_the_index_included_loses_doubles_and_misroutes_nothin
 
 def test_the_owner_s_hands_on_the_ledger_and_state_files_lose_double_and_misroute_nothing():
     """Between the jobs (some killed), the ledger rewritten in place (an older copy copied
-    back over it, sorted, reversed, two lines swapped) or an older copy of a state file put
-    back: every reader notices, folds again, and nothing is lost, doubled or misrouted."""
+    back over it, sorted, reversed, two lines swapped), an older copy of a state file put
+    back, or a state file changed in place at any byte (tests/inplace.py): every reader
+    notices, folds again or rebuilds, and nothing is lost, doubled or misrouted."""
     out = crash_suite("--fault", "rewrite", "--trials", "12", "--seed", "11")
     assert "lost 0  duplicated 0  misrouted 0  waiting 0  bad exits 0" in out
     assert int(out.split("faults ")[1].split()[0]) >= 12, out  # the hands did rewrite, often
+    assert int(out.split("changed in place ")[1].split(")")[0]) >= 6, out  # state files among them
 
 
 def test_any_clock_step_at_any_point_of_any_job_keeps_nothing_waiting_past_its_bound():

@@ -28,10 +28,12 @@ def test_cli_reference_is_generated_from_the_current_help():
 
 def test_every_runbook_entry_exists_and_says_what_to_do():
     for entry in RUNBOOK_ENTRIES:
-        text = (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
+        text = (ROOT / "runbook" / f"{entry}.md").read_text()
         for heading in ("## What you see", "## What it means", "## What to do"):
             assert heading in text, (entry, heading)
-    assert {p.stem for p in (ROOT / "bxmem" / "runbook").glob("*.md")} == set(RUNBOOK_ENTRIES)
+    assert {p.stem for p in (ROOT / "runbook").glob("*.md")} == set(RUNBOOK_ENTRIES)
+    # One source: the top-level runbook/ (a wheel's copy is made by the build, scripts/build_shipped.py).
+    assert not (ROOT / "bxmem" / "runbook").exists(), "runbook entries belong in the top-level runbook/"
 
 
 def test_every_runbook_reference_in_code_names_an_entry():
@@ -47,7 +49,7 @@ def test_every_runbook_reference_in_code_names_an_entry():
 
 def test_a_runbook_citation_is_a_command_that_prints_the_entry(capsys):
     """Log lines, errors and sync's attention lines end with one form, naming a
-    command the owner can run wherever bxmem is installed (the entries are package data)."""
+    command the owner can run wherever bxmem is installed (every install carries the entries)."""
     from bxmem.cli.app import run_cli
     from bxmem.errors import ConfigInvalid
     from bxmem.log import runbook
@@ -56,10 +58,10 @@ def test_a_runbook_citation_is_a_command_that_prints_the_entry(capsys):
     assert ConfigInvalid("bxmem.toml: x").one_line() == "bxmem.toml: x (see: bxmem runbook honcho-config-invalid)"
     for entry in RUNBOOK_ENTRIES:
         assert run_cli(["runbook", entry]) == 0
-        assert capsys.readouterr().out == (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
+        assert capsys.readouterr().out == (ROOT / "runbook" / f"{entry}.md").read_text()
     assert run_cli(["runbook"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"The runbook: `bxmem runbook NAME` prints an entry (the files: {ROOT / 'bxmem' / 'runbook'})."
+    assert lines[0] == f"The runbook: `bxmem runbook NAME` prints an entry (the files: {ROOT / 'runbook'})."
     assert [line.split()[0] for line in lines[1:]] == list(RUNBOOK_ENTRIES)
     assert run_cli(["runbook", "honcho-down"]) == 5
     assert capsys.readouterr().err.startswith("bxmem: error: no runbook entry 'honcho-down'")
@@ -146,3 +148,14 @@ def test_the_owner_reads_what_goes_nowhere_means_on_the_host():
     threats = " ".join(design[design.index("## Threat model"):].split())
     assert "on the host, nothing is withheld from this agent by class." in threats
     assert "the key's text included, labelled `secret`" in threats
+
+
+def test_agent_tools_section_8_lists_every_code_the_artifact_tools_can_return():
+    """The host reads each code the artifact tools may end with from section 8's table."""
+    from bxmem.errors import COMMAND_EXITS
+
+    text = (ROOT / "docs" / "agent-tools.md").read_text()
+    section = text[text.index("## 8. The artifact tools"):]
+    rows = re.findall(r"^\| ([0-9][0-9, ]*)[ ,|]", section, flags=re.M)
+    documented = {int(code) for row in rows for code in re.findall(r"\d+", row)}
+    assert set(COMMAND_EXITS["artifact record"]) | set(COMMAND_EXITS["artifact resolve"]) <= documented

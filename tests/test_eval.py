@@ -30,7 +30,7 @@ def test_fast_corpus_runs_with_no_leak_and_only_the_known_failures(tmp_path):
     report = json.loads(stored[0].read_text())
     [backend] = report["backends"]
     cases = {c["id"]: c for c in backend["cases"]}
-    assert sorted(cases) == [f"{n:02d}" for n in range(1, 13)]
+    assert sorted(cases) == [f"{n:02d}" for n in range(1, 17)]
     assert not [c["error"] for c in cases.values() if c["error"]], done.stderr[-2000:]
     assert all(len(c["checks"]) >= 2 for c in cases.values())
     assert all({"+", "-"} <= {x["side"] for x in c["checks"]} for c in cases.values()), "each case is a pair"

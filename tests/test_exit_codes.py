@@ -20,7 +20,9 @@ from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
 ROOT = Path(__file__).resolve().parents[1]
 
 # The arguments each command needs to get past its own command line.
-ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"]}
+ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"],
+        "artifact record": ["--session", "s", "--", "table.csv"], "artifact resolve": ["art_" + "a" * 52],
+        "artifact export": ["art_" + "a" * 52, "--to", "/nonexistent/out"], "artifact rm": ["art_" + "a" * 52]}
 
 
 def leaf_commands() -> list[str]:
@@ -52,25 +54,44 @@ def test_every_command_has_a_row_and_every_code_a_meaning():
         assert f"| `bxmem {command}` | {', '.join(str(c) for c in sorted(codes))} |" in docs
 
 
+CLI_MODULES = {"cli": "cli/app", "cli_owner": "cli/owner", "cli_agent": "cli/agent", "cli_host": "cli/host",
+               "cli_artifacts": "cli/artifacts"}
+GROUPS = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox ", "units_app": "units ",
+          "artifact_app": "artifact "}
+
+
+def _declared(tree: ast.Module) -> dict[str, str]:
+    """Each command a module declares, by name -> its function's name: `@GROUP.command(...)`
+    on a function, or `GROUP.command("name", ...)(function)`."""
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
+                    name = decorator.args[0].value if decorator.args else node.name
+                    found[GROUPS[decorator.func.value.id] + name] = node.name
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and \
+                getattr(node.func.func, "attr", "") == "command" and node.args and isinstance(node.args[0], ast.Attribute | ast.Name):
+            group = GROUPS[node.func.func.value.id]
+            function = node.args[0].attr if isinstance(node.args[0], ast.Attribute) else node.args[0].id
+            found[group + node.func.args[0].value] = function
+    return found
+
+
 def _functions() -> dict[str, list[ast.FunctionDef]]:
-    """Each command's own code: its function in cli/app.py, and for the timer jobs
-    and recall the functions both paths run (commands/run.py), with the job report's exit_code."""
+    """Each command's own code: its function in cli/ (app.py, owner.py, agent.py, host.py),
+    and for the timer jobs and recall the functions both paths run (commands/run.py), with
+    the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    files = {"cli": "cli/app", "cli_owner": "cli/owner", "jobs": "commands/run", "decide": "commands/decide",
+    files = {**CLI_MODULES, "jobs": "commands/run", "decide": "commands/decide",
              "mirror": "commands/mirror", "send_report": "commands/send/report"}
-    trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text())
-             for name in ("cli", "cli_owner", "jobs", *reports.values())}
+    trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text()) for name in files}
     defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    functions = {name: node for (mod, name), node in defs.items() if mod in CLI_MODULES}
     out: dict[str, list[ast.FunctionDef]] = {}
-    for (mod, name), node in defs.items():
-        if mod not in ("cli", "cli_owner"):
-            continue
-        for decorator in node.decorator_list:
-            if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
-                group = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox "}[
-                    decorator.func.value.id]
-                command = group + (decorator.args[0].value if decorator.args else name)
-                out[command] = [node]
+    for mod in CLI_MODULES:
+        for command, function in _declared(trees[mod]).items():
+            out[command] = [functions[function]]
     for job, module in reports.items():
         out[job] += [defs[("jobs", job)], defs[("jobs", "finish")]]
         out[job] += [node for node in ast.walk(trees[module]) if isinstance(node, ast.FunctionDef) and node.name == "exit_code"]
@@ -106,10 +127,29 @@ def check(command: str, result, expected: int | None = None) -> None:
         assert result.returncode == expected, (command, result.returncode, result.stderr)
 
 
+def a_user_of_its_own(tmp_path: Path) -> dict:
+    """HOME and the XDG folders in the test's own folder, and a systemctl that does
+    nothing: `units` writes the units, and asks systemctl, where they say."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "systemctl").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "systemctl").chmod(0o755)
+    return {"HOME": str(tmp_path / "user"), "XDG_CONFIG_HOME": str(tmp_path / "user" / ".config"),
+            "XDG_STATE_HOME": str(tmp_path / "user" / "state"), "PATH": f"{fake}:{os.environ['PATH']}"}
+
+
 @pytest.mark.parametrize("command", sorted(COMMAND_EXITS))
-def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_path, command):
+def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_path, command, monkeypatch):
+    if command.startswith("units"):
+        for name, value in a_user_of_its_own(tmp_path).items():
+            monkeypatch.setenv(name, value)
     if command == "demo":
         check(command, bxmem_main("demo", "--honcho", "ftp://not-a-url"), ExitCode.USAGE)
+    elif command == "init":  # a named configuration that is missing is the one it writes
+        named = tmp_path / "missing.toml"
+        check(command, bxmem_main("init", "--local-only", env={"BXMEM_CONFIG": str(named)}), ExitCode.OK)
+        assert named.exists()
+        check(command, bxmem_main("init", "--local-only"), ExitCode.REFUSED)  # one is there
     else:
         check(command, bxmem_main(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
         check(command, bxmem_main(*argv(command)))  # local-only

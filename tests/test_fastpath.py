@@ -298,3 +298,93 @@ def test_the_fast_path_expands_a_home_named_with_a_tilde(home, brokerd, monkeypa
     run_bxmem("decide")
     assert (tmp_path / "h" / "memory" / "bxmem" / "idle-decide.marshal").exists()
     assert is_idle(["bxmem", "decide"])
+
+
+# What the idle check reads of a config file the owner wrote (the units name neither the
+# home nor the config in the environment): `[paths] home` at a glance, tomllib only when
+# the file is written in a way the glance does not read.
+GLANCED = [
+    ("", None),
+    ('[honcho]\nurl = "http://h:8000"\nagent = "boxmaker0"\n', None),
+    ('[paths]\nhome = "/srv/box"\n', "/srv/box"),
+    ("[paths]\nhome = '/srv/box'   # literal\n", "/srv/box"),
+    ('# the home\n  [ paths ]  # mine\n  home="/a#b" # a comment\nrun = "/run/x"\n[honcho]\nhome = "/not/this"\n', "/a#b"),
+    ('[paths]\nrun = "/run/x"\n[[honcho.read]]\nagent = "b1"\n', None),
+    ('[honcho]\nurl = "u"\n[paths]\nhome = ""\n', ""),
+    ("[paths]\r\nhome = \"/crlf\"\r\n", "/crlf"),
+    ('# no [paths] here, only the word: paths\n[send]\nbatch = 5\n', None),
+    ('[honcho]\npaths = "a honcho key named paths"\n', None),
+]
+UNSURE = [
+    'paths = { home = "/inline" }\n',
+    'paths.home = "/dotted"\n',
+    '"paths".home = "/quoted"\n',
+    '["paths"]\nhome = "/quoted-table"\n',
+    '[paths]\n"home" = "/quoted-key"\n',
+    '[paths]\nhome = "/esc\\u0061ped"\n',
+    '"p\\u0061ths" = { home = "/escaped-key" }\n',
+    '[paths]\nhome = """/multi\nline"""\n',
+    "[honcho]\nnote = '''\n[paths]\nhome = \"/inside\"\n'''\n",
+    '[paths]\nhome = "/a" "/b"\n',
+    '[paths.sub]\nx = 1\n',
+    '[honcho]\nx = [\n "[paths]",\n]\n',
+]
+
+
+@pytest.mark.parametrize(("text", "home"), GLANCED)
+def test_the_idle_check_reads_the_home_of_a_config_at_a_glance_as_tomllib_does(text, home):
+    import tomllib
+
+    from bxmem.start.idle import _glance_home
+
+    assert (tomllib.loads(text).get("paths") or {}).get("home") == home
+    assert _glance_home(text.encode()) == (True, home)
+
+
+@pytest.mark.parametrize("text", UNSURE)
+def test_a_config_written_otherwise_is_left_to_tomllib(text):
+    from bxmem.start.idle import _glance_home
+
+    assert _glance_home(text.encode()) == (False, None)
+
+
+def test_every_config_the_docs_show_is_read_at_a_glance_as_tomllib_reads_it():
+    """The README's sample and every block of docs/config.md: what owners copy."""
+    import re
+    import tomllib
+
+    from bxmem.start.idle import _glance_home
+
+    root = Path(__file__).resolve().parents[1]
+    blocks = [b for doc in ("README.md", "docs/config.md")
+              for b in re.findall(r"```toml\n(.*?)```", (root / doc).read_text(), flags=re.S)]
+    assert len(blocks) >= 2
+    for block in blocks:
+        try:
+            home = (tomllib.loads(block).get("paths") or {}).get("home")
+        except tomllib.TOMLDecodeError:
+            continue  # a fragment
+        assert _glance_home(block.encode()) == (True, home), block[:80]
+
+
+def test_a_config_whose_home_the_glance_gets_wrong_costs_a_real_run_never_skips_one(home, brokerd, monkeypatch,
+                                                                                   config_file, tmp_path):
+    """The summary found in the home the glance names counts only if a run that read this
+    very config version (and resolved that home) wrote it: a home no such run used has none."""
+    from bxmem.start import idle
+
+    monkeypatch.delenv("BOXMAKER_HOME")
+    config_file.write_text(f'[paths]\nhome = "{home}"\n')
+    write_log(home, "s", turn_lines(1, "a", "b"))
+    run_bxmem("decide")
+    assert is_idle(["bxmem", "decide"])
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("BOXMAKER_HOME", str(other))
+    run_bxmem("decide")  # a run in another home, named by the environment, with the same config version
+    monkeypatch.delenv("BOXMAKER_HOME")
+    assert (other / "memory" / "bxmem" / "idle-decide.marshal").exists()
+    monkeypatch.setattr(idle, "_glance_home", lambda data: (True, str(other)))
+    assert not is_idle(["bxmem", "decide"])
+    monkeypatch.setattr(idle, "_glance_home", lambda data: (True, str(home)))
+    assert is_idle(["bxmem", "decide"])

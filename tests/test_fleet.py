@@ -18,7 +18,7 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.policy.retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
-from bxmem.store.outbox import Outbox
+from bxmem.store.outbox import read_checkpoint
 
 HOMES = 12
 T0 = 1_000_000.0
@@ -49,7 +49,7 @@ def load(config, agent_home):
 
 
 def backoff_until(agent_home) -> float | None:
-    box = Outbox.read_checkpoint(agent_home / "memory" / "bxmem")
+    box, _why = read_checkpoint(agent_home / "memory" / "bxmem")
     return box["backoff"]["until"] if box and box.get("backoff") else None
 
 

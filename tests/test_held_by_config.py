@@ -125,7 +125,7 @@ def test_an_edit_is_held_by_what_it_deletes_and_edits_naming_it_wait_behind_it()
 def test_the_runbook_explains_every_held_reason():
     from helpers import ROOT
 
-    text = (ROOT / "bxmem" / "runbook" / "honcho-held-by-config.md").read_text()
+    text = (ROOT / "runbook" / "honcho-held-by-config.md").read_text()
     for reason in (READ_SOURCE, NOT_CONFIGURED, ROLE_CHANGED, ROLE_UNKNOWN, BEHIND_HELD_EDIT, WORKSPACE_REUSED,
                    PEER_IS_THE_AGENT, PEER_LIKE_THE_OWNER, PEER_NOT_A_NAME):
         assert f"| `{reason}` |" in text, reason

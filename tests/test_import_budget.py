@@ -107,6 +107,36 @@ def sent(request: pytest.FixtureRequest) -> None:
     send.run(config_module.load())
 
 
+def the_owners_way(request: pytest.FixtureRequest) -> None:
+    """As the units run the jobs: neither BOXMAKER_HOME nor BXMEM_CONFIG set, the config at
+    its default path naming the home in `[paths]`, as the README's sample does."""
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    config_file: Path = request.getfixturevalue("config_file")
+    xdg = config_file.parent / "xdg-config"
+    (xdg / "boxmaker").mkdir(parents=True)
+    text = f'# bxmem.toml\n[paths]\nhome = "{request.getfixturevalue("home")}"  # the Boxmaker home\n\n'
+    (xdg / "boxmaker" / "bxmem.toml").write_text(text + config_file.read_text())
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.delenv("BOXMAKER_HOME")
+    monkeypatch.delenv("BXMEM_CONFIG")
+
+
+def no_config_file(request: pytest.FixtureRequest) -> None:
+    """Local-only with no config file at all: the home is the default one."""
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    base = request.getfixturevalue("config_file").parent
+    home = request.getfixturevalue("home")
+    (base / "xdg-data").mkdir()
+    # The home at the default path, a directory of its own (bxmem refuses a home that is a link);
+    # the fixture's path leads to it, for the steps that write there.
+    home.rename(base / "xdg-data" / "boxmaker")
+    home.symlink_to(base / "xdg-data" / "boxmaker")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
+    monkeypatch.delenv("BOXMAKER_HOME")
+    monkeypatch.delenv("BXMEM_CONFIG")
+
+
 def steps(*setups: Callable[[pytest.FixtureRequest], None]) -> Callable[[pytest.FixtureRequest], None]:
     def setup(request: pytest.FixtureRequest) -> None:
         for step in setups:
@@ -123,6 +153,13 @@ BUDGETS = [
     Budget("idle decide", ("decide",), steps(refused_honcho, a_new_turn, decided), CLI + HTTP, path="idle"),
     Budget("idle mirror", ("mirror",), steps(refused_honcho, a_new_edit, mirrored), CLI + HTTP, path="idle"),
     Budget("idle send", ("send",), steps(answering_honcho, a_new_turn, decided, sent), CLI + HTTP, path="idle"),
+    # As the units run them: the home found through the config file at its default path.
+    Budget("idle send, the owner's way", ("--quiet", "send"),
+           steps(answering_honcho, the_owners_way, a_new_turn, decided, sent), CLI + HTTP, path="idle"),
+    Budget("idle decide, local-only, the owner's way", ("--quiet", "decide"),
+           steps(local_only, the_owners_way, a_new_turn, decided), CLI + HTTP, path="idle"),
+    Budget("idle mirror, no config file", ("--quiet", "mirror"), steps(no_config_file, a_new_edit, mirrored),
+           CLI + HTTP, path="idle"),
     Budget("lean recall, local only", ("recall", "restic backups", "--json"),
            steps(local_only, a_new_turn, decided, load_config), CLI + HTTP + ("pydantic", *RECALL_SPARED)),
     Budget("lean recall, Honcho refused", ("recall", "restic backups", "--json"),

@@ -43,3 +43,32 @@ def test_a_turn_holding_a_known_prefix_key_goes_nowhere_yet_is_recalled_as_secre
     classes = {hit.text: hit.trust_class for hit in result.hits if hit.source == "local"}
     assert classes == {f"the deploy key is {FAKE_AWS_KEY}\nstored": "secret", "the deploy runs at noon\nok": "private"}
     assert result.trust_class == "secret"
+
+
+def test_a_label_the_index_holds_damaged_in_place_counts_against_trust(home, brokerd, configure):
+    """A byte of index.sqlite3 changed in place (SQLite keeps no checksum of a row): a tag
+    or a class that is none bxmem writes is memory-tainted and secret, never a clean hit."""
+    import sqlite3
+
+    configure(None)
+    write_log(home, "web", turn_lines(1, "read the restic page", "it says prune weekly",
+                                      results=[{"untrusted": True, "class": "private"}]))
+    decide.run(config_module.load())
+    index = home / "memory" / "bxmem" / "index.sqlite3"
+    db = sqlite3.connect(index)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every row in the main file, where a stray write meets it
+    db.close()
+    data = index.read_bytes()
+    # The row's tag and class, not the schema's comments that name them.
+    data = data.replace(b"memory | memory-tainted", b"-").replace(b"public | private", b"-")
+    assert data.count(b"memory-tainted") == 1 and data.count(b"private") == 1
+    data = index.read_bytes()
+    tag, label = data.rindex(b"memory-tainted"), data.rindex(b"private")
+    with open(index, "r+b") as f:  # in place: one letter of the tag, one of the class
+        f.seek(tag + len("memory-tainted") - 1)
+        f.write(b"D")
+        f.seek(label + len("private") - 1)
+        f.write(b"E")
+    result = recall.recall(config_module.load(), "restic", k=10)
+    assert [(hit.tag, hit.trust_class) for hit in result.hits] == [("memory-tainted", "secret")]
+    assert result.untrusted and result.trust_class == "secret"

@@ -43,7 +43,11 @@ BASE = {"decide": ["decide"], "send": ["send"], "mirror": ["mirror"], "undo": ["
         "ask": ["ask", "what changed?"], "sync": ["sync"], "audit": ["audit"], "config check": ["config", "check"],
         "outbox list": ["outbox", "list"], "outbox drop": ["outbox", "drop", "turn:s:1", "--reason", "gone for good"],
         "outbox resend": ["outbox", "resend", "turn:s:1"], "outbox reroute": ["outbox", "reroute", "turn:s:1"],
-        "doctor": ["doctor"]}
+        "doctor": ["doctor"],
+        "artifact record": ["artifact", "record", "--session", "s1", "table.csv", "--summary", "a table"],
+        "artifact resolve": ["artifact", "resolve", "art_" + "a" * 52], "artifact list": ["artifact", "list"],
+        "artifact verify": ["artifact", "verify"], "artifact export": ["artifact", "export", "art_" + "a" * 52, "--to", "/tmp/x"],
+        "artifact rm": ["artifact", "rm", "art_" + "a" * 52]}
 
 
 @dataclass
@@ -85,6 +89,26 @@ class Case:
 
     def down(self) -> None:
         self.config_file.write_text(honcho_config("http://127.0.0.1:9"))
+
+    def artifacts(self) -> None:
+        """Artifact memory on, a session whose exports/ holds table.csv."""
+        self.honcho_on(honcho_config(self.honcho.url) + "\n[artifacts]\n")  # type: ignore[attr-defined]
+        write_log(self.home, "s1", turn_lines(1, "make a table", "done"))
+        folder = self.home / "sessions" / "s1" / "exports"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        (folder / "table.csv").write_bytes(b"a,b\n1,2\n")
+
+    def recorded(self, damaged: bool = False) -> str:
+        self.artifacts()
+        done = bxmem_inprocess(*BASE["artifact record"], "--json")
+        assert done.returncode == 0, done.stderr
+        art = json.loads(done.stdout)["artifact_id"]
+        if damaged:
+            obj = self.home / "memory" / "artifacts" / "objects" / art[4:6] / art
+            os.chmod(obj, 0o600)
+            obj.write_bytes(b"a,b\n1,3\n")
+        return art
 
 
 def _down_brokerd(c: Case) -> list[str]:
@@ -135,6 +159,24 @@ def _asked(c: Case) -> list[str]:
 # The cases beyond the four every command shares (1, 2, 78, 130, generated below):
 # (command, code) -> what sets the state up, returning the command line (without --json).
 SPECIFIC = {
+    ("artifact record", 0): lambda c: (c.artifacts(), BASE["artifact record"])[1],
+    ("artifact record", 5): lambda c: (c.artifacts(), ["artifact", "record", "--session", "s1", "nope.csv"])[1],
+    ("artifact record", 6): lambda c: BASE["artifact record"],  # artifact memory off
+    ("artifact resolve", 0): lambda c: ["artifact", "resolve", c.recorded()],
+    ("artifact resolve", 5): lambda c: (c.artifacts(), BASE["artifact resolve"])[1],
+    ("artifact resolve", 6): lambda c: BASE["artifact resolve"],  # artifact memory off
+    ("artifact resolve", 8): lambda c: ["artifact", "resolve", c.recorded(damaged=True)],
+    ("artifact list", 0): lambda c: (c.recorded(), BASE["artifact list"])[1],
+    ("artifact verify", 0): lambda c: (c.recorded(), BASE["artifact verify"])[1],
+    ("artifact verify", 5): lambda c: (c.recorded(), ["artifact", "verify", "art_" + "b" * 52])[1],
+    ("artifact verify", 8): lambda c: (c.recorded(damaged=True), BASE["artifact verify"])[1],
+    ("artifact export", 0): lambda c: ["artifact", "export", c.recorded(), "--to", str(c.tmp_path / "copy")],
+    ("artifact export", 5): lambda c: (c.recorded(), ["artifact", "export", "art_" + "b" * 52, "--to", str(c.tmp_path / "c")])[1],
+    ("artifact export", 6): lambda c: ["artifact", "export", c.recorded(), "--to", str(c.config_file)],  # exists
+    ("artifact export", 8): lambda c: ["artifact", "export", c.recorded(damaged=True), "--to", str(c.tmp_path / "copy")],
+    ("artifact rm", 0): lambda c: ["artifact", "rm", c.recorded()],
+    ("artifact rm", 5): lambda c: (c.recorded(), BASE["artifact rm"])[1],
+    ("artifact rm", 6): lambda c: (c.recorded(), ["artifact", "rm"])[1],  # nothing named
     ("decide", 0): lambda c: (c.decided(), BASE["decide"])[1],
     ("decide", 3): _down_brokerd,
     ("send", 0): lambda c: BASE["send"],
@@ -174,7 +216,8 @@ SPECIFIC = {
 }
 # Exits whose stdout is the command's own document; every other one is an error document.
 OWN_DOCUMENT = {ExitCode.OK, ExitCode.DEGRADED, ExitCode.ATTENTION}
-OWN_DOCUMENT_TOO = {("recall", ExitCode.UNAVAILABLE), ("ask", ExitCode.UNAVAILABLE), ("doctor", ExitCode.UNAVAILABLE)}
+OWN_DOCUMENT_TOO = {("recall", ExitCode.UNAVAILABLE), ("ask", ExitCode.UNAVAILABLE), ("doctor", ExitCode.UNAVAILABLE),
+                    ("artifact verify", ExitCode.INTEGRITY)}
 
 
 def _raising(exc: BaseException):

@@ -30,7 +30,8 @@ LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 OWNER = Path(__file__).parent / "fixtures" / "ledger-owner"
 # What the outbox fold keeps that it did not then (each decision is final: store/outbox.py).
 ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat",
-               "dropped", "announced", "roles", "hsessions", "mark", "key", "_secret", "_order", "named_wrong")
+               "dropped", "announced", "roles", "hsessions", "mark", "key", "_secret", "_order", "named_wrong",
+               "withdrawn", "_sent_early")
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
 
 

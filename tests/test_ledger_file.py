@@ -104,3 +104,15 @@ def test_the_directory_is_fsynced_once_not_on_every_append(home, brokerd, config
     write_log(home, "s", turn_lines(2, "c", "d"))
     decide.run(config_module.load())
     assert str(home / "memory") not in seen  # the ledger existed: only the state folder's renames
+
+
+def test_a_state_file_holding_a_lone_surrogate_is_written_and_read_back(tmp_path):
+    """Failed before (tests/test_hands_and_clock_properties.py found it): a ledger line whose
+    workspace holds a lone surrogate escape made workspace-roles.json unwritable, and the job
+    that saved it failed with UnicodeEncodeError."""
+    from bxmem.policy.shapes import anything
+    from bxmem.store.state_json import load_json, write_json
+
+    value = {"ws": "\ud800bm0-trusted", "n": 1}
+    write_json(tmp_path / "state.json", value)
+    assert load_json(tmp_path / "state.json", anything) == (value, None)

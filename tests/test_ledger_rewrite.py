@@ -213,3 +213,62 @@ def test_no_timer_run_is_answered_idle_after_the_ledger_is_copied_back(home, bro
     assert is_idle(parse(["bxmem", job]))
     rewrite_in_place(ledger_path(home), copy)
     assert not is_idle(parse(["bxmem", job]))
+
+
+def rewritten(path, how: str, copy: bytes) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    if how == "sorted":
+        rewrite_in_place(path, b"".join(sorted(lines)))
+    elif how == "reversed":
+        rewrite_in_place(path, b"".join(reversed(lines)))
+    else:  # an older copy, from before the owner's undo or drop
+        rewrite_in_place(path, copy)
+
+
+@pytest.mark.parametrize("how", ["sorted", "reversed", "older copy"])
+def test_an_edit_undone_before_it_was_sent_is_never_sent_whatever_the_ledger_says(home, brokerd, honcho, configure,
+                                                                                  how):
+    """The owner undid an entry before send got to it (its item `cancelled`). A ledger whose
+    lines are sorted (the cancellation then comes before the decision), reversed, or an older
+    copy from before the undo put back: the entry is never written to Honcho."""
+    configure(honcho.url)
+    sample.write_journal(home, [{"id": "j1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md",
+                                 "entry": "likes tea"}])
+    mirror.run(load())
+    honcho.stop()
+    send.run(load())  # an outage: the entry waits
+    copy = ledger_path(home).read_bytes()
+    assert bxmem_main("undo", "j1").returncode == 0
+    honcho.start()
+    drain()
+    assert b'"ev":"cancelled","ts"' in ledger_path(home).read_bytes() and honcho.conclusions_in("bm0-trusted") == []
+    write_log(home, "s", turn_lines(1, "more", "to come"))  # the ledger grows past the copy
+    decide.run(load())
+    drain()
+    rewritten(ledger_path(home), how, copy)
+    for _ in range(2):
+        decide.run(load())
+        mirror.run(load())
+    drain(6)
+    assert honcho.conclusions_in("bm0-trusted") == []
+    assert_nothing_misrouted_lost_or_doubled(home, honcho)
+    assert_no_traceback()
+
+
+@pytest.mark.parametrize("how", ["sorted", "reversed", "older copy"])
+def test_an_item_the_owner_dropped_is_never_sent_whatever_the_ledger_says(outage_with_pending, honcho, how):
+    """`bxmem outbox drop` takes an item out for good. A ledger sorted, reversed, or an older
+    copy from before the drop put back: the dropped turn is still never sent."""
+    home = outage_with_pending
+    copy = ledger_path(home).read_bytes()
+    result = bxmem_main("outbox", "drop", "turn:s-clean:1", "--reason", "not for memory")
+    assert result.returncode == 0, result.stderr
+    write_log(home, "later", turn_lines(1, "more", "to come"))
+    decide.run(load())
+    rewritten(ledger_path(home), how, copy)
+    for _ in range(2):
+        decide.run(load())
+    honcho.start()
+    drain(6)
+    assert [m for m in honcho.messages if m["metadata"]["bxmem_item"] == "turn:s-clean:1"] == []
+    assert_no_traceback()

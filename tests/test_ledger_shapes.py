@@ -158,3 +158,25 @@ def test_no_damaged_line_stops_a_fold(lines):
         box, _recovered, _edits = folds(home, ledger_path)
     kept = [line for line in lines if event_problem(line) is None]
     assert box.malformed == len(lines) - len(kept)
+
+
+def test_many_damaged_lines_are_named_a_few_and_counted_all(tmp_path, caplog):
+    """A ledger of thousands of damaged lines (a copy from another version, a bad sed): the
+    fold names the first few and counts the rest in one line, and keeps only those few in
+    memory; sync's count is every one."""
+    from bxmem.store.ledger import MALFORMED_KEPT
+    from bxmem.store.outbox import Outbox
+
+    ledger_path = tmp_path / "honcho.jsonl"
+    Ledger(ledger_path).append(every_kind())
+    damaged_line = json.dumps({"v": 1, "ev": "decided", "item": "turn:old:1", "kind": "turn", "ws": None}) + "\n"
+    with open(ledger_path, "a") as f:
+        f.write(damaged_line * 5000)
+    result = ReadResult()
+    list(Ledger(ledger_path).iter_from(0, result))
+    assert result.skipped == 5000 and len(result.malformed) == len(result.reasons) == MALFORMED_KEPT
+    caplog.set_level("WARNING", logger="bxmem")
+    box = Outbox.load(tmp_path / "state", Ledger(ledger_path))
+    said = [r.getMessage() for r in caplog.records if "malformed line" in r.getMessage()]
+    assert len(said) == MALFORMED_KEPT + 1 and "4,990 more malformed line(s) skipped" in said[-1], said[-2:]
+    assert box.malformed == 5000

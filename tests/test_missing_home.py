@@ -34,13 +34,16 @@ def one_line_78(result, home: Path) -> None:
 
 
 JOBS = [("decide",), ("mirror",), ("send",), ("undo", "j-1"), ("index", "rebuild"),
-        ("outbox", "drop", "turn:s:1", "--reason", "x")]
-READ_ONLY = [("sync",), ("recall", "backups"), ("ask", "what did we decide?"), ("audit",), ("outbox", "list")]
+        ("outbox", "drop", "turn:s:1", "--reason", "x"), ("artifact", "record", "--session", "s", "--", "t.csv"),
+        ("artifact", "rm", "art_" + "a" * 52)]
+READ_ONLY = [("sync",), ("recall", "backups"), ("ask", "what did we decide?"), ("audit",), ("outbox", "list"),
+             ("artifact", "resolve", "art_" + "a" * 52), ("artifact", "list"), ("artifact", "verify"),
+             ("artifact", "export", "art_" + "a" * 52, "--to", "/tmp/never-written")]
 
 
 @pytest.mark.parametrize("command", JOBS + READ_ONLY, ids=" ".join)
 def test_a_missing_home_is_one_line_exit_78_and_nothing_is_created(nowhere, honcho, configure, tmp_path, command):
-    configure(honcho.url)
+    configure(honcho.url, extra="\n[artifacts]\n")
     before = tree(tmp_path)
     one_line_78(bxmem_main(*command), nowhere)
     assert not nowhere.exists() and tree(tmp_path) == before

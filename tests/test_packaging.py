@@ -1,6 +1,6 @@
 """What `pipx install .` installs: a wheel built from the tracked files holds every
-file of the package, its data files and its licence, and nothing the metadata
-promises is missing."""
+file of the package, its data files (the top-level runbook/ and systemd/ among
+them) and its licence, and nothing the metadata promises is missing."""
 
 from __future__ import annotations
 
@@ -18,7 +18,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # The --json output contract: data files that ship only through package-data.
-SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "send", "doctor", "error")}
+SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "decide", "mirror", "send", "doctor", "undo",
+                                                              "sync", "audit", "outbox", "config", "error")}
+# The top-level folders the build step copies into the package (scripts/build_shipped.py).
+SHIPPED = {"runbook": "*.md", "systemd": "bxmem-*"}
+
+
+def shipped_files() -> dict[str, str]:
+    """Each tracked file of a shipped folder, by the name it has in the wheel."""
+    tracked = tracked_files()
+    return {f"bxmem/{name}": name for name in tracked
+            if "/" in name and name.split("/")[0] in SHIPPED and Path(name).match(SHIPPED[name.split("/")[0]])}
 
 
 def tracked_files() -> list[str]:
@@ -71,8 +81,30 @@ def test_the_wheel_holds_every_file_of_the_package(wheel):
     missing = sorted(set(package) - names)
     assert not missing, f"tracked under bxmem/ but not in the wheel: {missing}"
     assert {"bxmem/demo/sample.py", "bxmem/demo/brokerd.py", *SCHEMAS} <= names
+    # runbook/ and systemd/ are sourced at the top of the checkout and ship under bxmem/, byte for byte.
+    shipped = shipped_files()
+    assert {"bxmem/runbook/honcho-unreachable.md", "bxmem/systemd/bxmem-send.service"} <= set(shipped)
+    assert sorted(set(shipped) - names) == [], "a runbook entry or unit template is missing from the wheel"
+    for packaged, source in shipped.items():
+        assert whl.read(packaged) == (ROOT / source).read_bytes(), packaged
+    assert not [n for n in names if n.startswith(("bxmem/runbook/", "bxmem/systemd/")) and n not in shipped]
     # Nothing from the repository beyond the package: the tests (and the AGPL fixture) stay out.
     assert not [n for n in names if not n.startswith(("bxmem/", "bxmem-"))]
+
+
+@pytest.mark.slow  # builds a wheel with pip
+def test_an_installed_wheel_reads_its_own_runbook_and_units_with_no_checkout_beside_it(wheel, tmp_path):
+    """Unpacked where no checkout is (as pipx puts it in a venv of its own): the runbook
+    and the unit templates are the package's copies."""
+    whl, _files = wheel
+    site = tmp_path / "site"
+    whl.extractall(site)
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from bxmem.start.where import shipped; "
+             "from bxmem import runbooks; print(shipped('runbook')); print(shipped('systemd')); "
+             "print(runbooks.text('honcho-unreachable').splitlines()[0])")
+    out = subprocess.run([sys.executable, "-I", "-c", probe, str(site)], cwd=tmp_path, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == [str(site / "bxmem" / "runbook"), str(site / "bxmem" / "systemd"), "# honcho-unreachable"]
 
 
 @pytest.mark.slow  # builds a wheel with pip
@@ -123,6 +155,13 @@ def test_the_editable_install_dev_makes_is_a_plain_path_entry_without_a_warning_
     assert not list(site.glob("__editable___bxmem*finder.py")), "an import hook, not a path entry"
     (pth,) = site.glob("__editable__.bxmem-*.pth")
     assert pth.read_text().split() == [str(source.resolve())]
+    # The runbook and the unit templates are read from the checkout's top level, their source:
+    # nothing is copied into the tree.
+    probe = "from bxmem.start.where import shipped; print(shipped('runbook')); print(shipped('systemd'))"
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == [str(source.resolve() / "runbook"), str(source.resolve() / "systemd")]
+    assert not (source / "bxmem" / "runbook").exists() and not (source / "bxmem" / "systemd").exists()
 
 
 def test_dev_says_what_its_first_run_is_doing_and_later_runs_say_nothing(tmp_path):

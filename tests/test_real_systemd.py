@@ -3,12 +3,13 @@
 Skipped unless set:
 
     BXMEM_SYSTEMD_RIG="bookworm trixie"   # Debian suites to boot (systemd 252, 257)
-    BXMEM_SYSTEMD_RIG_HONCHO=http://127.0.0.1:8000   # a real Honcho, auth off
+    BXMEM_SYSTEMD_RIG_HONCHO=http://127.0.0.1:8000   # a real Honcho
+    BXMEM_SYSTEMD_RIG_ADMIN_JWT=/tmp/honcho-rig/admin.jwt   # its admin JWT, when auth is on (the rig mints keys)
 
 Runs scripts/systemd-rig/run.sh (this repository's own: it needs nothing beside the
 checkout but root, debootstrap and systemd-container, which it installs, and Debian's
-archive) for each suite: the README's own install, unit, upgrade, system-unit and
-uninstall blocks, the sandbox probed from inside each unit, what reaches Honcho, the
+archive) for each suite: the README's own install, setup (bxmem init, config check,
+units install), upgrade, system-unit and uninstall blocks, the sandbox probed from inside each unit, what reaches Honcho, the
 journal of an idle minute and of an outage. Every check is a PASS or FAIL line; this
 test passes when the rig reports no FAIL.
 """
@@ -33,7 +34,8 @@ pytestmark = [
 
 @pytest.mark.parametrize("suite", SUITES)
 def test_the_units_run_as_the_readme_says_under_a_real_systemd(suite):
-    env = {**os.environ, "SDRIG_SUITE": suite, "HONCHO_URL": HONCHO or ""}
+    env = {**os.environ, "SDRIG_SUITE": suite, "HONCHO_URL": HONCHO or "",
+           "SDRIG_ADMIN_JWT": os.environ.get("BXMEM_SYSTEMD_RIG_ADMIN_JWT", "")}
     run = subprocess.run([str(ROOT / "scripts" / "systemd-rig" / "run.sh"), str(ROOT)], env=env,
                          capture_output=True, text=True, timeout=1800)
     lines = run.stdout.splitlines()

@@ -6,6 +6,7 @@ can return, with what the model gets for it."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -263,3 +264,108 @@ def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_f
     assert opened == [] and honcho.requests == []
     bxmem_inprocess("recall", "--json", "--", "restic")  # the probes do see a read
     assert opened and honcho.requests
+
+
+@pytest.fixture
+def artifact_host(fleet, home, brokerd, config_file):
+    """The same host with [artifacts] on: the session `clean` has an exports/ folder."""
+    config_file.write_text(config_file.read_text() + "\n[artifacts]\n")
+    fleet.refresh()
+    exports = home / "sessions" / "clean" / "exports"
+    exports.mkdir(parents=True)
+    os.chmod(exports, 0o700)
+    (exports / "table.csv").write_bytes(b"cohort,response\na,0.4\n")
+    write_log(home, "tainted2", turn_lines(1, "read a page", "ok", results=[{"untrusted": True, "class": "public"}]))
+    (home / "sessions" / "tainted2" / "exports").mkdir(parents=True)
+    os.chmod(home / "sessions" / "tainted2" / "exports", 0o700)
+    (home / "sessions" / "tainted2" / "exports" / "page.txt").write_bytes(b"from the web")
+    return fleet
+
+
+def test_the_artifact_tools_run_end_to_end_as_section_8_says(artifact_host):
+    host = artifact_host
+    assert [t["name"] for t in host.tools()] == ["recall", "ask_memory", "artifact_record", "artifact_resolve"]
+    kept = host.call("artifact_record", {"file": "table.csv", "title": "Cohort table", "summary": "Response by cohort.",
+                                         "tags": ["cohort", "--json"], "source_version": "v1"}, session="clean")
+    _seen(kept)
+    assert (kept.exit, kept.is_error, kept.label) == (0, False, NOTHING_READ)
+    experiment = re.search(r"exp_[a-z2-7]{52}", kept.content).group()
+    got = host.call("artifact_resolve", {"id": experiment, "source_version": "v2"}, session="clean")
+    _seen(got)
+    assert (got.exit, got.is_error) == (0, False)
+    assert got.content.startswith("<<<bxmem artifact ") and "freshness stale" in got.content
+    assert "  | Cohort table" in got.content and "  | tags: cohort, --json" in got.content
+    assert got.label == {"untrusted": False, "class": "private"}
+    path = next(line.removeprefix("path: ") for line in got.content.splitlines() if line.startswith("path: "))
+    assert Path(path).read_bytes() == b"cohort,response\na,0.4\n"
+
+
+def test_resolving_what_a_tainted_session_kept_taints_the_reader(artifact_host):
+    kept = artifact_host.call("artifact_record", {"file": "page.txt", "summary": "what the page said"}, session="tainted2")
+    assert kept.exit == 0 and "untrusted workspace" in kept.content
+    art = re.search(r"art_[a-z2-7]{52}", kept.content).group()
+    got = artifact_host.call("artifact_resolve", {"id": art}, session="clean")
+    assert got.exit == 0 and got.label == {"untrusted": True, "class": "private"}
+
+
+@pytest.mark.parametrize(("tool", "call", "code", "words"), [
+    ("artifact_record", {"file": "../clean/exports/table.csv", "summary": "s"}, 2, "is not one path component"),
+    ("artifact_record", {"file": "nope.csv", "summary": "s"}, 5, "no file 'nope.csv'"),
+    ("artifact_record", {"file": "t.csv", "summary": "x" * 2001}, 2, "--summary is 2,001 characters"),
+    ("artifact_resolve", {"id": "exp_" + "q" * 52}, 5, "is not on this host"),
+    ("artifact_resolve", {"id": "../../etc/passwd"}, 2, "is not an experiment id"),
+])
+def test_the_artifact_tools_refusals_give_the_model_one_line_labelled_as_nothing(artifact_host, tool, call, code, words):
+    result = artifact_host.call(tool, call, session="clean")
+    assert (result.exit, result.is_error, result.label) == (code, True, NOTHING_READ)
+    assert result.content.startswith("bxmem: error: ") and words in result.content
+    assert "memory/artifacts" not in result.content
+
+
+def test_a_link_in_exports_and_damaged_bytes_are_lines_too(artifact_host, home):
+    exports = home / "sessions" / "clean" / "exports"
+    (exports / "link.csv").symlink_to(exports / "table.csv")
+    result = artifact_host.call("artifact_record", {"file": "link.csv", "summary": "s"}, session="clean")
+    assert (result.exit, result.label) == (6, NOTHING_READ) and "symbolic link" in result.content
+    kept = artifact_host.call("artifact_record", {"file": "table.csv", "summary": "s"}, session="clean")
+    art = re.search(r"art_[a-z2-7]{52}", kept.content).group()
+    obj = home / "memory" / "artifacts" / "objects" / art[4:6] / art
+    os.chmod(obj, 0o600)
+    obj.write_bytes(b"cohort,response\na,0.9\n")
+    result = artifact_host.call("artifact_resolve", {"id": art}, session="clean")
+    assert (result.exit, result.is_error, result.label) == (8, True, NOTHING_READ)
+    assert "failed its integrity check" in result.content and str(obj) not in result.content
+
+
+def test_the_model_cannot_name_a_session_or_a_path(artifact_host):
+    result = artifact_host.call("artifact_record", {"file": "table.csv", "summary": "s", "session": "other"}, session="clean")
+    assert (result.exit, result.is_error) == (None, True) and "invalid input" in result.content
+    result = artifact_host.call("artifact_resolve", {"id": "exp_x", "path": "/etc/passwd"}, session="clean")
+    assert result.exit is None and "invalid input" in result.content
+
+
+def test_every_artifact_input_the_schemas_admit_is_answered_with_a_document_or_one_line(artifact_host):
+    """The artifact tools' schemas give names and types alone (the tools budget: docs/decisions.md),
+    so the CLI holds the bounds: whatever a schema admits, generated as tests/test_tool_inputs.py
+    generates recall's, the model gets a result document or one `bxmem: error:` line (section 8),
+    never a failed tool, and a file outside exports/ is never read."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from test_tool_inputs import strategy
+
+    offered = {t["name"]: t["input_schema"] for t in artifact_host.tools()}
+    names = st.sampled_from(["table.csv", "page.txt", "../clean/exports/table.csv", "exports", "/etc/passwd", ".", ""])
+
+    @settings(suppress_health_check=list(HealthCheck), max_examples=15, deadline=None)
+    @given(st.data())
+    def check(data):
+        for tool in ("artifact_record", "artifact_resolve"):
+            call = data.draw(strategy(offered[tool]))
+            if tool == "artifact_record" and data.draw(st.booleans()):
+                call["file"] = data.draw(names)
+            result = artifact_host.call(tool, call, session="clean")
+            assert result.label != FAIL_CLOSED and result.exit in (0, 2, 5, 6, 8), (tool, call, result.exit, result.log)
+            if result.is_error:
+                assert result.content.startswith("bxmem: error: ") and result.label == NOTHING_READ, (call, result.content)
+
+    check()

@@ -27,6 +27,7 @@ from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
 from bxmem.start.sealed import seal, unseal
+from bxmem.store.state_json import write_json
 
 
 def load():
@@ -50,11 +51,19 @@ def added(home, brokerd, honcho, configure):
 
 
 def read(path):
-    return json.loads(path.read_bytes()) if path.suffix == ".json" else marshal.loads(unseal(path.read_bytes()))
+    if path.suffix == ".json":
+        value = json.loads(path.read_bytes())
+        del value["seal"]
+        return value
+    return marshal.loads(unseal(path.read_bytes()))
 
 
 def write(path, value):
-    path.write_bytes(json.dumps(value).encode() if path.suffix == ".json" else seal(marshal.dumps(value)))
+    """As bxmem writes it, sealed (a bxmem that wrote another shape): the shape is what is checked."""
+    if path.suffix == ".json":
+        write_json(path, value)
+    else:
+        path.write_bytes(seal(marshal.dumps(value)))
 
 
 def changed(name, change):

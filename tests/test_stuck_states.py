@@ -349,7 +349,7 @@ def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows
         stuck[f"audit-{kind}"] = "bxmem audit --accept"
     for entry, way_out in stuck.items():
         assert entry in ENTRIES
-        text = (ROOT / "bxmem" / "runbook" / f"{entry}.md").read_text()
+        text = (ROOT / "runbook" / f"{entry}.md").read_text()
         assert "`bxmem sync`" in text and way_out in text, entry
 
 

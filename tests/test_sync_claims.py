@@ -168,7 +168,7 @@ def test_decisions_made_while_local_only_are_counted_and_never_sent(home, broker
     assert bxmem_main("send").returncode == 0
     assert honcho.messages_in("bm0-trusted") == []  # seed 000: Honcho is not rebuilt from the logs
     _code, report = sync_json()
-    assert report["decided_local_only"] == {"turns": 2, "edits": 1}
+    assert report["decided_local_only"] == {"turns": 2, "edits": 1, "cards": 0}
     out = bxmem_inprocess("sync").stdout.splitlines()
     assert "decided while local-only: 2 turn(s), 1 edit(s); never sent (Honcho is not rebuilt from the logs)" in out
 

@@ -44,11 +44,11 @@ def test_the_rest_of_the_output_is_unchanged_after_the_verdict(home, configure):
     report = sync.status(load(), check=False)
     assert sync.lines(report)[0] == report["verdict"]["line"]
     assert sync.lines(report)[1:3] == ["Honcho: http://127.0.0.1:9", "Honcho now: not checked: sync ran without checks"]
-    assert "verdict" in report and set(report) - {"verdict"} == {
-        "mode", "honcho_url", "workspaces", "held", "reused", "failed", "keys_refused", "outage", "broker",
+    assert "verdict" in report and set(report) - {"verdict"} == {  # and the schema's version (bxmem schema sync)
+        "schema", "mode", "honcho_url", "workspaces", "held", "reused", "failed", "keys_refused", "outage", "broker",
         "logs_unreadable", "log_lines_out_of_order", "decided_nowhere", "decided_local_only", "checks", "keys",
         "sent_items", "last_sent", "in_doubt", "dropped_items", "audit", "ledger_malformed_lines",
-        "ledger_repeated_decisions", "attention", "warnings", "future_times"}
+        "ledger_repeated_decisions", "attention", "warnings", "future_times", "artifacts"}
 
 
 def test_pending_items_on_their_way_are_still_all_clear(home, brokerd, honcho, configure):

@@ -24,7 +24,7 @@ def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat(configure):
     for d in defs:
         assert set(d) == {"name", "description", "input_schema"}
         jsonschema.Draft202012Validator.check_schema(d["input_schema"])
-        assert "never instructions" in d["description"] and "explicit corrections come first" in d["description"]
+        assert "never instructions" in d["description"] and "current files, tests and explicit corrections come first" in d["description"]
         assert len(d["description"]) <= 250
     recall_in, ask_in = (d["input_schema"] for d in defs)
     assert set(recall_in["properties"]) == {"query", "k"} and recall_in["required"] == ["query"]
@@ -46,14 +46,15 @@ def test_ask_memory_lists_every_configured_agent_and_takes_them_all(configure):
     names = ["own", "untrusted", "fleet", *AGENTS]
     workspaces = ask_in["properties"]["workspaces"]
     assert workspaces["items"] == {"type": "string", "enum": names}
-    assert (workspaces["minItems"], workspaces["maxItems"], workspaces["uniqueItems"]) == (1, 8, True)
     assert "an agent's name" in workspaces["description"]
     validator = jsonschema.Draft202012Validator(ask_in)
     assert validator.is_valid({"question": "q", "workspaces": names})
     assert not validator.is_valid({"question": "q", "workspaces": ["stranger"]})
-    assert not validator.is_valid({"question": "q", "workspaces": ["own", "own"]})
-    # Every name offered is one ask takes, in the order it reports them.
+    # Every name offered is one ask takes, in the order it reports them; none is `own`, a
+    # name twice is asked once (so the schema spends no tokens on minItems or uniqueItems).
     assert [t.name for t in ask.targets(config_module.load(), names)] == names
+    assert [t.name for t in ask.targets(config_module.load(), [])] == ["own"]
+    assert [t.name for t in ask.targets(config_module.load(), ["own", "fleet", "own"])] == ["own", "fleet"]
 
 
 def test_local_only_offers_recall_alone_and_says_what_it_searches(configure):
@@ -69,7 +70,7 @@ def test_local_only_offers_recall_alone_and_says_what_it_searches(configure):
 def test_without_read_agents_no_agent_is_mentioned(configure):
     configure("http://127.0.0.1:8000")
     workspaces = tools.definitions(config_module.load())[1]["input_schema"]["properties"]["workspaces"]
-    assert workspaces["items"]["enum"] == ["own", "untrusted", "fleet"] and workspaces["maxItems"] == 3
+    assert workspaces["items"]["enum"] == ["own", "untrusted", "fleet"]
     assert "agent's name" not in workspaces["description"]
 
 
@@ -105,12 +106,43 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
     import bxmem
 
-    for name in ("recall", "ask", "send", "doctor", "error"):
+    names = ("recall", "ask", "decide", "mirror", "send", "doctor", "undo", "sync", "audit", "outbox", "config", "artifact-record",
+             "artifact-resolve", "artifact-list", "artifact-verify", "artifact-export", "artifact-rm", "error")
+    listed = bxmem_inprocess("schema")
+    assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == list(names)
+    for name in names:
         result = bxmem_inprocess("schema", name)
         assert (result.returncode, result.stderr) == (0, "")
         shipped = (Path(bxmem.__file__).parent / "schemas" / f"{name}.schema.json").read_text()
         assert result.stdout == shipped.rstrip("\n") + "\n"
         jsonschema.Draft202012Validator.check_schema(json.loads(result.stdout))
-    bad = bxmem_inprocess("schema", "audit")
+        assert f'"schema": {{"const": "bxmem.{name}/' in result.stdout  # the version every document carries
+    bad = bxmem_inprocess("schema", "index")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == "bxmem: error: schema: there are schemas for recall, ask, send, doctor and error, not 'audit'\n"
+    assert bad.stderr == ("bxmem: error: schema: no schema 'index'; the schemas are: recall, ask, decide, mirror, send, "
+                          "doctor, undo, sync, audit, outbox, config, artifact-record, artifact-resolve, "
+                          "artifact-list, artifact-verify, artifact-export, artifact-rm, error\n")
+
+
+def test_the_artifact_tools_are_offered_only_with_artifacts_on(configure):
+    """Failed before: there were none. Offered after recall and ask, never a tool that
+    deletes, lists or exports (the owner's commands are not the model's)."""
+    configure("http://127.0.0.1:8000", extra=READS)
+    assert [d["name"] for d in tools.definitions(config_module.load())] == ["recall", "ask_memory"]
+    configure("http://127.0.0.1:8000", extra=READS + "\n[artifacts]\n")
+    defs = tools.definitions(config_module.load())
+    assert [d["name"] for d in defs] == ["recall", "ask_memory", "artifact_record", "artifact_resolve"]
+    record_in, resolve_in = defs[2]["input_schema"], defs[3]["input_schema"]
+    for schema in (record_in, resolve_in):
+        jsonschema.Draft202012Validator.check_schema(schema)
+    assert set(record_in["properties"]) == {"file", "title", "summary", "tags", "source_version"}
+    assert record_in["required"] == ["file", "summary"] and record_in["additionalProperties"] is False
+    assert set(resolve_in["properties"]) == {"id", "source_version"} and resolve_in["required"] == ["id"]
+    # Nothing the model chooses names a session, a path, a project or a peer.
+    assert not {"session", "path", "agent", "workspace"} & (set(record_in["properties"]) | set(resolve_in["properties"]))
+    assert "never instructions" in defs[3]["description"]
+    configure("http://127.0.0.1:8000", extra="\n[artifacts]\nenabled = false\n")
+    assert [d["name"] for d in tools.definitions(config_module.load())] == ["recall", "ask_memory"]
+    configure(None)
+    (config_module.load().path).write_text("[artifacts]\n")
+    assert [d["name"] for d in tools.definitions(config_module.load())] == ["recall", "artifact_record", "artifact_resolve"]

@@ -120,6 +120,8 @@ def test_sync_and_decide_say_it_cannot_be_read(denied):
                for line in sync.lines(status))
     result = bxmem_inprocess("decide", "--json")  # within the minute: not tried, still counted
     assert result.returncode == 3 and json.loads(result.stdout)["logs_unreadable"] == 1
+    shown = bxmem_inprocess("sync", "--json")  # validated against bxmem/schemas/sync.schema.json
+    assert shown.returncode == 4 and json.loads(shown.stdout)["logs_unreadable"][0]["log"] == str(path)
 
 
 def test_a_read_that_fails_part_way_keeps_what_ended_and_retries(clean, monkeypatch):

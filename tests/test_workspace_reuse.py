@@ -291,6 +291,21 @@ def test_the_read_path_folds_the_ledger_when_its_copy_is_gone_or_behind(swapped_
     assert ask.ask(config, "restic?", ["own"]).answers[0].tag == "memory-tainted"
 
 
+def test_the_copy_changed_in_place_is_not_believed(swapped_after_sending, home):
+    """The copy edited in place, its shape kept (the untrusted writes taken out of it, as
+    an editor or a partial restore could leave it): it is folded from the ledger instead,
+    and ask still calls what this agent wrote untrusted memory-tainted."""
+    path = home / "memory" / "bxmem" / workspace_roles.SIDECAR
+    saved = json.loads(path.read_bytes())
+    assert saved["roles"]["bm0-untrusted"]["written"] == {"untrusted": "turn:web:1"}
+    saved["roles"]["bm0-untrusted"]["written"] = {"trusted": "turn:web:1"}
+    with open(path, "r+b") as f:  # in place: the file keeps its inode
+        f.write(json.dumps(saved, separators=(",", ":")).encode())
+        f.truncate()
+    answer = ask.ask(load(), "restic?", ["own"]).answers[0]
+    assert answer.tag == "memory-tainted" and "as its untrusted workspace (first turn:web:1)" in answer.note
+
+
 def test_the_copy_is_caught_up_with_the_ledgers_tail(home, both_sent):
     state = home / "memory" / "bxmem"
     saved = json.loads((state / workspace_roles.SIDECAR).read_text())

@@ -2,9 +2,10 @@
 
 Every command is declared in start/registry.py (its name, exit codes and, for
 the lean commands, options); here typer learns its arguments and help. The
-cli/ package is the only one that imports typer or rich: this module and
-cli/owner.py (the owner's `outbox` commands) declare the commands,
-cli/common.py holds what both share, cli/output.py writes what they print.
+cli/ package is the only one that imports typer or rich: this module,
+cli/owner.py (the owner's `outbox` commands), cli/agent.py (the agent's tools)
+and cli/host.py (`init`, `units`) declare the commands, cli/common.py holds what
+they share, cli/output.py writes what they print and cli/help.py what --help does.
 Each command parses, calls the core, and hands the result to cli/output.py;
 the lean commands call the same function the lean path runs
 (commands/run.py). Everything it calls can be used and tested without it.
@@ -16,13 +17,15 @@ from pathlib import Path
 
 import typer
 
-from bxmem.cli import output
+from bxmem.cli import agent, help, output
+from bxmem.cli.artifacts import artifact_app
 from bxmem.cli.common import CONFIG_HELP, JSON_OPTION, QUIET_HELP, VERBOSE_HELP, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
+from bxmem.cli.help import AGENT, OWNER, START, TIMER_JOBS
+from bxmem.cli.host import doctor, init, metrics, units_app
 from bxmem.cli.owner import outbox_app
 from bxmem.cli.progress import index_rebuild_bar
 from bxmem.commands import run
-from bxmem.commands.recall import DEFAULT_K, MAX_K
 from bxmem.errors import BxmemError, ExitCode, Incomplete, Refused, UsageError, boundary
 from bxmem.start.version import __version__
 from bxmem.store.paths import check_named, config_source
@@ -36,11 +39,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: stable for docs/cli.md, readable in any terminal
 )
-config_app = typer.Typer(help="Inspect bxmem's configuration.", no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(config_app, name="config")
-index_app = typer.Typer(help="The local search index.", no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(index_app, name="index")
-app.add_typer(outbox_app, name="outbox")
+config_app = typer.Typer(help="Check bxmem's configuration and show what it resolves to.", no_args_is_help=True,
+                         rich_markup_mode=None)
+app.add_typer(config_app, name="config", rich_help_panel=START)
+app.add_typer(units_app, name="units", rich_help_panel=START)
+index_app = typer.Typer(help="Rebuild the local search index that recall reads.", no_args_is_help=True,
+                        rich_markup_mode=None)
+app.add_typer(index_app, name="index", rich_help_panel=OWNER)
+app.add_typer(outbox_app, name="outbox", rich_help_panel=OWNER)
+app.add_typer(artifact_app, name="artifact", rich_help_panel=OWNER)
 
 
 def _version(value: bool) -> None:
@@ -60,131 +67,105 @@ def main(
     ctx.obj = Options(config=config, verbose=verbose, quiet=quiet)
 
 
-@app.command()
+@app.command(rich_help_panel=TIMER_JOBS)
 @exits
 @global_options_too
 def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
-    """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger."""
+    """Decide where each newly finished turn in loopd's logs goes, and record it in the ledger.
+
+    brokerd's labels and loopd's together decide it: the trusted workspace, the
+    untrusted one, or nowhere, and why. A timer runs it every few seconds; a run
+    with nothing new costs about a bare interpreter start.
+
+    Examples:
+    bxmem decide
+    bxmem decide --json
+    """
     options: Options = ctx.obj
     return run.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
                       progress=output.BacklogProgress(options.quiet), index_progress=index_rebuild_bar)
 
 
-@app.command()
+@app.command(rich_help_panel=TIMER_JOBS)
 @exits
 @global_options_too
 def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
          now: bool = typer.Option(False, "--now", help="Try Honcho now, without waiting out the outage backoff (items "
                                                        "in doubt still wait to be looked up: nothing is sent twice).")) -> int:
-    """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first."""
+    """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first.
+
+    Every run says what holds the rest up: an outage, a refused key, items in
+    doubt or held by the configuration (bxmem sync shows them all).
+
+    Examples:
+    bxmem send
+    bxmem send --now --json
+    """
     options: Options = ctx.obj
     return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
 
 
-@app.command()
+@app.command(rich_help_panel=TIMER_JOBS)
 @exits
 @global_options_too
 def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
-    """Decide what each new memory edit in memoryd's journal does in Honcho, and record it."""
+    """Decide what each new memory edit in memoryd's journal does in Honcho, and record it.
+
+    Identity entries and trusted notes become conclusions, untrusted notes
+    fleet messages; flagged notes stay local.
+
+    Examples:
+    bxmem mirror
+    bxmem mirror --json
+    """
     options: Options = ctx.obj
     return run.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
                       index_progress=index_rebuild_bar)
 
 
-@app.command()
+@app.command(rich_help_panel=OWNER)
 @exits
 @global_options_too
 def undo(
     ctx: typer.Context,
-    edit_id: str = typer.Argument(..., help="The journal id of the edit to take back."),
+    edit_id: str = typer.Argument(..., metavar="EDIT_ID", help="The journal id of the edit to take back."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what would happen, write nothing."),
     as_json: bool = JSON_OPTION,
 ) -> int:
-    """Take back a memory edit: journal an undo and reverse it in Honcho at the next send."""
+    """Take back a memory edit: journal an undo and reverse it in Honcho at the next send.
+
+    Its conclusions are deleted (and any it deleted written again), a fleet note
+    gets a retraction beside it, and an edit not sent yet is never sent.
+
+    Examples:
+    bxmem undo j-20261201-7 --dry-run
+    bxmem undo j-20261201-7
+    """
     from bxmem.commands import undo as undo_job  # deferred: command
 
     return output.show(undo_job.run(_setup(ctx, "undo"), edit_id, dry_run=dry_run), as_json)
 
 
-@app.command()
-@exits
-@global_options_too
-def recall(
-    ctx: typer.Context,
-    query: list[str] = typer.Argument(..., help="What to look for: plain words, one query (no search syntax)."),
-    k: str | None = typer.Option(None, "-k", metavar="N", show_default=False,
-                                 help=f"At most this many hits, interleaved across sources: 1 to {MAX_K}, default {DEFAULT_K}."),
-    as_json: bool = JSON_OPTION,
-    explain: bool = typer.Option(False, "--explain", help="After each hit, how it was found: the query's words it holds, "
-                                                          "its rank by them and in Honcho's search (--json always says)."),
-) -> int:
-    """Search the local index and the fleet in parallel; label every hit so the caller can taint the session."""
-    options: Options = ctx.obj
-    # Several words are one query, as start/grammar.py joins them for the lean path.
-    return run.recall(query=" ".join(query), config=options.config, k=k, json=as_json, explain=explain,
-                      verbose=options.verbose, quiet=options.quiet)
+app.command("recall", rich_help_panel=AGENT)(agent.recall)
+app.command("ask", rich_help_panel=AGENT)(agent.ask)
+app.command("tools", rich_help_panel=AGENT)(agent.tools)
+app.command("schema", rich_help_panel=AGENT)(agent.schema)
 
 
-@app.command()
-@exits
-@global_options_too
-def ask(
-    ctx: typer.Context,
-    question: str = typer.Argument(..., help="At most 2,000 characters."),
-    workspace: list[str] = typer.Option([], "--workspace", "-w", metavar="NAME",
-                                        help="own (default), untrusted, fleet, or an agent from [[honcho.read]]; repeatable."),
-    reasoning: str = typer.Option("minimal", "--reasoning", metavar="LEVEL", help="minimal (default) or low."),
-    deadline: float = typer.Option(160.0, "--deadline", metavar="SECONDS", hidden=True,
-                                   help="The whole command's deadline (tests and the bench shorten it)."),
-    as_json: bool = JSON_OPTION,
-) -> int:
-    """Ask Honcho's dialectic about named workspaces (two chats at a time, 160 s in all); answers are labelled like recall hits."""
-    from bxmem.commands import ask as ask_module  # deferred: command
-
-    config = _setup(ctx, "ask")
-    return output.show(ask_module.ask(config, question, workspace, reasoning, deadline), as_json)
-
-
-@app.command()
-@exits
-@global_options_too
-def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
-                                  help="anthropic (default: name, description, input_schema) or openai (function calling).")) -> int:
-    """Print the tool definitions for the host's tools array, as JSON: recall, and ask_memory unless local-only.
-
-    Generated from the configuration: ask_memory's workspaces are the names ask
-    takes (own, untrusted, fleet and each [[honcho.read]] agent).
-    """
-    from bxmem.commands import tools as tools_module  # deferred: command
-
-    config = _setup(ctx, "tools")
-    return output.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
-
-
-SCHEMAS = ("recall", "ask", "send", "doctor", "error")
-
-
-@app.command()
-@exits
-@global_options_too
-def schema(ctx: typer.Context, name: str = typer.Argument(..., metavar="recall|ask|send|doctor|error",
-                                                         help="Whose --json output: recall, ask, send, doctor, or any "
-                                                              "command's error document.")) -> int:
-    """Print the JSON Schema of `recall --json` or `ask --json` (the contract a host validates the output against), `send --json`, `doctor --json`, or the error document."""
-    check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
-    if name not in SCHEMAS:
-        raise UsageError(f"schema: there are schemas for {', '.join(SCHEMAS[:-1])} and {SCHEMAS[-1]}, not {name!r}")
-    # The files the package ships (bxmem/schemas/), printed as they are.
-    text = (Path(__file__).parent.parent / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8")
-    return output.show_text(text.rstrip("\n"))
-
-
-@app.command()
+@app.command(rich_help_panel=OWNER)
 @exits
 @global_options_too
 def runbook(ctx: typer.Context,
-            name: str | None = typer.Argument(None, metavar="NAME", help="The entry to print (default: list them).")) -> int:
-    """Print a runbook entry: what a state bxmem reports means and what to do (log lines name the entry)."""
+            name: str | None = typer.Argument(None, metavar="NAME", show_default=False,
+                                              help="The entry to print (default: list them).")) -> int:
+    """Print a runbook entry: what a state bxmem reports means, and what to do about it.
+
+    Every log line, error and attention line that needs the owner names its entry.
+
+    Examples:
+    bxmem runbook
+    bxmem runbook honcho-unreachable
+    """
     check_named(*config_source(ctx.obj.config))  # needs no config, but a named one that is missing is a mistake
     return output.show_runbook(name)
 
@@ -193,7 +174,13 @@ def runbook(ctx: typer.Context,
 @exits
 @global_options_too
 def index_rebuild(ctx: typer.Context) -> int:
-    """Rebuild the local index from the ledger, the logs and the journal."""
+    """Rebuild the local index from the ledger, the logs and the journal.
+
+    decide and mirror keep it up to date; a rebuild is for an index deleted or damaged.
+
+    Examples:
+    bxmem index rebuild
+    """
     from bxmem.commands import index_fold  # deferred: command
     from bxmem.store import index  # deferred: command
 
@@ -206,7 +193,7 @@ def index_rebuild(ctx: typer.Context) -> int:
     return output.index_rebuilt(applied, index.Index.for_state(config.paths.state).count())
 
 
-@app.command()
+@app.command(rich_help_panel=OWNER)
 @exits
 @global_options_too
 def sync(
@@ -214,7 +201,17 @@ def sync(
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Send the failed items again (bxmem outbox resend --all-failed)."),
     as_json: bool = JSON_OPTION,
 ) -> int:
-    """Show where everything stands: outbox per workspace, failures, refused keys, outages, brokerd."""
+    """Show where everything stands: the outbox per workspace, what holds items up, and what needs the owner.
+
+    brokerd, Honcho and the key files are checked as it reports, with the time;
+    each attention line names its runbook entry and the command that gets out of
+    it, and sync then exits 4.
+
+    Examples:
+    bxmem sync
+    bxmem sync --json
+    bxmem sync --retry-failed
+    """
     from bxmem.commands import sync as sync_module  # deferred: command
 
     config = _setup(ctx, "sync")
@@ -227,7 +224,7 @@ def sync(
     return output.show_sync(report, as_json)
 
 
-@app.command()
+@app.command(rich_help_panel=OWNER)
 @exits
 @global_options_too
 def audit(ctx: typer.Context,
@@ -235,7 +232,15 @@ def audit(ctx: typer.Context,
                                            help="Accept this finding (its id, as audit lists it): later audits set it aside; repeatable."),
           reason: str | None = typer.Option(None, "--reason", metavar="TEXT", help="Why, with --accept (kept in the ledger)."),
           as_json: bool = JSON_OPTION) -> int:
-    """Read the agent's own workspaces back from Honcho and hold them against the ledger."""
+    """Read the agent's own workspaces back from Honcho and hold them against the ledger.
+
+    Every discrepancy gets an id; --accept sets one aside for good, with the
+    owner's reason kept in the ledger.
+
+    Examples:
+    bxmem audit
+    bxmem audit --accept missing:boxmaker0-trusted:turn:s-clean:1#0 --reason "deleted on purpose"
+    """
     from bxmem.commands import audit as audit_module  # deferred: command
     from bxmem.honcho.client import HonchoError  # deferred: command
 
@@ -253,7 +258,7 @@ def audit(ctx: typer.Context,
     return output.show(report, as_json)
 
 
-@app.command()
+@app.command(rich_help_panel=START)
 @exits
 def demo(
     honcho: str | None = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
@@ -266,6 +271,11 @@ def demo(
     The temporary home is removed at the end unless --keep is given. With --honcho, each
     run sends to three new workspaces named for it, and prints their names; it never
     writes to a workspace an earlier run or a real agent uses.
+
+    Examples:
+    bxmem demo
+    bxmem demo --honcho http://127.0.0.1:8000
+    bxmem demo --keep /tmp/bxmem-demo
     """
     from bxmem.demo.run import run_demo  # deferred: command
     from bxmem.log import log, setup  # deferred: command
@@ -275,47 +285,28 @@ def demo(
     return output.show_demo(run_demo(honcho, keep), honcho)
 
 
-@app.command()
-@exits
-@global_options_too
-def doctor(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
-    """Check the whole setup, one line each, with when: the config and the home and their modes, each key file and each key on Honcho, Honcho's clock, version and chat, brokerd, the units, the outbox, Honcho's queue.
-
-    Honcho, brokerd and systemd are asked at once, each within 5 s (brokerd 2 s),
-    so doctor waits 5.5 s at most for them; nothing is created or changed. Each
-    failed line names the runbook entry that gets out of it. Exit 4 when a check
-    failed, 7 when Honcho did not answer.
-    """
-    from bxmem.commands import doctor as doctor_module  # deferred: command
-
-    config = _setup(ctx, "doctor")
-    return output.show(doctor_module.run(config, ctx.obj.config), as_json)
-
-
-@app.command()
-@exits
-@global_options_too
-def metrics(ctx: typer.Context,
-            to: Path | None = typer.Option(None, "--output", metavar="FILE",
-                                           help="Write to FILE atomically (a temporary file beside it, renamed), "
-                                                "mode 644, for node_exporter's textfile collector.")) -> int:
-    """Print bxmem's state as Prometheus metrics (the outbox, the outage, refused keys, each job's last run, Honcho's queue), with no text, item id, key or path.
-
-    Honcho's queue is read within 2 s; a Honcho that does not answer is a metric
-    (bxmem_honcho_queue_up 0), not an error.
-    """
-    from bxmem.commands import metrics as metrics_module  # deferred: command
-
-    config = _setup(ctx, "metrics")
-    return output.show_metrics(metrics_module.render(config), to)
+app.command("init", rich_help_panel=START)(init)  # after the demo: what a newcomer tries first comes first
+app.command("doctor", rich_help_panel=START)(doctor)
+app.command("metrics", rich_help_panel=TIMER_JOBS)(metrics)
 
 
 @config_app.command("check")
 @exits
 @global_options_too
 def config_check(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
-    """Validate bxmem.toml and print the resolved paths and workspaces (never a key)."""
+    """Validate bxmem.toml and print the resolved paths and workspaces (never a key).
+
+    Each key file is read as every command reads it; what is legal but likely a
+    mistake is a warning.
+
+    Examples:
+    bxmem config check
+    bxmem --config ~/.config/boxmaker/other.toml config check --json
+    """
     return output.config_check(_setup(ctx, "config"), as_json)
+
+
+help.apply(app)  # every command declared: give each the help cli/help.py prints
 
 
 def run_cli(args: list[str]) -> int:
@@ -337,13 +328,17 @@ _CLICK_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.
 
 def _run_typer(args: list[str]) -> int:
     """typer's parse and run. A usage error is one line, through the boundary like
-    every other error (click's own is a usage block, a hint and a blank line); a
-    command line with nothing after `bxmem` still gets the help."""
+    every other error (click's own is a usage block, a hint and a blank line);
+    `bxmem` alone says where to start, a group alone (`bxmem outbox`) gets its help."""
     command = typer.main.get_command(app)
     try:
         code = command.main(args=args, prog_name="bxmem", standalone_mode=False)
     except _CLICK_ERROR as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
+            if not args:  # `bxmem` alone: where a new owner starts
+                from bxmem.start.registry import BY_NAME  # deferred: help
+
+                return output.show_text(help.first_steps({name.split()[0] for name in BY_NAME} | set(BY_NAME)).rstrip("\n"))
             exc.show()  # type: ignore[attr-defined]  # a click UsageError
             return int(exc.exit_code)  # type: ignore[attr-defined]
         raise UsageError(_usage_line(exc)) from None

@@ -65,6 +65,9 @@ class BacklogProgress:
             self.bar.stop()
 
 
+CONFIG_SCHEMA = "bxmem.config/1"  # `config check --json` (bxmem/schemas/config.schema.json)
+
+
 def _home_warning(config) -> str | None:
     """A home that is not there is no fault of the file, but every job would stop on it (exit 78)."""
     try:
@@ -84,6 +87,7 @@ def config_check(config, as_json: bool) -> int:
         read_key(ws)  # raises ConfigInvalid for an unreadable or exposed key file
         workspaces.append({"role": ws.role, "workspace": ws.name, "key": str(ws.key_file) if ws.key_file else None})
     result = {
+        "schema": CONFIG_SCHEMA,
         "config": str(config.path),
         "config_exists": config.path.exists(),
         "home": str(config.paths.home),

@@ -48,19 +48,22 @@ from bxmem.honcho.answers import is_honcho_id
 from bxmem.policy import shown
 from bxmem.policy.shapes import dict_of, integer, record, string
 from bxmem.policy.write_policy import WRITE_ROLES, roles_of, writable
-from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, now_iso
 from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT, accepted
 from bxmem.store.outbox import Outbox
+from bxmem.store.state_json import load_json, write_json
 
 # The whole command's deadline: no request starts after it and none runs past it
 # (each also ends within honcho.request_deadline_s()). Past it the audit is
 # incomplete (exit 7), never hung. A legitimate audit of 100,000 messages takes
 # about a thousand requests, some 30 s.
 DEADLINE_S = 300.0
+SCHEMA = "bxmem.audit/1"  # `audit --json` (bxmem/schemas/audit.schema.json)
 SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
 # audit.json as AuditReport.summary writes it; of any other shape it is not shown (the next audit writes it again).
 SUMMARY_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "accepted": integer(0)})
+# An edit's or a card's actions that write messages (their ids are in its `sent` line's results).
+MESSAGE_ACTIONS = ("fleet-message", "retract", "card", "retract-card")
 # Every kind of finding; each has its runbook entry, audit-<kind>.
 KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
          "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
@@ -110,7 +113,7 @@ class AuditReport:
 
     # What the command prints (cli/output.py's show writes it): the report knows its own output.
     def as_json(self) -> dict:
-        return {"workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
+        return {"schema": SCHEMA, "workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
                 "discrepancies": self.discrepancies, "not_audited": self.not_audited, "accepted": self.accepted}
 
     def lines(self) -> list[str]:
@@ -163,7 +166,7 @@ def _expected(config: Config) -> tuple[Expected, Outbox]:
                 expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(ev.get("ids")))
             results = ev.get("results")
             for result in results if isinstance(results, list) else []:
-                if isinstance(result, dict) and result.get("do") in ("fleet-message", "retract") and result.get("ids"):
+                if isinstance(result, dict) and result.get("do") in MESSAGE_ACTIONS and result.get("ids"):
                     expected.sent[ev["item"]] = (ev.get("ws"), _recorded_ids(result["ids"]))
     box = Outbox.load(config.paths.state, ledger)
     return expected, box

@@ -9,10 +9,9 @@ A run spends at most RUN_BUDGET_S on the logs and brokerd's answers (see its com
 Sessions not reached wait for the next run, which starts where this one stopped, so a slow
 or hostile session cannot keep the others waiting.
 
-If brokerd cannot answer, the session's turns wait undecided in decide's state and are
-decided on a later run from the state then. brokerd's labels only ever rise (untrusted is
-sticky, class only goes up) and the log's flags are taken as of the later run too, so a late
-decision can only move a turn towards untrusted or nowhere.
+If brokerd cannot answer, the session's turns wait undecided in decide's state and are decided on a later run
+from the state then. brokerd's labels only ever rise (untrusted is sticky, class only goes up) and the log's
+flags are taken as of the later run too, so a late decision can only move a turn towards untrusted or nowhere.
 """
 
 from __future__ import annotations
@@ -46,9 +45,9 @@ from bxmem.sources.loopd import (
 )
 from bxmem.start.idle import access_fingerprint, ledger_tail, stat_fingerprint, write_summary
 from bxmem.store import local_key
-from bxmem.store.files import write_json
 from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.ledger_events import DecidedTurn, decided_turn
+from bxmem.store.state_json import write_json
 
 FLUSH_EVERY = 1000
 # The logs and brokerd's answers get this long; a run then ends within about 45 s (one more
@@ -61,6 +60,7 @@ SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
 # (or within a second with systemd/bxmem-decide.path) instead of five seconds.
 DORMANT_AFTER_S = 3600.0
 SWEEP_EVERY_S = 60.0
+SCHEMA = "bxmem.decide/1"  # `decide --json` (bxmem/schemas/decide.schema.json)
 
 
 @dataclass
@@ -87,7 +87,7 @@ class DecideReport:
         return "another decide is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
+        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
                 "broker_problem": self.broker_problem, "broker_unavailable_since": self.broker_down_since,
                 "skipped_lines": self.skipped_lines, "sessions_waiting": self.sessions_waiting,
                 "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why(),

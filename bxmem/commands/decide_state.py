@@ -39,10 +39,10 @@ from bxmem.policy.shapes import (
 )
 from bxmem.sources import cursor
 from bxmem.sources.loopd import MAX_TURN, new_cursor
-from bxmem.store.files import load_json
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
+from bxmem.store.state_json import load_json, say_unusable
 
 STATE_FILE = "decide.json"
 # A log that cannot be read (permission denied, an I/O error) is tried again this
@@ -94,18 +94,25 @@ def read(state_dir: Path) -> tuple[dict | None, str | None]:
     """decide.json as last saved: (state, None); (None, None) when there is none or
     it is of another version (read again from the logs and the ledger, as
     planned); (None, why) when it cannot be used."""
-    state, why = load_json(state_dir / STATE_FILE, record({"v": anything}))
+    state, why = load_json(state_dir / STATE_FILE, _any_version)
     if state is None or state["v"] != STATE_VERSION:
         return None, why
-    why = problem(state, SHAPE)
-    return (state, None) if why is None else (None, why)
+    return state, None
+
+
+def _any_version(value: object) -> str | None:
+    """SHAPE, for a state of this version; another version is read again as planned."""
+    why = problem(value, record({"v": anything}))
+    if why is None and value["v"] != STATE_VERSION:  # type: ignore[index]
+        return None
+    return why or problem(value, SHAPE)
 
 
 def load(state_dir: Path) -> dict:
     state, why = read(state_dir)
     if why is not None:
         # Every log is read again (its taint is in its lines) and the ledger says which turns are decided.
-        log.warning(f"{state_dir / STATE_FILE}: {why}; rebuilt from the logs and the ledger")
+        say_unusable(state_dir / STATE_FILE, why, "rebuilt from the logs and the ledger")
     # None: lost, or written by a version that kept only the highest decided turn.
     return state if state is not None else fresh_state()
 

@@ -1,7 +1,8 @@
 """The skeleton the three timer jobs share, written once.
 
 lock → state (read, then recovered from the ledger) → the job's work →
-save (state, then the idle summary) → unlock → index refresh. A second run
+save (state, then the idle summary) → unlock → index refresh (and the artifact
+cards' catalog, when it is gone or stale). A second run
 of the same job finds the lock taken and reports busy; the lock is on the
 ledger (store/files.py's JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
 only a finished run (a crash is recovered from the ledger next time); send
@@ -61,4 +62,8 @@ def run_locked(config: Config, name: str, report: R, load: Callable, work: Calla
                 os.unlink(summary_path(config.paths.state, name))
             except FileNotFoundError:
                 pass
+        if os.path.isdir(config.paths.artifacts / "cards"):
+            from bxmem.commands.artifact_recall import refresh as refresh_cards  # deferred: command (only with a store)
+
+            refresh_cards(config)  # the cards' catalog, made again here if it is gone or stale
     return report

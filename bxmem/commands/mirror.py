@@ -38,13 +38,14 @@ from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
 from bxmem.sources.loopd import session_id_problem
 from bxmem.start.idle import ledger_tail, write_summary
 from bxmem.store import local_key
-from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult, edit_item
 from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decided
 from bxmem.store.ledger_shapes import ACTIONS
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
+from bxmem.store.state_json import load_json, say_unusable, write_json
 
 STATE_FILE = "mirror.json"
+SCHEMA = "bxmem.mirror/1"  # `mirror --json` (bxmem/schemas/mirror.schema.json)
 KEY_FILE = local_key.KEY_FILE
 
 
@@ -60,7 +61,7 @@ class MirrorReport:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"busy": self.busy, "decided": dict(sorted(self.decided.items())),
+        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())),
                 "skipped_lines": self.skipped_lines, "local_only": config.local_only}
 
     def summary(self, config: Config) -> str | None:
@@ -107,7 +108,7 @@ def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
 def _load_state(state_dir: Path, secret: bytes) -> dict:
     state, why = read_state(state_dir)
     if why is not None:
-        log.warning(f"{state_dir / STATE_FILE}: {why}; rebuilt from the journal and the ledger")
+        say_unusable(state_dir / STATE_FILE, why, "rebuilt from the journal and the ledger")
     if state is not None and state.get("key_id") != _key_id(secret):
         # Its live map is keyed with another secret: every lookup would miss, and a
         # remove would be decided "never mirrored". Rebuilt from the journal and ledger.

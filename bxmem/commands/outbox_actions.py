@@ -35,10 +35,10 @@ from typing import TypeVar
 from bxmem.commands.send.plan import checked_against, sendable
 from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
-from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, UsageError, cite_runbook
+from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, StorageError, UsageError, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import next_try
+from bxmem.policy.ledger_time import age_text, format_time, parse_time
+from bxmem.policy.retry import ALONE, held_by, next_try
 from bxmem.policy.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 from bxmem.store import ledger_events
 from bxmem.store.files import JobLock
@@ -81,7 +81,7 @@ class Survey:
         blocked: dict[object, dict] = {}  # what an in-doubt item holds back (retry.Hold) -> its entry
         for key in queue if survey.doubt else ():
             record = box.pending[key]
-            holds = "edits" if record[KIND] == "edit" else (record[WS], record[SESSION])
+            holds = held_by(record[KIND], record[WS], record[SESSION])
             if key in survey.doubt:
                 blocked.setdefault(holds, survey.doubt[key])
             elif holds in blocked:
@@ -213,16 +213,6 @@ def outage_line(outage: dict) -> str:
             + (f" ({by})" if by else "") + ", and go by themselves once Honcho answers" + cite_runbook("honcho-unreachable"))
 
 
-def age_text(seconds: float | None) -> str:
-    """A duration as sync says it: 40 s, 4.0 min, 2.5 h, 1.2 d."""
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
-
-
 # What gets an item of each state out (`list`), as the runbook entries say it.
 WAYS_OUT = {"failed": "bxmem outbox resend (once the cause is fixed) or drop",
             "held": "bxmem outbox reroute or drop (or restore the configuration)",
@@ -287,7 +277,23 @@ def _act(survey: Survey, action: str, items: list[str], all_failed: bool, all_he
             result.left.append({"item": key, "why": str(exc)})
     if events and not dry_run:
         survey.ledger.append(events)
+        _remember(survey)
     return result
+
+
+def _remember(survey: Survey) -> None:
+    """The outbox as the action left it, saved under send's lock: a ledger put back from an
+    older copy before send's next run would otherwise lose what was dropped, which the
+    checkpoint keeps out for good (Outbox.withdrawn). A checkpoint that cannot be written
+    is the next send's to fold."""
+    state = survey.config.paths.state
+    if not state.is_dir():
+        return  # deleted with memory/bxmem/: the next send folds the ledger whole
+    try:
+        survey.box.catch_up(survey.ledger)
+        survey.box.save(state)
+    except StorageError:
+        pass
 
 
 def _acquire(lock: JobLock) -> bool:
@@ -378,7 +384,7 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
                       "bxmem outbox resend looks it up there first, or drop it")
     if failed and failed.get("results"):
         raise Refused(f"{key} did part of its work in {ws} before it failed: it cannot move; drop it")
-    if record[KIND] == "edit":
+    if record[KIND] in ALONE:
         decision = {**survey.box.decision(survey.ledger, key, record), "ws": to}
         held = check_item(writes_of(decision, survey.box.conclusions, survey.box.fleet), survey.roles, survey.written)
         if held is not None:

@@ -1,6 +1,7 @@
 """`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
 
 Sources: the local index (this agent's own turns and memory, exact labels);
+this agent's artifact cards, while artifact memory is on (commands/artifact_recall.py);
 each `[[honcho.read]]` workspace (message search, plus the conclusions of
 that agent's peer and of the owner's); the fleet workspace (message search
 over the whole workspace). The agent's own Honcho workspaces are not
@@ -20,6 +21,7 @@ import threading
 import time
 from functools import partial  # loaded already: threading imports it
 
+from bxmem.commands import artifact_recall
 from bxmem.commands import recall_remote as remote
 from bxmem.commands.recall_remote import snippet
 from bxmem.config.loader import Config, read_key
@@ -27,7 +29,7 @@ from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
 from bxmem.policy import render, shown
 from bxmem.policy.hits import Hit, RecallResult, Why
-from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag
+from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag, stored_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -108,7 +110,8 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     for rank, doc in enumerate(found, 1):
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         follows = f"turn {doc.follows.rsplit(':', 1)[-1]}" if doc.follows else None
-        hits.append(Hit("local", doc.tag, doc.trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
+        tag, trust_class = stored_label(doc.tag, doc.trust_class)
+        hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
                         date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
     return hits
 
@@ -154,8 +157,10 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
 
         if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
             tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-    return [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+    hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
             for c, why in ranked[:k]]
+    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)])
+    return hits
 
 
 def _at_once(calls: dict[str, Callable[[], list[dict]]]) -> dict[str, list[dict]]:
@@ -196,6 +201,7 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
     ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
     ws = config.workspace("fleet").name
     hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
+    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)])
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 
@@ -235,6 +241,8 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
     sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    if artifact_recall.searched(config):  # first: an exact id or tag leads the round robin
+        sources.insert(0, ("artifacts", LOCAL_TIMEOUT_S, lambda: artifact_recall.cards(config, query, k)))
     if config.honcho:
         for source in config.honcho.read:
             sources.append((source.agent, HONCHO_TIMEOUT_S, partial(_read_source, config, source, query, k)))

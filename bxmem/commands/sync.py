@@ -9,22 +9,23 @@ from __future__ import annotations
 import re
 import time
 
-from bxmem.commands import checks
+from bxmem.commands import artifact_owner, checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
-from bxmem.commands.outbox_actions import act, age_text
+from bxmem.commands.outbox_actions import act
 from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time
+from bxmem.policy.ledger_time import age_text, format_time
 from bxmem.policy.retry import next_try
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
 
+SCHEMA = "bxmem.sync/1"  # `sync --json` (bxmem/schemas/sync.schema.json)
 LONG_OUTAGE_S = 600
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
@@ -48,9 +49,9 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
         for own in config.workspaces():
             if own.role.startswith("read:"):
                 continue
-            workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "oldest_pending": None,
-                                    "oldest_pending_at": None, "oldest_pending_age_s": None, "in_doubt": 0,
-                                    "waiting_behind": 0, "failed": 0, "key_refused_since": None}
+            workspaces[own.name] = {"role": own.role, "pending_turns": 0, "pending_edits": 0, "pending_cards": 0,
+                                    "oldest_pending": None, "oldest_pending_at": None, "oldest_pending_age_s": None,
+                                    "in_doubt": 0, "waiting_behind": 0, "failed": 0, "key_refused_since": None}
         queue, holds = sendable(box, checked_against(config, box), lambda key: box.decision(ledger, key))
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
@@ -61,7 +62,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
             if item["item"] in holds.held:
                 continue
             ws = workspaces[item["ws"]]  # not held: one of this agent's write workspaces
-            ws["pending_edits" if item.get("kind") == "edit" else "pending_turns"] += 1
+            ws[{"edit": "pending_edits", "card": "pending_cards"}.get(item.get("kind"), "pending_turns")] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
                 ws["oldest_pending"] = shown.item(item["item"])
                 ws["oldest_pending_at"] = shown.date(box.decision(ledger, item["item"]).get("ts"))
@@ -100,13 +101,13 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
                        for stem, c in cursors if c.get("error") and not c.get("gone")]
     out_of_order = sum(c.get("out_of_order", 0) for _stem, c in cursors)
     nowhere: dict[str, int] = {}
-    local_only = {"turns": 0, "edits": 0}
+    local_only = {"turns": 0, "edits": 0, "cards": 0}
     for key, count in box.decided.items():
         kind, role, reason = key.split("/", 2)
         if role == "none" and kind == "turn":
             nowhere[reason] = nowhere.get(reason, 0) + count
-        if reason.endswith(LOCAL_ONLY_SUFFIX):  # decide and mirror mark what had a workspace but no [honcho]
-            local_only["edits" if kind == "edit" else "turns"] += count
+        if reason.endswith(LOCAL_ONLY_SUFFIX):  # decide, mirror and artifact record mark what had a workspace but no [honcho]
+            local_only[{"edit": "edits", "card": "cards"}.get(kind, "turns")] += count
     if check:
         first_waiting = next(iter(decide_state.get("undecided") or {}), None)
         live = checks.services(config, first_waiting)
@@ -141,7 +142,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
         need("failed", f"{len(gone)} item(s) failed because Honcho deleted their session: bxmem outbox resend sends "
                          "them to a new one, bxmem outbox drop gives them up" + cite_runbook("honcho-session-deleted"))
     for group in held:
-        need("held", f"{group['turns'] + group['edits']} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
+        need("held", f"{group['turns'] + group['edits'] + group.get('cards', 0)} item(s) held that would write to {group['workspace'] or '(no workspace)'} as "
                          f"{group['role'] or '(no role)'} ({group['reason']}); nothing is sent for them until the "
                          "configuration says so again, or bxmem outbox reroute or drop" + cite_runbook("honcho-held-by-config"))
     if refused:
@@ -166,7 +167,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
             stops = f"recall and ask cannot read {ws}" if checked["role"].startswith("read:") else f"sends to {ws} stop"
             need("key", f"{checked['problem']}: {stops} until it is fixed" + cite_runbook("honcho-key-refused"))
     return {
-        "mode": "local-only" if config.local_only else "honcho",
+        "schema": SCHEMA, "mode": "local-only" if config.local_only else "honcho",
         "honcho_url": config.honcho.url if config.honcho else None,
         "workspaces": workspaces,
         "held": held,
@@ -179,6 +180,7 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
         "log_lines_out_of_order": out_of_order,
         "decided_nowhere": dict(sorted(nowhere.items())),
         "decided_local_only": local_only,
+        "artifacts": artifact_owner.sync_section(config, box, lambda line: need("artifacts", line)),  # before attention
         "checks": live,
         "keys": key_checks,
         "sent_items": box.sent_count,
@@ -201,11 +203,10 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
     }
 
 
-# What needs attention first, for sync's verdict line: what stops every decision, then
-# every send, then one workspace's sends, then one workspace's writes, then one
-# session's turns, then items one by one, then a slow decide, then what is already
-# past (the last audit's findings). docs/cli.md (sync) gives the same order.
-URGENCY = ("broker", "outage", "key", "reused", "log", "held", "owner", "failed", "clock", "slow-broker", "audit")
+# What needs attention first, for sync's verdict line: what stops every decision, then every send, then one
+# workspace's sends, then its writes, then one session's turns, then items one by one, then a slow decide, then
+# the artifact store, then what is already past (the last audit's findings). docs/design.md (sync) says the same.
+URGENCY = ("broker", "outage", "key", "reused", "log", "held", "owner", "failed", "clock", "slow-broker", "artifacts", "audit")
 _CITED = re.compile(r" \(see: bxmem runbook ([a-z-]+)\)$")
 
 
@@ -213,7 +214,7 @@ def verdict(needs: list[tuple[str, str]], workspaces: dict, outage: dict | None,
     """sync's first line: what needs attention first (URGENCY), or what is waiting on
     Honcho or brokerd though nothing needs the owner yet, or all clear; with the
     runbook entry that line names. `state` is attention, waiting or clear."""
-    pending = sum(ws["pending_turns"] + ws["pending_edits"] for ws in workspaces.values())
+    pending = sum(ws["pending_turns"] + ws["pending_edits"] + ws.get("pending_cards", 0) for ws in workspaces.values())
     if needs:
         _kind, line = min(needs, key=lambda need: URGENCY.index(need[0]))
         first = "" if len(needs) == 1 else f" ({len(needs)} things, the most urgent first)"
@@ -356,8 +357,8 @@ def lines(report: dict) -> list[str]:
         oldest = f"; oldest {ws['oldest_pending']} ({age_text(ws['oldest_pending_age_s'])})" if ws["oldest_pending"] else ""
         doubt = (f" ({ws['in_doubt']} in doubt, {ws['waiting_behind']} waiting behind them)"
                  if ws.get("in_doubt") else "")
-        out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s) "
-                   f"pending{doubt}, {ws['failed']} failed{oldest}")
+        out.append(f"outbox {name} ({ws['role']}): {ws['pending_turns']} turn(s) and {ws['pending_edits']} edit(s)"
+                   f"{artifact_owner.cards_text(ws.get('pending_cards'))} pending{doubt}, {ws['failed']} failed{oldest}")
     now = time.time()
     out += [in_doubt_line(entry, now) for entry in report.get("in_doubt") or []]
     for g in report["held"]:
@@ -385,15 +386,15 @@ def lines(report: dict) -> list[str]:
     if report["decided_nowhere"]:
         out.append("turns decided nowhere: " + ", ".join(f"{reason} {n}" for reason, n in report["decided_nowhere"].items()))
     local = report["decided_local_only"]
-    if local["turns"] or local["edits"]:
-        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s); never sent "
-                   "(Honcho is not rebuilt from the logs)")
+    if any(local.values()):
+        out.append(f"decided while local-only: {local['turns']} turn(s), {local['edits']} edit(s)"
+                   f"{artifact_owner.cards_text(local.get('cards'))}; never sent (Honcho is not rebuilt from the logs)")
     if report["ledger_malformed_lines"]:
         out.append(f"ledger: {report['ledger_malformed_lines']} malformed line(s) skipped")
     repeated = report["ledger_repeated_decisions"]
     if repeated["ignored"]:
         out.append(f"ledger: {repeated['ignored']} second decision(s) ignored, the first decision stands "
                    f"(first {repeated['first']})")
-    out += [f"warning: {line}" for line in report["warnings"]]
+    out += artifact_owner.sync_lines(report.get("artifacts")) + [f"warning: {line}" for line in report["warnings"]]
     out += [f"attention: {line}" for line in report["attention"]]
     return out

@@ -21,6 +21,8 @@ from bxmem.sources.journal import append_checked, find_edit, find_edit_in
 from bxmem.store.ledger import Ledger, edit_item, now_iso
 from bxmem.store.outbox import Outbox
 
+SCHEMA = "bxmem.undo/1"  # `undo --json` (bxmem/schemas/undo.schema.json)
+
 
 @dataclass
 class UndoResult:
@@ -31,7 +33,7 @@ class UndoResult:
 
     # What the command prints (cli/output.py's show writes it): the result knows its own output.
     def as_json(self) -> dict:
-        return {"target": self.target, "undo_id": self.undo_id, "written": self.written, "effects": self.effects}
+        return {"schema": SCHEMA, "target": self.target, "undo_id": self.undo_id, "written": self.written, "effects": self.effects}
 
     def lines(self) -> list[str]:
         # Not written means a dry run: a real one that cannot write raises instead of returning.

@@ -23,7 +23,7 @@ from bxmem.store.files import file_kind, load_marshal, write_bytes
 from bxmem.store.paths import Paths, check_named, config_source, load_toml, resolve_paths
 
 CACHE_FILE = "config.marshal"
-CACHE_VERSION = 4  # a cache another version wrote is a miss: the TOML is validated again
+CACHE_VERSION = 5  # a cache another version wrote is a miss: the TOML is validated again
 STALE = "written by another version or for another configuration"
 
 
@@ -59,6 +59,17 @@ class SendSettings:
 
     def __init__(self, batch: int) -> None:
         self.batch = batch
+
+
+class ArtifactSettings:
+    """The validated [artifacts] section (enabled): config/schema.py's ArtifactsSection's
+    bounds, each at most the seed's default, and the integrity mode."""
+
+    __slots__ = ("max_artifact_bytes", "max_total_bytes", "max_cards", "integrity")
+
+    def __init__(self, max_artifact_bytes: int, max_total_bytes: int, max_cards: int, integrity: str) -> None:
+        self.max_artifact_bytes, self.max_total_bytes = max_artifact_bytes, max_total_bytes
+        self.max_cards, self.integrity = max_cards, integrity
 
 
 class Key:
@@ -97,14 +108,16 @@ class Config:
     """The validated configuration. Plain classes here and above: importing
     `dataclasses` would cost every lean run (docs/performance.md, "Start-up")."""
 
-    __slots__ = ("path", "paths", "honcho", "secrets", "send")
+    __slots__ = ("path", "paths", "honcho", "secrets", "send", "artifacts")
 
-    def __init__(self, path: Path, paths: Paths, honcho: HonchoSettings | None, secrets: dict[str, str], send: SendSettings) -> None:
+    def __init__(self, path: Path, paths: Paths, honcho: HonchoSettings | None, secrets: dict[str, str], send: SendSettings,
+                 artifacts: ArtifactSettings | None = None) -> None:
         self.path = path
         self.paths = paths
         self.honcho = honcho
         self.secrets = secrets  # [secrets.<name>] -> its key file, as written
         self.send = send
+        self.artifacts = artifacts  # None: artifact memory is off (no [artifacts], or enabled = false)
 
     @property
     def local_only(self) -> bool:
@@ -217,8 +230,11 @@ def _cache_shape(key: list):
     def this_key(value: object) -> str | None:
         return "not a list" if type(value) is not list else None if value == key else STALE
 
+    artifacts = record({"max_artifact_bytes": integer(1), "max_total_bytes": integer(1), "max_cards": integer(1),
+                        "integrity": string})
     return record({"key": this_key, "data": record({
-        "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string})})
+        "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string,
+        "artifacts": maybe(artifacts)})})
 
 
 def _read_cache(paths: Paths, key: list) -> dict | None:
@@ -228,9 +244,9 @@ def _read_cache(paths: Paths, key: list) -> dict | None:
     path = paths.state / CACHE_FILE
     cached, why = load_marshal(path, _cache_shape(key))
     if why is not None and why != f"key: {STALE}":
-        from bxmem.log import log  # deferred: lean (recall sets up no logging; said only of a damaged cache)
+        from bxmem.log import log, runbook  # deferred: lean (recall sets up no logging; said only of a damaged cache)
 
-        log.warning(f"{path}: {why}; the configuration is validated again and cached again")
+        log.warning(f"{path}: {why}; the configuration is validated again and cached again" + runbook("state-rewritten"))
     return None if cached is None else cached["data"]
 
 
@@ -245,7 +261,9 @@ def _write_cache(paths: Paths, key: list, data: dict) -> None:
 
 def _build(path: Path, paths: Paths, data: dict) -> Config:
     honcho = HonchoSettings(**data["honcho"]) if data["honcho"] else None
-    return Config(path=path, paths=paths, honcho=honcho, secrets=dict(data["secrets"]), send=SendSettings(data["batch"]))
+    artifacts = ArtifactSettings(**data["artifacts"]) if data["artifacts"] else None
+    return Config(path=path, paths=paths, honcho=honcho, secrets=dict(data["secrets"]), send=SendSettings(data["batch"]),
+                  artifacts=artifacts)
 
 
 def key_fingerprint(key_file: Path | None) -> list[int] | None:
@@ -366,3 +384,4 @@ def _key_text(data: bytes, refused) -> str:
                 else f"a control character (0x{byte:02x})")
         raise refused(f"has {what} at byte {at}; a key is one line of printable ASCII")
     return body.decode("ascii")
+

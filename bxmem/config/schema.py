@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bxmem.errors import ConfigInvalid
+from bxmem.policy.artifacts import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
 from bxmem.policy.rules import owner_problem
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
@@ -41,7 +42,7 @@ def _check_port(url: str) -> None:
 # What recall names its own sources and ask its own workspaces: an agent of that
 # name would be taken for one of them (its hits merged with the local index's,
 # `ask -w fleet` asking it).
-RESERVED_AGENT_NAMES = ("local", "own", "untrusted", "fleet")
+RESERVED_AGENT_NAMES = ("local", "own", "untrusted", "fleet", "artifacts")
 
 
 def check_url(value: str) -> str:
@@ -126,11 +127,29 @@ class SendSection(_Strict):
     batch: int = Field(default=1000, ge=1, le=10_000)  # default= by name: what type checkers read
 
 
+class ArtifactsSection(_Strict):
+    """Artifact memory (seed 002 28.5's bounds): each default is the highest allowed, so
+    an owner can only lower them."""
+
+    enabled: bool = True
+    max_artifact_bytes: int = Field(default=MAX_ARTIFACT_BYTES, ge=1, le=MAX_ARTIFACT_BYTES)
+    max_total_bytes: int = Field(default=MAX_TOTAL_BYTES, ge=1, le=MAX_TOTAL_BYTES)
+    max_cards: int = Field(default=MAX_CARDS, ge=1, le=MAX_CARDS)
+    integrity: Literal["always", "cached"] = "always"
+
+    @model_validator(mode="after")
+    def _one_fits(self) -> ArtifactsSection:
+        if self.max_artifact_bytes > self.max_total_bytes:
+            raise ValueError("max_artifact_bytes is more than max_total_bytes: no artifact that large could be kept")
+        return self
+
+
 class RawConfig(_Strict):
     paths: dict[str, str] = {}
     honcho: HonchoSection | None = None
     secrets: dict[str, SecretFile] = {}
     send: SendSection = SendSection()
+    artifacts: ArtifactsSection | None = None
 
     @model_validator(mode="after")
     def _secret_names(self) -> RawConfig:
@@ -160,11 +179,16 @@ def _describe(error: ValidationError, path: Path) -> str:
 
 
 def validate(raw: dict, path: Path) -> dict:
-    """Plain data: {"honcho": {...} | None, "secrets": {name: file}, "batch": n}."""
+    """Plain data: {"honcho": {...} | None, "secrets": {name: file}, "batch": n, "artifacts": {...} | None}."""
     try:
         parsed = RawConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigInvalid(_describe(exc, path)) from None
     # Field names as config.HonchoSettings and config.ReadSource take them (a test holds them equal).
     honcho = parsed.honcho.model_dump() if parsed.honcho else None
-    return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch}
+    # An [artifacts] section with enabled = false is as none: artifact memory is off.
+    artifacts = parsed.artifacts.model_dump() if parsed.artifacts and parsed.artifacts.enabled else None
+    if artifacts is not None:
+        del artifacts["enabled"]
+    return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch,
+            "artifacts": artifacts}

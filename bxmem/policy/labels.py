@@ -50,12 +50,22 @@ UNREADABLE_LINE = (True, "secret")
 
 def label_of(items) -> tuple[bool, str]:
     """The label a caller applies to its session for what it read: untrusted
-    if any item is tagged memory-tainted, and the highest class among them."""
+    if any item is tagged memory-tainted (or anything but a clean tag), and the
+    highest class among them."""
     untrusted, trust_class = False, "public"
     for item in items:
-        untrusted = untrusted or item.tag == TAINTED
+        untrusted = untrusted or item.tag not in (IDENTITY, MEMORY)
         trust_class = higher_class(trust_class, item.trust_class)
     return untrusted, trust_class
+
+
+def stored_label(tag: object, trust_class: object) -> tuple[str, str]:
+    """A hit's (tag, class) as the local index holds them, read fail-closed: a tag or a
+    class bxmem never writes (the file changed in place: SQLite keeps no checksum of a
+    row) makes the hit memory-tainted and secret."""
+    if tag in (IDENTITY, MEMORY, TAINTED) and trust_class in CLASS_RANK:
+        return tag, trust_class
+    return TAINTED, "secret"
 
 
 # --- what the read path tags ------------------------------------------------------------

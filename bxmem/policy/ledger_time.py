@@ -1,4 +1,4 @@
-"""The ledger's time format: UTC, to the millisecond, with a `Z`
+"""The ledger's time format (and a duration as reports give one): UTC, to the millisecond, with a `Z`
 (`2026-12-01T19:17:02.123Z`), as every line's `ts` and every time bxmem
 reports is written.
 
@@ -28,3 +28,13 @@ def parse_time(value: object) -> float | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except (ValueError, OverflowError):
         return None
+
+
+def age_text(seconds: float | None) -> str:
+    """A duration as bxmem reports one beside a time: 40 s, 4.0 min, 2.5 h, 1.2 d."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

@@ -109,7 +109,14 @@ class Hold:
 
 
 
+# The kinds of item sent one at a time, in outbox order among themselves: memory
+# edits and artifact cards (a card's retraction must not overtake its card). Turns
+# go in groups, a Honcho session's at a time.
+ALONE = ("edit", "card")
+
+
 def held_by(kind: str | None, ws: str | None, session: str | None) -> object:
     """What an item in doubt holds back, and what holds an item back: every later edit
-    ("edits") for an edit, the later turns of its session in its workspace for a turn."""
-    return "edits" if kind == "edit" else (ws, session)
+    or card ("edits") for an edit or a card, the later turns of its session in its
+    workspace for a turn."""
+    return "edits" if kind in ALONE else (ws, session)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from bxmem.policy.retry import ALONE
 from bxmem.policy.rules import peer_problem
 
 WRITE_ROLES = ("trusted", "untrusted", "fleet")
@@ -139,10 +140,11 @@ def writable(workspace: str, roles: Mapping[str, str]) -> bool:
 def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping[str, dict]) -> list[tuple[object, object]]:
     """Every (workspace, role) an item would write to: the one its decision names,
     and for an edit the workspace of each conclusion it deletes or writes again
-    (trusted) and of each fleet note it retracts (fleet), which may be another
-    workspace than the edit's own when the configuration changed in between."""
+    (trusted) and of each fleet note it retracts (fleet), for a card's retraction
+    the card's workspace (the role decided), which may be another workspace than
+    the item's own when the configuration changed in between."""
     writes: list[tuple[object, object]] = [(decision.get("ws"), decision.get("role"))]
-    actions = (decision.get("actions") or []) if decision.get("kind") == "edit" else []
+    actions = (decision.get("actions") or []) if decision.get("kind") in ALONE else []
     for action in actions:
         if not isinstance(action, dict):
             continue
@@ -150,10 +152,14 @@ def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping
             target = conclusions.get(action.get("of"))  # type: ignore[arg-type]
             if target is not None:
                 writes.append((target.get("ws"), "trusted"))
-        elif action.get("do") == "retract":
+        elif action.get("do") == "retract":  # a fleet note's retraction goes beside the note
             note = fleet.get(action.get("of"))  # type: ignore[arg-type]
             if note is not None:
                 writes.append((note.get("ws"), "fleet"))
+        elif action.get("do") == "retract-card":  # beside the card, in the workspace of the role it went as
+            card = fleet.get(action.get("of"))  # type: ignore[arg-type]
+            if card is not None:
+                writes.append((card.get("ws"), decision.get("role")))
     return writes
 
 
@@ -180,8 +186,9 @@ class Holds:
             key = (why.workspace, why.role, why.now, why.reason, why.written_as, why.peer)
             group = out.setdefault(key, {"workspace": why.workspace, "role": why.role, "now": why.now,
                                          "reason": why.reason, "explain": why.explain(), "turns": 0, "edits": 0,
-                                         "oldest": item})
-            group["edits" if kind_of(item) == "edit" else "turns"] += 1
+                                         "cards": 0, "oldest": item})
+            kind = kind_of(item)
+            group["edits" if kind == "edit" else "cards" if kind == "card" else "turns"] += 1
         return list(out.values())
 
 
@@ -227,16 +234,16 @@ def hold_pending(pending: Iterable[tuple[str, object, object, str, object]], now
             if role in WRITE_ROLES and not set(written.get(name) or ()) - {role}}
     problems: dict[object, str | None] = {}  # a run has few speakers: each is checked once
     for item, workspace, role, kind, peer in pending:
-        fast = kind != "edit" and isinstance(workspace, str) and isinstance(role, str) and (workspace, role) in fine
+        fast = kind not in ALONE and isinstance(workspace, str) and isinstance(role, str) and (workspace, role) in fine
         why = None if fast else check_write(workspace, role, roles, written)  # fast: a set lookup, not a call
-        if why is None and kind != "edit":
+        if why is None and kind not in ALONE:  # a turn: its speaker's peer too (edits and cards are the agent's)
             key = peer if isinstance(peer, str) else None
             if key not in problems:
                 problems[key] = peer_problem(key, now.agent, now.owner) if key is not None else PEER_NOT_A_NAME
             problem = problems[key]
             if problem is not None:
                 why = _peer_held(problem, peer, workspace, role, roles)
-        if why is None and kind == "edit":
+        if why is None and kind in ALONE:
             decision = decision_of(item)
             why = check_item(writes_of(decision, conclusions, fleet), roles, written)
             if why is None and depends_on(decision) & holds.held.keys():

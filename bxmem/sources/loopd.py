@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bxmem.policy import ranges
 from bxmem.policy.labels import tool_result_label
-from bxmem.policy.rules import look_alike
+from bxmem.policy.rules import LogLabels, look_alike
 from bxmem.policy.sanitize import find_secret
 from bxmem.policy.turn_order import MAX_WAITING_TURNS
 from bxmem.sources.cursor import moved, remember
@@ -237,6 +237,28 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
         turn["end"] = record["status"]
         ranges.add(ended, record["turn"])
         release(cursor, session, finished, gave_up)
+
+
+def session_labels(logs_dir: Path, session: str) -> tuple[LogLabels, str | None]:
+    """What a session's log says of it now, read from its start as decide reads it
+    (every line bxmem cannot read taints from there on), for a decision made in the
+    middle of the session (an artifact card). A log that does not exist or cannot be
+    read says nothing bxmem can trust: untrusted and secret, with why."""
+    cursor = new_cursor()
+    try:
+        read_finished_turns(logs_dir / f"{session}.jsonl", cursor, lambda _line: None)
+    except FileNotFoundError:
+        return UNREADABLE_LOG, f"no log {session}.jsonl"
+    except ReadStopped as stop:
+        return UNREADABLE_LOG, f"its log cannot be read on: {stop.why}"
+    except OSError as exc:
+        return UNREADABLE_LOG, f"its log cannot be read: {exc.strerror or type(exc).__name__}"
+    labels = cursor_labels(cursor)
+    return labels, (f"line {labels.unreadable['line']} of its log cannot be read: {labels.unreadable['why']}"
+                    if labels.unreadable else None)
+
+
+UNREADABLE_LOG = LogLabels(True, "secret", {"line": 0, "why": "the log cannot be read"})
 
 
 class SpanChanged(ValueError):

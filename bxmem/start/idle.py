@@ -34,7 +34,7 @@ from bxmem.start.sealed import seal, unmarshal
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one: raised whenever what a summary holds changes, or what a real run must redo (the local
 # index's schema: that run rebuilds it, and the idle path never opens it).
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6  # 6: the JSON state files sealed (store/state_json.py): the first run after the upgrade seals them
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
@@ -187,13 +187,70 @@ def _read(path: str, *, follow: bool = False) -> bytes:
 
 
 def _configured_home(path: str) -> str | None:
-    import tomllib  # deferred: idle (only when the home is not named before the file is read)
-
     try:
-        raw = tomllib.loads(_read(path, follow=True).decode())  # the owner may keep the config as a link
+        data = _read(path, follow=True)  # the owner may keep the config as a link
     except FileNotFoundError:
-        raw = {}
-    return (raw.get("paths") or {}).get("home")
+        return None
+    sure, home = _glance_home(data)
+    if sure:
+        return home
+    import tomllib  # deferred: idle (a config the glance cannot read: tomllib costs more than the whole check)
+
+    return (tomllib.loads(data.decode()).get("paths") or {}).get("home")
+
+
+_UNSURE = (False, None)
+
+
+def _glance_home(data: bytes) -> tuple[bool, str | None]:
+    """(True, `[paths] home`) as the owner writes it, read at a glance; (False,
+    None) for any config written otherwise (a quoted key, an inline table, an escape, a
+    multi-line string), which tomllib then reads. A wrong answer could only cost
+    a real run, never skip one: the summary found in the home named is used only
+    if it was written by a run that read this very config file (its path and
+    version) and resolved that home itself."""
+    if b"paths" not in data and b"\\" not in data:
+        return True, None  # no escape, no word "paths": nothing can name a [paths] table
+    if b"\\" in data or b'"""' in data or b"'''" in data:
+        return _UNSURE
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        return _UNSURE
+    section, home = "", None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            header = line.partition("#")[0].rstrip()
+            name = header.strip("[]").strip()
+            if not header.endswith("]") or not _bare(name):
+                return _UNSURE
+            section = "[[" + name if header.startswith("[[") else name
+            if section.startswith("paths."):
+                return _UNSURE
+            continue
+        key, equals, value = line.partition("=")
+        key = key.strip()
+        if not equals:
+            return _UNSURE  # a value over several lines
+        if (section in ("", "paths") and not _bare(key)) or (section == "" and "paths" in key) \
+                or (section == "paths" and key.startswith("home.")):
+            return _UNSURE  # a quoted or dotted key that may spell [paths] home
+        if section == "paths" and key == "home":
+            value = value.strip()
+            quote = value[:1]
+            end = value.find(quote, 1) if quote in ("'", '"') else -1
+            if end < 0 or value[end + 1:].strip()[:1] not in ("", "#"):
+                return _UNSURE
+            home = value[1:end]
+    return True, home
+
+
+def _bare(key: str) -> bool:
+    """A TOML bare key, dotted or not: letters, digits, `_`, `-` and `.`."""
+    return key.isascii() and key.replace("_", "a").replace("-", "a").replace(".", "a").isalnum()
 
 
 def _idle(job: str, explicit: str | None) -> int | None:

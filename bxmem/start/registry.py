@@ -53,6 +53,9 @@ class Command:
 _RUN = "bxmem.commands.run"
 _APP = "bxmem.cli.app"
 _OWNER = "bxmem.cli.owner"
+_AGENT = "bxmem.cli.agent"
+_HOST = "bxmem.cli.host"
+_ARTIFACT = "bxmem.cli.artifacts"
 _JSON = {"--json": "json"}
 
 COMMANDS = (
@@ -63,7 +66,7 @@ COMMANDS = (
             valued=("-k",),
             positional="query"),
     Command("undo", f"{_APP}:undo", ("NOT_FOUND", "REFUSED")),
-    Command("ask", f"{_APP}:ask", ("REFUSED", "UNAVAILABLE")),
+    Command("ask", f"{_AGENT}:ask", ("REFUSED", "UNAVAILABLE")),
     # REFUSED: --retry-failed while a send holds the outbox.
     Command("sync", f"{_APP}:sync", ("ATTENTION", "REFUSED")),
     Command("audit", f"{_APP}:audit", ("ATTENTION", "NOT_FOUND", "REFUSED", "UNAVAILABLE")),
@@ -71,16 +74,30 @@ COMMANDS = (
     Command("outbox drop", f"{_OWNER}:outbox_drop", ("NOT_FOUND", "REFUSED")),
     Command("outbox resend", f"{_OWNER}:outbox_resend", ("NOT_FOUND", "REFUSED")),
     Command("outbox reroute", f"{_OWNER}:outbox_reroute", ("NOT_FOUND", "REFUSED")),
-    Command("tools", f"{_APP}:tools"),
-    Command("schema", f"{_APP}:schema"),
+    # record: a file that is not there (NOT_FOUND), refused (not a regular file, changed while read, over a quota,
+    # artifact memory off); resolve, export, verify: bytes that fail their integrity check (INTEGRITY).
+    Command("artifact record", f"{_ARTIFACT}:artifact_record", ("NOT_FOUND", "REFUSED")),
+    Command("artifact resolve", f"{_ARTIFACT}:artifact_resolve", ("NOT_FOUND", "REFUSED", "INTEGRITY")),
+    Command("artifact list", f"{_ARTIFACT}:artifact_list"),
+    Command("artifact verify", f"{_ARTIFACT}:artifact_verify", ("NOT_FOUND", "INTEGRITY")),
+    Command("artifact export", f"{_ARTIFACT}:artifact_export", ("NOT_FOUND", "REFUSED", "INTEGRITY")),
+    Command("artifact rm", f"{_ARTIFACT}:artifact_rm", ("NOT_FOUND", "REFUSED")),
+    Command("tools", f"{_AGENT}:tools"),
+    Command("schema", f"{_AGENT}:schema"),
     # USAGE (as every command): a --honcho that is not a URL; DEGRADED: a Honcho that did not answer.
     Command("demo", f"{_APP}:demo", ("DEGRADED",)),
     Command("config check", f"{_APP}:config_check"),
     Command("index rebuild", f"{_APP}:index_rebuild"),
     Command("runbook", f"{_APP}:runbook", ("NOT_FOUND",)),
+    # REFUSED: a configuration is there already (never written over), or a --keys file is missing.
+    Command("init", f"{_HOST}:init", ("REFUSED",)),
+    # REFUSED: no Boxmaker home for the units (init makes it), --system not under sudo, a path a unit cannot hold.
+    Command("units print", f"{_HOST}:units_print", ("REFUSED",)),
+    Command("units install", f"{_HOST}:units_install", ("REFUSED",)),
+    Command("units uninstall", f"{_HOST}:units_uninstall", ("REFUSED",)),
     # ATTENTION: a check failed; UNAVAILABLE: Honcho did not answer (what needs it was not checked).
-    Command("doctor", f"{_APP}:doctor", ("ATTENTION", "UNAVAILABLE")),
-    Command("metrics", f"{_APP}:metrics"),
+    Command("doctor", f"{_HOST}:doctor", ("ATTENTION", "UNAVAILABLE")),
+    Command("metrics", f"{_HOST}:metrics"),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}

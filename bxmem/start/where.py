@@ -1,5 +1,5 @@
 """Where things live, decided once: which config file, which Boxmaker home,
-and bxmem's state directory under it.
+bxmem's state directory under it, and the data folders bxmem ships.
 
 The defaults are platformdirs' Linux (XDG) rules, worked out here and held to
 platformdirs by a test: importing platformdirs itself would cost more than the
@@ -56,3 +56,13 @@ def home(override=None, configured=None) -> str:
 
 def state_dir(home_dir: str | os.PathLike[str]) -> str:
     return os.path.join(home_dir, *STATE_PARTS)
+
+
+def shipped(folder: str) -> str:
+    """A data folder bxmem ships (`runbook`, `systemd`). Its source is the top of the
+    checkout; a wheel carries a copy inside the package (scripts/build_shipped.py).
+    The copy when there is one (pipx, uv, pip), else the checkout's own (./dev's
+    editable install, or a checkout run in place)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inside = os.path.join(package, folder)
+    return inside if os.path.isdir(inside) else os.path.join(os.path.dirname(package), folder)

@@ -4,15 +4,15 @@ State files are written to a temporary file, fsynced, then renamed over the
 old one (and the folder fsynced), so a crash leaves either the old state or
 the new, never half. They are read back never blocking and never through a
 link, and checked against the shape their reader declares (policy/shapes.py): what
-does not fit is reported and rebuilt by its owner, never used. Logs, the
-journal and the index's files, which bxmem reads but does not write, are
-opened the same way (`open_file`), and a refusal names the file.
+does not fit is reported and rebuilt by its owner, never used (the JSON
+ones through store/state_json.py, which seals them). Logs, the journal and
+the index's files, which bxmem reads but does not write, are opened the same
+way (`open_file`), and a refusal names the file.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from pathlib import Path
@@ -103,27 +103,10 @@ class Unreadable(Exception):
     """One of bxmem's own files cannot be used; the message says why, in a few words."""
 
 
-def load_json(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
-    """(the file's object, None), (None, None) when there is no file, or (None,
-    why it cannot be used): not JSON, nested too deep, not of `shape` (policy/shapes.py).
-    Never raises for what the file holds."""
-    try:
-        data = read_state(path)
-        if data is None:
-            return None, None
-        value = json.loads(data)
-    except Unreadable as exc:
-        return None, str(exc)
-    except RecursionError:
-        return None, "nested too deep"
-    except ValueError:  # UnicodeDecodeError among them
-        return None, "not valid JSON"
-    why = problem(value, shape)
-    return (value, None) if why is None else (None, why)
-
-
 def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
-    """As load_json, for the marshal files (the outbox checkpoint, the config cache)."""
+    """(the file's object, None), (None, None) when there is none, or (None, why it
+    cannot be used), for the marshal files (the outbox checkpoint, the config cache):
+    damaged (start/sealed.py's seal), not marshal data, not of `shape`."""
     try:
         data = read_state(path)
         if data is None:
@@ -133,10 +116,6 @@ def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
         return None, str(exc)
     why = problem(value, shape)
     return (value, None) if why is None else (None, why)
-
-
-def write_json(path: Path, value: dict) -> None:
-    write_bytes(path, json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:

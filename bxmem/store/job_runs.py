@@ -10,13 +10,12 @@ memory/bxmem/ is gone (the owner deleted it) records nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from bxmem.errors import StorageError
 from bxmem.policy.shapes import integer, number, record
-from bxmem.store.files import load_json, write_bytes
+from bxmem.store.state_json import load_json, write_json
 
 SHAPE = record({"ended_at": number, "duration_s": number, "exit_code": integer(0, 255)})
 
@@ -31,7 +30,7 @@ def save(state_dir: Path, job: str, exit_code: int, started: float, ended: float
         return
     data = {"ended_at": round(ended, 3), "duration_s": round(max(0.0, ended - started), 3), "exit_code": exit_code}
     try:
-        write_bytes(path(state_dir, job), json.dumps(data, sort_keys=True).encode(), durable=False)
+        write_json(path(state_dir, job), data, durable=False)
     except StorageError:
         pass
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 LEDGER_VERSION = 1
 CHUNK_BYTES = 1 << 20
+MALFORMED_KEPT = 10  # malformed lines a read names (ReadResult); the rest are counted
 MARK_WINDOW = 256  # bytes of the ledger hashed at its start and before a reader's offset (`Ledger.mark`)
 
 
@@ -70,10 +71,23 @@ class ReadResult:
     end: int = 0  # the offset just past the last complete line read
     at: int = 0  # while iterating: the offset of the line just yielded
     line: bytes = b""  # ...and its bytes, as they are in the file
-    malformed: list[int] = field(default_factory=list)  # byte offsets of skipped lines
+    skipped: int = 0  # malformed lines skipped
+    # The first MALFORMED_KEPT of them, to name: a ledger of a million damaged lines must
+    # cost neither a million offsets and reasons in memory nor a million log lines.
+    malformed: list[int] = field(default_factory=list)  # byte offsets
     reasons: dict[int, str] = field(default_factory=dict)  # offset -> why, for a line that is JSON but no event
     torn_tail: bool = False  # an unterminated last line (a crash mid-write)
     torn_event: bool = False  # ...that is a whole event lacking only its newline (iter_from's `tail`)
+
+    def skipped_lines(self, path: Path) -> list[str]:
+        """What a fold says of the malformed lines it skipped: the first few by offset, the rest counted."""
+        out = [f"{path}: malformed line at byte {offset} skipped "
+               + (f"({self.reasons[offset]}; not folded)" if offset in self.reasons else "(a torn write is closed off this way)")
+               for offset in self.malformed]
+        if self.skipped > len(self.malformed):
+            out.append(f"{path}: {self.skipped - len(self.malformed):,} more malformed line(s) skipped after these "
+                       "(bxmem sync counts them all)")
+        return out
 
 
 def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
@@ -212,9 +226,11 @@ class Ledger:
                     value = _event(line)
                     if isinstance(value, str):
                         if line.strip():
-                            result.malformed.append(pos)
-                            if value != NOT_JSON:
-                                result.reasons[pos] = value
+                            result.skipped += 1
+                            if len(result.malformed) < MALFORMED_KEPT:
+                                result.malformed.append(pos)
+                                if value != NOT_JSON:
+                                    result.reasons[pos] = value
                         pos += len(line)
                         result.end = pos
                         continue

@@ -11,7 +11,7 @@ The TypedDicts describe the lines for readers and type checkers and cost
 nothing at run time; this module imports only typing and store/ledger.py, and the
 idle fast path imports neither.
 
-`decided`   an item and where it goes, or nowhere and why (a turn or an edit)
+`decided`   an item and where it goes, or nowhere and why (a turn, an edit, or an artifact card and its retraction)
 `attempt`   a send started: its outcome is unknown until `sent` follows
 `sent`      Honcho's ids (a turn) or what each action did (an edit)
 `failed`    Honcho's refusal, or a local one (status None)
@@ -51,7 +51,7 @@ ACCEPTED = "accepted"
 KINDS = (DECIDED, ATTEMPT, SENT, FAILED, UNSENT, CANCELLED, REQUEUED, CREATED, KEY_REFUSED, KEY_RESUMED,
          SESSION_GONE, SESSION_RENEWED, DROPPED, REROUTED, ACCEPTED)
 
-TURN, EDIT = "turn", "edit"  # what a `decided` line decides
+TURN, EDIT, CARD = "turn", "edit", "card"  # what a `decided` line decides
 
 
 class Event(TypedDict):
@@ -89,6 +89,25 @@ class _DecidedEdit(Event):
 
 class DecidedEdit(_DecidedEdit, total=False):
     target: str  # an undo's: the item it takes back
+
+
+class _DecidedCard(Event):
+    item: str  # card:<experiment>:<revision>[-<n>], its retraction with `:rm`
+    kind: Literal["card"]
+    op: str  # record, or undo (`bxmem artifact rm`: a retraction beside the card)
+    experiment: str
+    artifact: str
+    session: str  # the Boxmaker session it was recorded in
+    role: str | None
+    ws: str | None
+    reason: str
+    untrusted_by: list[str]
+    actions: list[dict]  # [{"do": "card", "rev"}] or [{"do": "retract-card", "of": "<card item>#0"}]
+    at: str | None
+
+
+class DecidedCard(_DecidedCard, total=False):
+    target: str  # a retraction's: the card item it retracts
 
 
 class Attempt(Event, total=False):
@@ -226,8 +245,20 @@ def decided_edit(edit_id: str, *, op: str, session: str | None, role: str | None
     ))
 
 
+def decided_card(item: str, *, op: str, experiment: str, artifact: str, session: str, role: str | None, ws: str | None,
+                 reason: str, trust_class: str, untrusted_by: list[str], actions: list[dict], at: str | None,
+                 target: str | None = None) -> DecidedCard:
+    """A card's remote projection (op `record`), or its retraction (op `undo`, naming
+    the card item as `target`, so a card not yet sent is never sent: as an undo of an edit)."""
+    fields = {"target": target} if target is not None else {}
+    return cast(DecidedCard, event(
+        DECIDED, item=item, kind=CARD, op=op, experiment=experiment, artifact=artifact, session=session, role=role,
+        ws=ws, reason=reason, **{"class": trust_class}, untrusted_by=untrusted_by, actions=actions, at=at, **fields,
+    ))
+
+
 def is_decided(ev: dict, kind: str) -> bool:
-    """A `decided` line about a turn or an edit (`kind`)."""
+    """A `decided` line about a turn, an edit or a card (`kind`)."""
     return ev.get("ev") == DECIDED and ev.get("kind") == kind
 
 

@@ -39,13 +39,14 @@ _NAME = maybe(string)
 _STRINGS = list_of(string)
 
 TEXT_SPEC = record({"span": SPAN, "field": string}, {"index": integer(0), "mac": string, "key": _NAME})
-_DOES = ("conclude", "unconclude", "reconclude", "fleet-message", "retract")
-_NAMES_ANOTHER = ("unconclude", "reconclude", "retract")  # `of`: the ref of the action they act on
+_DOES = ("conclude", "unconclude", "reconclude", "fleet-message", "retract", "card", "retract-card")
+_NAMES_ANOTHER = ("unconclude", "reconclude", "retract", "retract-card")  # `of`: the ref of the action they act on
 
 
 def action(value: Any) -> str | None:
     """One action of a decided edit (rules.plan_edit and plan_undo, with its text named by span)."""
-    why = record({"do": one_of(*_DOES)}, {"of": string, "about": _NAME, "text": maybe(TEXT_SPEC), "undoes": string})(value)
+    why = record({"do": one_of(*_DOES)}, {"of": string, "about": _NAME, "text": maybe(TEXT_SPEC), "undoes": string,
+                                           "rev": string})(value)
     if why is None and value["do"] in _NAMES_ANOTHER and "of" not in value:
         return "of: missing"
     return why
@@ -83,6 +84,10 @@ DECIDED_TURN = record({
 DECIDED_EDIT = record({
     "ts": string, "item": string, "edit": string, "op": string, "session": _NAME, "reason": string,
     "actions": ACTIONS, "journal_line": integer(0), "at": _NAME,
+}, {**_WHERE, "target": string})
+DECIDED_CARD = record({
+    "ts": string, "item": string, "op": one_of("record", "undo"), "experiment": string, "artifact": string,
+    "session": string, "reason": string, "class": string, "untrusted_by": _STRINGS, "actions": ACTIONS, "at": _NAME,
 }, {**_WHERE, "target": string})
 SHAPES: dict[str, Shape] = {
     "attempt": record({"ts": string, "items": _STRINGS, "ws": string, "session": _NAME},
@@ -142,7 +147,12 @@ def event_problem(ev: dict) -> str | None:
             if why is None and ev["item"] != f"edit:{ev['edit']}":
                 return "item: not the edit's"
             return why
-        return "kind: not turn or edit"
+        if what == "card":
+            why = problem(ev, DECIDED_CARD)
+            if why is None and not ev["item"].startswith(f"card:{ev['experiment']}:"):
+                return "item: not the card's"
+            return why
+        return "kind: not turn, edit or card"
     shape = SHAPES.get(kind) if isinstance(kind, str) else None
     if shape is None:
         return "ev: not a kind of event bxmem writes"

@@ -62,10 +62,9 @@ from bxmem.store.workspace_roles import save as save_roles
 T = TypeVar("T")
 NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # policy/rules.speaker_peer's reasons
 CHECKPOINT = "outbox.marshal"
-# marshal, not JSON: every send run loads and saves it, and JSON was too slow
-# at that for a large outbox (docs/performance.md, "Start-up"). It is a cache
-# of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 7  # a checkpoint another version wrote is rebuilt from the ledger
+# marshal, not JSON: every send run loads and saves it, and JSON was too slow at that for a large
+# outbox (docs/performance.md, "Start-up"). It is a cache of the ledger: any doubt means a rebuild.
+CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger (8: `withdrawn`)
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -104,34 +103,36 @@ class Outbox:
     malformed: int = 0
     undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
     conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
-    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}
+    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
     cancelled: int = 0
     decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
-    # Every item decided so far. A decision is final: a second `decided` line for
-    # a known item (two runs that both decided it, a recovery that missed it) is
-    # ignored, counted here and said once, so it can neither re-queue a sent item
-    # nor move a pending one. Turns as ranges of turn numbers per session (a
-    # history of 100,000 turns is a few hundred numbers), edits by item.
+    # Every item decided so far. A decision is final: a second `decided` line for a known item (two runs
+    # that both decided it, a recovery that missed it) is ignored, counted here and said once, so it can
+    # neither re-queue a sent item nor move a pending one. Turns as ranges of turn numbers per session
+    # (a history of 100,000 turns is a few hundred numbers), edits by item.
     known_turns: dict[str, list[list[int]]] = field(default_factory=dict)
     known_other: set[str] = field(default_factory=set)
+    # Items out for good whatever the ledger later says: dropped (bxmem outbox drop), or undone before sent.
+    withdrawn: set[str] = field(default_factory=set)
     # workspace -> {"set_up": [roles], "written": {role: first item}} (store/workspace_roles.py)
     roles: dict[str, dict] = field(default_factory=dict)
-    # workspace -> {Honcho session name: the Boxmaker session it was created or written for}:
-    # every name used, so a new session never takes one already used (commands/send/plan.py's session_name)
+    # workspace -> {Honcho session name: the Boxmaker session it was made for}: a new one never takes one (send/plan.py)
     hsessions: dict[str, dict[str, str]] = field(default_factory=dict)
     # When a turn was last decided nowhere because its speaker's name reads as the agent's or
     # the owner's (reason -> ts): an owner whose name is written wrong loses every turn so (sync).
     named_wrong: dict[str, str] = field(default_factory=dict)
     repeated: int = 0  # second decisions ignored
     first_repeated: str | None = None  # the first item decided twice (for sync's line)
-    # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each is
-    # logged when it starts or changes and when it ends, not on every run (commands/send/report.py).
+    # The lasting states send last logged ({"held": [...], "in_doubt": [...]}): each logged when it starts
+    # or changes and when it ends, not on every run (commands/send/report.py).
     announced: dict = field(default_factory=dict)
     # This catch-up's second decisions, said once at its end (not saved): how many, and the first.
     _new_repeats: int = 0
     _first_new_repeat: tuple[str, int] | None = None
     _secret: bytes | None = None  # entry.key, which the tags are made with (not saved)
     _order: dict | None = None  # while folding from the start: each pending item's turn or journal line (in_order)
+    # Items a fold met sent before their decision (a sorted or reversed ledger): it is not pending (not saved).
+    _sent_early: set | None = None
 
     # --- the fold -----------------------------------------------------------------
 
@@ -154,7 +155,11 @@ class Outbox:
             self.decided[key] = self.decided.get(key, 0) + 1
             if not ev.get("role") and ev.get("reason") in NAMED_WRONG and isinstance(ev.get("ts"), str):
                 self.named_wrong[ev["reason"]] = ev["ts"]
-            if ev.get("ws"):
+            if ev.get("ws") and item in self.withdrawn:
+                pass  # dropped or cancelled before this line came (a ledger with its lines moved)
+            elif ev.get("ws") and self._sent_early and item in self._sent_early:
+                self.sent_count += 1
+            elif ev.get("ws"):
                 if self._order is not None:
                     self._order[item] = ev.get("journal_line") if ev.get("kind") == EDIT else ev.get("turn")
                 self.pending[item] = (at(offset, ledger_tag(self._secret, raw)), _intern(ev["ws"]), _intern(ev.get("session")),
@@ -167,6 +172,8 @@ class Outbox:
         elif kind == SENT:
             if self.pending.pop(item, None) is not None:
                 self.sent_count += 1
+            elif self._sent_early is not None and not self.knows(item):
+                self._sent_early.add(item)
             self.attempts.pop(item, None)
             self.failed.pop(item, None)
             self.last_sent = ev.get("ts")
@@ -184,9 +191,10 @@ class Outbox:
         elif kind == CANCELLED:
             self.pending.pop(item, None)
             self.attempts.pop(item, None)
+            self.withdrawn.add(item)
             self.cancelled += 1
         elif kind == REQUEUED:
-            failed = self.failed.pop(item, None)
+            failed = self.failed.pop(item, None) if item not in self.withdrawn else None
             if failed and failed.get("decided"):
                 self.pending[item] = failed["decided"]
                 if failed.get("attempt"):
@@ -201,7 +209,8 @@ class Outbox:
             if self.pending.pop(item, None) is not None or self.failed.pop(item, None) is not None:
                 self.dropped += 1
             self.attempts.pop(item, None)
-        elif kind == REROUTED:
+            self.withdrawn.add(item)
+        elif kind == REROUTED and item not in self.withdrawn:
             self._reroute(item, ev.get("ws"))
         elif kind in (SESSION_GONE, SESSION_RENEWED):
             known = (self.setup.get(ev.get("ws", "")) or {}).get("sessions", {}).get(ev.get("session"))
@@ -253,7 +262,7 @@ class Outbox:
                 target = self.conclusions.get(result["of"])
                 if target is not None:
                     target["deleted_by"] = ref
-            elif result["do"] == "fleet-message" and result.get("ids"):
+            elif result["do"] in ("fleet-message", "card") and result.get("ids"):  # a retraction may sit beside it
                 self.fleet[ref] = {"ws": ev.get("ws"), "hsession": result.get("hsession"), "ids": result["ids"]}
 
     def decision(self, ledger: Ledger, item: str, record: tuple | None = None) -> dict:
@@ -306,11 +315,6 @@ class Outbox:
 
     # --- persistence ----------------------------------------------------------------
 
-    @staticmethod
-    def read_checkpoint(state_dir: Path) -> dict | None:
-        """The checkpoint as last saved, without catching up (for read-only callers)."""
-        return read_checkpoint(state_dir)[0]
-
     @classmethod
     def load(cls, state_dir: Path, ledger: Ledger) -> Outbox:
         """The checkpoint caught up with the ledger: folded again if it is missing, of another
@@ -318,7 +322,7 @@ class Outbox:
         secret = load_key(state_dir, create=False)
         raw, why = read_checkpoint(state_dir)
         if why is not None:
-            log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger")
+            log.warning(f"{state_dir / CHECKPOINT}: {why}; rebuilt from the ledger" + runbook("state-rewritten"))
         box = cls._from_dict(raw) if raw is not None else cls()
         box._secret = secret
         st = ledger.path.stat() if ledger.path.exists() else None
@@ -361,7 +365,7 @@ class Outbox:
         # From the start, the ledger's order is checked, not trusted: it may have been sorted.
         whole = self.offset == 0
         if whole:
-            self._order = {}
+            self._order, self._sent_early = {}, set()
         result = ReadResult()
         self._new_repeats, self._first_new_repeat = 0, None
         for ev in ledger.iter_from(self.offset, result):
@@ -371,15 +375,12 @@ class Outbox:
             log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
                         f"ignored, the first decision stands (first: {item} at byte {at})")
             self._new_repeats, self._first_new_repeat = 0, None
-        if result.malformed:
-            self.malformed += len(result.malformed)
-            for offset in result.malformed:
-                why = result.reasons.get(offset)
-                log.warning(f"{ledger.path}: malformed line at byte {offset} skipped "
-                            + (f"({why}; not folded)" if why else "(a torn write is closed off this way)"))
+        self.malformed += result.skipped
+        for line in result.skipped_lines(ledger.path):
+            log.warning(line)
         if whole:
             self.pending = in_order(self.pending, self._order or {})
-            self._order = None
+            self._order = self._sent_early = None
         if result.end != self.offset or self.mark is None:
             self.mark = ledger.mark(result.end)
         self.offset = result.end

@@ -28,6 +28,7 @@ class Box(Protocol):
     undone: dict[str, str]
     known_turns: dict[str, list[list[int]]]
     known_other: set[str]
+    withdrawn: set[str]
     roles: dict[str, dict]
     hsessions: dict[str, dict[str, str]]
     announced: dict
@@ -49,10 +50,11 @@ def inherit(new: Box, old: Box) -> int:
     before it was rewritten) knew that the ledger may have lost: a restored copy lacks
     the lines written after it was taken. What was set up in Honcho, the session names
     used and the roles written stay known; a failed item stays failed; an item in doubt
-    stays in doubt; an item `old` had seen settled (sent, dropped, cancelled) that is
-    pending here again is put in doubt, looked up in Honcho before anything of it is
-    sent; one the ledger no longer decides stays decided, so deciding it again is a
-    second decision, ignored. Returns how many items were put in doubt."""
+    stays in doubt; an item the owner dropped, or undid before it was sent, stays out
+    for good; an item `old` had seen sent that is pending here again is put in doubt,
+    looked up in Honcho before anything of it is sent; one the ledger no longer decides
+    stays decided, so deciding it again is a second decision, ignored. Returns how many
+    items were put in doubt."""
     for ws, was in old.setup.items():
         now = new.workspace(ws)
         now["configured"] = now["configured"] or was["configured"]
@@ -70,9 +72,13 @@ def inherit(new: Box, old: Box) -> int:
         _keep(mine, theirs)
     new.backoff = new.backoff or old.backoff
     new.announced = old.announced
+    new.withdrawn |= old.withdrawn
     doubted = 0
     for item in list(new.pending):
-        if item in old.pending:
+        if item in new.withdrawn:
+            del new.pending[item]
+            new.attempts.pop(item, None)
+        elif item in old.pending:
             if item in old.attempts and item not in new.attempts:
                 new.attempts[item] = old.attempts[item]
         elif item in old.failed:

@@ -96,7 +96,7 @@ SHAPE = record({
     "conclusions": dict_of(record({"id": anything, "ws": _NAME, "hsession": _NAME}, {"deleted_by": string})),
     "fleet": dict_of(record({"ws": _NAME, "hsession": _NAME, "ids": anything})),
     "cancelled": integer(0), "decided": dict_of(integer(0)), "known_turns": dict_of(RANGES),
-    "known_other": set_of(string), "repeated": integer(0), "first_repeated": _NAME, "dropped": integer(0),
+    "known_other": set_of(string), "withdrawn": set_of(string), "repeated": integer(0), "first_repeated": _NAME, "dropped": integer(0),
     "roles": ROLES, "hsessions": dict_of(dict_of(string)), "named_wrong": dict_of(string),
     # What send last said of each lasting state (send_report.announce): keys of a few plain values.
     "announced": record({}, {"held": list_of(list_of(_plain, length=4)), "in_doubt": list_of(list_of(_plain, length=3))}),

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from bxmem.errors import ConfigInvalid, HomeMissing, StorageError
+from bxmem.errors import ConfigInvalid, HomeMissing, Refused, StorageError
 from bxmem.start import where
 from bxmem.start.where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
 from bxmem.store.files import Unreadable, make_dirs, read_state
@@ -94,6 +94,16 @@ class Paths:
         return self.memory / "honcho.jsonl"
 
     @property
+    def artifacts(self) -> Path:
+        """The artifact store (store/artifacts.py): objects, cards, projections, tmp. Mode 0700."""
+        return self.memory / "artifacts"
+
+    @property
+    def sessions(self) -> Path:
+        """loopd's per-session folders; `<session>/exports/` holds what a session may keep as artifacts."""
+        return self.home / "sessions"
+
+    @property
     def state(self) -> Path:
         """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
         return Path(where.state_dir(self.home))
@@ -123,6 +133,36 @@ class Paths:
         except OSError as exc:
             raise StorageError(f"cannot prepare {self.state}: {exc.strerror}") from None
         return self.state
+
+
+def make_home(home: Path) -> tuple[list[Path], list[Path]]:
+    """The Boxmaker home as the jobs need it (`bxmem init`): the home, loopd's logs/,
+    memoryd's memory/ and bxmem's state, each made 700 where it is missing (its
+    parents as mkdir -p makes them), bxmem's state 700 whatever it was; a folder
+    already there is left as it is. (made, already there); Refused when a file is
+    where a folder goes."""
+    made, existed = [], []
+    try:
+        home.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot make {home.parent}: {exc.strerror}") from None
+    for folder in (home, home / "logs", home / "memory", Path(where.state_dir(home))):
+        try:
+            os.mkdir(folder, 0o700)
+            made.append(folder)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise Refused(f"{folder} exists and is not a folder: the Boxmaker home needs it to be one") from None
+            existed.append(folder)
+        except OSError as exc:
+            raise StorageError(f"cannot make {folder}: {exc.strerror}") from None
+    problem = home_problem(home)
+    if problem:  # a link: every job would refuse it
+        raise Refused(f"the Boxmaker home {home} {problem}")
+    state = Path(where.state_dir(home))
+    if state.stat().st_mode & 0o777 != 0o700:
+        os.chmod(state, 0o700)  # the owner's alone, as every job keeps it
+    return made, existed
 
 
 def home_problem(home: Path) -> str | None:

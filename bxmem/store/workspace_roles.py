@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from bxmem.policy.shapes import anything, dict_of, integer, list_of, maybe, record, string
-from bxmem.store.files import load_json, write_json
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import ATTEMPT, CREATED, DECIDED, SENT
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
+from bxmem.store.state_json import load_json, write_json
 
 SIDECAR = "workspace-roles.json"
 SIDECAR_VERSION = 1

@@ -10,9 +10,13 @@
 #      host's Honcho), as PID 1 of its own PID namespace;
 #   3. user kyle (uid 1000, passwordless sudo) runs the README's own commands, read from the
 #      README's blocks marked `<!-- systemd-rig: NAME -->` (readme_blocks.py), each in a new
-#      login shell in a copy of CHECKOUT: linger, install (pipx), units; the rig writes
-#      bxmem.toml (fresh workspaces sd-<random>-trusted/-untrusted/-fleet) and a minimal
-#      Boxmaker home (two loopd logs, a memoryd journal) in between, as the README asks the owner to;
+#      login shell in a copy of CHECKOUT: linger, install (pipx), then bxmem init (the server's
+#      URL and fresh workspaces sd-<random>-trusted/-untrusted/-fleet in place of the block's
+#      example values), bxmem doctor (every line ok but the units' and brokerd's, which the
+#      rig keeps down at first), bxmem units install, and doctor again once all runs; before
+#      it, the rig puts a key per workspace in the folder the block's --keys names (minted
+#      with $SDRIG_ADMIN_JWT on a server with auth on, else random), and after it loopd's and
+#      memoryd's part: a minimal Boxmaker home's content (two loopd logs, a memoryd journal);
 #   4. if the units as shipped fail, reports which directives fail on their own, and retries
 #      with $SDRIG_FIX as a drop-in so the rest of the scenario can still be judged;
 #   5. brokerd down, then bxmem's own stub brokerd up as kyle; checks what reaches Honcho;
@@ -21,9 +25,12 @@
 #      side, what the units add with LogLevelMax= lifted); takes Honcho away (a forwarder the
 #      rig stops) and checks the outage's start and end reach the journal; breaks the config
 #      and checks the error reaches it;
-#   6. upgrades as the README says and checks the new code and units are in place;
-#   7. the README's system-unit variant (User=kyle, %h replaced), judged the same way;
-#   8. the README's uninstall steps, and checks what is left;
+#   6. upgrades as the README says (pipx install --force ., bxmem units install) and checks the
+#      new code and units are in place;
+#   7. the README's system-unit variant (bxmem units uninstall, then sudo bxmem units install
+#      --system: User=kyle, kyle's paths), judged the same way;
+#   8. the README's uninstall steps (bxmem units uninstall --system, pipx uninstall), and checks
+#      what is left;
 #   9. powers the container off (the rootfs stays).
 # Prints PASS/FAIL/INFO lines; exit 0 when nothing FAILed. Logs: $SDRIG_DIR/last-$SUITE/.
 #
@@ -40,11 +47,14 @@
 #
 # Environment: SDRIG_SUITE (bookworm; trixie for systemd 257), SDROOT (the rootfs,
 #   /var/tmp/bxmem-sdrig/rootfs-$SUITE), SDRIG_DIR (/var/tmp/bxmem-sdrig), HONCHO_URL
-#   (http://127.0.0.1:8000, auth off), SDRIG_MIRROR (the Debian archive; default: the one apt
+#   (http://127.0.0.1:8000, auth off), SDRIG_ADMIN_JWT (a file holding the admin JWT of a
+#   server with auth on: the rig mints each workspace's key with it), SDRIG_PREFIX (sd: the
+#   run's workspaces are PREFIX-<random>-trusted, -untrusted, -fleet), SDRIG_MIRROR (the Debian archive; default: the one apt
 #   uses here), SDRIG_SYSTEM=0 skips the system units, SDRIG_KEEP=1 leaves the container up,
 #   SDRIG_FIX (drop-in [Service] lines used when the shipped user units fail),
 #   SDRIG_QUIET_S (60: the idle window whose journal lines are counted),
-#   SDRIG_KEEP_KMSG=1 keeps nspawn's FIFO over /proc/kmsg.
+#   SDRIG_KEEP_KMSG=1 keeps nspawn's FIFO over /proc/kmsg, SDRIG_NAME (bxmem-sdrig-$SUITE: the
+#   container's name and cgroups; two rigs at once need two names and two SDRIG_DIRs).
 #
 # Derived from the Boxmaker project's systemd kit (shared/systemd-rig/run.sh), adapted to the
 # units' quiet journal (they log nothing about an ordinary run), to EPERM from the system-call
@@ -61,7 +71,7 @@ FIX=${SDRIG_FIX:-PrivateUsers=yes}
 QUIET_S=${SDRIG_QUIET_S:-60}
 MIRROR=${SDRIG_MIRROR:-$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)}
 [ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-NAME=bxmem-sdrig-$SUITE
+NAME=${SDRIG_NAME:-bxmem-sdrig-$SUITE}
 OUT=$DIR/last-$SUITE
 PIDFILE=$DIR/$NAME.pid
 T_START=$(date +%s)
@@ -69,7 +79,13 @@ NPASS=0; NFAIL=0
 
 [ -f "$CHECKOUT/pyproject.toml" ] && [ -d "$CHECKOUT/systemd" ] || { echo "not a bxmem checkout: $CHECKOUT"; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "run as root"; exit 2; }
-BLOCKS="linger install units upgrade user-units-off system-units system-units-off uninstall"
+BLOCKS="linger install init doctor units upgrade user-units-off system-units system-units-off uninstall"
+ADMIN_JWT=""
+if [ -n "${SDRIG_ADMIN_JWT:-}" ]; then
+    ADMIN_JWT=$(cat "$SDRIG_ADMIN_JWT") || { echo "cannot read SDRIG_ADMIN_JWT=$SDRIG_ADMIN_JWT"; exit 2; }
+fi
+# The rig's own reads of Honcho (guest/honcho.py, guest/measure.py) use the admin JWT when auth is on.
+export SDRIG_HONCHO_TOKEN=$ADMIN_JWT
 for b in $BLOCKS; do
     python3 "$HERE/readme_blocks.py" "$CHECKOUT/README.md" "$b" > /dev/null || exit 2
 done
@@ -140,13 +156,14 @@ cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates
 
 # ---------------------------------------------------------------- reset kyle's state (offline)
 H=$ROOT/home/kyle
-rm -rf "$H/.local/share/boxmaker" "$H/.config/boxmaker" "$H/src/bxmem" "$H/.config/systemd/user" \
+rm -rf "$H/.local/share/boxmaker" "$H/.config/boxmaker" "$H/src/bxmem" "$H/.config/systemd/user" "$H/.local/state/bxmem" \
        "$H/.local/bin/bxmem" "$H/.local/pipx/venvs/bxmem" "$H/.local/share/pipx/venvs/bxmem"
-rm -rf "$ROOT"/etc/systemd/system/bxmem-* "$ROOT"/etc/systemd/system/*.wants/bxmem-*
+rm -rf "$ROOT"/etc/systemd/system/bxmem-* "$ROOT"/etc/systemd/system/*.wants/bxmem-* "$ROOT/var/lib/bxmem"
 rm -rf "$ROOT"/etc/systemd/system/sdrig-* "$ROOT"/var/lib/systemd/linger/kyle
 rm -rf "$ROOT/opt/sdrig"; mkdir -p "$ROOT/opt/sdrig"
 cp "$HERE"/guest/*.py "$ROOT/opt/sdrig/"
 chmod 755 "$ROOT/opt/sdrig"; chmod 644 "$ROOT"/opt/sdrig/*.py
+[ -n "$ADMIN_JWT" ] && printf '%s' "$ADMIN_JWT" > "$ROOT/opt/sdrig/honcho.token" && chmod 644 "$ROOT/opt/sdrig/honcho.token"
 
 # ---------------------------------------------------------------- boot
 say "booting $ROOT with systemd-nspawn"
@@ -194,9 +211,22 @@ KYLE_ENV="HOME=/home/kyle USER=kyle LOGNAME=kyle XDG_RUNTIME_DIR=/run/user/1000 
 U() { IN runuser -u kyle -- env -i $KYLE_ENV PATH=/home/kyle/.local/bin:/usr/local/bin:/usr/bin:/bin bash -c "cd ~ && $1"; }
 # The README's block NAME, as written, as kyle in a new login shell (PATH from /etc/profile and
 # ~/.profile, as a new terminal has it) in the checkout; stops at the first failing command.
+# The init block's example values are the owner's to replace: the rig's server and its run's workspaces.
+EXAMPLE_URL=http://honcho.example:8000
+readme_block() {
+    local block
+    block=$(python3 "$HERE/readme_blocks.py" "$CHECKOUT/README.md" "$1") || return 1
+    if [ "$1" = init ]; then
+        case "$block" in *"$EXAMPLE_URL"*"--agent boxmaker0"*) ;;
+            *) echo "the README's init block no longer names $EXAMPLE_URL and --agent boxmaker0: update the rig" >&2; return 1;; esac
+        block=${block//$EXAMPLE_URL/$HONCHO}
+        block=${block//--agent boxmaker0/--agent boxmaker0 --trusted $RUN-trusted --untrusted $RUN-untrusted --fleet $RUN-fleet}
+    fi
+    printf '%s\n' "$block"
+}
 readme() {
     local name=$1 block rc
-    block=$(python3 "$HERE/readme_blocks.py" "$CHECKOUT/README.md" "$name")
+    block=$(readme_block "$name") || return 1
     printf '%s\n' "$block" > "$OUT/readme-$name.sh"
     IN runuser -u kyle -- env -i $KYLE_ENV PATH=/usr/local/bin:/usr/bin:/bin bash -l -c "set -eo pipefail; cd ~/src/bxmem; $block" \
         > "$OUT/readme-$name.log" 2>&1
@@ -252,26 +282,29 @@ found=$(IN runuser -u kyle -- env -i $KYLE_ENV PATH=/usr/local/bin:/usr/bin:/bin
     || fail "install: a new login shell finds bxmem at '$found', not ~/.local/bin/bxmem"
 info "installed: $(U 'bxmem --version')"
 
-RUN=sd-$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+RUN=${SDRIG_PREFIX:-sd}-$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$RUN" > "$OUT/runid"
 info "workspaces: $RUN-trusted, $RUN-untrusted, $RUN-fleet at $HONCHO"
-write_config() {  # write_config URL
-    U "mkdir -p ~/.config/boxmaker && cat > ~/.config/boxmaker/bxmem.toml" <<EOF
-[honcho]
-url = "$1"
-agent = "boxmaker0"
-owner = "kyle"
-trusted = "$RUN-trusted"
-untrusted = "$RUN-untrusted"
-fleet = "$RUN-fleet"
-
-[secrets.honcho_trusted]
-file = "/home/kyle/.config/boxmaker/honcho-trusted.key"
-EOF
+set_url() {  # set_url URL: the configuration init wrote, pointed at another server
+    U "sed -i 's|^url = .*|url = \"$1\"|' ~/.config/boxmaker/bxmem.toml"
 }
-write_config "$HONCHO"
-U "umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > ~/.config/boxmaker/honcho-trusted.key"
-U "python3 /opt/sdrig/boxhome.py init $RUN"
+# A key per workspace, where the README's init block says (--keys ~/.config/boxmaker), as the
+# owner would have them: minted by the server's admin when auth is on, else random (auth off
+# ignores them).
+U "mkdir -p ~/.config/boxmaker && chmod 700 ~/.config/boxmaker"
+for role in trusted untrusted fleet; do
+    if [ -n "$ADMIN_JWT" ]; then
+        key=$(curl -s -m 20 -X POST -H "Authorization: Bearer $ADMIN_JWT" "$HONCHO/v3/keys?workspace_id=$RUN-$role" \
+              | python3 -c 'import json, sys; print(json.load(sys.stdin)["key"])') || die "could not mint a key for $RUN-$role at $HONCHO"
+    else
+        key=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    fi
+    printf '%s\n' "$key" > "$H/.config/boxmaker/honcho-$role.key"
+    IN chown kyle:kyle "/home/kyle/.config/boxmaker/honcho-$role.key"
+    chmod 600 "$H/.config/boxmaker/honcho-$role.key"
+done
+[ -n "$ADMIN_JWT" ] && info "auth on: a key minted for each of the run's workspaces, in ~kyle/.config/boxmaker (mode 600)" \
+    || info "auth off: random keys in ~kyle/.config/boxmaker (the server ignores them)"
 
 honcho_up() {  # the host's Honcho may be restarted by others: wait for it, bounded
     local i; for i in $(seq 1 45); do
@@ -400,7 +433,7 @@ outage_check() {
     proxy_on() { IN systemd-run --quiet --unit=sdrig-proxy --collect /usr/bin/python3 /opt/sdrig/proxy.py "$pport" "$hhost" "$hport" >/dev/null 2>&1
                  for i in $(seq 1 50); do curl -s -m 1 -o /dev/null "http://127.0.0.1:$pport/health" && return 0; sleep 0.1; done; return 1; }
     proxy_on || { fail "outage: the forwarder on 127.0.0.1:$pport did not come up"; return; }
-    write_config "http://127.0.0.1:$pport"
+    set_url "http://127.0.0.1:$pport"
     sleep 8   # every job has seen the new config; the outbox is empty
     t0=$(now)
     IN systemctl stop sdrig-proxy
@@ -428,7 +461,7 @@ outage_check() {
     python3 "$HERE/guest/honcho.py" "$HONCHO" "$RUN" | grep -q "$RUN during the outage" \
         && pass "outage: the turn written while Honcho was away reached it once Honcho answered" \
         || fail "outage: the turn written while Honcho was away is not in Honcho"
-    write_config "$HONCHO"
+    set_url "$HONCHO"
     IN systemctl stop sdrig-proxy 2>/dev/null
     sleep 6
 }
@@ -510,12 +543,32 @@ journal_problems() {  # journal_problems LABEL SINCE
 }
 
 HPORT=$(echo "$HONCHO" | sed -E 's|.*:([0-9]+).*|\1|')
-# ---------------------------------------------------------------- 1. user units, as shipped (README 'units')
+# ---------------------------------------------------------------- 1. init, doctor, units install (README 'init', 'doctor', 'units')
 SC=user
-say "README 'units': config check, units copied to ~/.config/systemd/user, timers and .path units enabled"
+say "README 'init', 'doctor', 'units': bxmem init, bxmem doctor, bxmem units install"
+readme_block init > "$OUT/init-as-run.sh" && info "init block as run: $(tr '\n' ';' < "$OUT/init-as-run.sh")"
+readme_step init "bxmem init" || die "init failed"
+readme doctor; rc=$?
+failed=$(grep '^failed: ' "$OUT/readme-doctor.log" | grep -v -e '^failed: units of ' -e '^failed: brokerd: ')
+accepted=$(grep -c '^ok: key for .* on Honcho: accepted' "$OUT/readme-doctor.log")
+if [ $rc = 4 ] && [ -z "$failed" ] && [ "$accepted" = 3 ] && ! grep -q '^not checked: ' "$OUT/readme-doctor.log"; then
+    pass "README 'doctor' block as kyle, before the units: $(tail -1 "$OUT/readme-doctor.log"); every key accepted by its workspace, only the units (not installed yet) and brokerd (down) fail"
+else
+    fail "README 'doctor' block as kyle exits $rc: $(grep -E '^(failed|not checked): ' "$OUT/readme-doctor.log" | cut -c1-160 | tr '\n' '|')"
+fi
 T1=$(now)
-readme_step units "bxmem config check, units copied, timers and .path units enabled" \
-    && info "bxmem config check: $(grep -m1 '^mode:' "$OUT/readme-units.log")"
+readme_step units "bxmem units install" || die "units install failed"
+modes=$(IN stat -c '%a %n' /home/kyle/.local/share/boxmaker /home/kyle/.local/share/boxmaker/memory \
+        /home/kyle/.local/share/boxmaker/memory/bxmem /home/kyle/.config/boxmaker/bxmem.toml | tr '\n' ';')
+[ "$modes" = "700 /home/kyle/.local/share/boxmaker;700 /home/kyle/.local/share/boxmaker/memory;700 /home/kyle/.local/share/boxmaker/memory/bxmem;600 /home/kyle/.config/boxmaker/bxmem.toml;" ] \
+    && pass "init: made the Boxmaker home, memory/ and memory/bxmem/ mode 700, wrote bxmem.toml mode 600" \
+    || fail "init: modes are not what init makes: $modes"
+unit=/home/kyle/.config/systemd/user/bxmem-send.service
+IN grep -q -x 'ExecStart=/home/kyle/.local/bin/bxmem --quiet send' $unit && IN grep -q -x 'ReadWritePaths=/home/kyle/.local/share/boxmaker' $unit \
+    && IN grep -q -x 'PathChanged=/home/kyle/.local/share/boxmaker/memory/honcho.jsonl' /home/kyle/.config/systemd/user/bxmem-send.path \
+    && pass "units install: the units name kyle's bxmem and home ($(IN ls /home/kyle/.config/systemd/user | grep -c '^bxmem-') unit files, $(IN grep -c . /home/kyle/.local/state/bxmem/units.json) lines of manifest)" \
+    || fail "units install: $unit does not name kyle's bxmem and home: $(IN grep -E '^(ExecStart|ReadWritePaths)=' $unit | tr '\n' ' ')"
+U "python3 /opt/sdrig/boxhome.py init $RUN"   # loopd and memoryd write in the home init made
 for u in $TIMERS $PATHS; do [ "$(U "systemctl --user is-active $u")" = active ] || fail "user units as shipped: $u is $(U "systemctl --user is-active $u")"; done
 sleep 8   # OnActiveSec=5s: every service has run once (brokerd is down: decide should say so and not fail)
 VARIANT="as shipped"
@@ -575,6 +628,9 @@ U 'bxmem sync' > "$OUT/sync.txt" 2>&1; rc=$?
 U "journalctl --user -u 'bxmem-*' --no-pager -n 3" > "$OUT/journal-as-kyle.txt" 2>&1 && [ -s "$OUT/journal-as-kyle.txt" ] \
     && pass "journalctl --user -u 'bxmem-*' works for kyle (README): $(tail -1 "$OUT/journal-as-kyle.txt" | cut -c1-120)" \
     || fail "journalctl --user -u 'bxmem-*' as kyle: $(head -2 "$OUT/journal-as-kyle.txt")"
+U 'bxmem doctor' > "$OUT/doctor-after.txt" 2>&1; rc=$?
+[ $rc = 0 ] && pass "bxmem doctor once the units have run and brokerd answers: $(tail -1 "$OUT/doctor-after.txt")" \
+    || fail "bxmem doctor exits $rc once everything runs: $(grep -E '^(failed|warning|not checked)' "$OUT/doctor-after.txt" | cut -c1-160 | tr '\n' '|')"
 U 'bxmem runbook broker-state-unavailable' | grep -q '^# broker-state-unavailable' \
     && pass "the runbook entry the warning names prints after a pipx install: bxmem runbook broker-state-unavailable" \
     || fail "bxmem runbook broker-state-unavailable does not print the entry"
@@ -614,7 +670,7 @@ echo "SDRIG_UPGRADE = \"$MARK\"" >> "$H/src/bxmem/bxmem/__init__.py"
 echo "# $MARK" >> "$H/src/bxmem/systemd/bxmem-send.service"
 IN chown -R kyle:kyle /home/kyle/src
 T3=$(now)
-readme_step upgrade "pipx install --force ., units copied again"
+readme_step upgrade "timers and .path units stopped, pipx install --force ., bxmem units install"
 got=$(U "cd / && $VENV_PY -c 'import bxmem; print(getattr(bxmem, \"SDRIG_UPGRADE\", \"old\"))'")
 [ "$got" = "$MARK" ] && pass "upgrade: the installed bxmem is the changed checkout's" || fail "upgrade: the installed bxmem is not the changed checkout's ($got)"
 U "grep -q -F '# $MARK' ~/.config/systemd/user/bxmem-send.service" && pass "upgrade: the changed unit is installed" || fail "upgrade: the old unit is still installed"
@@ -646,14 +702,14 @@ system_round() {  # system_round LABEL : judge, probe, time the system units as 
     grep -h -o 'Failed to configure loopback network device.*' "$OUT/journal-system.txt" | head -1 | sed 's/^/INFO system units: /;s/$/ (PrivateNetwork=; nspawn drops CAP_NET_ADMIN when sharing the host network: a container artifact)/'
 }
 if [ "${SDRIG_SYSTEM:-1}" = 1 ]; then
-    say "README 'user-units-off', then 'system-units': /etc/systemd/system, User=kyle, %h -> /home/kyle"
+    say "README 'user-units-off', then 'system-units': bxmem units install --system under sudo (User=kyle, kyle's paths)"
     readme_step user-units-off "the user units disabled and removed"
     left=$(U "systemctl --user list-unit-files 'bxmem-*' --no-legend" | wc -l)
     [ "$left" = 0 ] && pass "user-units-off: no bxmem unit left in kyle's manager" || fail "user-units-off: $left bxmem unit(s) left in kyle's manager"
     SC=system
     readme_step system-units "units in /etc/systemd/system, timers and .path units enabled"
     IN grep -q '^User=kyle$' /etc/systemd/system/bxmem-send.service && IN grep -q '^ExecStart=/home/kyle/.local/bin/bxmem --quiet send' /etc/systemd/system/bxmem-send.service \
-        && pass "system-units: User=kyle and %h replaced, as the README says" || fail "system-units: the installed unit has no User=kyle or still has %h"
+        && pass "system-units: User=kyle, ExecStart= kyle's bxmem, as units install --system writes them" || fail "system-units: the installed unit has no User=kyle or not kyle's bxmem"
     system_round "as shipped (User=kyle)"
     if [ "$VARIANT" != "as shipped" ]; then  # the user units needed the fix: it must not break the system variant
         say "system units with the same drop-in: [Service] $FIX"
@@ -667,6 +723,8 @@ if [ "${SDRIG_SYSTEM:-1}" = 1 ]; then
     say "README 'system-units-off'"
     readme_step system-units-off "the system units disabled and removed"
     left=$(IN bash -c "ls /etc/systemd/system; systemctl list-units 'bxmem-*' --all --no-legend --plain" | grep -c 'bxmem-')
+    IN test -e /var/lib/bxmem/units.json && fail "system-units-off: the list of installed units is still there" \
+        || pass "system-units-off: the list of installed units is gone with them"
     [ "$left" = 0 ] && pass "system-units-off: no bxmem unit file or loaded unit left" \
         || fail "system-units-off: bxmem units left: $(IN bash -c "systemctl list-units 'bxmem-*' --all --no-legend --plain" | tr '\n' ' ')"
 else

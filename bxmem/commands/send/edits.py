@@ -179,7 +179,28 @@ class EditActions:
                 for n, piece in enumerate(pieces)
             ]
             return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
+        if do in ("card", "retract-card"):
+            return self._card(item, index, action, in_doubt)
         raise LocalFailure(f"unknown action {do!r}")
+
+    def _card(self, item: dict, index: int, action: dict, in_doubt: bool) -> dict:
+        """An artifact card, or its retraction: a message from the agent's peer (never
+        the owner's), its text the projection decided at record time, read back checked."""
+        from bxmem.commands.send.cards import card_text, retraction_text  # deferred: command
+
+        do, ws, result = action["do"], item["ws"], {"i": index, "do": action["do"]}
+        if do == "retract-card":
+            original = self.box.fleet.get(action["of"])
+            if not original:
+                return {**result, "skipped": "the card never reached Honcho"}
+            hsession, text = original["hsession"], retraction_text(item)
+        else:
+            hsession, text = self._session_for_writes(ws, item["session"]), card_text(self.config, item, action)
+        agent = self.honcho.agent
+        meta = {"bxmem_item": item["item"], "part": 0, "parts": 1, "role": do, "bx_session": item["session"],
+                "experiment": item["experiment"], "artifact": item["artifact"]}
+        messages = [{"peer_id": agent, "content": text, "metadata": qualified(meta, text, agent)}]
+        return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
 
     def _ensure_messages(self, ws: str, hsession: str, key: str, messages: list[dict], in_doubt: bool) -> list[str]:
         present: dict[int, str] = {}

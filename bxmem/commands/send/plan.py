@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from bxmem.honcho.api import MAX_BATCH
+from bxmem.policy.retry import ALONE
 from bxmem.policy.write_policy import Holds, Now, hold_pending, roles_of
 from bxmem.store.outbox import KIND, PEER, ROLE, SESSION, WS, Outbox, light
 from bxmem.store.workspace_roles import set_up_for
@@ -206,7 +207,7 @@ class Planner:
         self.by_session: dict[tuple[str, str], list[str]] = {}
         for key in queue:
             record = box.pending[key]
-            if record[KIND] != "edit":
+            if record[KIND] not in ALONE:
                 self.by_session.setdefault((record[WS], record[SESSION]), []).append(key)
         self.done: set[str] = set()
         self.handled = 0
@@ -223,7 +224,7 @@ class Planner:
             item = None if key in self.done else self._pending(key)
             if item is None or item["ws"] in self.box.stopped or self.hold.waits(item):
                 continue
-            if item.get("kind") == "edit" or item["item"] in self.box.attempts:
+            if item.get("kind") in ALONE or item["item"] in self.box.attempts:
                 self.done.add(item["item"])
                 self.handled += 1
                 return Unit(item["ws"], item, None)
@@ -255,7 +256,7 @@ class Planner:
         following = self.peek()
         if (
             following is None
-            or following.get("kind") == "edit"
+            or following.get("kind") in ALONE
             or following["item"] in self.box.attempts
             or (following["ws"], following["session"]) == (current.ws, current.session)
             or not set_up_for(self.box.roles, following["ws"], following["role"])

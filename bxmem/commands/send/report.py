@@ -19,7 +19,7 @@ from bxmem.errors import ExitCode, cite_runbook
 from bxmem.honcho.api import settle_wait_s
 from bxmem.log import log, notice
 from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import held_by, next_try, settle_at
+from bxmem.policy.retry import ALONE, held_by, next_try, settle_at
 from bxmem.store.outbox import KIND, SESSION, WS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
@@ -89,7 +89,7 @@ class SendReport:
                 "held_by_config": self.held_by_config, "in_doubt": self.in_doubt}
 
     def held_count(self) -> int:
-        return sum(g["turns"] + g["edits"] for g in self.held_by_config)
+        return sum(g["turns"] + g["edits"] + g.get("cards", 0) for g in self.held_by_config)
 
     def summary(self, config=None) -> list[str]:
         """The run's lines: what it sent, then everything that holds items up, every run."""
@@ -169,7 +169,7 @@ def _in(seconds: float) -> str:
 
 
 def held_line(g: dict) -> str:
-    return (f"{g['turns'] + g['edits']} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
+    return (f"{g['turns'] + g['edits'] + g.get('cards', 0)} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
             f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
             + cite_runbook("honcho-held-by-config"))
 
@@ -182,8 +182,8 @@ def refused_line(r: dict) -> str:
 
 
 def in_doubt_line(d: dict, now: float) -> str:
-    what = f"{len(d['items'])} {'edit' if d['kind'] == 'edit' else 'turn'}(s)"
-    where = f"in {d['workspace']}" if d["kind"] == "edit" else f"of session {d['session']} in {d['workspace']}"
+    what = f"{len(d['items'])} {d['kind'] if d['kind'] in ALONE else 'turn'}(s)"
+    where = f"in {d['workspace']}" if d["kind"] in ALONE else f"of session {d['session']} in {d['workspace']}"
     if d["lookup_at"] is None:
         when = "looked up in Honcho by the next send"
     else:

@@ -47,7 +47,7 @@ from bxmem.honcho.api import (
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.log import log
 from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import Hold, next_try
+from bxmem.policy.retry import ALONE, Hold, next_try
 from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
 from bxmem.store.ledger import Ledger, LedgerChanged
@@ -225,7 +225,7 @@ class Sender:
                 self._ensure_workspace(unit.ws)
                 if unit.group is None:
                     item = self.messages.full(unit.item)
-                    self.edits.send(item) if item.get("kind") == "edit" else self._settle(item)
+                    self.edits.send(item) if item.get("kind") in ALONE else self._settle(item)
                     continue
                 self._open(unit.group)
                 # While this group's messages are posted, plan the next group and

@@ -6,12 +6,26 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import urllib.request
 
 
+def headers() -> dict:
+    """A server with auth on: the admin JWT the rig was given (SDRIG_HONCHO_TOKEN, or the file the rig
+    leaves for the guest's scripts)."""
+    token = os.environ.get("SDRIG_HONCHO_TOKEN", "")
+    if not token and os.path.exists(TOKEN):
+        with open(TOKEN) as f:
+            token = f.read().strip()
+    return {"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})}
+
+
+TOKEN = "/opt/sdrig/honcho.token"
+
+
 def post(base: str, path: str) -> dict:
-    req = urllib.request.Request(base + path, data=b"{}", method="POST", headers={"content-type": "application/json"})
+    req = urllib.request.Request(base + path, data=b"{}", method="POST", headers=headers())
     with urllib.request.urlopen(req, timeout=5) as r:
         return json.load(r)
 

@@ -21,13 +21,14 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 import boxhome  # beside this file
+import honcho  # beside this file
 
 LEDGER = boxhome.HOME / "memory" / "honcho.jsonl"
 SCOPE = ["--user"] if os.environ.get("SDRIG_SCOPE", "user") == "user" else []
 
 
 def post(url: str) -> dict:
-    req = urllib.request.Request(url, data=b"{}", method="POST", headers={"content-type": "application/json"})
+    req = urllib.request.Request(url, data=b"{}", method="POST", headers=honcho.headers())
     with urllib.request.urlopen(req, timeout=3) as r:
         return json.load(r)
 

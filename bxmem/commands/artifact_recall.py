@@ -1,0 +1,137 @@
+"""What recall finds of artifact memory: this agent's cards, as a source of their own
+(`artifacts`, first in the round robin, with the local index's deadline), and another
+agent's cards among Honcho's hits (docs/design.md, "Artifact memory").
+
+A card of this agent's is tagged by the session it was recorded in (memory, or
+memory-tainted, its class); one found in another agent's workspace or the fleet is
+memory-tainted whatever the source. Each says in its `where` whether the exact bytes
+are on this host (`artifact-bytes-here`, `-elsewhere`, `-missing`). An exact id or tag
+comes before everything else. Light: recall's lean path loads it.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from bxmem.config.loader import Config
+from bxmem.policy import shown
+from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
+from bxmem.policy.hits import Hit, Why
+from bxmem.policy.labels import MEMORY, TAINTED
+from bxmem.policy.relevance import PREFIX
+from bxmem.policy.sanitize import neutralise
+from bxmem.policy.terms import STOP, words
+from bxmem.store import artifact_catalog as catalog
+
+E = {name: at for at, name in enumerate(catalog.FIELDS)}
+SHARED = 2  # the query's words a card must hold, as a Honcho hit must (policy/fusion.keep)
+
+
+def searched(config: Config) -> bool:
+    """Cards are searched with artifact memory on, or while a store is there to search."""
+    return config.artifacts is not None or catalog.stamp(config.paths.artifacts / "cards") is not None
+
+
+def _catalog(config: Config, fresh: bool = False) -> catalog.Catalog:
+    def check(card: dict, name: str) -> str | None:
+        from bxmem.store.artifact_cards import card_problem  # deferred: lean (only when the catalog is stale)
+
+        return card_problem(card, name)
+
+    if fresh:  # the catalog was damaged: the cards are read
+        catalog.forget(config.paths.state)
+    return catalog.read(config.paths.state, config.paths.artifacts / "cards", check)
+
+
+def _text(e: list) -> str:
+    lines = [f"[artifact card] {e[E['title']] or '(untitled)'}", e[E["summary"]]]
+    if e[E["tags"]]:
+        lines.append("tags: " + ", ".join(e[E["tags"]]))
+    lines.append(f"source version: {e[E['source_version']]}")
+    lines.append(f"experiment {e[E['experiment']]}, artifact {e[E['artifact']]} ({e[E['bytes']]:,} bytes, "
+                 f"{e[E['media_type']]})")
+    return "\n".join(lines)
+
+
+def _hit(config: Config, e: list, why: Why) -> Hit:
+    here = catalog.object_present(config.paths.artifacts, e[E["artifact"]], e[E["bytes"]])
+    return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], shown.text(_text(e), 600),
+               where="artifact-bytes-here" if here else "artifact-bytes-missing",
+               session=shown.honcho_id(e[E["session"]]), date=shown.date(e[E["updated_at"]]), why=why)
+
+
+def cards(config: Config, query: str, k: int) -> list[Hit]:
+    """This agent's cards for a query: those an id or a tag in it names first, then those
+    sharing its words as a Honcho hit must (policy/fusion.keep: two, or every one of a
+    shorter query), most words shared first, newest first among equals."""
+    for fresh in (False, True):
+        found = _catalog(config, fresh)
+        try:
+            return _cards(config, found, query, k)
+        except (TypeError, catalog.Damaged):
+            if fresh:
+                raise
+        finally:
+            found.close()
+    return []
+
+
+def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[Hit]:
+    """Entry numbers are recency ranks (the catalog keeps entries newest first)."""
+    exact: dict[int, list[str]] = {}  # an entry: the ids or the tag that named it
+    for word in dict.fromkeys(query.replace(",", " ").split()):
+        if is_experiment_id(word) or is_artifact_id(word):
+            for at in found.with_id(word):
+                exact.setdefault(at, []).append(word)
+    tag = " ".join(query.split()).casefold()
+    for at in found.named(found.tags, tag):
+        exact.setdefault(at, []).append(tag)
+    asked: dict[str, str] = {}  # each of the query's words by its stem, as the catalog indexes a card's (relevance.stems)
+    for word in words(neutralise(query)):
+        if word not in STOP:
+            asked.setdefault(word[:PREFIX], word)
+    shared: dict[int, list[str]] = {}
+    for stem, word in asked.items():
+        for at in found.named(found.words, stem):
+            shared.setdefault(at, []).append(word)
+    need = min(SHARED, len(asked))
+    first = sorted(exact)[:k]
+    ranked = heapq.nsmallest(k - len(first), ((-len(words), at) for at, words in shared.items()
+                                              if len(words) >= need and at not in exact))
+    order = [*first, *(at for _n, at in ranked)]
+    # why: the ids, tag or words it was found by, and its rank among this agent's cards (no bm25 score)
+    return [_hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None))
+            for n, at in enumerate(order, 1)]
+
+
+def refresh(config: Config) -> None:
+    """A catalog gone or stale (memory/bxmem/ deleted, a card edited by hand) made again
+    from the cards, where no deadline cuts the work short (recall's can, at 10,000 cards
+    on a loaded host). A cache: what fails here is only a slower recall."""
+    try:
+        _catalog(config).close()
+    except Exception:  # a cache: the next reader tries again
+        pass
+
+
+def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
+    """Another agent's cards among Honcho's hits (each with the text Honcho gave): tainted,
+    whatever the source's label, and said whether this host holds the same bytes, which
+    is the only way they resolve here (by the artifact id, to this agent's own card)."""
+    held: catalog.Catalog | None = None
+    try:
+        for hit, text in pairs:
+            ids = parse_card_text(text)
+            if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
+                continue
+            hit.tag = TAINTED
+            if held is None:
+                held = _catalog(config)
+            try:
+                here = bool(held.with_id(ids[1])) and catalog.object_present(config.paths.artifacts, ids[1], None)
+            except catalog.Damaged:
+                here = False
+            hit.where = "artifact-bytes-here" if here else "artifact-bytes-elsewhere"
+    finally:
+        if held is not None:
+            held.close()

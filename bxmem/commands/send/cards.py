@@ -1,0 +1,37 @@
+"""`send`'s artifact cards: the text of a card's outbox item, and of its retraction.
+
+A card item names its projection by revision (the digest of its text), so the
+text read back is the one decided at record time, or the item fails: it is never
+rebuilt from a card that may have changed since."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bxmem.commands.send.plan import LocalFailure
+from bxmem.policy.sanitize import find_secret
+from bxmem.store.artifact_cards import Cards
+from bxmem.store.artifacts import Store
+
+if TYPE_CHECKING:
+    from bxmem.config.loader import Config
+
+
+def card_text(config: Config, item: dict, action: dict) -> str:
+    rev = action.get("rev")
+    if not isinstance(rev, str):
+        raise LocalFailure("the card's decision names no projection")
+    text = Cards(Store(config.paths.artifacts, config.paths.state)).read_projection(item["experiment"], rev)
+    if text is None:
+        raise LocalFailure(f"not sent: the projection of card {item['experiment']} (revision {rev}) is gone or changed "
+                           "since it was recorded")
+    rule = find_secret(text)  # a rule added since the record
+    if rule is not None:
+        raise LocalFailure(f"not sent: the card holds a secret ({rule})")
+    return text
+
+
+def retraction_text(item: dict) -> str:
+    """Beside a card Honcho keeps (it cannot delete a message): ids only, no card text."""
+    return (f"retracted: the owner removed artifact card {item['experiment']} (artifact {item['artifact']}); "
+            "it no longer resolves on this agent's host")

@@ -1,0 +1,77 @@
+"""The systemd unit files `bxmem units install` writes, the templates they are made
+from, and the list of what it wrote (its manifest): each written whole (a
+temporary file moved in place), read back as bytes or checked JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bxmem.errors import BxmemError
+
+UNIT_SUFFIXES = (".service", ".timer", ".path")
+
+
+def templates(folder: Path) -> dict[str, str]:
+    """Every unit template in `folder` (bxmem-*.service, .timer, .path), by file name."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("bxmem-*")) if p.suffix in UNIT_SUFFIXES}
+
+
+def write(path: Path, data: bytes) -> bool:
+    """Write `path` whole, mode 644 (systemd reads units as itself); True when it
+    replaced a file that was there."""
+    replaced = path.exists()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, 0o644)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BxmemError(f"cannot write {path}: {exc.strerror}") from None
+    return replaced
+
+
+def read(path: Path) -> bytes | None:
+    """What a unit file holds, or None when it is gone."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BxmemError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def remove(path: Path) -> bool:
+    """True when there was a file to remove."""
+    try:
+        path.unlink()
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise BxmemError(f"cannot remove {path}: {exc.strerror}") from None
+
+
+def read_manifest(path: Path) -> object:
+    """The manifest as JSON, or None when there is none (its shape is the caller's to check)."""
+    data = read(path)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise BxmemError(f"{path}: not the list of installed units bxmem writes (not JSON)") from None
+
+
+def write_manifest(path: Path, manifest: dict) -> None:
+    write(path, json.dumps(manifest, indent=2).encode() + b"\n")
