@@ -43,7 +43,7 @@ def test_a_card_is_found_in_a_later_session_and_says_its_bytes_are_here(agent):
     assert "artifact-bytes-here" in found["text"] and "  | [artifact card] Treatment response by cohort" in found["text"]
     # why: the query's words as it asked them, the card's rank among the cards, no bm25 score
     assert hit["why"] == {"arms": ["lexical"], "matched": ["cohort", "treatment", "response"], "lexical_rank": 1,
-                          "score": None, "semantic_rank": None, "fused_rank": 1}
+                          "score": None, "semantic_rank": None, "fused_rank": 1, "follows": None}
     assert recall("cohort", doc["artifact_id"])["hits"][0]["why"]["matched"] == [doc["artifact_id"]]
 
 

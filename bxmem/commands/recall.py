@@ -109,9 +109,10 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     hits = []
     for rank, doc in enumerate(found, 1):
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
+        follows = f"turn {doc.follows.rsplit(':', 1)[-1]}" if doc.follows else None
         tag, trust_class = stored_label(doc.tag, doc.trust_class)
         hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
-                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score)))
+                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
     return hits
 
 
