@@ -9,6 +9,7 @@ standard library and the command registry: the lean path loads it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from bxmem.start.registry import COMMANDS
@@ -223,7 +224,7 @@ def closed_stdout(code: int) -> int:
 def stdout_closed() -> bool:
     """Whether stdout is a pipe whose reader has gone (poll's POLLERR on it):
     a BrokenPipeError from a socket of ours is not this, and keeps its own line."""
-    import select  # deferred: only a failed run asks
+    import select  # deferred: lean
 
     try:
         poll = select.poll()
@@ -234,8 +235,6 @@ def stdout_closed() -> bool:
 
 
 def _drop_stdout() -> None:
-    import os  # deferred: only a failed run asks
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
