@@ -159,3 +159,39 @@ def test_honcho_is_asked_the_querys_words_alone():
     arm a substring match of the whole question (src/utils/search.py at 3.0.12)."""
     assert recall_remote.words_query("When's the gecko-migration? (kyle's)") == "gecko migration kyle"
     assert recall_remote.find_words("when is the deployment of gecko happening") == ["deplo", "gecko", "happe"]
+
+
+def test_a_paraphrase_first_in_both_arms_is_kept_by_the_rare_word_it_shares():
+    """Failed before: a paraphrase shares one word with the question, and two were required,
+    though the answer was first by its words and first in Honcho's order. A near miss sharing
+    only a word most candidates hold is not shown, nor is the same answer when Honcho ranks
+    another text first (one rare word alone is not enough there)."""
+    fillers = [f"{who} owns the {what} backups" for who, what in (("jo", "heron"), ("ana", "egret"), ("li", "otter"),
+                                                                   ("max", "tapir"))]
+    texts = ["ivan will be handling ostrich, not me", *fillers, "the handover doc is in the wiki", "handover notes are late"]
+    query = "who owns the ostrich handover?"
+    kept = recall_remote.rank(query, _candidates(texts), 8, [list(range(len(texts)))])
+    assert [(c.text, why.lexical_rank, why.semantic_rank) for c, why in kept] == [(texts[0], 1, 1)]
+    second = [1, 0, *range(2, len(texts))]  # Honcho puts a near miss first
+    assert recall_remote.rank(query, _candidates(texts), 8, [second]) == []
+
+
+def test_the_first_by_its_words_is_kept_when_it_holds_most_of_the_querys_weight():
+    """Failed before: one word held, of two asked. Here it is the rare one (one candidate in
+    six holds it; the other, every near miss), so the text ranked first by its words is shown
+    though Honcho put it last; the near misses, holding the common word only, are not."""
+    texts = [f"the dashboard for the {name} is slow" for name in ("heron", "egret", "otter", "tapir", "yak")]
+    texts.append("the zebra sits in rack 4")
+    kept = recall_remote.rank("where is the zebra dashboard?", _candidates(texts), 8, [list(range(len(texts)))])
+    assert [(c.text, why.lexical_rank, why.semantic_rank) for c, why in kept] == [("the zebra sits in rack 4", 1, 6)]
+
+
+def test_a_words_weight_is_how_few_candidates_hold_it():
+    from bxmem.policy import relevance
+
+    texts = [("the dashboard is slow", None)] * 5 + [("the zebra sits in rack 4", None), ("zebra notes", "ana_Dot_dash")]
+    weights = relevance.rarity("where is the zebra dashboard?", texts)
+    assert set(weights) == {"zebra", "dashb"} and weights["zebra"] > weights["dashb"] > 0
+    assert relevance.share({"zebra", "dashb"}, weights) == pytest.approx(1.0)
+    assert relevance.share(set(), weights) == 0.0 and relevance.share({"zebra"}, {}) == 0.0
+    assert relevance.held("zebra dashboard", "zebra notes", "ana_Dot_dashboard") == {"zebra", "dashb"}  # the author's words count

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bxmem.policy import fusion, shown
 from bxmem.policy.hits import Hit, Why
-from bxmem.policy.relevance import cover, spans
+from bxmem.policy.relevance import held, rarity, share, spans
 from bxmem.policy.sanitize import neutralise
 from bxmem.policy.snippets import SNIPPET_CHARS, around
 from bxmem.policy.terms import query_words
@@ -84,14 +84,15 @@ def rank(query: str, candidates: list[Candidate], k: int, orders: list[list[int]
         index.close()
     by_words = {int(hit.key): (place, hit) for place, hit in enumerate(lexical, 1)}
     semantic = {n: place for order in orders for place, n in enumerate(order, 1)}  # each candidate is in one order
+    weights = rarity(query, [(texts[n], _author(c.peer)) for n, c in enumerate(candidates)])
     kept: list[tuple[Candidate, Why]] = []
     for n in fusion.fuse([[int(hit.key) for hit in lexical], *orders]):
         if n not in by_words:
             continue  # none of the query's words near the top: Honcho's order alone is no reason to show it
         place, hit = by_words[n]
         c = candidates[n]
-        held, asked = cover(query, texts[n], _author(c.peer))
-        if fusion.keep(held, asked, place, semantic.get(n), k):
+        words = held(query, texts[n], _author(c.peer))
+        if fusion.keep(len(words), len(weights), place, semantic.get(n), k, share(words, weights)):
             kept.append((c, Why(hit.matched, place, -hit.score, semantic.get(n), len(kept) + 1)))
     return kept
 

@@ -7,11 +7,12 @@ texts); the peer who wrote a text is one of its words, as the speaker is of a
 local turn. A text counts by its best passage (terms.passages), as a local
 document does: words scattered over a pasted page are not a match.
 
-Imports only policy/terms.py and policy/sanitize.py (and `re`): recall's lean path loads it.
+Imports only policy/terms.py and policy/sanitize.py (and `math`, `re`): recall's lean path loads it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from bxmem.policy.sanitize import neutralise
@@ -27,14 +28,43 @@ def stems(text: str) -> set[str]:
     return {w[:PREFIX] for w in words(neutralise(text)) if w not in STOP}
 
 
-def cover(query: str, text: str, author: str | None = None) -> tuple[int, int]:
-    """(the most of the query's words one passage of `text` holds, how many words the query
-    has); `author`, the peer who wrote the text, counts as a word of every passage."""
-    asked = stems(query)
-    by = stems(author.replace(DOT, " ").replace("_", " ")) if author else set()
+def _by(author: str | None) -> set[str]:
+    return stems(author.replace(DOT, " ").replace("_", " ")) if author else set()
+
+
+def held(query: str, text: str, author: str | None = None) -> set[str]:
+    """The query's words the best passage of `text` holds (the most of them); `author`, the
+    peer who wrote the text, counts as a word of every passage."""
+    asked, by = stems(query), _by(author)
     text = neutralise(text)
-    held = max((len(asked & (stems(text[start:start + length]) | by)) for start, length in passages(text)), default=0)
-    return held, len(asked)
+    best: set[str] = set()
+    for start, length in passages(text):
+        found = asked & (stems(text[start:start + length]) | by)
+        if len(found) > len(best):
+            best = found
+    return best
+
+
+def cover(query: str, text: str, author: str | None = None) -> tuple[int, int]:
+    """(the most of the query's words one passage of `text` holds, how many words the query has)."""
+    return len(held(query, text, author)), len(stems(query))
+
+
+def rarity(query: str, texts: list[tuple[str, str | None]]) -> dict[str, float]:
+    """Each of the query's words weighed by how few of `texts` (text, author) hold it, as
+    BM25's idf weighs a word over a collection: log(1 + (N - n + 0.5) / (n + 0.5))."""
+    asked = stems(query)
+    count = dict.fromkeys(asked, 0)
+    for text, author in texts:
+        for word in asked & (stems(text) | _by(author)):
+            count[word] += 1
+    return {word: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for word, n in count.items()}
+
+
+def share(words: set[str], weights: dict[str, float]) -> float:
+    """The part of the query's weight (`rarity`) that `words` hold: 0.0 to 1.0."""
+    total = sum(weights.values())
+    return sum(weights.get(word, 0.0) for word in words) / total if total else 0.0
 
 
 def spans(query: str, text: str) -> list[tuple[int, int]]:
