@@ -629,6 +629,10 @@ if [ $rc = 4 ] && [ -z "$failed" ] && [ "$accepted" = 3 ] && ! grep -q '^not che
 else
     fail "README 'doctor' block as kyle exits $rc: $(grep -E '^(failed|not checked): ' "$OUT/readme-doctor.log" | cut -c1-160 | tr '\n' '|')"
 fi
+if [ -n "$ADMIN_JWT" ]; then  # the keys are checked against a server that refuses requests without one
+    grep -q "^ok: Honcho's auth: on" "$OUT/readme-doctor.log" && pass "auth on, as doctor sees it: $(grep -m1 "^ok: Honcho's auth" "$OUT/readme-doctor.log" | cut -c1-120)" \
+        || fail "auth: doctor does not see Honcho's auth on: $(grep "Honcho's auth" "$OUT/readme-doctor.log" | cut -c1-160)"
+fi
 T1=$(now)
 readme_step units "bxmem units install" || die "units install failed"
 modes=$(IN stat -c '%a %n' /home/kyle/.local/share/boxmaker /home/kyle/.local/share/boxmaker/memory \
