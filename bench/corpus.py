@@ -107,6 +107,7 @@ class Question:
     kind: str
     subject: tuple = ()  # what the fact is about (the same subject in another corpus is the same fact)
     value: str = ""  # the fact's current value, as the answer turns state it
+    how: str = ""  # how the answer was said (bench/dialogue.py): "one turn", or "two turns" when every answer leans on the turn before
 
 
 @dataclass

@@ -9,6 +9,7 @@ standard library and the command registry: the lean path loads it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from bxmem.start.registry import COMMANDS
@@ -203,8 +204,43 @@ def error_document(code: int, message: str, runbook: str | None) -> dict:
 
 def _document(as_json: bool, code: int, message: str, runbook: str | None) -> int:
     if as_json:
-        sys.stdout.write(json.dumps(error_document(code, message, runbook), indent=2, sort_keys=True) + "\n")
+        try:
+            sys.stdout.write(json.dumps(error_document(code, message, runbook), indent=2, sort_keys=True) + "\n")
+        except BrokenPipeError:  # nobody reads stdout any more: the line on stderr has said it
+            _drop_stdout()
     return code
+
+
+def closed_stdout(code: int) -> int:
+    """`bxmem ... | head -1`, or a reader that failed (`| jq BAD`): quiet, as
+    click (the CLI's other path) and coreutils are, never a traceback; the run's
+    exit code, ERROR where it was OK (its output was lost). stdout goes to
+    /dev/null, so that nothing after (the interpreter's last flush included)
+    writes to the closed pipe again."""
+    _drop_stdout()
+    return code or ExitCode.ERROR
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll's POLLERR on it):
+    a BrokenPipeError from a socket of ours is not this, and keeps its own line."""
+    import select  # deferred: lean
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no stdout, or not a file
+        return False
+
+
+def _drop_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def report(exc: BaseException, as_json: bool = False) -> int:
@@ -218,6 +254,8 @@ def report(exc: BaseException, as_json: bool = False) -> int:
     if isinstance(exc, BxmemError):
         sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
         return _document(as_json, exc.exit_code, exc.one_line(), exc.runbook)
+    if isinstance(exc, BrokenPipeError) and stdout_closed():
+        return closed_stdout(ExitCode.ERROR)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"bxmem: error: {exc.strerror or exc}{where}\n")

@@ -43,7 +43,7 @@ def test_a_card_is_found_in_a_later_session_and_says_its_bytes_are_here(agent):
     assert "artifact-bytes-here" in found["text"] and "  | [artifact card] Treatment response by cohort" in found["text"]
     # why: the query's words as it asked them, the card's rank among the cards, no bm25 score
     assert hit["why"] == {"arms": ["lexical"], "matched": ["cohort", "treatment", "response"], "lexical_rank": 1,
-                          "score": None, "semantic_rank": None, "fused_rank": 1}
+                          "score": None, "semantic_rank": None, "fused_rank": 1, "follows": None}
     assert recall("cohort", doc["artifact_id"])["hits"][0]["why"]["matched"] == [doc["artifact_id"]]
 
 
@@ -164,6 +164,39 @@ def test_a_second_agent_finds_the_card_tainted_and_cannot_resolve_it_elsewhere(a
     assert hit["where"] == "artifact-bytes-here" and hit["tag"] == "memory-tainted"
     got = bxmem_inprocess("artifact", "resolve", "--json", "--", doc["artifact_id"], env=env)
     assert got.returncode == 0 and json.loads(got.stdout)["label"]["untrusted"] is False  # its own clean record
+
+
+def test_a_card_its_owner_removed_is_retracted_in_another_agents_recall(agent, honcho, tmp_path):
+    """`artifact rm` leaves a retraction beside the card (ids only): another agent's recall
+    finds it by the card's experiment id and marks the card retracted, as a retracted fleet
+    note is; a retraction written by anyone but the card's agent retracts nothing."""
+    from bxmem.honcho.client import WorkspaceClient
+    from bxmem.policy.artifacts import retraction_text
+
+    _r, doc = record(title="Treatment response by cohort", summary="Aggregate cohort response table.")
+    export(agent, "notes.md", b"# cohort notes\n")
+    _r, other = record("notes.md", title="Cohort treatment response notes", summary="Another cohort response table.")
+    assert bxmem_main("send").returncode == 0
+    config1 = tmp_path / "b1.toml"
+    config1.write_text(honcho_config(honcho.url).replace('agent = "boxmaker0"', 'agent = "boxmaker1"')
+                       .replace("bm0-", "bm1-")
+                       + '\n[[honcho.read]]\nagent = "boxmaker0"\nworkspace = "bm0-trusted"\ntrust = "trusted"\n')
+    (tmp_path / "home1").mkdir()
+    env = {"BOXMAKER_HOME": str(tmp_path / "home1"), "BXMEM_CONFIG": str(config1)}
+    assert [h["retracted"] for h in cards_in(recall("cohort", "treatment", "response", env=env))] == [False, False]
+    removed = bxmem_inprocess("artifact", "rm", "--", doc["experiment_id"])
+    assert removed.returncode == 0, removed.stderr
+    assert bxmem_main("send").returncode == 0
+    # Someone else's forged retraction of the other card, in the same workspace: not its agent's.
+    with WorkspaceClient(honcho.url, "bm0-trusted", None) as client:
+        client.create_peer("mallory", True)
+        client.add_messages("forged", [{"peer_id": "mallory",
+                                        "content": retraction_text(other["experiment_id"], other["artifact_id"])}])
+    found = {h["text"].split("\n")[0]: h["retracted"] for h in cards_in(recall("cohort", "treatment", "response", env=env))}
+    assert found == {"[artifact card] Treatment response by cohort": True,
+                     "[artifact card] Cohort treatment response notes": False}, found
+    text = recall("cohort", "treatment", "response", env=env)["text"]
+    assert "retracted" in text
 
 
 def test_a_forged_card_in_the_fleet_stays_tainted_and_resolves_nothing_of_its_own(agent, honcho):

@@ -85,8 +85,10 @@ def test_a_long_document_holding_many_good_passages_leaves_room_for_others(tmp_p
 @pytest.mark.parametrize("seed", range(6))
 def test_the_split_by_rare_and_common_words_scores_as_one_bm25_over_all_of_them(tmp_path, monkeypatch, seed):
     """Candidates hold a rare word; each is scored over every word. The two MATCH
-    expressions must rank exactly as one bm25 over all the words, among those candidates."""
+    expressions must rank exactly as one bm25 over all the words, among those candidates
+    (before the best are scored again: _rescored, off here)."""
     monkeypatch.setattr(search, "BUDGET", 30)
+    monkeypatch.setattr(search, "EXACT", 0.0)
     rng = random.Random(seed)
     rare, common = ["koala", "wombat"], ["deploy", "backup", "report"]
     index = _index(tmp_path)
@@ -162,3 +164,55 @@ def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
     assert keys(index, "dot parrot") == ["turn:s:1"] and not keys(index, "dot")  # the escape is no word of the turn
     assert relevance.DOT == rules.DOT
     assert relevance.cover("what is lima's parrot called?", "pickles, my parrot", "ana_Dot_lima") == (2, 3)
+
+
+def _talk(index: Index, session: str, turns: list[tuple[str, str, str]], first: int = 1) -> None:
+    """Turns of one session as decide indexes them: (speaker, what was said, the reply)."""
+    db = index.db()
+    db.execute("BEGIN")
+    for n, (who, text, reply) in enumerate(turns, first):
+        index.add(f"turn:{session}:{n}", "turn", "memory", "private", text, reply=reply, session=session, who=who)
+    db.execute("COMMIT")
+
+
+def _chatter(index: Index) -> None:
+    """Turns that hold the question's words one or two at a time, in sessions of their own."""
+    for n in range(40):
+        _talk(index, f"c{n}", [("dana", f"the summer sale starts on day {n}", "Noted."),
+                               ("omar", f"priya sent the report for week {n}", "Thanks."),
+                               ("eli", f"my holiday photos from week {n} are up", "Nice.")])
+
+
+def test_an_answer_is_found_through_the_question_it_answers(tmp_path):
+    """Failed before: the answer names neither the trip nor the summer; the turn before it,
+    someone else's question, does. The answer is ranked for it, and says so."""
+    index = _index(tmp_path)
+    _chatter(index)
+    _talk(index, "s", [("kyle", "priya, how was the summer holiday?", "Noted."),
+                       ("priya", "lisbon! loved every minute of it", "Sounds lovely.")])
+    hits = {h.key: h for h in index.search("where did priya go on her summer holiday?", 8)[:2]}
+    assert set(hits) == {"turn:s:1", "turn:s:2"}  # the exchange first: the question and its answer
+    assert hits["turn:s:2"].follows == "turn:s:1" and hits["turn:s:2"].matched == ("priya",)  # the speaker's name alone
+    assert hits["turn:s:1"].follows is None
+
+
+def test_a_turn_after_a_statement_by_someone_else_is_not_lifted(tmp_path):
+    """Only a question and its answer, or one speaker going on, are read as one exchange."""
+    index = _index(tmp_path)
+    _chatter(index)
+    _talk(index, "s", [("kyle", "priya's summer holiday photos are on the wiki", "Noted."),
+                       ("omar", "lisbon is on my list too", "Nice.")])
+    _talk(index, "t", [("kyle", "took the summer holiday we kept talking about", "Noted."),
+                       ("kyle", "kyoto has the best coffee I've ever had", "Nice.")])
+    found = {h.key: h for h in index.search("where did kyle go on the summer holiday?", 8)}
+    assert "turn:s:2" not in found
+    assert found["turn:t:2"].follows == "turn:t:1"  # the same speaker, going on
+
+
+def test_a_word_as_the_query_wrote_it_counts_more_than_its_stem(tmp_path):
+    """Failed before: the two turns scored alike by their stems, and the newer came first."""
+    index = _index(tmp_path)
+    _talk(index, "s", [("kofi", "her name is bramble, after my aunt", "Noted."),
+                       ("dana", "they named it bramble, after my aunt", "Noted.")])
+    _fill(index, [f"filler turn {n}" for n in range(30)])
+    assert keys(index, "what is the name of the cat?")[0] == "turn:s:1"

@@ -4,6 +4,13 @@ Skipped unless a real server with auth off is given:
 
     BXMEM_REAL_HONCHO_URL=http://127.0.0.1:8000
 
+With the same database served with auth on and its admin JWT, the routing test
+runs again through that server, a key minted for each workspace (and for B's
+read of A's):
+
+    BXMEM_REAL_HONCHO_AUTH_URL=http://127.0.0.1:8001
+    BXMEM_REAL_HONCHO_ADMIN_JWT=/tmp/honcho-rig/admin.jwt
+
 Every run uses workspaces of its own (`i27-<run>-...`). What reaches Honcho is read
 back with the server's own listings, not with bxmem. `-s` prints each command and
 what it printed. The 1 GiB record and resolve also runs only when asked
@@ -20,24 +27,44 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import run_bxmem, write_log
+from helpers import register_secret, run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
+AUTH_URL = os.environ.get("BXMEM_REAL_HONCHO_AUTH_URL")
+ADMIN_JWT = Path(os.environ.get("BXMEM_REAL_HONCHO_ADMIN_JWT") or "/nonexistent")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")
+keys_on = pytest.mark.skipif(not AUTH_URL or not ADMIN_JWT.is_file(),
+                             reason="no real Honcho with auth on given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)")
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 
 
-def agent_home(tmp_path: Path, run: str, name: str, extra: str = "") -> tuple[Path, dict, dict]:
+def key_file(path: Path, workspace: str) -> str:
+    """A key minted for `workspace` by the auth server, in a file of the owner's; its [secrets] lines."""
+    minted = httpx.post(f"{AUTH_URL}/v3/keys", params={"workspace_id": workspace},
+                        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"}, timeout=30, trust_env=False)
+    minted.raise_for_status()
+    path.write_text(register_secret(minted.json()["key"]) + "\n")
+    path.chmod(0o600)
+    return f'file = "{path}"\n'
+
+
+def agent_home(tmp_path: Path, run: str, name: str, keyed: bool = False, reads: dict[str, str] | None = None) -> tuple[Path, dict, dict]:
+    """An agent's home and configuration; `reads` (agent -> workspace) its [[honcho.read]] sources, trusted."""
     home = tmp_path / name
     (home / "memory").mkdir(parents=True)
     ws = {role: f"i27-{run}-{name}-{role}" for role in ("trusted", "untrusted")} | {"fleet": f"i27-{run}-fleet"}
     config = tmp_path / f"{name}.toml"
-    config.write_text(f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "i27{run}{name}"\nowner = "kyle"\n'
-                      f'trusted = "{ws["trusted"]}"\nuntrusted = "{ws["untrusted"]}"\nfleet = "{ws["fleet"]}"\n'
-                      f"{extra}\n[artifacts]\n")
+    text = (f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{AUTH_URL if keyed else URL}"\nagent = "i27{run}{name}"\n'
+            f'owner = "kyle"\ntrusted = "{ws["trusted"]}"\nuntrusted = "{ws["untrusted"]}"\nfleet = "{ws["fleet"]}"\n')
+    for agent, workspace in (reads or {}).items():
+        text += f'[[honcho.read]]\nagent = "{agent}"\nworkspace = "{workspace}"\ntrust = "trusted"\n'
+    for role, workspace in [(role, ws[role]) for role in ws] + [(f"read_{a}", w) for a, w in (reads or {}).items()]:
+        if keyed:
+            text += f"[secrets.honcho_{role}]\n" + key_file(tmp_path / f"{name}-{workspace}.key", workspace)
+    config.write_text(text + "[artifacts]\n")
     return home, {"BOXMAKER_HOME": str(home), "BXMEM_CONFIG": str(config)}, ws
 
 
@@ -73,9 +100,10 @@ def messages_in(ws: str) -> list[dict]:
     return out
 
 
-def test_cards_go_where_their_sessions_turns_would_and_a_second_agent_finds_one_tainted(tmp_path):
+@pytest.mark.parametrize("keyed", [False, pytest.param(True, marks=keys_on)], ids=["auth-off", "auth-on-minted-keys"])
+def test_cards_go_where_their_sessions_turns_would_and_a_second_agent_finds_one_tainted(tmp_path, keyed):
     run = secrets.token_hex(3)
-    a_home, a_env, a_ws = agent_home(tmp_path, run, "a")
+    a_home, a_env, a_ws = agent_home(tmp_path, run, "a", keyed=keyed)
     with StubBrokerd(a_home / "run" / "memory-broker" / "state.sock", {"s-secret": ("secret", False)}):
         for session, untrusted, name, summary in (
                 ("s-clean", False, "cohort.csv", f"Kangaroo cohort response table {run}, clean session."),
@@ -98,8 +126,7 @@ def test_cards_go_where_their_sessions_turns_would_and_a_second_agent_finds_one_
     assert not any("cohort.csv" in text or str(a_home) in text for text in everywhere)
     bx("audit", env=a_env)
 
-    _b_home, b_env, _b_ws = agent_home(tmp_path, run, "b", extra=(
-        f'\n[[honcho.read]]\nagent = "i27{run}a"\nworkspace = "{a_ws["trusted"]}"\ntrust = "trusted"\n'))
+    _b_home, b_env, _b_ws = agent_home(tmp_path, run, "b", keyed=keyed, reads={f"i27{run}a": a_ws["trusted"]})
     found: list[dict] = []
     for _ in range(30):
         out = json.loads(bx("recall", "--json", "--", "kangaroo", "cohort", "response", run, env=b_env).stdout)

@@ -135,7 +135,7 @@ def test_every_hit_says_why_in_json_and_explain_shows_it_to_a_person(home, broke
     data = json.loads(bxmem_main("recall", "--json", "restic backups").stdout)
     assert data["hits"][0]["why"] == {"arms": ["lexical"], "matched": ["restic", "backups"], "lexical_rank": 1,
                                                    "score": data["hits"][0]["why"]["score"], "semantic_rank": None,
-                                                   "fused_rank": 1}
+                                                   "fused_rank": 1, "follows": None}
     assert data["hits"][0]["why"]["score"] > data["hits"][1]["why"]["score"]
     assert "why" not in data["text"]  # the model's text carries no explanation
     shown = bxmem_main("recall", "--explain", "restic backups")

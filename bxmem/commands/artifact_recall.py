@@ -12,10 +12,11 @@ comes before everything else. Light: recall's lean path loads it.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 from bxmem.config.loader import Config
 from bxmem.policy import shown
-from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text
+from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text, retracted_card
 from bxmem.policy.hits import Hit, Why
 from bxmem.policy.labels import MEMORY, TAINTED
 from bxmem.policy.relevance import PREFIX
@@ -114,16 +115,19 @@ def refresh(config: Config) -> None:
         pass
 
 
-def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
+def mark_remote(config: Config, pairs: list[tuple[Hit, str]], search: Callable[[str, int], list[dict]]) -> None:
     """Another agent's cards among Honcho's hits (each with the text Honcho gave): tainted,
-    whatever the source's label, and said whether this host holds the same bytes, which
-    is the only way they resolve here (by the artifact id, to this agent's own card)."""
+    whatever the source's label, said whether this host holds the same bytes, which is the
+    only way they resolve here (by the artifact id, to this agent's own card), and marked
+    retracted where their agent's owner removed them (`search`: the source's search)."""
     held: catalog.Catalog | None = None
+    cards: dict[str, list[Hit]] = {}
     try:
         for hit, text in pairs:
             ids = parse_card_text(text)
             if ids is None or not (is_experiment_id(ids[0]) and is_artifact_id(ids[1])):
                 continue
+            cards.setdefault(ids[0], []).append(hit)
             hit.tag = TAINTED
             if held is None:
                 held = _catalog(config)
@@ -135,3 +139,21 @@ def mark_remote(config: Config, pairs: list[tuple[Hit, str]]) -> None:
     finally:
         if held is not None:
             held.close()
+    if cards:
+        _mark_retracted(cards, search)
+
+
+def _mark_retracted(cards: dict[str, list[Hit]], search: Callable[[str, int], list[dict]]) -> None:
+    """`artifact rm` leaves a retraction beside a card (ids only, so a query for the card's
+    words never meets it): one search for the cards' experiment ids finds it, and a card is
+    retracted by its own agent only (the retraction's peer is the card's)."""
+    from bxmem.honcho.api import HonchoError  # deferred: lean (only with another agent's card)
+
+    try:
+        found = search(" ".join(cards), min(100, 5 * len(cards)))
+    except HonchoError:
+        return  # not known to be retracted: the card is shown, tainted, as any other agent's
+    for message in found:
+        for hit in cards.get(retracted_card(message.get("content") or "") or "", []):
+            if hit.peer == shown.honcho_id(message.get("peer_id")):
+                hit.retracted = True

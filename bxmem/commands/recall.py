@@ -109,9 +109,10 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
     hits = []
     for rank, doc in enumerate(found, 1):
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
+        follows = f"turn {doc.follows.rsplit(':', 1)[-1]}" if doc.follows else None
         tag, trust_class = stored_label(doc.tag, doc.trust_class)
         hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
-                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score)))
+                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
     return hits
 
 
@@ -142,24 +143,25 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
             if find:
                 calls[f"words:{peer}"] = partial(client.find_conclusions, find, peer, remote.CONCLUSIONS)
         answers = _at_once(calls)  # on one client: its deadline ends them all
-    candidates = remote.messages(answers["messages"], "message")
-    orders = [list(range(len(candidates)))]
-    for peer in dict.fromkeys((source.agent, config.honcho.owner)):
-        concluded = remote.conclusions(answers.get(f"meaning:{peer}", []), answers.get(f"words:{peer}", []))
-        first = len(candidates)
-        candidates += concluded
-        orders.append([first + n for n, c in enumerate(concluded) if c.semantic_rank is not None])
-    ranked = remote.rank(query, candidates, k, orders)
-    ws = config.workspace(f"read:{source.agent}").name
-    if tag == MEMORY and ranked:
-        from bxmem.store.workspace_roles import tainting_notes  # deferred: lean
+        candidates = remote.messages(answers["messages"], "message")
+        orders = [list(range(len(candidates)))]
+        for peer in dict.fromkeys((source.agent, config.honcho.owner)):
+            concluded = remote.conclusions(answers.get(f"meaning:{peer}", []), answers.get(f"words:{peer}", []))
+            first = len(candidates)
+            candidates += concluded
+            orders.append([first + n for n, c in enumerate(concluded) if c.semantic_rank is not None])
+        ranked = remote.rank(query, candidates, k, orders)
+        ws = config.workspace(f"read:{source.agent}").name
+        if tag == MEMORY and ranked:
+            from bxmem.store.workspace_roles import tainting_notes  # deferred: lean
 
-        if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
-            tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-    hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
-            for c, why in ranked[:k]]
-    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)])
-    return hits
+            if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
+                tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
+        hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+                for c, why in ranked[:k]]
+        artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)],
+                                    client.search)
+        return hits
 
 
 def _at_once(calls: dict[str, Callable[[], list[dict]]]) -> dict[str, list[dict]]:
@@ -195,12 +197,13 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
         return []
     with _client(config, "fleet") as client:
         found = client.search(asked, remote.CANDIDATES)
-    # Our own notes are dropped: the local index holds the same text with exact labels.
-    candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
-    ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
-    ws = config.workspace("fleet").name
-    hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
-    artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)])
+        # Our own notes are dropped: the local index holds the same text with exact labels.
+        candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
+        ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
+        ws = config.workspace("fleet").name
+        hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
+        artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)],
+                                    client.search)
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 

@@ -205,6 +205,21 @@ def retraction_item(card: str) -> str:
     return card + ":rm"
 
 
+RETRACTION_HEAD = "retracted: the owner removed artifact card "
+
+
+def retraction_text(experiment: str, artifact: str) -> str:
+    """What `artifact rm` leaves beside a card Honcho keeps (it cannot delete a message): ids only."""
+    return f"{RETRACTION_HEAD}{experiment} (artifact {artifact}); it no longer resolves on this agent's host"
+
+
+def retracted_card(text: str) -> str | None:
+    """The experiment id a retraction (`retraction_text`) names, or None: how another agent's
+    recall knows a card it found was removed by its owner."""
+    found = re.match(re.escape(RETRACTION_HEAD) + r"(exp_[a-z2-7]{52}) \(artifact art_[a-z2-7]{52}\);", text)
+    return found.group(1) if found else None
+
+
 def parse_card_text(text: str) -> tuple[str, str] | None:
     """(experiment id, artifact id) named by a card's projection, or None: how recall
     knows a card among Honcho's hits (another agent's, so never trusted by this)."""

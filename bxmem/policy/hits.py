@@ -14,15 +14,17 @@ class Why:
     """How a hit was found in its source: the query's words it holds; its rank and bm25 score
     by those words (bxmem's ranker: the local index, or a Honcho source's candidates ranked
     alike); its rank in Honcho's own answer (by meaning; None for the local index, or a
-    conclusion found by its words alone); and its rank in the source once both are fused."""
+    conclusion found by its words alone); its rank in the source once both are fused; and
+    the turn it follows (a local turn that answers, or goes on from, a turn the query matched)."""
 
-    __slots__ = ("matched", "lexical_rank", "score", "semantic_rank", "fused_rank")
+    __slots__ = ("matched", "lexical_rank", "score", "semantic_rank", "fused_rank", "follows")
 
     def __init__(self, matched: tuple[str, ...], lexical_rank: int | None, score: float | None,
-                 semantic_rank: int | None = None, fused_rank: int | None = None) -> None:
+                 semantic_rank: int | None = None, fused_rank: int | None = None, follows: str | None = None) -> None:
         self.matched, self.lexical_rank, self.score = matched, lexical_rank, score
         self.semantic_rank = semantic_rank
         self.fused_rank = fused_rank if fused_rank is not None else lexical_rank
+        self.follows = follows
 
     @property
     def arms(self) -> list[str]:
@@ -32,7 +34,7 @@ class Why:
     def as_json(self) -> dict:
         return {"arms": self.arms, "matched": list(self.matched), "lexical_rank": self.lexical_rank,
                 "score": None if self.score is None else round(self.score, 4), "semantic_rank": self.semantic_rank,
-                "fused_rank": self.fused_rank}
+                "fused_rank": self.fused_rank, "follows": self.follows}
 
     def line(self) -> str:
         """The explanation as a person reads it (`recall --explain`)."""
@@ -41,6 +43,8 @@ class Why:
             words = ", ".join(self.matched) or "none of the query's words"
             score = f", bm25 {self.score:.2f}" if self.score is not None else ""
             parts.append(f"by its words #{self.lexical_rank}{score} (matched: {words})")
+        if self.follows is not None:
+            parts.append(f"the turn after {self.follows}, which matched (an answer to it, or its speaker going on)")
         if self.semantic_rank is not None:
             parts.append(f"by Honcho's search #{self.semantic_rank}")
         return "; ".join(parts) + f"; #{self.fused_rank} in its source"

@@ -59,6 +59,12 @@ def console() -> None:
             logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:
+        from bxmem.errors import closed_stdout, stdout_closed  # deferred: idle
+
+        if stdout_closed():
+            code = closed_stdout(code)
+        os._exit(code)
     except (OSError, ValueError):  # a closed or broken stream: the interpreter's own exit reports it
         sys.exit(code)
     os._exit(code)

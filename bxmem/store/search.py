@@ -29,8 +29,10 @@ snippet around its best match (policy/snippets.py).
 
 from __future__ import annotations
 
+import math
+
 from bxmem.policy.snippets import SNIPPET_CHARS, around
-from bxmem.policy.terms import TOKENIZER, forms, query_words
+from bxmem.policy.terms import TOKENIZER, forms, query_words, words
 
 IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
 
@@ -38,6 +40,9 @@ BUDGET = 2_000  # passages scored by bm25 for one query, at most (docs/performan
 WINDOW = 1_000  # when every word is common: the newest passages scored, for all of them and for any
 COMMON = 16_000  # a word in this many passages is left out of the ranking (counting stops there)
 IDENTITY_EXTRA = 64  # identity entries ranked below the best, kept in case they move up
+POOL = 64  # the best documents by bm25 scored again (_rescored)
+EXACT = 0.45  # a query word held as the query wrote it (not only as a stem): this share of its idf more
+FOLLOWS = 0.85  # a turn answering (or going on from) a turn that matched: this share of that turn's score
 MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a mark is always ours
 
 
@@ -45,13 +50,13 @@ class LocalHit:
     """A document found, and why: its bm25 score (FTS5's: lower is better) and the query's
     words it holds (as the query wrote them), for recall's explanation of each hit."""
 
-    __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text", "who", "score", "matched")
+    __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text", "who", "score", "matched", "follows")
 
     def __init__(self, key: str, kind: str, tag: str, trust_class: str, session: str | None, ts: str | None, text: str,
-                 who: str | None = None, score: float = 0.0, matched: tuple[str, ...] = ()) -> None:
+                 who: str | None = None, score: float = 0.0, matched: tuple[str, ...] = (), follows: str | None = None) -> None:
         self.key, self.kind, self.tag, self.trust_class = key, kind, tag, trust_class
         self.session, self.ts, self.text, self.who = session, ts, text, who
-        self.score, self.matched = score, matched
+        self.score, self.matched, self.follows = score, matched, follows
 
 
 class Term:
@@ -159,16 +164,17 @@ def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
 
 class _Doc:
     __slots__ = ("id", "score", "passage", "key", "kind", "tag", "trust_class", "session", "ts", "who", "text", "reply_at",
-                 "start", "length", "covers")
+                 "start", "length", "covers", "follows")
 
-    def __init__(self, row: tuple, score: float, passage: int, start: int, length: int) -> None:
+    def __init__(self, row: tuple, score: float, passage: int, start: int, length: int, follows: str | None = None) -> None:
         (self.id, self.key, self.kind, self.tag, self.trust_class, self.session, self.ts, self.who, self.text,
          self.reply_at) = row
         self.score, self.passage, self.start, self.length = score, passage, start, length
+        self.follows = follows
         self.covers: frozenset[int] = frozenset()
 
 
-def _documents(db, ranked: list[tuple[int, float]], top: int) -> tuple[list[_Doc], int]:
+def _documents(db, ranked: list[tuple[int, float]], top: int, terms: list[Term]) -> tuple[list[_Doc], int]:
     """The documents of the ranked passages, each at its best passage, in rank order: the
     best `top`, and the best IDENTITY_EXTRA identity entries below them. Also how many
     documents the passages held in all."""
@@ -182,7 +188,7 @@ def _documents(db, ranked: list[tuple[int, float]], top: int) -> tuple[list[_Doc
         doc = places[pid][0]
         if doc not in best:
             best[doc] = (pid, s)
-    order = list(best)
+    order, best, follows = _rescored(db, list(best), best, places, terms)
     extra = [doc for doc in order[top:] if best[doc][0] >= IDENTITY_BASE][:IDENTITY_EXTRA]
     wanted = order[:top] + extra
     rows = db.execute("SELECT id, key, kind, tag, class, session, ts, who, text, reply_at FROM docs"
@@ -192,8 +198,68 @@ def _documents(db, ranked: list[tuple[int, float]], top: int) -> tuple[list[_Doc
     for doc in wanted:
         if doc in by_id:
             pid, s = best[doc]
-            docs.append(_Doc(by_id[doc], s, pid, places[pid][1], places[pid][2]))
+            docs.append(_Doc(by_id[doc], s, pid, places[pid][1], places[pid][2], follows.get(doc)))
     return docs, len(order)
+
+
+def _rescored(db, order: list[int], best: dict[int, tuple[int, float]], places: dict, terms: list[Term]) -> tuple[
+        list[int], dict[int, tuple[int, float]], dict[int, str]]:
+    """The best POOL documents scored again: bm25 of the best passage, plus EXACT x each query
+    word's idf for the words it holds as the query wrote them; then each turn that follows one of
+    them (an answer to its question, or the same speaker going on) gains FOLLOWS x that turn's
+    score, and is brought in when bm25 had not found it. Returns the order, the scores, and for
+    each document lifted so, the document it follows."""
+    pool = order[:POOL]
+    total = (db.execute("SELECT max(id) FROM passages WHERE id < ?", (IDENTITY_BASE,)).fetchone()[0] or 0) + 1
+    idf = {t.word: math.log(1 + (total - t.df + 0.5) / (t.df + 0.5)) for t in terms}
+    rows = db.execute(f"SELECT id, key, who, text, reply_at FROM docs WHERE id IN ({','.join('?' * len(pool))})",
+                      pool).fetchall()
+    score = {doc: s for doc, (_pid, s) in best.items()}
+    said: dict[int, tuple[str, str | None, str]] = {}  # key, speaker, what the speaker said (the reply left out)
+    after: dict[str, int] = {}  # the key of the turn after a pool document -> that document
+    for doc, key, who, text, reply_at in rows:
+        _doc, start, length = places[best[doc][0]]
+        score[doc] -= EXACT * _exact(text[start:start + length], who, idf)
+        said[doc] = (key, who, text[:reply_at - 1] if reply_at else text)
+        if key.startswith("turn:"):
+            head, _sep, n = key.rpartition(":")
+            if n.isdigit():
+                after[f"{head}:{int(n) + 1}"] = doc
+    follows: dict[int, str] = {}
+    if after:
+        lifted = dict(score)
+        for key, doc, who, text in db.execute(f"SELECT key, id, who, text FROM docs WHERE key IN ({','.join('?' * len(after))})",
+                                             list(after)):
+            before = after[key]
+            _key, first_who, asked = said[before]
+            same = bool(who) and who == first_who
+            if score[before] >= 0 or not (same or "?" in asked):
+                continue
+            if doc not in said:  # its own score, as a pool document's (its best passage is not known: its start)
+                own = score.get(doc, 0.0) - (EXACT * _exact(text[:4 * SNIPPET_CHARS], who, idf) if doc not in score else 0.0)
+            else:
+                own = score[doc]
+            if own + FOLLOWS * score[before] < lifted.get(doc, 0.0):
+                lifted[doc] = own + FOLLOWS * score[before]
+                follows[doc] = said[before][0]
+        new = [doc for doc in follows if doc not in best]
+        if new:
+            for pid, doc, start, length in db.execute(
+                    "SELECT id, doc, start, len FROM passages WHERE id IN"
+                    f" (SELECT min(id) FROM passages WHERE doc IN ({','.join('?' * len(new))}) GROUP BY doc)", new):
+                best[doc] = (pid, 0.0)
+                places[pid] = (doc, start, length)
+        score = lifted
+    best = {doc: (best[doc][0], score[doc]) for doc in score if doc in best}
+    return sorted(best, key=lambda doc: (best[doc][1], -doc)), best, follows
+
+
+def _exact(text: str, who: str | None, idf: dict[str, float]) -> float:
+    """The idf of the query's words `text` (or its speaker) holds as the query wrote them."""
+    held = set(words(text))
+    if who:
+        held.add(who.casefold())
+    return sum(weight for word, weight in idf.items() if word in held)
 
 
 def _window(doc: _Doc) -> tuple[int, str]:
@@ -264,7 +330,7 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
     top, most = limit + 8, 8 * (limit + 8)  # a few more than asked: identity entries may move up among them
     while True:
         ranked = _ranked(db, useful, most)
-        docs, held = _documents(db, ranked, top)
+        docs, held = _documents(db, ranked, top, useful)
         if held >= top or len(ranked) < most:
             break
         most *= 4  # a long document held most of the best passages: look further
@@ -275,7 +341,7 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
     if identity:
         docs = _identity_first(docs)
     return [LocalHit(d.key, d.kind, d.tag, d.trust_class, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])),
-                     d.who, d.score, _in_query_order(words, {useful[n].word for n in d.covers}))
+                     d.who, d.score, _in_query_order(words, {useful[n].word for n in d.covers}), d.follows)
             for d in docs[:limit]]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bxmem.commands.send.plan import LocalFailure
+from bxmem.policy import artifacts
 from bxmem.policy.sanitize import find_secret
 from bxmem.store.artifact_cards import Cards
 from bxmem.store.artifacts import Store
@@ -33,5 +34,4 @@ def card_text(config: Config, item: dict, action: dict) -> str:
 
 def retraction_text(item: dict) -> str:
     """Beside a card Honcho keeps (it cannot delete a message): ids only, no card text."""
-    return (f"retracted: the owner removed artifact card {item['experiment']} (artifact {item['artifact']}); "
-            "it no longer resolves on this agent's host")
+    return artifacts.retraction_text(item["experiment"], item["artifact"])
