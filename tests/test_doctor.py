@@ -227,6 +227,19 @@ def test_a_run_that_failed_before_bxmem_started_is_caught(setup, systemctl):
     assert "bxmem-send.service's last run failed (Result=exit-code, status 218)" in by(report, "units", "send")["line"]
 
 
+def test_a_run_in_progress_is_not_called_never_run(setup, systemctl):
+    # systemd clears ExecMainExitTimestamp when a run starts: a oneshot caught mid-run has
+    # none, which is not "not run yet" (seen under real systemd by the systemd-rig).
+    units = healthy_units()
+    units["user"]["bxmem-mirror.service"].update(ActiveState="activating", SubState="start", ExecMainExitTimestamp="")
+    systemctl(units)
+    code, report, _text = doctor()
+    line = by(report, "units", "mirror")["line"]
+    assert code == 0 and "not run yet" not in line
+    assert line == ("units of mirror (user manager): bxmem-mirror.timer enabled, waiting; bxmem-mirror.service "
+                    "running now (activating); bxmem-mirror.path enabled")
+
+
 def test_a_timer_missing_from_both_managers_is_caught_but_metrics_is_optional(setup, systemctl):
     units = healthy_units()
     del units["user"]["bxmem-mirror.timer"]

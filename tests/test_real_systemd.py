@@ -8,9 +8,10 @@ Skipped unless set:
 
 Runs scripts/systemd-rig/run.sh (this repository's own: it needs nothing beside the
 checkout but root, debootstrap and systemd-container, which it installs, and Debian's
-archive) for each suite: the README's own install, setup (bxmem init, config check,
+archive) for each suite: the README's own install, setup (bxmem init, doctor,
 units install), upgrade, system-unit and uninstall blocks, the sandbox probed from inside each unit, what reaches Honcho, the
-journal of an idle minute and of an outage. Every check is a PASS or FAIL line; this
+journal of an idle minute and of an outage, what bxmem doctor catches (one fault at a
+time), bxmem metrics through promtool when the host has it. Every check is a PASS or FAIL line; this
 test passes when the rig reports no FAIL.
 """
 

@@ -249,6 +249,9 @@ def _unit_check(job: str, found: unit_state.Managers, at: str) -> Check:
                         f"{shown.token(status)}): journalctl {'--user ' if manager == 'user' else ''}-u {service_name}")
         if status == str(ExitCode.CONFIG):
             runbook = "honcho-config-invalid"
+    elif service.get("ActiveState") in ("activating", "active", "deactivating", "reloading"):
+        # systemd clears the last exit time when a run starts: this one is still going
+        facts.append(f"{service_name} running now ({shown.token(service['ActiveState'])})")
     elif not ended:
         facts.append(f"{service_name} not run yet")
     else:

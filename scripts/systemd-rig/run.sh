@@ -23,8 +23,12 @@
 #      probes each unit's sandbox; times append -> Honcho through the .path units alone and
 #      through the timers alone; counts the journal lines an idle minute adds (and, side by
 #      side, what the units add with LogLevelMax= lifted); takes Honcho away (a forwarder the
-#      rig stops) and checks the outage's start and end reach the journal; breaks the config
-#      and checks the error reaches it;
+#      rig stops) and checks the outage's start and end reach the journal, and that bxmem doctor
+#      then exits 7 naming Honcho; breaks the config and checks the error reaches it; then, one
+#      at a time and undone after, checks bxmem doctor fails on a key of another workspace, an
+#      altered key (auth on), a key file of mode 644, brokerd stopped, a timer disabled and a
+#      clock 10 minutes ahead and behind (faketime); runs bxmem metrics through the host's
+#      `promtool check metrics` (Debian's prometheus package) when it has one;
 #   6. upgrades as the README says (pipx install --force ., bxmem units install) and checks the
 #      new code and units are in place;
 #   7. the README's system-unit variant (bxmem units uninstall, then sudo bxmem units install
@@ -134,7 +138,7 @@ if [ ! -f "$ROOT/.sdrig-ready" ]; then
     rm -rf "$ROOT.tmp"; mkdir -p "$(dirname "$ROOT")"
     t=$(date +%s)
     debootstrap --variant=minbase \
-        --include=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,python3,python3-venv,python3-pip,pipx,curl,procps,ca-certificates,less,sudo \
+        --include=systemd,systemd-sysv,dbus,dbus-user-session,libpam-systemd,python3,python3-venv,python3-pip,pipx,curl,procps,ca-certificates,less,sudo,faketime \
         "$SUITE" "$ROOT.tmp" "$MIRROR" > "$OUT/debootstrap.log" 2>&1 || { echo "debootstrap failed: $OUT/debootstrap.log"; exit 2; }
     echo sdrig > "$ROOT.tmp/etc/hostname"
     printf '127.0.0.1 localhost sdrig\n::1 localhost\n' > "$ROOT.tmp/etc/hosts"
@@ -442,6 +446,7 @@ outage_check() {
         bxmem_journal "$t0" > "$OUT/outage-journal.txt"
         grep -q 'Honcho unreachable at' "$OUT/outage-journal.txt" && { t_warn=$(now); break; }; sleep 0.5
     done
+    U "bxmem doctor" > "$OUT/doctor-catch-honcho-down.txt" 2>&1; judge_catch "Honcho down (the forwarder the config names stopped)" $? 7 'Honcho at http://127\.0\.0\.1:'"$pport"': not answering' honcho-down
     sleep 5
     proxy_on
     for i in $(seq 1 120); do
@@ -542,6 +547,74 @@ journal_problems() {  # journal_problems LABEL SINCE
         || pass "$1: no SIGSYS, EACCES/EROFS, Traceback or kill in any bxmem run"
 }
 
+# judge_catch WHAT RC WANT_RC PATTERN NAME: a `bxmem doctor` run with one fault in place (its
+# output in doctor-catch-NAME.txt) exits WANT_RC with a failed line matching PATTERN.
+judge_catch() {
+    local what=$1 rc=$2 want=$3 pat=$4 f="$OUT/doctor-catch-$5.txt" line others
+    line=$(grep -m1 -E "^failed: $pat" "$f")
+    others=$(grep '^failed: ' "$f" | grep -v -F -x -e "$line" | cut -c1-100 | tr '\n' '|')
+    if [ "$rc" = "$want" ] && [ -n "$line" ]; then
+        pass "doctor catches $what: exit $rc: $(echo "$line" | cut -c1-300)${others:+ [other failed lines: $others]}"
+    else
+        fail "doctor does not catch $what: exit $rc (want $want and a failed line like '$pat'): $(grep -E '^(failed|not checked): ' "$f" | cut -c1-160 | tr '\n' '|')"
+    fi
+}
+doctor_catch() {  # doctor_catch NAME WHAT WANT_RC PATTERN [COMMAND]: bxmem doctor as kyle (or COMMAND), judged
+    U "${5:-bxmem doctor}" > "$OUT/doctor-catch-$1.txt" 2>&1
+    judge_catch "$2" $? "$3" "$4" "$1"
+}
+# Each fault an owner can meet, one at a time, with everything else working; each undone after.
+doctor_catches() {
+    local ws=$RUN-trusted kf=/home/kyle/.config/boxmaker/honcho-trusted.key
+    U "cp -p $kf $kf.good"
+    if [ -n "$ADMIN_JWT" ]; then
+        U "cat ~/.config/boxmaker/honcho-fleet.key > $kf"
+        doctor_catch key-of-fleet "a key of another workspace (fleet's key in trusted's file)" 4 \
+            "key for $ws on Honcho: refused \(HTTP 40[13]\): the key was minted for workspace $RUN-fleet"
+        # a character of the signature's middle (its last one may carry only padding bits)
+        U "python3 -c 'import sys; k = open(sys.argv[1]).read().strip(); i = len(k) - 10; print(k[:i] + (\"B\" if k[i] == \"A\" else \"A\") + k[i + 1:])' $kf.good > $kf"
+        doctor_catch key-altered "an altered key (trusted's, a character of its signature changed)" 4 \
+            "key for $ws on Honcho: refused \(HTTP 40[13]\): the key is wrong or expired"
+        U "cp -p $kf.good $kf"
+    else
+        info "doctor catches a wrong key: not judged (auth off: Honcho takes any key; doctor says so)"
+    fi
+    U "chmod 644 $kf"
+    doctor_catch key-mode "a key file of mode 644" 4 "key file for $ws: .*has mode 0644"
+    U "chmod 600 $kf; rm -f $kf.good"
+    U "systemctl --user stop sdrig-brokerd.service"
+    doctor_catch brokerd-down "brokerd down (the stub brokerd stopped)" 4 "brokerd: cannot answer"
+    U "systemctl --user start sdrig-brokerd.service"
+    for i in $(seq 1 50); do IN test -S /home/kyle/.local/share/boxmaker/run/memory-broker/state.sock && break; sleep 0.2; done
+    U "systemctl --user disable --now bxmem-mirror.timer" > /dev/null 2>&1
+    doctor_catch unit-disabled "a unit not enabled (systemctl --user disable --now bxmem-mirror.timer)" 4 \
+        "units of mirror \(user manager\): bxmem-mirror.timer is not enabled"
+    U "systemctl --user enable --now bxmem-mirror.timer" > /dev/null 2>&1
+    if IN test -x /usr/bin/faketime; then
+        doctor_catch clock-ahead "a clock 10 minutes ahead (faketime -f +10m)" 4 \
+            "clock against Honcho's: this host's is (59[0-9]|60[0-9]) s ahead of Honcho's" "faketime -f +10m bxmem doctor"
+        doctor_catch clock-behind "a clock 10 minutes behind (faketime -f -10m)" 4 \
+            "clock against Honcho's: this host's is (59[0-9]|60[0-9]) s behind Honcho's" "faketime -f -10m bxmem doctor"
+    else
+        fail "doctor catches a clock 10 minutes off: no faketime in the container"
+    fi
+    sleep 3
+    U 'bxmem doctor' > "$OUT/doctor-undone.txt" 2>&1; rc=$?
+    [ $rc = 0 ] && pass "bxmem doctor once each fault is undone: $(tail -1 "$OUT/doctor-undone.txt")" \
+        || fail "bxmem doctor exits $rc once each fault is undone: $(grep -E '^(failed|warning|not checked)' "$OUT/doctor-undone.txt" | cut -c1-160 | tr '\n' '|')"
+}
+# bxmem metrics as kyle, through promtool check metrics (the host's: Debian's prometheus package).
+metrics_check() {
+    local rc
+    U 'bxmem metrics' > "$OUT/metrics.prom" 2> "$OUT/metrics.err"; rc=$?
+    [ $rc = 0 ] || { fail "bxmem metrics exits $rc: $(tail -2 "$OUT/metrics.err" | tr '\n' ' ')"; return; }
+    if ! command -v promtool > /dev/null; then info "bxmem metrics: $(grep -c -v '^#' "$OUT/metrics.prom") samples; no promtool on this host (apt-get install prometheus), not checked"; return; fi
+    promtool check metrics < "$OUT/metrics.prom" > "$OUT/promtool.txt" 2>&1; rc=$?
+    [ $rc = 0 ] && [ ! -s "$OUT/promtool.txt" ] \
+        && pass "bxmem metrics ($(grep -c -v '^#' "$OUT/metrics.prom") samples, $(grep -c '^# TYPE' "$OUT/metrics.prom") families): promtool check metrics exits 0, no problem named ($(promtool --version 2>&1 | head -1 | cut -d' ' -f1-3))" \
+        || fail "bxmem metrics: promtool check metrics exits $rc: $(head -3 "$OUT/promtool.txt" | tr '\n' '|')"
+}
+
 HPORT=$(echo "$HONCHO" | sed -E 's|.*:([0-9]+).*|\1|')
 # ---------------------------------------------------------------- 1. init, doctor, units install (README 'init', 'doctor', 'units')
 SC=user
@@ -555,6 +628,10 @@ if [ $rc = 4 ] && [ -z "$failed" ] && [ "$accepted" = 3 ] && ! grep -q '^not che
     pass "README 'doctor' block as kyle, before the units: $(tail -1 "$OUT/readme-doctor.log"); every key accepted by its workspace, only the units (not installed yet) and brokerd (down) fail"
 else
     fail "README 'doctor' block as kyle exits $rc: $(grep -E '^(failed|not checked): ' "$OUT/readme-doctor.log" | cut -c1-160 | tr '\n' '|')"
+fi
+if [ -n "$ADMIN_JWT" ]; then  # the keys are checked against a server that refuses requests without one
+    grep -q "^ok: Honcho's auth: on" "$OUT/readme-doctor.log" && pass "auth on, as doctor sees it: $(grep -m1 "^ok: Honcho's auth" "$OUT/readme-doctor.log" | cut -c1-120)" \
+        || fail "auth: doctor does not see Honcho's auth on: $(grep "Honcho's auth" "$OUT/readme-doctor.log" | cut -c1-160)"
 fi
 T1=$(now)
 readme_step units "bxmem units install" || die "units install failed"
@@ -662,6 +739,12 @@ say "journal: a configuration bxmem cannot use"
 config_error_check
 T_FIXED=$(now); sleep 7
 step judge_runs "$T_FIXED" "user units after the config is fixed"
+
+# ---------------------------------------------------------------- 5b. what doctor catches; metrics
+say "doctor: a wrong key, a key file of mode 644, brokerd down, a unit not enabled, a clock 10 minutes off"
+IN bash -c 'command -v faketime >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime; } >/dev/null 2>&1'
+doctor_catches
+metrics_check
 
 # ---------------------------------------------------------------- 6. upgrade (README 'upgrade')
 say "README 'upgrade': a changed checkout, then the README's upgrade steps"
