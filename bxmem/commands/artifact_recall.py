@@ -25,7 +25,7 @@ from bxmem.policy.terms import STOP, words
 from bxmem.store import artifact_catalog as catalog
 
 E = {name: at for at, name in enumerate(catalog.FIELDS)}
-SHARED = 2  # the query's words a card must hold, as a Honcho hit must (policy/fusion.keep)
+SHARED = 2  # the query's words a card must hold, as most Honcho hits must (policy/fusion.keep)
 
 
 def searched(config: Config) -> bool:
@@ -63,7 +63,7 @@ def _hit(config: Config, e: list, why: Why) -> Hit:
 
 def cards(config: Config, query: str, k: int) -> list[Hit]:
     """This agent's cards for a query: those an id or a tag in it names first, then those
-    sharing its words as a Honcho hit must (policy/fusion.keep: two, or every one of a
+    sharing its words as most Honcho hits must (policy/fusion.keep: two, or every one of a
     shorter query), most words shared first, newest first among equals."""
     for fresh in (False, True):
         found = _catalog(config, fresh)
