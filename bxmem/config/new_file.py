@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from bxmem.errors import Refused, StorageError
+from bxmem.store.files import write_all
 
 
 def is_there(path: Path) -> bool:
@@ -29,9 +30,7 @@ def write_new(path: Path, text: str) -> None:
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror}") from None
     try:
-        data = text.encode()
-        while data:
-            data = data[os.write(fd, data):]
+        write_all(fd, text.encode())
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from bxmem.errors import StorageError
-from bxmem.store.files import Flock
+from bxmem.store.files import Flock, write_all
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -27,9 +27,7 @@ def append_whole(fd: int, data: bytes) -> int:
     if size and os.pread(fd, 1, size - 1) != b"\n":
         data = b"\n" + data
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         os.fsync(fd)
     except OSError:
         try:

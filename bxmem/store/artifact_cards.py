@@ -27,7 +27,7 @@ from bxmem.policy.artifacts import (
 )
 from bxmem.policy.shapes import boolean, integer, list_of, maybe, one_of, problem, record, string
 from bxmem.store.artifacts import Store, listing, remove_file
-from bxmem.store.files import Unreadable, fsync_dir, read_state
+from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
 
 _BOUNDED = {"title": MAX_TITLE, "summary": MAX_SUMMARY}
 SHAPE = record({
@@ -210,9 +210,7 @@ def _replace(store: Store, path: os.PathLike[str], data: bytes) -> None:
     fd, temp = store.new_temp("card")
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 from bxmem.errors import NotFound, Refused
-from bxmem.store.files import file_kind
+from bxmem.store.files import file_kind, write_all
 
 CHUNK = 1 << 20
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -168,9 +168,7 @@ def stream(export: Export, out_fd: int) -> bytes:
             raise ChangedWhileRead(f"{shown} grew while it was read (past its {want:,} bytes); an exported file is "
                                    "written once: write a new file")
         digest.update(piece)
-        view = memoryview(piece)
-        while view:
-            view = view[os.write(out_fd, view):]
+        write_all(out_fd, piece)
         checkpoint("read")
     after = os.fstat(export.fd)
     if done != want or not _same(after, export.st):

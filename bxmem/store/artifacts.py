@@ -26,7 +26,7 @@ from pathlib import Path
 from bxmem.errors import IntegrityFailed, Refused, StorageError
 from bxmem.policy.artifacts import artifact_id, is_artifact_id, object_folder
 from bxmem.policy.shapes import dict_of, integer, list_of
-from bxmem.store.files import Flock, NotRegular, fsync_dir, make_dirs, open_regular
+from bxmem.store.files import Flock, NotRegular, fsync_dir, make_dirs, open_regular, write_all
 from bxmem.store.state_json import load_json, write_json
 
 FOLDERS = ("objects", "cards", "projections", "pending", "removed", "tmp")
@@ -215,9 +215,7 @@ class Store:
                 while piece := os.read(source, CHUNK):
                     digest.update(piece)
                     done += len(piece)
-                    view = memoryview(piece)
-                    while view:
-                        view = view[os.write(out, view):]
+                    write_all(out, piece)
                 os.fsync(out)
             finally:
                 os.close(out)

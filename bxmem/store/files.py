@@ -118,6 +118,13 @@ def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
     return (value, None) if why is None else (None, why)
 
 
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """All of `data` to `fd`: os.write may write less than it is given."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
     """`data` in place of `path`, whole or not at all: a temporary file in the same
     folder, renamed over it. Mode 600, or `mode` (set whatever the umask); not
@@ -129,9 +136,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if durable:
                 os.fsync(fd)
         finally:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bxmem.errors import StorageError
 from bxmem.log import log
-from bxmem.store.files import Unreadable, fsync_dir, read_state
+from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
 
 KEY_FILE = "entry.key"
 KEY_BYTES = 32
@@ -74,9 +74,7 @@ def _create(path: Path, *, replace: bool) -> bytes:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            view = memoryview(secret)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, secret)
             os.fsync(fd)
         finally:
             os.close(fd)

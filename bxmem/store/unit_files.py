@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from bxmem.errors import BxmemError
+from bxmem.store.files import write_all
 
 UNIT_SUFFIXES = (".service", ".timer", ".path")
 
@@ -27,9 +28,7 @@ def write(path: Path, data: bytes) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fchmod(fd, 0o644)
             os.fsync(fd)
         finally:
