@@ -99,9 +99,9 @@ def _cards(home: Path, n: int) -> None:
     """n valid cards with their objects, written through the store (no process each)."""
     from bxmem.commands.artifact import refresh_catalog
     from bxmem.config import loader as config_module
-    from bxmem.policy import artifacts as rules
     from bxmem.store.artifact_cards import Cards
     from bxmem.store.artifacts import Store
+    from bxmem.trust import artifact_rules as rules
 
     config = config_module.load()
     store = Store(config.paths.artifacts, config.paths.state)

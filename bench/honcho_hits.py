@@ -30,7 +30,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from bxmem.policy.relevance import stems
+from bxmem.retrieval.relevance import stems
 
 from .corpus import Corpus, Question, generate
 

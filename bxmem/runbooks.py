@@ -1,5 +1,5 @@
 """The runbook: what to do about each state bxmem reports. Its source is the
-checkout's top-level `runbook/*.md`, and every install carries it (start/where.py's
+checkout's top-level `runbook/*.md`, and every install carries it (start/locations.py's
 `shipped`), so `bxmem runbook NAME` can print an entry wherever bxmem is installed
 (pipx, uv, a checkout). Every log line, error and `sync` attention line that cites
 an entry names that command (errors.cite_runbook).
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bxmem.errors import NotFound
-from bxmem.start.where import shipped
+from bxmem.start.locations import shipped
 
 # Each entry, and what it is about in one line (`bxmem runbook` lists them).
 ENTRIES = {

@@ -4,7 +4,7 @@ Every case asserts on what this module extracts, never on the JSON directly,
 so when the output contract changes only this file is re-pointed. It reads
 the output contract: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
 and ask.schema.json (`bxmem.ask/2`), whose `text` is the model-facing text
-framed as bxmem/policy/render.py describes (a nonce fence, `[n] ` headers, every
+framed as bxmem/retrieval/render.py describes (a nonce fence, `[n] ` headers, every
 stored line behind CONTENT). Any other shape does not parse: a case that
 reads it fails rather than guessing.
 """
@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from bxmem.policy.tokens import bound as token_bound
+from bxmem.retrieval.token_bound import bound as token_bound
 
 # The output contract's bounds on what the model sees (bxmem/schemas/recall.schema.json).
 MAX_K = 8
@@ -25,7 +25,7 @@ ANSWER_CHARS = 4_000
 
 # Characters neutralise() must have removed from anything shown to the agent.
 INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# The frame (bxmem/policy/render.py): a header starts a line with "[n] "; a stored text's
+# The frame (bxmem/retrieval/render.py): a header starts a line with "[n] "; a stored text's
 # every line starts with CONTENT; the fences carry a 16-hex-digit nonce.
 HIT_HEADER = re.compile(r"^\[(\d+)\] ")
 CONTENT = "  | "
@@ -35,7 +35,7 @@ TAIL = re.compile(r"^(?:[A-Za-z0-9_.:,@+=/ -]+: unavailable \([^\n]*\)|\(no hits
 
 
 def estimate_tokens(text: str) -> int:
-    """The contract's bound is in o200k_base tokens: policy/tokens.py's bound, never below the
+    """The contract's bound is in o200k_base tokens: retrieval/token_bound.py's bound, never below the
     real count for any text (tests/test_tokens.py holds it to the real tokenizer)."""
     return token_bound(text)
 

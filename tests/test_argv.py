@@ -1,10 +1,10 @@
 """One grammar for the lean path and typer (issue 14, item 1).
 
-start/grammar.py describes the lean commands' options once. Every command line it
+start/lean_argv.py describes the lean commands' options once. Every command line it
 accepts, generated here from its tables, must run the same way through the
 lean path (bxmem.start.entry.main) and through typer forced (cli.run_cli): the same
 stdout, the same stderr, the same exit code. The argv shapes come from the
-tables, so an option added to start/grammar.py is tested without touching this file.
+tables, so an option added to start/lean_argv.py is tested without touching this file.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typer
 from bxmem.cli import app as cli
 from bxmem.commands import recall
 from bxmem.start import entry
-from bxmem.start.grammar import COMMANDS, GLOBAL, POSITIONAL, VALUED, parse
+from bxmem.start.lean_argv import COMMANDS, GLOBAL, POSITIONAL, VALUED, parse
 
 MISSING = "/nonexistent/bxmem.toml"
 
@@ -29,7 +29,7 @@ def _value(key: str, config: str) -> str:
 
 
 def _forms(name: str, key: str, config: str) -> list[list[str]]:
-    """Each way start/grammar.py accepts the option written: flag, NAME VALUE, --NAME=VALUE."""
+    """Each way start/lean_argv.py accepts the option written: flag, NAME VALUE, --NAME=VALUE."""
     if name not in VALUED:
         return [[name]]
     value = _value(key, config)
@@ -72,7 +72,7 @@ def test_the_shapes_are_what_the_lean_path_accepts(config_file):
     shapes = argv_shapes(str(config_file))
     assert len(shapes) > 200
     declined = [s for s in shapes if parse(s) is None]
-    assert not declined, f"the generator made command lines start/grammar.py declines: {declined[:3]}"
+    assert not declined, f"the generator made command lines start/lean_argv.py declines: {declined[:3]}"
 
 
 def _run(fn, argv, capsys, home) -> tuple[str, str, int]:

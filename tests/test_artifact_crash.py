@@ -20,7 +20,7 @@ import pytest
 from artifact_helpers import ARTIFACTS, export, session, store
 from helpers import ROOT, bxmem_inprocess, decisions, ledger_events
 
-from bxmem.policy.artifacts import artifact_id
+from bxmem.trust.artifact_rules import artifact_id
 
 pytestmark = pytest.mark.slow  # dozens of real processes: CI and ./dev test --all run it
 

@@ -171,7 +171,7 @@ def test_a_card_its_owner_removed_is_retracted_in_another_agents_recall(agent, h
     finds it by the card's experiment id and marks the card retracted, as a retracted fleet
     note is; a retraction written by anyone but the card's agent retracts nothing."""
     from bxmem.honcho.client import WorkspaceClient
-    from bxmem.policy.artifacts import retraction_text
+    from bxmem.trust.artifact_rules import retraction_text
 
     _r, doc = record(title="Treatment response by cohort", summary="Aggregate cohort response table.")
     export(agent, "notes.md", b"# cohort notes\n")
@@ -224,7 +224,7 @@ def test_a_damaged_catalog_is_read_again_from_the_cards(agent):
     import os as os_module
     from array import array
 
-    from bxmem.start.sealed import seal
+    from bxmem.start.marshal_seal import seal
     from bxmem.store import artifact_catalog as catalog
 
     _r, doc = record()

@@ -1,4 +1,4 @@
-"""Artifact memory's rules as pure functions (policy/artifacts.py), held to the tables
+"""Artifact memory's rules as pure functions (trust/artifact_rules.py), held to the tables
 they implement and to the test vectors docs/design.md gives."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import hashlib
 
 import pytest
 
-from bxmem.policy import artifacts as rules
-from bxmem.policy.card_route import CardFacts, card_label, route_card
+from bxmem.trust import artifact_rules as rules
+from bxmem.trust.card_route import CardFacts, card_label, route_card
 
 ABC = "art_xj4bnp4pahh6uqkbidpf3lrceoyagyndsylxvhfucd7wd4qacwwq"
 FINGERPRINT = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -15,7 +15,7 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import UsageError
-from bxmem.policy import render
+from bxmem.retrieval import render
 
 KEYS = {ws: register_secret(f"key-for-{ws}-7c2e91") for ws in ("bm0-trusted", "bm0-untrusted", "fleet", "bm1-trusted")}
 SECRET_NAMES = {"bm0-trusted": "honcho_trusted", "bm0-untrusted": "honcho_untrusted", "fleet": "honcho_fleet",

@@ -140,7 +140,7 @@ def test_a_stale_or_garbage_config_cache_is_a_miss_never_an_error(config_file, h
     state = home / "memory" / "bxmem"
     state.mkdir(parents=True)
     key = config._cache_key(config_file, None)
-    from bxmem.start.sealed import seal
+    from bxmem.start.marshal_seal import seal
 
     for junk in (b"garbage", seal(marshal.dumps({"key": key, "data": {"honcho": None}})), seal(marshal.dumps([1, 2])),
                  marshal.dumps({"key": key, "data": {"honcho": None}})):

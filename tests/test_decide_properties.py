@@ -146,7 +146,7 @@ def session(draw) -> list[tuple[bytes, dict]]:
 
 def _decidable_at(turn: int, lines: list[tuple[bytes, dict]], upto: int) -> bool:
     """Whether, with the lines before `upto` read, every lower-numbered turn read so far
-    has ended (policy/turn_order.turns_to_decide): only then is a turn decided in that run."""
+    has ended (trust/turn_order.turns_to_decide): only then is a turn decided in that run."""
     seen = {meta["turn"] for _raw, meta in lines[:upto] if "turn" in meta and meta["turn"] < turn}
     ended = {meta["turn"] for _raw, meta in lines[:upto] if meta.get("type") == "turn_end"}
     return seen <= ended

@@ -17,8 +17,8 @@ from bxmem.commands import decide, index_fold, mirror, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 from bxmem.store.ledger import Ledger
 
 DEPTHS = {"2KB": 1_100, "100k": 100_000}
@@ -32,7 +32,7 @@ def marshalled_lists(depth: int) -> bytes:
     """marshal's bytes for a list holding a list ... `depth` deep: marshal.dumps
     itself refuses past 2,000 levels, a file on disk need not. Sealed, as bxmem seals what it
     writes, so it is marshal's own depth limit that is met, not the seal."""
-    from bxmem.start.sealed import seal
+    from bxmem.start.marshal_seal import seal
 
     return seal(b"[\x01\x00\x00\x00" * depth + b"N")
 

@@ -13,9 +13,9 @@ from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho import api as honcho_module
 from bxmem.honcho.api import settle_wait_s
-from bxmem.policy.ledger_time import format_time
 from bxmem.store.outbox import Outbox
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

@@ -80,10 +80,10 @@ def _declared(tree: ast.Module) -> dict[str, str]:
 
 def _functions() -> dict[str, list[ast.FunctionDef]]:
     """Each command's own code: its function in cli/ (app.py, owner.py, agent.py, host.py),
-    and for the timer jobs and recall the functions both paths run (commands/run.py), with
+    and for the timer jobs and recall the functions both paths run (commands/lean_commands.py), with
     the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    files = {**CLI_MODULES, "jobs": "commands/run", "decide": "commands/decide",
+    files = {**CLI_MODULES, "jobs": "commands/lean_commands", "decide": "commands/decide",
              "mirror": "commands/mirror", "send_report": "commands/send/report"}
     trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text()) for name in files}
     defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}

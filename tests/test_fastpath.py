@@ -13,9 +13,9 @@ from helpers import ledger_events, run_bxmem, write_log
 
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle as _is_idle
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.lean_argv import parse
+from bxmem.start.marshal_seal import seal, unseal
 
 
 def is_idle(argv: list[str]) -> bool:
@@ -85,7 +85,7 @@ def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
 def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
     import platformdirs
 
-    from bxmem.start import where
+    from bxmem.start import locations
 
     for xdg in (None, "", str(tmp_path / "xdg")):
         for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
@@ -93,8 +93,8 @@ def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
                 monkeypatch.delenv(variable, raising=False)
             else:
                 monkeypatch.setenv(variable, xdg)
-        assert where.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
-        assert where.default_home() == platformdirs.user_data_dir("boxmaker")
+        assert locations.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
+        assert locations.default_home() == platformdirs.user_data_dir("boxmaker")
 
 
 def test_fast_path_finds_home_through_the_config_file(home, brokerd, configure, monkeypatch, config_file):
@@ -290,7 +290,7 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
 
 
 def test_the_fast_path_expands_a_home_named_with_a_tilde(home, brokerd, monkeypatch, tmp_path):
-    """The home's precedence is where.home for every path: the fast path looked
+    """The home's precedence is locations.home for every path: the fast path looked
     for "~/h/memory/bxmem" literally, found no summary, and ran the job every time."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("BOXMAKER_HOME", "~/h")

@@ -15,10 +15,10 @@ from bxmem.commands import decide
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho import api as honcho_module
 from bxmem.honcho.api import settle_wait_s
-from bxmem.policy.ledger_time import format_time
-from bxmem.start.sealed import unseal
+from bxmem.start.marshal_seal import unseal
 
 
 def load():

@@ -17,8 +17,8 @@ from bxmem.commands import decide
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.policy.retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
 from bxmem.store.outbox import read_checkpoint
+from bxmem.trust.send_retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
 
 HOMES = 12
 T0 = 1_000_000.0

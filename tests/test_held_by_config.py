@@ -15,7 +15,7 @@ from bxmem.commands import decide, mirror, sync, undo
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.write_policy import (
+from bxmem.trust.write_policy import (
     BEHIND_HELD_EDIT,
     NOT_CONFIGURED,
     PEER_IS_THE_AGENT,

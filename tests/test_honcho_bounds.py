@@ -198,10 +198,10 @@ def test_recall_and_ask_end_at_their_deadlines_with_the_connection_closed(home, 
 
 
 def test_sync_ends_at_its_health_deadline_on_a_trickling_health_check(home, honcho, configure, monkeypatch):
-    from bxmem.commands import checks
+    from bxmem.commands import live_checks
 
     configure(honcho.url)
-    monkeypatch.setattr(checks, "HONCHO_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(live_checks, "HONCHO_TIMEOUT_S", 1.0)
     attack = Attack("trickle-headers", r"/health$")
     arm(honcho, attack)
     result = bxmem_inprocess("sync")

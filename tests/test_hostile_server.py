@@ -51,7 +51,7 @@ BOUND_S = {  # with SHORT: what each command's documented bound comes to
     "recall": SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"],
     "ask": 5.0,  # --deadline 5
     "audit": SHORT["bxmem.commands.audit.DEADLINE_S"],
-    "sync": SHORT["bxmem.commands.checks.HONCHO_TIMEOUT_S"] + 0.5 + 2.0,  # Honcho's and brokerd's checks run at once
+    "sync": SHORT["bxmem.commands.live_checks.HONCHO_TIMEOUT_S"] + 0.5 + 2.0,  # Honcho's and brokerd's checks run at once
     "demo": 2 * SHORT["bxmem.commands.send.runner.RUN_DEADLINE_S"] + SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"] + 3.5,
 }
 

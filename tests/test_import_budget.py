@@ -54,7 +54,7 @@ RECALL_SPARED = ("datetime", "sqlite3", "socket", "secrets", "logging", "typing"
 
 # typer itself imports pydantic (typer/_adapters.py) as it builds a command's
 # parameters, so every command typer runs pays for it; only a path around typer
-# (start/grammar.py's) can spare `--help` and `tools` that.
+# (start/lean_argv.py's) can spare `--help` and `tools` that.
 @dataclass(frozen=True)
 class Budget:
     name: str
@@ -213,7 +213,7 @@ def test_each_start_up_path_loads_only_what_it_uses(budget: Budget, request, tmp
     code, loaded = loaded_by(budget.argv, tmp_path)
     assert code == budget.code, (budget.name, code)
     # The run took the path the row is about: the idle check's answer, the lean run, or typer's.
-    took = "cli" if "bxmem.cli.app" in loaded else "lean" if "bxmem.start.lean" in loaded else "idle"
+    took = "cli" if "bxmem.cli.app" in loaded else "lean" if "bxmem.start.lean_path" in loaded else "idle"
     assert took == budget.path, (budget.name, took)
     assert over_budget(budget, loaded) == [], f"{budget.name} loaded {over_budget(budget, loaded)}"
 

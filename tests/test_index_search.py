@@ -154,7 +154,8 @@ def test_two_forms_of_one_word_in_a_query_count_once(tmp_path):
 
 def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
     from bxmem.commands import index_fold
-    from bxmem.policy import relevance, rules
+    from bxmem.retrieval import relevance
+    from bxmem.trust import rules
 
     index = _index(tmp_path)
     decided = {"item": "turn:s:1", "session": "s", "at": "2026-09-27T10:00:00Z", "peer": rules.peer_name("ana.lima"),

@@ -154,7 +154,7 @@ def test_a_value_a_job_would_refuse_is_refused_by_init(owner_env, args, said):
 
 
 def test_an_owner_named_as_chats_name_them_becomes_the_peer_a_speaker_of_that_name_is(owner_env):
-    from bxmem.policy.rules import speaker_peer
+    from bxmem.trust.rules import speaker_peer
 
     result = bxmem_inprocess("init", "--url", "http://127.0.0.1:9", "--agent", "a0", "--owner", "Kyle.B")
     assert result.returncode == 0

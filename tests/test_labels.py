@@ -1,4 +1,4 @@
-"""policy/labels.py's tables: a tool result's label (seed 000 section 5) and the tags the
+"""trust/labels.py's tables: a tool result's label (seed 000 section 5) and the tags the
 read path gives what it finds (sections 8 and 9), row by row."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from helpers import write_log
 from bxmem.commands import decide, mirror, recall
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.labels import (
+from bxmem.trust.labels import (
     FLEET_LABEL,
     OWN_LABELS,
     UNREADABLE_LINE,

@@ -110,7 +110,7 @@ def test_a_state_file_holding_a_lone_surrogate_is_written_and_read_back(tmp_path
     """Failed before (tests/test_hands_and_clock_properties.py found it): a ledger line whose
     workspace holds a lone surrogate escape made workspace-roles.json unwritable, and the job
     that saved it failed with UnicodeEncodeError."""
-    from bxmem.policy.shapes import anything
+    from bxmem.formats.shapes import anything
     from bxmem.store.state_json import load_json, write_json
 
     value = {"ws": "\ud800bm0-trusted", "n": 1}

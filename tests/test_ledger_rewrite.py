@@ -195,8 +195,8 @@ def test_an_older_copy_restored_in_place_sends_nothing_twice_and_loses_nothing(
 def test_no_timer_run_is_answered_idle_after_the_ledger_is_copied_back(home, brokerd, honcho, configure, job):
     """The restore the real-server run met: decide's and mirror's idle summaries watch the
     bytes before their offset, so the timer's next run reads the ledger again."""
-    from bxmem.start.grammar import parse
     from bxmem.start.idle import is_idle
+    from bxmem.start.lean_argv import parse
 
     configure(honcho.url)
     sample.write_home(home)

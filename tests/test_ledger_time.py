@@ -1,4 +1,4 @@
-"""The ledger's time format, written and read in one place (policy/ledger_time.py)."""
+"""The ledger's time format, written and read in one place (formats/timestamps.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.commands.checks import age as _age
+from bxmem.commands.live_checks import age as _age
 from bxmem.commands.send.messages import valid_time
-from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.formats.timestamps import format_time, parse_time
 from bxmem.store.ledger import now_iso
 
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from bxmem.commands import decide
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.policy.turn_order import MAX_WAITING_TURNS, result_too_late, turns_to_decide
+from bxmem.trust.turn_order import MAX_WAITING_TURNS, result_too_late, turns_to_decide
 
 UNTRUSTED = {"untrusted": True, "class": "public"}
 SECRET = {"untrusted": False, "class": "secret"}

@@ -158,7 +158,7 @@ def test_a_job_records_its_last_run_but_an_idle_or_busy_run_does_not(home, broke
 
 
 def test_an_exception_is_recorded_with_its_exit_code(home, monkeypatch):
-    from bxmem.commands import run
+    from bxmem.commands import lean_commands
     from bxmem.errors import StorageError
     from bxmem.store import job_runs
 
@@ -169,7 +169,7 @@ def test_an_exception_is_recorded_with_its_exit_code(home, monkeypatch):
         raise StorageError("disk full")
 
     with pytest.raises(StorageError):
-        run.recorded("send", load(), False, boom)
+        lean_commands.recorded("send", load(), False, boom)
     saved, _why = job_runs.load(state, "send")
     assert saved is not None and saved["exit_code"] == 1
 

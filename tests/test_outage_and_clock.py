@@ -22,9 +22,9 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.honcho.api import settle_wait_s
-from bxmem.start.grammar import parse
 from bxmem.start.idle import idle_exit, is_idle
-from bxmem.start.sealed import unseal
+from bxmem.start.lean_argv import parse
+from bxmem.start.marshal_seal import unseal
 
 DAY = 86400.0
 

@@ -99,7 +99,7 @@ def test_an_installed_wheel_reads_its_own_runbook_and_units_with_no_checkout_bes
     whl, _files = wheel
     site = tmp_path / "site"
     whl.extractall(site)
-    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from bxmem.start.where import shipped; "
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from bxmem.start.locations import shipped; "
              "from bxmem import runbooks; print(shipped('runbook')); print(shipped('systemd')); "
              "print(runbooks.text('honcho-unreachable').splitlines()[0])")
     out = subprocess.run([sys.executable, "-I", "-c", probe, str(site)], cwd=tmp_path, capture_output=True, text=True,
@@ -157,7 +157,7 @@ def test_the_editable_install_dev_makes_is_a_plain_path_entry_without_a_warning_
     assert pth.read_text().split() == [str(source.resolve())]
     # The runbook and the unit templates are read from the checkout's top level, their source:
     # nothing is copied into the tree.
-    probe = "from bxmem.start.where import shipped; print(shipped('runbook')); print(shipped('systemd'))"
+    probe = "from bxmem.start.locations import shipped; print(shipped('runbook')); print(shipped('systemd'))"
     out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out == [str(source.resolve() / "runbook"), str(source.resolve() / "systemd")]

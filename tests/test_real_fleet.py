@@ -23,7 +23,7 @@ from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.ledger_time import format_time
+from bxmem.formats.timestamps import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 

@@ -24,9 +24,9 @@ from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.honcho.http import MESSAGE_BYTES, cap_messages
-from bxmem.policy.ledger_time import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 

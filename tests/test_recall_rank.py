@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bxmem.commands import recall, recall_remote
-from bxmem.policy import relevance
-from bxmem.policy.snippets import SNIPPET_CHARS
+from bxmem.retrieval import relevance
+from bxmem.retrieval.snippets import SNIPPET_CHARS
 from bxmem.store import search
 from bxmem.store.index import Index
 
@@ -113,7 +113,7 @@ def test_only_a_real_honcho_id_counts_as_the_authors_words():
     author = recall_remote._author
     assert author("nina") == "nina"
     assert author(None) is None
-    assert author("nina cat") is None and author(recall.shown.INVALID_ID) is None
+    assert author("nina cat") is None and author(recall.printed_fields.INVALID_ID) is None
     assert relevance.cover("is the id invalid", "this one is invalid", author("bad peer!")) == (1, 2)
     assert relevance.cover("is the okapi queue stuck", "it is stuck", author("okapi queue")) == (1, 3)
 
@@ -187,7 +187,7 @@ def test_the_first_by_its_words_is_kept_when_it_holds_most_of_the_querys_weight(
 
 
 def test_a_words_weight_is_how_few_candidates_hold_it():
-    from bxmem.policy import relevance
+    from bxmem.retrieval import relevance
 
     texts = [("the dashboard is slow", None)] * 5 + [("the zebra sits in rack 4", None), ("zebra notes", "ana_Dot_dash")]
     weights = relevance.rarity("where is the zebra dashboard?", texts)

@@ -26,8 +26,8 @@ from bxmem.commands.send.messages import build
 from bxmem.commands.send.plan import LocalFailure
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.policy.rules import look_alike, peer_problem, speaker_peer
-from bxmem.policy.write_policy import (
+from bxmem.trust.rules import look_alike, peer_problem, speaker_peer
+from bxmem.trust.write_policy import (
     PEER_IS_THE_AGENT,
     PEER_LIKE_THE_OWNER,
     PEER_NOT_A_NAME,

@@ -18,8 +18,8 @@ from helpers import decisions, ledger_events, write_log
 from bxmem.commands import decide, mirror
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 

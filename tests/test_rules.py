@@ -8,7 +8,7 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.policy.rules import (
+from bxmem.trust.rules import (
     CLEAN_LOG,
     DOT,
     PEER_RE,

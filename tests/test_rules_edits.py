@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bxmem.policy.rules import MAX_CONCLUSION_CHARS, EditFacts, EditPlan, plan_edit, plan_undo, veto_texts
+from bxmem.trust.rules import MAX_CONCLUSION_CHARS, EditFacts, EditPlan, plan_edit, plan_undo, veto_texts
 
 REF = "edit:e0#0"  # a live conclusion an earlier edit wrote
 

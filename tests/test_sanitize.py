@@ -10,8 +10,8 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.policy.ignorable import DEFAULT_IGNORABLE, UNICODE_VERSION
-from bxmem.policy.sanitize import chunks, find_secret, neutralise, replacement, secret_rules
+from bxmem.trust.sanitize import chunks, find_secret, neutralise, replacement, secret_rules
+from bxmem.trust.unicode_ignorable import DEFAULT_IGNORABLE, UNICODE_VERSION
 
 # Fake secrets of each well-known shape, assembled so this file holds none whole.
 EXAMPLES = {

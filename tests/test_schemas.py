@@ -99,7 +99,7 @@ def test_every_command_with_json_output_has_a_schema_and_bxmem_schema_lists_them
 
 def test_the_held_reasons_and_audit_kinds_in_the_schemas_are_every_one_the_code_gives():
     from bxmem.commands.audit import KINDS
-    from bxmem.policy import write_policy
+    from bxmem.trust import write_policy
 
     reasons = {value for name, value in vars(write_policy).items() if name.isupper() and isinstance(value, str)
                and re.fullmatch(r"[a-z]+(-[a-z]+)+", value)}

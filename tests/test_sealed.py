@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bxmem.demo.sample import turn_lines
 from bxmem.errors import COMMAND_EXITS
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.marshal_seal import seal, unseal
 
 HUGE_LISTS = b"[" * 2544  # each '[' declares a list of 0x5b5b5b5b elements: what the fuzzer found
 

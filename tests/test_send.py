@@ -21,7 +21,7 @@ from bxmem.config import loader as config_module
 from bxmem.demo import sample
 from bxmem.demo.sample import turn_lines
 from bxmem.honcho.api import settle_wait_s
-from bxmem.start.sealed import unseal
+from bxmem.start.marshal_seal import unseal
 
 
 def load():

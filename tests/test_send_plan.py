@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from bxmem.commands.send.plan import LocalFailure, Planner, missing_peers, opening, target
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho import api as honcho
-from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import Hold
 from bxmem.store.outbox import Outbox
+from bxmem.trust.send_retry import Hold
 
 AGENT = "boxmaker0"
 WS = "bm0-trusted"

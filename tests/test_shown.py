@@ -1,4 +1,4 @@
-"""What bxmem prints that came from outside goes through policy/shown.py, and within its
+"""What bxmem prints that came from outside goes through trust/printed_fields.py, and within its
 schema's limits: ids, dates and text from Honcho in recall's and ask's JSON
 and text, in audit's and undo's lines."""
 
@@ -18,8 +18,8 @@ from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy import shown
-from bxmem.policy.sanitize import replacement
+from bxmem.trust import printed_fields
+from bxmem.trust.sanitize import replacement
 
 RECALL = json.loads((SCHEMAS / "recall.schema.json").read_text())
 ID_PATTERN = re.compile(RECALL["$defs"]["id"]["anyOf"][1]["pattern"])
@@ -50,7 +50,7 @@ def inert(text: str) -> bool:
     (" 2026-12-01 ", "2026-12-01"),
 ])
 def test_a_date_is_written_one_way(given_, wanted):
-    assert shown.date(given_) == wanted
+    assert printed_fields.date(given_) == wanted
     assert DATE_PATTERN.fullmatch(wanted)
 
 
@@ -60,40 +60,40 @@ def test_a_date_is_written_one_way(given_, wanted):
     "2026-12-01T10:00:00Z\x1b[2J", 1796131452, None, ["2026-12-01"], "\uff12\uff10\uff12\uff16-12-01",
 ])
 def test_what_is_not_a_date_is_dropped(given_):
-    assert shown.date(given_) is None
+    assert printed_fields.date(given_) is None
 
 
 @given(st.text(max_size=60) | st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?"
                                              r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?", fullmatch=True))
 def test_every_date_shown_fits_the_schema(value):
-    out = shown.date(value)
+    out = printed_fields.date(value)
     assert out is None or DATE_PATTERN.fullmatch(out)
 
 
 @given(st.one_of(st.text(max_size=600), st.integers(), st.none(), st.lists(st.text(max_size=3), max_size=2)))
 def test_every_id_shown_is_one_or_the_placeholder(value):
-    out = shown.honcho_id(value)
-    assert out is None if value is None else (out == shown.INVALID_ID or ID_PATTERN.fullmatch(out))
-    assert shown.item(value) in (None, shown.INVALID_ID) or re.fullmatch(r"[A-Za-z0-9_.:#-]+", shown.item(value))
-    assert shown.token(value) in (None, shown.INVALID_ID) or re.fullmatch(r"[A-Za-z0-9_.:#-]{1,512}", shown.token(value))
+    out = printed_fields.honcho_id(value)
+    assert out is None if value is None else (out == printed_fields.INVALID_ID or ID_PATTERN.fullmatch(out))
+    assert printed_fields.item(value) in (None, printed_fields.INVALID_ID) or re.fullmatch(r"[A-Za-z0-9_.:#-]+", printed_fields.item(value))
+    assert printed_fields.token(value) in (None, printed_fields.INVALID_ID) or re.fullmatch(r"[A-Za-z0-9_.:#-]{1,512}", printed_fields.token(value))
 
 
 @given(st.text(max_size=2_000), st.integers(min_value=1, max_value=700))
 def test_text_shown_is_inert_and_within_its_cap(value, cap):
-    out = shown.text(value, cap)
+    out = printed_fields.text(value, cap)
     assert (len(out) <= cap and inert(out) and out == unicodedata.normalize("NFC", out).strip()) or out.endswith("…")
 
 
 @given(st.text(max_size=2_000), st.integers(min_value=1, max_value=700))
 def test_a_line_shown_is_text_shown_on_one_line(value, cap):
-    out = shown.line(value, cap)
+    out = printed_fields.line(value, cap)
     assert len(out) <= cap and inert(out) and len(out.splitlines()) <= 1 and out == " ".join(out.split())
 
 
 def test_the_placeholder_is_no_id_and_survives_the_header_alphabet():
-    from bxmem.policy.render import field
+    from bxmem.retrieval.render import field
 
-    assert not ID_PATTERN.fullmatch(shown.INVALID_ID) and field(shown.INVALID_ID) == shown.INVALID_ID
+    assert not ID_PATTERN.fullmatch(printed_fields.INVALID_ID) and field(printed_fields.INVALID_ID) == printed_fields.INVALID_ID
 
 
 # --- recall and ask, fed by a hostile server ---------------------------------------------------
@@ -137,7 +137,7 @@ def test_recall_shows_each_forged_field_as_its_schema_allows(reader, forged):
             assert {h["source"] for h in honcho_hits} == {"boxmaker1", "fleet"}
             for h in honcho_hits:
                 assert h["date"] is None
-                assert h["peer"] in (forged, shown.INVALID_ID) and (h["peer"] == shown.INVALID_ID or ID_PATTERN.fullmatch(h["peer"]))
+                assert h["peer"] in (forged, printed_fields.INVALID_ID) and (h["peer"] == printed_fields.INVALID_ID or ID_PATTERN.fullmatch(h["peer"]))
                 assert inert(h["text"]) and "\x1b" not in h["text"] and "\u202e" not in h["text"]
             _text_lines_are_bxmem_s(data["text"])
         else:

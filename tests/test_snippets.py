@@ -1,11 +1,11 @@
-"""A hit's text: at most 600 characters, around what matched, both halves of a turn visible (bxmem/policy/snippets.py)."""
+"""A hit's text: at most 600 characters, around what matched, both halves of a turn visible (bxmem/retrieval/snippets.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.policy.snippets import ELLIPSIS, OTHER_HALF, SNIPPET_CHARS, around
+from bxmem.retrieval.snippets import ELLIPSIS, OTHER_HALF, SNIPPET_CHARS, around
 
 FILLER = "the nightly report lists every job and its duration in minutes "
 

@@ -238,7 +238,7 @@ def test_state_files_an_older_bxmem_wrote_are_rebuilt_once_losing_nothing(monkey
 
     from helpers import bxmem_main
 
-    from bxmem.start.sealed import seal, unmarshal
+    from bxmem.start.marshal_seal import seal, unmarshal
 
     with a_busy_home(monkeypatch) as (home, honcho):
         state = home / "memory" / "bxmem"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bxmem.policy.shapes import anything, integer, list_of, record
+from bxmem.formats.shapes import anything, integer, list_of, record
 from bxmem.store.state_json import CHANGED, UNSEALED, load_json, seal_json, write_json
 
 SHAPE = record({"v": integer(0), "decided": list_of(list_of(integer(1)))}, {"note": anything})

@@ -1,6 +1,6 @@
 """A state file of the wrong shape is rebuilt, not used (docs/interfaces.md,
 "Bad local input"): decide.json, mirror.json, the outbox checkpoint and the
-config cache are each checked whole on load (policy/shapes.py); what does not fit
+config cache are each checked whole on load (formats/shapes.py); what does not fit
 is said once, naming the file, and rebuilt from the ledger, the logs and the
 journal. The result is the one a deleted file gives (tests/test_state_cache.py):
 nothing lost, nothing sent twice, the right conclusion removed.
@@ -24,9 +24,9 @@ from bxmem.commands import decide, mirror, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.lean_argv import parse
+from bxmem.start.marshal_seal import seal, unseal
 from bxmem.store.state_json import write_json
 
 

@@ -248,13 +248,13 @@ def start_loads_stdlib_and_start(name: str, path: Path) -> list[str]:
 
 
 # Modules whose only use is I/O, the clock, randomness from the system or other
-# processes: policy decides from what it is given, so none of them belongs there.
+# processes: the pure layers decide from what they are given, so none of them belongs there.
 IO_MODULES = frozenset({
     "os", "io", "time", "socket", "sqlite3", "subprocess", "shutil", "tempfile", "glob", "fcntl", "select",
     "selectors", "signal", "mmap", "threading", "multiprocessing", "asyncio", "concurrent", "logging",
     "secrets", "uuid", "ssl", "http", "urllib", "zoneinfo", "platform", "getpass", "pwd", "grp", "resource",
 })
-# Modules whose types policy may name, as long as nothing of them runs there: a
+# Modules whose types the pure layers may name, as long as nothing of them runs there: a
 # Path is a fine parameter type, Path.read_text() is I/O; a random.Random the caller
 # seeded is how jitter stays testable, random.random() is not.
 TYPES_ONLY = frozenset({"pathlib", "random"})
@@ -262,12 +262,20 @@ CLOCK_ATTRIBUTES = frozenset({"now", "utcnow", "today"})
 IO_BUILTINS = frozenset({"open", "print", "input"})
 
 
-def policy_imports_stdlib_and_policy(name: str, path: Path) -> list[str]:
-    """Policy is the bottom layer: a rule that needs a store's or a command's type
-    (even only for type checking) has the layers upside down."""
-    return [_says(path, record, f"{record.target} is neither the standard library nor bxmem.policy")
-            for record in import_records(name, path)
-            if record.top not in STDLIB and not in_layer("bxmem.policy")(record.target)]
+PURE = ("bxmem.formats", "bxmem.trust", "bxmem.retrieval")  # the pure layers, lowest first
+
+
+def imports_only_stdlib_and(*below: str) -> Callable[[str, Path], list[str]]:
+    """The pure layers are the bottom: a rule that needs a store's or a command's type (even
+    only for type checking) has the layers upside down; formats know nothing of trust, and
+    the trust rules nothing of recall's text."""
+    allowed = in_layer(*below)
+
+    def check(name: str, path: Path) -> list[str]:
+        return [_says(path, record, f"{record.target} is neither the standard library nor {' or '.join(below)}")
+                for record in import_records(name, path)
+                if record.top not in STDLIB and not allowed(record.target)]
+    return check
 
 
 def _annotation_nodes(tree: ast.AST) -> set[ast.AST]:
@@ -283,7 +291,7 @@ def _annotation_nodes(tree: ast.AST) -> set[ast.AST]:
     return {inner for root in roots for inner in ast.walk(root)}
 
 
-def policy_does_no_io_and_reads_no_clock(name: str, path: Path) -> list[str]:
+def pure_does_no_io_and_reads_no_clock(name: str, path: Path) -> list[str]:
     """No I/O, no clock, no randomness of its own: importing a module of IO_MODULES at run
     time (a type under TYPE_CHECKING is fine); pathlib or random used for anything but an
     annotation (so an rng comes seeded from the caller, a path is only passed through);
@@ -372,12 +380,18 @@ CONTRACTS = [
     Contract("start-loads-only-stdlib", "bxmem.start.*",
              "at load time: the standard library, bxmem and bxmem.start only",
              in_layer("bxmem.start"), start_loads_stdlib_and_start),
-    Contract("policy-imports-only-policy", "bxmem.policy.*",
-             "the standard library and bxmem.policy only, type-only imports included",
-             in_layer("bxmem.policy"), policy_imports_stdlib_and_policy),
-    Contract("policy-does-no-io", "bxmem.policy.*",
-             "no I/O, no clock, no randomness of its own (policy_does_no_io_and_reads_no_clock)",
-             in_layer("bxmem.policy"), policy_does_no_io_and_reads_no_clock),
+    Contract("formats-import-only-formats", "bxmem.formats.*",
+             "the standard library and bxmem.formats only, type-only imports included",
+             in_layer("bxmem.formats"), imports_only_stdlib_and("bxmem.formats")),
+    Contract("trust-imports-only-trust-and-formats", "bxmem.trust.*",
+             "the standard library, bxmem.trust and bxmem.formats only, type-only imports included",
+             in_layer("bxmem.trust"), imports_only_stdlib_and("bxmem.trust", "bxmem.formats")),
+    Contract("retrieval-imports-only-pure-layers", "bxmem.retrieval.*",
+             "the standard library, bxmem.retrieval, bxmem.trust and bxmem.formats only, type-only imports included",
+             in_layer("bxmem.retrieval"), imports_only_stdlib_and(*PURE)),
+    Contract("pure-layers-do-no-io", "bxmem.formats.*, bxmem.trust.*, bxmem.retrieval.*",
+             "no I/O, no clock, no randomness of their own (pure_does_no_io_and_reads_no_clock)",
+             in_layer(*PURE), pure_does_no_io_and_reads_no_clock),
     Contract("only-cli-imports-typer-rich", "every module outside bxmem.cli",
              "never typer, rich or click, not even deferred",
              outside("bxmem.cli"), never_imports("typer", "rich", "click", what="the CLI (bxmem.cli)")),
@@ -432,11 +446,18 @@ def test_every_contract_catches_what_it_forbids(tmp_path):
     cases = {
         "start-loads-only-stdlib": ("bxmem.start.probe", "import os\nimport httpx\n", "import httpx",
                                     "import os\ndef f():\n    import httpx  # deferred: idle\n"),
-        "policy-imports-only-policy": ("bxmem.policy.probe",
-                                       "import re\nif TYPE_CHECKING:\n    from bxmem.commands.recall import Hit\n",
-                                       "from bxmem.commands.recall import Hit",
-                                       "import re\nfrom bxmem.policy.labels import higher_class\n"),
-        "policy-does-no-io": ("bxmem.policy.probe", "def f():\n    with open('x') as f:\n        pass\n", "open()",
+        "formats-import-only-formats": ("bxmem.formats.probe", "from bxmem.trust.labels import higher_class\n",
+                                        "from bxmem.trust.labels import higher_class",
+                                        "import re\nfrom bxmem.formats import turn_ranges\n"),
+        "trust-imports-only-trust-and-formats": ("bxmem.trust.probe",
+                                                 "import re\nif TYPE_CHECKING:\n    from bxmem.retrieval.hits import Hit\n",
+                                                 "from bxmem.retrieval.hits import Hit",
+                                                 "import re\nfrom bxmem.trust.labels import higher_class\n"),
+        "retrieval-imports-only-pure-layers": ("bxmem.retrieval.probe",
+                                               "import re\nif TYPE_CHECKING:\n    from bxmem.commands.recall import Hit\n",
+                                               "from bxmem.commands.recall import Hit",
+                                               "import re\nfrom bxmem.trust.labels import higher_class\n"),
+        "pure-layers-do-no-io": ("bxmem.trust.probe", "def f():\n    with open('x') as f:\n        pass\n", "open()",
                               "import random\ndef f(rng: random.Random) -> float:\n    return rng.random()\n"),
         "only-cli-imports-typer-rich": ("bxmem.commands.probe", "def f():\n    import rich.console\n",
                                         "import rich.console", "import re\n"),
@@ -448,7 +469,7 @@ def test_every_contract_catches_what_it_forbids(tmp_path):
                                       "from bxmem.cli import output", "from bxmem.store import ledger\n"),
     }
     more = {
-        "policy-does-no-io": [
+        "pure-layers-do-no-io": [
             ("import time\n", "time is I/O or the clock"),
             ("from datetime import datetime\nT = datetime.now()\n", "reads the clock"),
             ("import datetime\nT = datetime.date.today()\n", "reads the clock"),

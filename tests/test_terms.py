@@ -1,11 +1,11 @@
-"""What reaches the local index from a query, and how a long text is cut into passages (bxmem/policy/terms.py)."""
+"""What reaches the local index from a query, and how a long text is cut into passages (bxmem/retrieval/terms.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.policy.terms import FORMS, MAX_TERMS, forms, passages, query_words
+from bxmem.retrieval.terms import FORMS, MAX_TERMS, forms, passages, query_words
 
 
 def test_a_clitic_is_cut_not_made_a_word():

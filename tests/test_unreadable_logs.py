@@ -21,8 +21,8 @@ from bxmem.commands import decide, sync
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.sources import loopd
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 
 
 def unprivileged() -> list[str]:

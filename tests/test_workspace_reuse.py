@@ -29,10 +29,10 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.honcho.api import CONFIG_DEFAULTS, CONFIG_QUIET
-from bxmem.policy.write_policy import NOT_CONFIGURED, ROLE_CHANGED, WORKSPACE_REUSED, check_write, roles_of
 from bxmem.store import workspace_roles
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
+from bxmem.trust.write_policy import NOT_CONFIGURED, ROLE_CHANGED, WORKSPACE_REUSED, check_write, roles_of
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"

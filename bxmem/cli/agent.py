@@ -12,7 +12,7 @@ import typer
 from bxmem.cli import output
 from bxmem.cli.common import JSON_OPTION, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
-from bxmem.commands import run
+from bxmem.commands import lean_commands
 from bxmem.commands.recall import DEFAULT_K, MAX_K
 from bxmem.errors import UsageError
 from bxmem.store.paths import check_named, config_source
@@ -42,8 +42,8 @@ def recall(
     bxmem recall --json -k 5 -- "where do the backups go?"
     """
     options: Options = ctx.obj
-    # Several words are one query, as start/grammar.py joins them for the lean path.
-    return run.recall(query=" ".join(query), config=options.config, k=k, json=as_json, explain=explain,
+    # Several words are one query, as start/lean_argv.py joins them for the lean path.
+    return lean_commands.recall(query=" ".join(query), config=options.config, k=k, json=as_json, explain=explain,
                       verbose=options.verbose, quiet=options.quiet)
 
 

@@ -8,7 +8,7 @@ and cli/host.py (`init`, `units`) declare the commands, cli/common.py holds what
 they share, cli/output.py writes what they print and cli/help.py what --help does.
 Each command parses, calls the core, and hands the result to cli/output.py;
 the lean commands call the same function the lean path runs
-(commands/run.py). Everything it calls can be used and tested without it.
+(commands/lean_commands.py). Everything it calls can be used and tested without it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from bxmem.cli.help import AGENT, OWNER, START, TIMER_JOBS
 from bxmem.cli.host import doctor, init, metrics, units_app
 from bxmem.cli.owner import outbox_app
 from bxmem.cli.progress import index_rebuild_bar
-from bxmem.commands import run
+from bxmem.commands import lean_commands
 from bxmem.errors import BxmemError, ExitCode, Incomplete, Refused, UsageError, boundary
 from bxmem.start.version import __version__
 from bxmem.store.paths import check_named, config_source
@@ -82,7 +82,7 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     bxmem decide --json
     """
     options: Options = ctx.obj
-    return run.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
+    return lean_commands.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
                       progress=output.BacklogProgress(options.quiet), index_progress=index_rebuild_bar)
 
 
@@ -102,7 +102,7 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
     bxmem send --now --json
     """
     options: Options = ctx.obj
-    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
+    return lean_commands.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
 
 
 @app.command(rich_help_panel=TIMER_JOBS)
@@ -119,7 +119,7 @@ def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     bxmem mirror --json
     """
     options: Options = ctx.obj
-    return run.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
+    return lean_commands.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
                       index_progress=index_rebuild_bar)
 
 

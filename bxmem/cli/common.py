@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from bxmem.commands import run
+from bxmem.commands import lean_commands
 from bxmem.start.registry import GLOBAL_OPTIONS
 
 
@@ -41,7 +41,7 @@ _NAMES = {key: sorted((name for name, k in GLOBAL_OPTIONS.items() if k == key), 
 
 def global_options_too(func):
     """Let a command take the global options after its name as well (`bxmem
-    decide -q`), as the lean path's grammar (start/grammar.py) does: without them typer would
+    decide -q`), as the lean path's grammar (start/lean_argv.py) does: without them typer would
     refuse a command line the lean path runs. Hidden: --help lists them once,
     on bxmem itself. A value given after the command wins, as the later one does."""
     extra = [
@@ -69,7 +69,7 @@ def global_options_too(func):
 def setup(ctx: typer.Context, job: str):
     """Logging for the job, then the validated configuration (or ConfigInvalid)."""
     options: Options = ctx.obj
-    return run.setup(job, options.config, options.verbose, options.quiet)
+    return lean_commands.setup(job, options.config, options.verbose, options.quiet)
 
 
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as JSON on stdout.")

@@ -13,7 +13,7 @@ import typer
 from bxmem.cli import output
 from bxmem.cli.common import JSON_OPTION, Options, exits, global_options_too, setup
 from bxmem.errors import ExitCode, UsageError
-from bxmem.start import where
+from bxmem.start import locations
 
 units_app = typer.Typer(help="Generate the systemd units for this host, and install, enable or remove them.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -85,7 +85,7 @@ def init(
         ("bxmem config check", "check the configuration and the key files")
     steps = [check, ("bxmem units install", "run the jobs under systemd, as you (--system: the system manager)"),
              ("bxmem sync", "see where everything stands")]
-    if config != Path(where.default_config_path()):
+    if config != Path(locations.default_config_path()):
         steps = [(f"export BXMEM_CONFIG={config}", "so every command finds it (units install tells the units)"),
                  *steps]
     for line in done.lines(steps):

@@ -2,7 +2,7 @@
 and the progress bar a decide a person watches shows.
 
 The lean commands (the timer jobs and recall) print plainly through
-commands/run.py, which the lean path runs without typer or rich. The rest
+commands/lean_commands.py, which the lean path runs without typer or rich. The rest
 write through typer's echo, or rich for sync's and the demo's rendering.
 rich is imported by the functions that use it: `--help` loads this module.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from typer import echo
 
 from bxmem import runbooks
+from bxmem.commands.lean_commands import emit_json
 from bxmem.commands.recall import render_plain
-from bxmem.commands.run import emit_json
 from bxmem.config.loader import read_key
 from bxmem.errors import BxmemError, ExitCode
 from bxmem.store.files import write_bytes
@@ -79,8 +79,8 @@ def _home_warning(config) -> str | None:
 
 def config_check(config, as_json: bool) -> int:
     """`bxmem config check`: the resolved paths and workspaces (never a key), and
-    what is legal but likely a mistake (checks.partial_keys) as a warning."""
-    from bxmem.commands.checks import partial_keys  # deferred: command
+    what is legal but likely a mistake (live_checks.partial_keys) as a warning."""
+    from bxmem.commands.live_checks import partial_keys  # deferred: command
 
     workspaces = []
     for ws in config.workspaces():

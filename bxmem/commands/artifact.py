@@ -2,7 +2,7 @@
 
 record: the export streamed into the store and published (store/artifact_ingest.py,
 store/artifacts.py), the session's labels read as decide reads them, the card routed
-(policy/card_route.route_card) and written, its decision appended to the ledger (the
+(trust/card_route.route_card) and written, its decision appended to the ledger (the
 outbox) under the store's lock, all before it returns; Honcho gets the card at the
 next `send`. resolve: a card's bytes, only once their size and SHA-256 are checked.
 """
@@ -15,7 +15,17 @@ import time
 from bxmem.commands.artifact_doc import Recorded, Resolved
 from bxmem.config.loader import ArtifactSettings, Config
 from bxmem.errors import IntegrityFailed, NotFound, Refused, StorageError, UsageError
-from bxmem.policy.artifacts import (
+from bxmem.formats.timestamps import format_time
+from bxmem.sources import brokerd
+from bxmem.sources.loopd import session_id_problem, session_labels
+from bxmem.start.version import __version__
+from bxmem.store import artifact_catalog as catalog
+from bxmem.store import artifact_ingest
+from bxmem.store.artifact_cards import Cards, CardUnusable
+from bxmem.store.artifacts import Store, media_type_of, remove_file
+from bxmem.store.ledger import Ledger, ReadResult
+from bxmem.store.ledger_events import decided_card
+from bxmem.trust.artifact_rules import (
     CARD_SCHEMA,
     UNKNOWN,
     artifact_id,
@@ -33,18 +43,8 @@ from bxmem.policy.artifacts import (
     projection,
     revision,
 )
-from bxmem.policy.card_route import CardFacts, card_label, route_card
-from bxmem.policy.labels import higher_class
-from bxmem.policy.ledger_time import format_time
-from bxmem.sources import brokerd
-from bxmem.sources.loopd import session_id_problem, session_labels
-from bxmem.start.version import __version__
-from bxmem.store import artifact_catalog as catalog
-from bxmem.store import artifact_ingest
-from bxmem.store.artifact_cards import Cards, CardUnusable
-from bxmem.store.artifacts import Store, media_type_of, remove_file
-from bxmem.store.ledger import Ledger, ReadResult
-from bxmem.store.ledger_events import decided_card
+from bxmem.trust.card_route import CardFacts, card_label, route_card
+from bxmem.trust.labels import higher_class
 
 
 def settings(config: Config) -> ArtifactSettings:

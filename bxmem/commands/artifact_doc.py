@@ -3,7 +3,7 @@
 host copies into the tool result, a `text` it gives the model, and the fields for its logs.
 
 record's text holds ids and what the model gave; resolve's holds stored text (the card's
-title, summary, tags), fenced as recall's is (policy/render.py): fallible data, never
+title, summary, tags), fenced as recall's is (retrieval/render.py): fallible data, never
 instructions, no stored line able to forge a line of bxmem's own.
 """
 
@@ -13,9 +13,9 @@ import os
 from dataclasses import dataclass, field
 
 from bxmem.errors import ExitCode
-from bxmem.policy import render
-from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.sanitize import neutralise
+from bxmem.retrieval import render
+from bxmem.trust.labels import MEMORY, TAINTED
+from bxmem.trust.sanitize import neutralise
 
 RECORD_SCHEMA = "bxmem.artifact-record/1"
 RESOLVE_SCHEMA = "bxmem.artifact-resolve/1"

@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 from bxmem.commands.artifact import find_cards, reconcile, refresh_catalog, store_of
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, NotFound, Refused, cite_runbook
-from bxmem.policy import shown
-from bxmem.policy.artifacts import retraction_item
-from bxmem.policy.ledger_time import format_time
+from bxmem.formats.timestamps import format_time
 from bxmem.store import artifact_catalog as catalog
 from bxmem.store.artifact_cards import Cards
 from bxmem.store.artifacts import Store
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import DecidedCard, decided_card
 from bxmem.store.outbox import KIND, Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.artifact_rules import retraction_item
 
-TITLE_CHARS = 120  # of a card's title in the owner's lines (stored text: shown.line)
+TITLE_CHARS = 120  # of a card's title in the owner's lines (stored text: printed_fields.line)
 
 
 LIST_SCHEMA, VERIFY_SCHEMA = "bxmem.artifact-list/1", "bxmem.artifact-verify/1"  # bxmem/schemas/artifact-*.schema.json
@@ -55,13 +55,13 @@ def _outbox(config: Config) -> Outbox | None:
 def _card_json(card: dict, box: Outbox | None, store: Store) -> dict:
     art = card["artifact"]
     return {"experiment_id": card["experiment_id"], "artifact_id": art["id"], "bytes": art["bytes"],
-            "media_type": shown.line(art["media_type"], 100), "title": shown.line(card["title"], TITLE_CHARS),
-            "tags": [shown.line(t, 80) for t in card["tags"]], "session": shown.token(card["session"]),
-            "source_version": shown.line(card["identity"]["source_version"], 200), "label": card["label"],
-            "created_at": shown.date(card["created_at"]), "updated_at": shown.date(card["updated_at"]),
+            "media_type": printed_fields.line(art["media_type"], 100), "title": printed_fields.line(card["title"], TITLE_CHARS),
+            "tags": [printed_fields.line(t, 80) for t in card["tags"]], "session": printed_fields.token(card["session"]),
+            "source_version": printed_fields.line(card["identity"]["source_version"], 200), "label": card["label"],
+            "created_at": printed_fields.date(card["created_at"]), "updated_at": printed_fields.date(card["updated_at"]),
             "object": "present" if store.has_object(art["id"], art["bytes"]) else "missing or of another size",
-            "index": [{"item": shown.item(e["item"]), "state": index_state(box, e), "workspace": shown.token(e["ws"]),
-                       "reason": shown.line(e["reason"], 200)} for e in card["remote"]]}
+            "index": [{"item": printed_fields.item(e["item"]), "state": index_state(box, e), "workspace": printed_fields.token(e["ws"]),
+                       "reason": printed_fields.line(e["reason"], 200)} for e in card["remote"]]}
 
 
 @dataclass
@@ -110,7 +110,7 @@ def list_cards(config: Config) -> Listing:
         box = _outbox(config)
         for _name, card, why in cards.all():
             if card is None:
-                result.unusable.append(shown.line(why, 300))
+                result.unusable.append(printed_fields.line(why, 300))
             else:
                 result.cards.append(_card_json(card, box, store))
     result.usage = usage(config, store, cards)
@@ -168,7 +168,7 @@ def verify(config: Config, ids: list[str] | None = None) -> Verified:
     chosen = [c for i in ids for c in _found(cards, i)] if ids else None
     for name, card, why in ([(c["experiment_id"], c, None) for c in chosen] if chosen is not None else cards.all()):
         if card is None:
-            result.unusable.append(shown.line(why, 300))
+            result.unusable.append(printed_fields.line(why, 300))
             continue
         named.setdefault(card["artifact"]["id"], []).append(name)
         sizes[card["artifact"]["id"]] = card["artifact"]["bytes"]
@@ -264,7 +264,7 @@ def _effect(box: Outbox | None, entry: dict) -> str:
     if state == "not-sent":
         return f"{entry['item']} was never sent: nothing to take back"
     where = (box.fleet.get(f"{entry['item']}#0") or {}).get("ws") if box else None
-    return (f"a retraction will be added beside {entry['item']} in {shown.token(where or entry['ws'])} at the next send "
+    return (f"a retraction will be added beside {entry['item']} in {printed_fields.token(where or entry['ws'])} at the next send "
             "(Honcho cannot delete a message)" + (" once its lookup settles" if state == "in-doubt" else ""))
 
 

@@ -15,17 +15,17 @@ import heapq
 from collections.abc import Callable
 
 from bxmem.config.loader import Config
-from bxmem.policy import shown
-from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text, retracted_card
-from bxmem.policy.hits import Hit, Why
-from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.relevance import PREFIX
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.terms import STOP, words
+from bxmem.retrieval.hits import Hit, Why
+from bxmem.retrieval.relevance import PREFIX
+from bxmem.retrieval.terms import STOP, words
 from bxmem.store import artifact_catalog as catalog
+from bxmem.trust import printed_fields
+from bxmem.trust.artifact_rules import is_artifact_id, is_experiment_id, parse_card_text, retracted_card
+from bxmem.trust.labels import MEMORY, TAINTED
+from bxmem.trust.sanitize import neutralise
 
 E = {name: at for at, name in enumerate(catalog.FIELDS)}
-SHARED = 2  # the query's words a card must hold, as most Honcho hits must (policy/fusion.keep)
+SHARED = 2  # the query's words a card must hold, as most Honcho hits must (retrieval/fusion.keep)
 
 
 def searched(config: Config) -> bool:
@@ -56,14 +56,14 @@ def _text(e: list) -> str:
 
 def _hit(config: Config, e: list, why: Why) -> Hit:
     here = catalog.object_present(config.paths.artifacts, e[E["artifact"]], e[E["bytes"]])
-    return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], shown.text(_text(e), 600),
+    return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], printed_fields.text(_text(e), 600),
                where="artifact-bytes-here" if here else "artifact-bytes-missing",
-               session=shown.honcho_id(e[E["session"]]), date=shown.date(e[E["updated_at"]]), why=why)
+               session=printed_fields.honcho_id(e[E["session"]]), date=printed_fields.date(e[E["updated_at"]]), why=why)
 
 
 def cards(config: Config, query: str, k: int) -> list[Hit]:
     """This agent's cards for a query: those an id or a tag in it names first, then those
-    sharing its words as most Honcho hits must (policy/fusion.keep: two, or every one of a
+    sharing its words as most Honcho hits must (retrieval/fusion.keep: two, or every one of a
     shorter query), most words shared first, newest first among equals."""
     for fresh in (False, True):
         found = _catalog(config, fresh)
@@ -155,5 +155,5 @@ def _mark_retracted(cards: dict[str, list[Hit]], search: Callable[[str, int], li
         return  # not known to be retracted: the card is shown, tainted, as any other agent's
     for message in found:
         for hit in cards.get(retracted_card(message.get("content") or "") or "", []):
-            if hit.peer == shown.honcho_id(message.get("peer_id")):
+            if hit.peer == printed_fields.honcho_id(message.get("peer_id")):
                 hit.retracted = True

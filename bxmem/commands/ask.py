@@ -36,9 +36,9 @@ from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, Unavailable, monotonic
 from bxmem.honcho.client import ReadClient
-from bxmem.policy import render
-from bxmem.policy.labels import label_of
-from bxmem.policy.shown import text as shown_text
+from bxmem.retrieval import render
+from bxmem.trust.labels import label_of
+from bxmem.trust.printed_fields import text as shown_text
 
 ASK_TIMEOUT_S = 150.0
 DEADLINE_S = 160.0
@@ -47,7 +47,7 @@ MAX_QUESTION_CHARS = 2_000
 AT_ONCE = 2
 REASONING = ("minimal", "low")
 ANSWER_CHARS = 4_000
-# Each answer as printed, in o200k_base tokens (policy/tokens.py's bound): 4,000 characters of plain
+# Each answer as printed, in o200k_base tokens (retrieval/token_bound.py's bound): 4,000 characters of plain
 # English fit, and no text, however dear its script, costs more.
 ANSWER_TOKENS = 1_500
 # The least time left of DEADLINE_S for which a chat is started, by reasoning
@@ -317,7 +317,7 @@ def _result(states: dict[str, _State]) -> AskResult:
 
 
 def render_plain(result: AskResult) -> str:
-    """Framed as recall's text is (policy/render.py says why nothing stored can forge a line)."""
+    """Framed as recall's text is (retrieval/render.py says why nothing stored can forge a line)."""
     tag = recall.nonce()  # as recall draws it, for the same fence
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
     lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from bxmem.config.loader import Config
 from bxmem.errors import Refused, UsageError
-from bxmem.policy.labels import MEMORY, OWN_LABELS, TAINTED, read_tag
 from bxmem.store.workspace_roles import tainting_notes
+from bxmem.trust.labels import MEMORY, OWN_LABELS, TAINTED, read_tag
 
 PEERS_AT_MOST = 6
 

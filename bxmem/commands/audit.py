@@ -44,14 +44,14 @@ from pathlib import Path
 from bxmem.commands.outbox_actions import check_reason
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, NotFound, cite_runbook
+from bxmem.formats.shapes import dict_of, integer, record, string
 from bxmem.honcho.answers import is_honcho_id
-from bxmem.policy import shown
-from bxmem.policy.shapes import dict_of, integer, record, string
-from bxmem.policy.write_policy import WRITE_ROLES, roles_of, writable
 from bxmem.store.ledger import Ledger, ReadResult, now_iso
 from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT, accepted
 from bxmem.store.outbox import Outbox
 from bxmem.store.state_json import load_json, write_json
+from bxmem.trust import printed_fields
+from bxmem.trust.write_policy import WRITE_ROLES, roles_of, writable
 
 # The whole command's deadline: no request starts after it and none runs past it
 # (each also ends within honcho.request_deadline_s()). Past it the audit is
@@ -68,16 +68,16 @@ MESSAGE_ACTIONS = ("fleet-message", "retract", "card", "retract-card")
 KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
          "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
 
-# How each field of a discrepancy is printed (policy/shown.py): ids from Honcho or the
+# How each field of a discrepancy is printed (trust/printed_fields.py): ids from Honcho or the
 # ledger, items and refs from message metadata or the ledger, roles and names.
-_SHOWN = {"message": shown.honcho_id, "session": shown.honcho_id, "conclusion": shown.honcho_id,
-          "of": shown.honcho_id, "item": shown.item, "written_by": shown.item}
+_SHOWN = {"message": printed_fields.honcho_id, "session": printed_fields.honcho_id, "conclusion": printed_fields.honcho_id,
+          "of": printed_fields.honcho_id, "item": printed_fields.item, "written_by": printed_fields.item}
 
 
 def _shown(name: str, value: object) -> object:
     if value is None or (type(value) is int):
         return value
-    return _SHOWN.get(name, shown.token)(value)
+    return _SHOWN.get(name, printed_fields.token)(value)
 
 
 @dataclass
@@ -93,7 +93,7 @@ class AuditReport:
     _ids: set[str] = field(default_factory=set)  # the discrepancies' ids
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
-        """A discrepancy; every field printed as policy/shown.py prints what came from outside,
+        """A discrepancy; every field printed as trust/printed_fields.py prints what came from outside,
         its id (what `audit --accept` names) made of those printed fields."""
         what = {name: _shown(name, value) for name, value in what.items()}
         subject = what.get("message") or what.get("conclusion") or (
@@ -203,7 +203,7 @@ def audit(config: Config) -> AuditReport:
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
     for where in expected.sent_to.values():
         if isinstance(where, str) and not writable(where, roles):
-            left = report.not_audited.setdefault(shown.token(where) or "", {"items": 0, "now": roles.get(where)})
+            left = report.not_audited.setdefault(printed_fields.token(where) or "", {"items": 0, "now": roles.get(where)})
             left["items"] += 1
     ends_by = monotonic() + DEADLINE_S
     for role in WRITE_ROLES:

@@ -29,8 +29,6 @@ from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
 from bxmem.log import log, notice, runbook
-from bxmem.policy.retry import believed
-from bxmem.policy.rules import LogLabels, TurnFacts, log_labels, route_turn
 from bxmem.sources import brokerd
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.loopd import (
@@ -48,6 +46,8 @@ from bxmem.store import local_key
 from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.ledger_events import DecidedTurn, decided_turn
 from bxmem.store.state_json import write_json
+from bxmem.trust.rules import LogLabels, TurnFacts, log_labels, route_turn
+from bxmem.trust.send_retry import believed
 
 FLUSH_EVERY = 1000
 # The logs and brokerd's answers get this long; a run then ends within about 45 s (one more

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bxmem.log import log, runbook
-from bxmem.policy import ranges
-from bxmem.policy.labels import CLASS_RANK
-from bxmem.policy.shapes import (
+from bxmem.formats import turn_ranges
+from bxmem.formats.shapes import (
     RANGES,
     SPAN,
     anything,
@@ -37,12 +35,14 @@ from bxmem.policy.shapes import (
     record,
     string,
 )
+from bxmem.log import log, runbook
 from bxmem.sources import cursor
 from bxmem.sources.loopd import MAX_TURN, new_cursor
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 from bxmem.store.state_json import load_json, say_unusable
+from bxmem.trust.labels import CLASS_RANK
 
 STATE_FILE = "decide.json"
 # A log that cannot be read (permission denied, an I/O error) is tried again this
@@ -117,7 +117,7 @@ def load(state_dir: Path) -> dict:
     return state if state is not None else fresh_state()
 
 
-has_turn, add_turn = ranges.has, ranges.add  # the decided set of a session's turns
+has_turn, add_turn = turn_ranges.has, turn_ranges.add  # the decided set of a session's turns
 
 
 def recover(state: dict, ledger: Ledger) -> None:

@@ -5,7 +5,7 @@ entry that gets out of it.
 The config file, the home and the key files are looked at here; Honcho (its
 /health and clock, version, chat routes, each key tried on its workspace's
 queue, a request without a key), brokerd and systemd are asked at once, each
-under its own deadline (checks.parallel), so they take at most BOUND_S together.
+under its own deadline (live_checks.parallel), so they take at most BOUND_S together.
 Nothing is created or changed anywhere: every request is a read.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bxmem.commands import checks
+from bxmem.commands import live_checks
 from bxmem.commands.doctor_checks import JOBS, Check, honcho_lines, keys_and_queues, problem, unit_lines
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, Key, read_key
@@ -27,7 +27,7 @@ from bxmem.store.paths import config_source
 
 SCHEMA = "bxmem.doctor/1"
 # Every outside question is asked at once, each within its deadline: the longest, and
-# the half second checks.parallel gives a thread past it, bound the whole wait.
+# the half second live_checks.parallel gives a thread past it, bound the whole wait.
 BOUND_S = max(HONCHO_TIMEOUT_S, brokerd.TIMEOUT_S, unit_state.TIMEOUT_S) + 0.5
 STATUSES = ("ok", "warning", "failed", "not-checked")
 PROBE_WORKSPACE = "bxmem-doctor"  # the route probes' path: a GET answered before any workspace is looked up
@@ -87,7 +87,7 @@ def _local(config: Config, named_by: str | None) -> list[Check]:
     out.append(Check("home", None, "failed" if problems else "ok",
                      f"home {config.paths.home}: " + ("; ".join(problems) if problems else ", ".join(facts)),
                      now_iso(), runbook="file-permissions" if problems else None))
-    for key in checks.keys(config):
+    for key in live_checks.keys(config):
         ws = key["workspace"]
         if key["file"] is None:
             out.append(Check("key-file", ws, "ok", f"key file for {ws}: none configured ({key['secret']}); "
@@ -98,7 +98,7 @@ def _local(config: Config, named_by: str | None) -> list[Check]:
         else:
             out.append(Check("key-file", ws, "failed", f"key file for {ws}: {key['problem']}", key["checked_at"],
                              runbook="honcho-key-refused"))
-    partial = checks.partial_keys(config)
+    partial = live_checks.partial_keys(config)
     if partial:
         out.append(Check("keys", None, "warning", partial, now_iso(), runbook="honcho-key-refused"))
     return out
@@ -141,7 +141,7 @@ def unit_names() -> list[str]:
 
 
 def _jobs(config: Config, keys: dict[str, Key | None]) -> dict:
-    jobs: dict = {"brokerd": (brokerd.TIMEOUT_S, lambda: checks.ask_brokerd(config, checks.PROBE_SESSION)),
+    jobs: dict = {"brokerd": (brokerd.TIMEOUT_S, lambda: live_checks.ask_brokerd(config, live_checks.PROBE_SESSION)),
                   "units": (unit_state.TIMEOUT_S, lambda: unit_state.read(unit_names()))}
     if config.honcho is None:
         return jobs
@@ -208,7 +208,7 @@ def run(config: Config, explicit_config=None) -> DoctorResult:
     got: dict = {}
     import threading  # deferred: command
 
-    asker = threading.Thread(target=lambda: got.update(checks.parallel(jobs)), daemon=True)
+    asker = threading.Thread(target=lambda: got.update(live_checks.parallel(jobs)), daemon=True)
     asker.start()
     result.checks += _local(config, named_by)  # while the questions are out
     outbox = _outbox(config)

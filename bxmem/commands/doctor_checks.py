@@ -15,8 +15,8 @@ from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, Key
 from bxmem.errors import ExitCode, cite_runbook
 from bxmem.honcho.api import BadAnswer, HonchoError, KeyRefused
-from bxmem.policy import shown
 from bxmem.sources import unit_state
+from bxmem.trust import printed_fields
 
 # Clocks further apart than this get a failed line (runbook clock-off): turns reach
 # Honcho with their times from loopd's logs, so the fleet's order and recall's dates
@@ -76,7 +76,7 @@ def honcho_lines(config: Config, got: dict, at: str) -> list[Check]:
     out.append(_clock_check(value, at))
     how, value = got["version"]
     if how == "ok":
-        version = shown.token(value) if value else None
+        version = printed_fields.token(value) if value else None
         out.append(Check("version", None, "ok", f"Honcho's version: {version}" if version else
                          "Honcho's version: not published (no /openapi.json)", at, S, data={"version": version}))
     else:
@@ -174,7 +174,7 @@ def keys_and_queues(config: Config, keys: dict[str, Key | None], refused: set[st
                         f"give {name} a key file ([secrets.{ws.secret}])")
             else:
                 minted = _jwt_workspace(key)
-                hint = (f": the key was minted for workspace {shown.token(minted)}" if minted and minted != name
+                hint = (f": the key was minted for workspace {printed_fields.token(minted)}" if minted and minted != name
                         else ": the key is wrong or expired")
                 line = f"{what} on Honcho: refused (HTTP {value.status}){hint}"
             out.append(Check("key", name, "failed", line, at, S, "honcho-key-refused"))
@@ -244,18 +244,18 @@ def _unit_check(job: str, found: unit_state.Managers, at: str) -> Check:
     result = service.get("Result") or "-"
     runbook = "units-not-running"
     if result not in ("success", "-"):  # a run that failed before bxmem started has no exit time of its own
-        when = f" at {shown.line(ended, 80)}" if ended else ""
-        problems.append(f"{service_name}'s last run failed{when} (Result={shown.token(result)}, status "
-                        f"{shown.token(status)}): journalctl {'--user ' if manager == 'user' else ''}-u {service_name}")
+        when = f" at {printed_fields.line(ended, 80)}" if ended else ""
+        problems.append(f"{service_name}'s last run failed{when} (Result={printed_fields.token(result)}, status "
+                        f"{printed_fields.token(status)}): journalctl {'--user ' if manager == 'user' else ''}-u {service_name}")
         if status == str(ExitCode.CONFIG):
             runbook = "honcho-config-invalid"
     elif service.get("ActiveState") in ("activating", "active", "deactivating", "reloading"):
         # systemd clears the last exit time when a run starts: this one is still going
-        facts.append(f"{service_name} running now ({shown.token(service['ActiveState'])})")
+        facts.append(f"{service_name} running now ({printed_fields.token(service['ActiveState'])})")
     elif not ended:
         facts.append(f"{service_name} not run yet")
     else:
-        facts.append(f"last run ended {shown.line(ended, 80)}, status {shown.token(status)}")
+        facts.append(f"last run ended {printed_fields.line(ended, 80)}, status {printed_fields.token(status)}")
     if path.get("LoadState") == "loaded":
         facts.append(f"{path['Id']} " + ("enabled" if path.get("UnitFileState") in ENABLED else "not enabled (optional)"))
     data = {"manager": manager, "unit_file_state": timer.get("UnitFileState"), "active_state": timer.get("ActiveState"),

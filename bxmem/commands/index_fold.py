@@ -18,8 +18,6 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from bxmem.log import log
-from bxmem.policy.labels import entry_class, note_tag, turn_labels
-from bxmem.policy.rules import DOT
 from bxmem.sources import journal
 from bxmem.sources.loopd import SpanChanged, SpanReader
 from bxmem.store.files import JobLock, NotRegularFile
@@ -27,6 +25,8 @@ from bxmem.store.index import INDEX_FILE, Index, IndexOutdated, IndexUnavailable
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
 from bxmem.store.local_key import load as load_key
+from bxmem.trust.labels import entry_class, note_tag, turn_labels
+from bxmem.trust.rules import DOT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:

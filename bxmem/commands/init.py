@@ -14,9 +14,9 @@ from pathlib import Path
 from bxmem.config.loader import Workspace, read_key
 from bxmem.config.new_file import is_there, write_new
 from bxmem.errors import ConfigInvalid, Refused, UsageError
-from bxmem.policy.rules import peer_name
-from bxmem.start import where
+from bxmem.start import locations
 from bxmem.store.paths import make_home
+from bxmem.trust.rules import peer_name
 
 #: The key files `--keys DIR` holds, by the [secrets.*] name each goes under (the README's names).
 KEY_FILES = {"honcho_trusted": "honcho-trusted.key", "honcho_untrusted": "honcho-untrusted.key",
@@ -64,14 +64,14 @@ def plan(config: Path, answers: Answers) -> Plan:
     it (the schema, each key file as every command reads it). Nothing is written."""
     from bxmem.config.schema import RESERVED_AGENT_NAMES, check_id, check_url, validate  # deferred: command
 
-    home = Path(os.path.abspath(os.path.expanduser(answers.home or where.home())))
+    home = Path(os.path.abspath(os.path.expanduser(answers.home or locations.home())))
     run = Path(os.path.abspath(os.path.expanduser(answers.run))) if answers.run else None
     for what, path in (("--home", home), ("--run", run), ("--config", config)):
         if path is not None and any(c in str(path) for c in '"\\\n\r\t'):
             raise UsageError(f"init: {what} {str(path)!r}: a path with a quote, backslash or control character "
                              "cannot be written into bxmem.toml as it is")
     out = Plan(config=config, home=home, text="")
-    shell_home = where.named_home()
+    shell_home = locations.named_home()
     if shell_home and Path(os.path.abspath(os.path.expanduser(shell_home))) != home:
         out.notes.append(f"$BOXMAKER_HOME in this shell names {shell_home}, which wins over the home written here for "
                          "every command run with it: unset it, or run bxmem init without --home")

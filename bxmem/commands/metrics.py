@@ -14,13 +14,13 @@ write workspace at once, and a Honcho that does not answer is a metric
 
 from __future__ import annotations
 
-from bxmem.commands import checks
+from bxmem.commands import live_checks
 from bxmem.commands import sync as sync_module
 from bxmem.config.loader import Config, Key, read_key
 from bxmem.errors import KeyFileInvalid
+from bxmem.formats.timestamps import parse_time
 from bxmem.honcho.api import monotonic
-from bxmem.policy.ledger_time import parse_time
-from bxmem.start.grammar import JOBS
+from bxmem.start.lean_argv import JOBS
 from bxmem.start.version import __version__
 from bxmem.store import job_runs
 
@@ -92,7 +92,7 @@ def honcho_queues(config: Config) -> dict[str, dict[str, int] | None]:
             unread[ws.name] = None  # not asked: the key file is refused (sync and doctor say why)
             continue
         jobs[ws.name] = (QUEUE_TIMEOUT_S, lambda name=ws.name, key=key: _queue(url, name, key))
-    found = {name: value if how == "ok" else None for name, (how, value) in checks.parallel(jobs).items()}
+    found = {name: value if how == "ok" else None for name, (how, value) in live_checks.parallel(jobs).items()}
     return {**found, **unread}  # type: ignore[dict-item]
 
 

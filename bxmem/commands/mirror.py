@@ -29,10 +29,8 @@ from pathlib import Path
 from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
+from bxmem.formats.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.log import log, runbook
-from bxmem.policy.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
-from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
-from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
 from bxmem.sources.loopd import session_id_problem
@@ -43,6 +41,8 @@ from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decide
 from bxmem.store.ledger_shapes import ACTIONS
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 from bxmem.store.state_json import load_json, say_unusable, write_json
+from bxmem.trust.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
+from bxmem.trust.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
 
 STATE_FILE = "mirror.json"
 SCHEMA = "bxmem.mirror/1"  # `mirror --json` (bxmem/schemas/mirror.schema.json)
@@ -94,7 +94,7 @@ def _key_id(secret: bytes) -> str:
 SHAPE = record({
     "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
     "live": dict_of(list_of(string)), "refkey": dict_of(string),
-    # `role` as the edit's decision recorded it: a damaged one is held by policy/write_policy.py, not here.
+    # `role` as the edit's decision recorded it: a damaged one is held by trust/write_policy.py, not here.
     "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
     "key_id": string,
 }, {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)})

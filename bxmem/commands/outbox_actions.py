@@ -36,19 +36,19 @@ from bxmem.commands.send.plan import checked_against, sendable
 from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, StorageError, UsageError, cite_runbook
-from bxmem.policy import shown
-from bxmem.policy.ledger_time import age_text, format_time, parse_time
-from bxmem.policy.retry import ALONE, held_by, next_try
-from bxmem.policy.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
+from bxmem.formats.timestamps import age_text, format_time, parse_time
 from bxmem.store import ledger_events
 from bxmem.store.files import JobLock
 from bxmem.store.ledger import Ledger, LedgerChanged
 from bxmem.store.outbox import KIND, ROLE, SESSION, WS, Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.send_retry import ALONE, held_by, next_try
+from bxmem.trust.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 
 R = TypeVar("R")
 SCHEMA = "bxmem.outbox/1"
 MAX_REASON = 200
-SHOWN_TEXT = 300  # the longest reason `list` prints from the ledger (shown.text)
+SHOWN_TEXT = 300  # the longest reason `list` prints from the ledger (printed_fields.text)
 LOCK_WAIT_S = 10.0  # a send run in progress: wait this long for it before refusing
 
 
@@ -114,7 +114,7 @@ class Survey:
             return self._entry(key, record, record[WS], "waiting", f"behind {self.behind[key]['items'][0]}, which is in doubt", at)
         if self.box.backoff:
             return {**self._entry(key, record, record[WS], "pending", f"waits for Honcho, unreachable since "
-                                  f"{shown.date(self.box.backoff.get('since'))}; next try at "
+                                  f"{printed_fields.date(self.box.backoff.get('since'))}; next try at "
                                   f"{format_time(self.box.backoff['until'])}", at), "way_out": OUTAGE_WAY_OUT}
         return self._entry(key, record, record[WS], "pending", "on its way", at)
 
@@ -128,25 +128,25 @@ class Survey:
         waiting: dict[str, int] = {}
         for key, record in self.box.pending.items():
             if key not in self.held and key not in self.box.failed and record[WS] not in self.box.stopped:
-                name = shown.token(record[WS]) or "(no workspace)"
+                name = printed_fields.token(record[WS]) or "(no workspace)"
                 waiting[name] = waiting.get(name, 0) + 1
         since = parse_time(backoff.get("since"))
-        until = next_try(backoff, now) or now  # within the backoff's own bound, whatever the clock did (policy/retry.py)
+        until = next_try(backoff, now) or now  # within the backoff's own bound, whatever the clock did (trust/send_retry.py)
         # A start in the future: its age is not known (sync says why).
         age = None if since is None or since > now + 60 else max(0.0, now - since)
-        return {"since": shown.date(backoff.get("since")), "for_s": age,
+        return {"since": printed_fields.date(backoff.get("since")), "for_s": age,
                 "next_try_at": format_time(until), "next_try_in_s": until - now,
-                "error": shown.line(backoff["error"], SHOWN_TEXT) if isinstance(backoff.get("error"), str) else None,
+                "error": printed_fields.line(backoff["error"], SHOWN_TEXT) if isinstance(backoff.get("error"), str) else None,
                 "waiting": sum(waiting.values()), "waiting_by_workspace": waiting}
 
     def _entry(self, key: str, record: tuple | None, ws: object, state: str, why: str, at: object) -> dict:
         way_out = WAYS_OUT[state]
         if state == "failed" and record is not None and check_item([(record[WS], record[ROLE])], self.roles, self.written):
             way_out = "bxmem outbox reroute (its workspace has another role now) or drop"
-        # Printed (policy/shown.py): the ledger's names and reasons, as sync prints them.
-        return {"item": shown.item(key), "kind": shown.token(record[KIND]) if record else None, "workspace": shown.token(ws),
-                "role": shown.token(record[ROLE]) if record else None, "state": state, "why": shown.line(why, SHOWN_TEXT),
-                "since": shown.date(at), "way_out": way_out}
+        # Printed (trust/printed_fields.py): the ledger's names and reasons, as sync prints them.
+        return {"item": printed_fields.item(key), "kind": printed_fields.token(record[KIND]) if record else None, "workspace": printed_fields.token(ws),
+                "role": printed_fields.token(record[ROLE]) if record else None, "state": state, "why": printed_fields.line(why, SHOWN_TEXT),
+                "since": printed_fields.date(at), "way_out": way_out}
 
     def stuck(self, everything: bool = False) -> list[dict]:
         keys = list(self.box.failed) + [k for k in self.box.pending if k not in self.box.failed]

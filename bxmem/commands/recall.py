@@ -27,9 +27,10 @@ from bxmem.commands.recall_remote import snippet
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
-from bxmem.policy import render, shown
-from bxmem.policy.hits import Hit, RecallResult, Why
-from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag, stored_label
+from bxmem.retrieval import render
+from bxmem.retrieval.hits import Hit, RecallResult, Why
+from bxmem.trust import printed_fields
+from bxmem.trust.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag, stored_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ MAX_QUERY_CHARS = 10_000
 
 
 def nonce() -> str:
-    """The fence's nonce (policy/render.py), drawn for each output, after every stored
+    """The fence's nonce (retrieval/render.py), drawn for each output, after every stored
     text was written. os.urandom is what secrets.token_hex reads, without the cost of
     importing secrets on every recall (docs/performance.md)."""
     return os.urandom(8).hex()
@@ -111,8 +112,8 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         follows = f"turn {doc.follows.rsplit(':', 1)[-1]}" if doc.follows else None
         tag, trust_class = stored_label(doc.tag, doc.trust_class)
-        hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
-                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
+        hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=printed_fields.honcho_id(doc.session),
+                        date=printed_fields.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
     return hits
 
 
@@ -309,13 +310,13 @@ def _units(hits: list[Hit]) -> list[list[Hit]]:
     return units
 
 
-# --- what cli/output.recall writes: the model-facing text (policy/render.py frames it) and the JSON contract ---
+# --- what cli/output.recall writes: the model-facing text (retrieval/render.py frames it) and the JSON contract ---
 
 SCHEMA = "bxmem.recall/1"
 
 
 def bound(result: RecallResult) -> RecallResult:
-    """Keep the model-facing text within render.MAX_TOKENS (o200k_base tokens, by policy/tokens.py's
+    """Keep the model-facing text within render.MAX_TOKENS (o200k_base tokens, by retrieval/token_bound.py's
     bound, which no text can pass): hits in rank order,
     the last one that does not fit cut to what does, the rest left out and counted."""
     hits, result.hits = result.hits, []
@@ -340,7 +341,7 @@ def bound(result: RecallResult) -> RecallResult:
 
 
 def render_plain(result: RecallResult, explain: bool = False) -> str:
-    """The model-facing text (policy/render.py says why nothing stored can forge a line of it).
+    """The model-facing text (retrieval/render.py says why nothing stored can forge a line of it).
     `explain`: each hit's explanation after it, for a person; the model is never given it
     (the host runs recall with --json and gives it `text`), so it costs no tokens there."""
     head, tail, end = render.recall_frame(result, nonce())

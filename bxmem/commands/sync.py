@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from bxmem.commands import artifact_owner, checks
+from bxmem.commands import artifact_owner, live_checks
 from bxmem.commands import decide_state as decide_state_file
 from bxmem.commands.audit import SUMMARY_FILE as AUDIT_SUMMARY
 from bxmem.commands.audit import read_summary as read_audit_summary
@@ -18,24 +18,24 @@ from bxmem.commands.send.plan import checked_against, is_session_gone, sendable
 from bxmem.commands.send.report import in_doubt, in_doubt_line
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, cite_runbook
-from bxmem.policy import shown
-from bxmem.policy.ledger_time import age_text, format_time
-from bxmem.policy.retry import next_try
+from bxmem.formats.timestamps import age_text, format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import KIND, Outbox
 from bxmem.store.workspace_roles import other_role, tainted_by
+from bxmem.trust import printed_fields
+from bxmem.trust.send_retry import next_try
 
 SCHEMA = "bxmem.sync/1"  # `sync --json` (bxmem/schemas/sync.schema.json)
 LONG_OUTAGE_S = 600
 # brokerd answering this slowly, in a decide run that ran out of time, is why sessions wait.
 SLOW_BROKER_S = 1.0
-SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (shown.text)
+SHOWN_TEXT = 300  # the longest reason or problem sync prints from the ledger (printed_fields.text)
 LOCAL_ONLY_SUFFIX = "; local-only"  # what decide and mirror add to the reason when there is no [honcho]
 
 
 def status(config: Config, now: float | None = None, check: bool = True, prepare: bool = True) -> dict:
     """Where everything stands. With `check`, brokerd, Honcho and the key files
-    are asked now (commands/checks.py); without, each says "not checked". Without
+    are asked now (commands/live_checks.py); without, each says "not checked". Without
     `prepare`, memory/bxmem/ is read as it is, never made (metrics' read-only home)."""
     now = time.time() if now is None else now
     if prepare:
@@ -56,17 +56,17 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
         held = holds.groups(lambda key: box.pending[key][KIND])
         for group in held:
             group["oldest_at"] = box.decision(ledger, group["oldest"]).get("ts")
-            group["oldest_age_s"] = checks.age(group["oldest_at"], now)
-        held = [_held(group) for group in held]  # as printed (policy/shown.py): the attention lines too
+            group["oldest_age_s"] = live_checks.age(group["oldest_at"], now)
+        held = [_held(group) for group in held]  # as printed (trust/printed_fields.py): the attention lines too
         for item in box.pending_items():
             if item["item"] in holds.held:
                 continue
             ws = workspaces[item["ws"]]  # not held: one of this agent's write workspaces
             ws[{"edit": "pending_edits", "card": "pending_cards"}.get(item.get("kind"), "pending_turns")] += 1
             if ws["oldest_pending"] is None:  # the outbox is in ledger order: the first is the oldest
-                ws["oldest_pending"] = shown.item(item["item"])
-                ws["oldest_pending_at"] = shown.date(box.decision(ledger, item["item"]).get("ts"))
-                ws["oldest_pending_age_s"] = checks.age(ws["oldest_pending_at"], now)
+                ws["oldest_pending"] = printed_fields.item(item["item"])
+                ws["oldest_pending_at"] = printed_fields.date(box.decision(ledger, item["item"]).get("ts"))
+                ws["oldest_pending_age_s"] = live_checks.age(ws["oldest_pending_at"], now)
         return workspaces, queue, held
 
     with ledger:  # decisions read back keep the ledger open
@@ -80,15 +80,15 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
     for ev in box.failed.values():
         if ev.get("ws") in workspaces:
             workspaces[ev["ws"]]["failed"] += 1
-    refused = [{"workspace": shown.token(ws), "status": _status(ev.get("status")), "since": shown.date(ev.get("ts")),
-                "secret": shown.token(ev.get("secret")), "problem": _text(ev.get("problem"))} for ws, ev in box.stopped.items()]
+    refused = [{"workspace": printed_fields.token(ws), "status": _status(ev.get("status")), "since": printed_fields.date(ev.get("ts")),
+                "secret": printed_fields.token(ev.get("secret")), "problem": _text(ev.get("problem"))} for ws, ev in box.stopped.items()]
     for entry in refused:
         if entry["workspace"] in workspaces:
             workspaces[entry["workspace"]]["key_refused_since"] = entry["since"]
     outage: dict | None = None
     if box.backoff:
         until = next_try(box.backoff, now) or now  # within the backoff's own bound, whatever the clock did
-        outage = {"since": shown.date(box.backoff.get("since")), "for_s": checks.age(box.backoff.get("since"), now),
+        outage = {"since": printed_fields.date(box.backoff.get("since")), "for_s": live_checks.age(box.backoff.get("since"), now),
                   "next_try_at": format_time(until), "next_try_in_s": until - now, "error": _text(box.backoff.get("error"))}
     decide_state, unusable = decide_state_file.read(state_dir)
     decide_state = decide_state or {}
@@ -110,12 +110,12 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
             local_only[{"edit": "edits", "card": "cards"}.get(kind, "turns")] += count
     if check:
         first_waiting = next(iter(decide_state.get("undecided") or {}), None)
-        live = checks.services(config, first_waiting)
-        key_checks = checks.keys(config)
+        live = live_checks.services(config, first_waiting)
+        key_checks = live_checks.keys(config)
     else:
-        live = {name: checks.not_checked("sync ran without checks") for name in ("brokerd", "honcho")}
+        live = {name: live_checks.not_checked("sync ran without checks") for name in ("brokerd", "honcho")}
         key_checks = [{"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
-                       "file": str(ws.key_file) if ws.key_file else None, **checks.not_checked("sync ran without checks")}
+                       "file": str(ws.key_file) if ws.key_file else None, **live_checks.not_checked("sync ran without checks")}
                       for ws in config.workspaces()]
     audit_state, audit_unusable = read_audit_summary(state_dir)
     reused = reused_workspaces(config, box.roles)
@@ -124,11 +124,11 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
     def need(kind: str, line: str) -> None:
         needs.append((kind, line))
 
-    for line in checks.named_wrong(config, box, nowhere):
+    for line in live_checks.named_wrong(config, box, nowhere):
         need("owner", line)
-    future = checks.future_times(box, decide_state, audit_state, now)
+    future = live_checks.future_times(box, decide_state, audit_state, now)
     if future:
-        need("clock", checks.future_line(future))
+        need("clock", live_checks.future_line(future))
     gone = [f for f in failed if is_session_gone(f["reason"])]
     doubted = [f for f in failed if f["in_doubt"] and f not in gone]
     if len(failed) > len(gone) + len(doubted):
@@ -184,18 +184,18 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
         "checks": live,
         "keys": key_checks,
         "sent_items": box.sent_count,
-        "last_sent": shown.date(box.last_sent),
+        "last_sent": printed_fields.date(box.last_sent),
         "in_doubt": [_doubt(entry) for entry in doubts],
         "dropped_items": box.dropped,
         "audit": audit_state,
         "ledger_malformed_lines": box.malformed,
-        "ledger_repeated_decisions": {"ignored": box.repeated, "first": shown.item(box.first_repeated)},
+        "ledger_repeated_decisions": {"ignored": box.repeated, "first": printed_fields.item(box.first_repeated)},
         "future_times": future,
         "attention": [line for _kind, line in needs],
         "verdict": verdict(needs, workspaces, outage, live, doubts),
         # Legal, perhaps harmless, never a reason to exit 4 on its own: a server
         # with auth on refuses the keyless ones, and that refusal is attention.
-        "warnings": [w for w in (checks.partial_keys(config),) if w]
+        "warnings": [w for w in (live_checks.partial_keys(config),) if w]
         + ([f"{state_dir / decide_state_file.STATE_FILE}: {unusable}; shown as empty, decide rebuilds it on its next run"]
            if unusable else [])
         + ([f"{state_dir / AUDIT_SUMMARY}: {audit_unusable}; not shown, the next bxmem audit writes it again"]
@@ -242,7 +242,7 @@ def verdict(needs: list[tuple[str, str]], workspaces: dict, outage: dict | None,
 
 
 def _text(value: object) -> str | None:
-    return shown.line(value, SHOWN_TEXT) if isinstance(value, str) else None
+    return printed_fields.line(value, SHOWN_TEXT) if isinstance(value, str) else None
 
 
 def _status(value: object) -> int | None:
@@ -250,21 +250,21 @@ def _status(value: object) -> int | None:
 
 
 def _failed(item: str, ev: dict) -> dict:
-    """A failed item as sync shows it: every field the ledger gave it through policy/shown.py,
+    """A failed item as sync shows it: every field the ledger gave it through trust/printed_fields.py,
     and `in_doubt` when Honcho may hold what its attempt sent (a resend looks first)."""
-    return {"item": shown.item(item), "workspace": shown.token(ev.get("ws")), "status": _status(ev.get("status")),
-            "reason": _text(ev.get("reason")), "when": shown.date(ev.get("ts")), "in_doubt": bool(ev.get("in_doubt"))}
+    return {"item": printed_fields.item(item), "workspace": printed_fields.token(ev.get("ws")), "status": _status(ev.get("status")),
+            "reason": _text(ev.get("reason")), "when": printed_fields.date(ev.get("ts")), "in_doubt": bool(ev.get("in_doubt"))}
 
 
 def _held(group: dict) -> dict:
-    return {**group, **{k: shown.token(group[k]) for k in ("workspace", "role", "now")}, "oldest": shown.item(group["oldest"]),
-            "oldest_at": shown.date(group["oldest_at"]), "explain": _text(group["explain"])}
+    return {**group, **{k: printed_fields.token(group[k]) for k in ("workspace", "role", "now")}, "oldest": printed_fields.item(group["oldest"]),
+            "oldest_at": printed_fields.date(group["oldest_at"]), "explain": _text(group["explain"])}
 
 
 def _doubt(entry: dict) -> dict:
-    return {**entry, "workspace": shown.token(entry["workspace"]), "session": shown.token(entry["session"]),
-            "hsession": shown.honcho_id(entry["hsession"]), "items": [shown.item(i) for i in entry["items"]],
-            "attempted_at": shown.date(entry["attempted_at"])}
+    return {**entry, "workspace": printed_fields.token(entry["workspace"]), "session": printed_fields.token(entry["session"]),
+            "hsession": printed_fields.honcho_id(entry["hsession"]), "items": [printed_fields.item(i) for i in entry["items"]],
+            "attempted_at": printed_fields.date(entry["attempted_at"])}
 
 
 def reused_workspaces(config: Config, roles: dict) -> list[dict]:
@@ -282,7 +282,7 @@ def reused_workspaces(config: Config, roles: dict) -> list[dict]:
         else:
             found = other_role(roles, ws.name, ws.role)
         if found is not None:
-            out.append({"workspace": ws.name, "role": ws.role, "written_as": found[0], "first": shown.item(found[1])})
+            out.append({"workspace": ws.name, "role": ws.role, "written_as": found[0], "first": printed_fields.item(found[1])})
     return out
 
 

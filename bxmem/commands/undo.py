@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from bxmem.commands import mirror
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, NotFound, Refused
-from bxmem.policy import shown
-from bxmem.policy.rules import plan_undo
-from bxmem.policy.write_policy import check_write, roles_of
 from bxmem.sources.journal import append_checked, find_edit, find_edit_in
 from bxmem.store.ledger import Ledger, edit_item, now_iso
 from bxmem.store.outbox import Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.rules import plan_undo
+from bxmem.trust.write_policy import check_write, roles_of
 
 SCHEMA = "bxmem.undo/1"  # `undo --json` (bxmem/schemas/undo.schema.json)
 
@@ -88,8 +88,8 @@ def _effects(config: Config, edit_id: str) -> list[str]:
             written = box.conclusions.get(action["of"])
             held = check_write(written["ws"], "trusted", roles, written_as) if written else None
             if action["do"] == "unconclude" and written and not written.get("deleted_by"):
-                # The id and workspace are the ledger's, written from Honcho's answer: shown as policy/shown.py shows ids.
-                effects.append(f"its conclusion {shown.honcho_id(written['id'])} in {shown.honcho_id(written['ws'])} will be deleted"
+                # The id and workspace are the ledger's, written from Honcho's answer: shown as trust/printed_fields.py shows ids.
+                effects.append(f"its conclusion {printed_fields.honcho_id(written['id'])} in {printed_fields.honcho_id(written['ws'])} will be deleted"
                                + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
             elif action["do"] == "reconclude":
                 effects.append("the conclusion it deleted will be written again, in its old session"

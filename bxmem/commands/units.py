@@ -1,5 +1,5 @@
 """`bxmem units`: the systemd units, generated from the templates bxmem ships
-(systemd/, start/where.py's `shipped`) for this host's bxmem, Boxmaker home and
+(systemd/, start/locations.py's `shipped`) for this host's bxmem, Boxmaker home and
 configuration, installed, enabled, and uninstalled from the manifest install
 keeps (exactly the files it wrote).
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bxmem.errors import BxmemError, Refused, UsageError
-from bxmem.start import where
-from bxmem.start.grammar import JOBS
+from bxmem.start import locations
+from bxmem.start.lean_argv import JOBS
 from bxmem.start.version import __version__
 from bxmem.store import unit_files
 from bxmem.store.paths import check_named, config_source, load_toml, resolve_paths
@@ -100,11 +100,11 @@ def resolve(where_to: Target, explicit_config: str | os.PathLike[str] | None) ->
         paths = resolve_paths(_checked(config, named_by))
     config, home = Path(os.path.abspath(config)), Path(os.path.abspath(paths.home))  # a unit's cwd is not this one's
     environment = {}
-    with _as_user(where_to, drop=(where.CONFIG_ENV, where.HOME_ENV, "XDG_CONFIG_HOME", "XDG_DATA_HOME"), set_home=True):
-        if config != Path(where.default_config_path()):
-            environment[where.CONFIG_ENV] = str(config)
+    with _as_user(where_to, drop=(locations.CONFIG_ENV, locations.HOME_ENV, "XDG_CONFIG_HOME", "XDG_DATA_HOME"), set_home=True):
+        if config != Path(locations.default_config_path()):
+            environment[locations.CONFIG_ENV] = str(config)
         if Path(os.path.abspath(resolve_paths(load_toml(config)).home)) != home:  # what the unit would find in the same file
-            environment[where.HOME_ENV] = str(home)
+            environment[locations.HOME_ENV] = str(home)
     resolved = Resolved(_bxmem_command(), config, home, paths.run, environment)
     for name, path in (("the Boxmaker home", resolved.home), ("the configuration", resolved.config),
                        ("bxmem", Path(resolved.command[0]))):
@@ -153,7 +153,7 @@ def _bxmem_command() -> list[str]:
 
 def templates() -> dict[str, str]:
     """Every unit template bxmem ships, by file name."""
-    folder = Path(where.shipped("systemd"))
+    folder = Path(locations.shipped("systemd"))
     found = unit_files.templates(folder)
     if not found:
         raise BxmemError(f"no unit templates in {folder}: this bxmem was installed without them")

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from bxmem.errors import ConfigInvalid, KeyFileInvalid
-from bxmem.policy.shapes import dict_of, integer, list_of, maybe, record, string
-from bxmem.start import where
+from bxmem.formats.shapes import dict_of, integer, list_of, maybe, record, string
+from bxmem.start import locations
 from bxmem.start.idle import stat_fingerprint
-from bxmem.start.sealed import seal
+from bxmem.start.marshal_seal import seal
 from bxmem.store.files import file_kind, load_marshal, write_bytes
 from bxmem.store.paths import Paths, check_named, config_source, load_toml, resolve_paths
 
@@ -146,7 +146,7 @@ class Config:
         none have keys. Every command uses such a workspace without a key (one
         rule); since Honcho's auth is on or off for the whole server, either the
         keys are not needed or these workspaces will be refused (401), which
-        `config check` and `sync` say (checks.partial_keys)."""
+        `config check` and `sync` say (live_checks.partial_keys)."""
         workspaces = self.workspaces()
         if not any(ws.key_file for ws in workspaces):
             return []
@@ -184,10 +184,10 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
     path, named_by = config_source(explicit)
     check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
-    known_home = where.named_home(home)
+    known_home = locations.named_home(home)
     looked_in = None
     if known_home:  # the cache can be found without reading the TOML at all
-        guess = Paths(Path(where.home(home)), Path(known_home))
+        guess = Paths(Path(locations.home(home)), Path(known_home))
         cached = _read_cache(guess, cache_key)
         if cached is not None:
             return _build(path, Paths(guess.home, Path(cached["run"])), cached)
@@ -204,7 +204,7 @@ def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike
 
 
 def _cache_key(path: Path, home: object) -> list:
-    env = [os.environ.get(name) for name in (where.HOME_ENV, "XDG_DATA_HOME", "HOME")]
+    env = [os.environ.get(name) for name in (locations.HOME_ENV, "XDG_DATA_HOME", "HOME")]
     return [CACHE_VERSION, str(path), stat_fingerprint(path), str(home) if home else None, env]
 
 

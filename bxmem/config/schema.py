@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bxmem.errors import ConfigInvalid
-from bxmem.policy.artifacts import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
-from bxmem.policy.rules import owner_problem
+from bxmem.trust.artifact_rules import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
+from bxmem.trust.rules import owner_problem
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 ID_RULE = "must be 1 to 512 characters of A-Z a-z 0-9 _ -"
@@ -83,7 +83,7 @@ class HonchoSection(_Strict):
     @field_validator("owner", mode="before")
     @classmethod
     def _owner(cls, value: object) -> object:
-        """An owner no speaker can ever be (policy/rules.owner_problem): said with what to write."""
+        """An owner no speaker can ever be (trust/rules.owner_problem): said with what to write."""
         why = owner_problem(value) if isinstance(value, str) else None
         if why:
             raise ValueError(why)

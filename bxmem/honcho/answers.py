@@ -14,7 +14,7 @@ Two strengths of check, by what bxmem does with a field:
   of `A-Z a-z 0-9 _ -` (the real server makes nanoids of 21 of them), so
   `..`, `a/b` or an ESC can never reach a path or the ledger;
 * only shown (a search hit's peer, session and date): must be a string, or
-  absent. What is shown goes through policy/shown.py, which puts a marked placeholder
+  absent. What is shown goes through trust/printed_fields.py, which puts a marked placeholder
   in place of an id outside the alphabet and drops a date that is not one.
 
 Stdlib only.

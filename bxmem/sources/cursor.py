@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from bxmem.policy.shapes import OFFSET, integer, maybe, record, string
+from bxmem.formats.shapes import OFFSET, integer, maybe, record, string
 from bxmem.store.local_key import key_id, window_mac
 
 WINDOW = 256  # bytes hashed at the file's start and before the offset

@@ -24,16 +24,16 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from bxmem.policy import ranges
-from bxmem.policy.labels import tool_result_label
-from bxmem.policy.rules import LogLabels, look_alike
-from bxmem.policy.sanitize import find_secret
-from bxmem.policy.turn_order import MAX_WAITING_TURNS
+from bxmem.formats import turn_ranges
 from bxmem.sources.cursor import moved, remember
 from bxmem.sources.jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
 from bxmem.sources.turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
 from bxmem.store.files import open_file
 from bxmem.store.local_key import key_id, line_mac
+from bxmem.trust.labels import tool_result_label
+from bxmem.trust.rules import LogLabels, look_alike
+from bxmem.trust.sanitize import find_secret
+from bxmem.trust.turn_order import MAX_WAITING_TURNS
 
 __all__ = ["FinishedTurn", "cursor_labels"]  # decide's, from here: the log's reader hands them out
 
@@ -235,7 +235,7 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
             turn["reply_mac"] = line_mac(mac[1], raw) if mac is not None else None
     else:  # turn_end: the turn is decided once no lower-numbered turn is open
         turn["end"] = record["status"]
-        ranges.add(ended, record["turn"])
+        turn_ranges.add(ended, record["turn"])
         release(cursor, session, finished, gave_up)
 
 

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bxmem.policy import ranges
-from bxmem.policy.labels import UNREADABLE_LINE, tool_result_label
-from bxmem.policy.rules import LogLabels, after_line
-from bxmem.policy.turn_order import result_too_late, turns_to_decide
+from bxmem.formats import turn_ranges
+from bxmem.trust.labels import UNREADABLE_LINE, tool_result_label
+from bxmem.trust.rules import LogLabels, after_line
+from bxmem.trust.turn_order import result_too_late, turns_to_decide
 
 Warn = Callable[[str], None]
 
@@ -62,7 +62,7 @@ class Order:
     def skip(self, record: dict, line_no: int) -> bool:
         turn = record["turn"]
         # A turn above every ended one, the usual case, needs no search.
-        if not self.ended or self.ended[-1][1] < turn or not ranges.has(self.ended, turn):
+        if not self.ended or self.ended[-1][1] < turn or not turn_ranges.has(self.ended, turn):
             return False
         self.count += 1
         self.cursor["out_of_order"] += 1
@@ -118,7 +118,7 @@ def release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: l
         done = cursor["open"].pop(str(n))
         if n in given_up:
             done["end"] = None  # never ended: decided as not completed
-            ranges.add(cursor["ended"], n)
+            turn_ranges.add(cursor["ended"], n)
             gave_up.append(n)
         finished.append(finished_turn(cursor, session, n, done))
 

@@ -4,8 +4,8 @@ Timers start `bxmem decide`, `bxmem mirror` and `bxmem send` every few
 seconds. Most of those runs have nothing to do, so they are answered by the
 idle check (start/idle.py, builtins only) before anything else is imported.
 `bxmem recall`, which the agent runs on every memory tool call, and a job that
-has work take the lean path (start/lean.py), without typer, rich or pydantic.
-argv is parsed once (start/grammar.py) for both; what start/grammar.py
+has work take the lean path (start/lean_path.py), without typer, rich or pydantic.
+argv is parsed once (start/lean_argv.py) for both; what start/lean_argv.py
 declines goes to typer (cli/app.py). Errors from either path meet the one
 boundary, errors.boundary.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from bxmem.start.grammar import Parsed, parse
 from bxmem.start.idle import idle_exit
+from bxmem.start.lean_argv import Parsed, parse
 from bxmem.start.registry import BY_NAME
 
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
             return idle
         if not _shows_progress(parsed):
             from bxmem.errors import boundary  # deferred: idle
-            from bxmem.start.lean import run as run_lean  # deferred: idle
+            from bxmem.start.lean_path import run as run_lean  # deferred: idle
 
             return boundary(run_lean, parsed, as_json=bool(parsed.options.get("json")))
     from bxmem.cli.app import run_cli  # deferred: lean

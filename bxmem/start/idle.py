@@ -17,7 +17,7 @@ person at a terminal always gets the real job (and its report).
 Only builtin modules are imported here (os, marshal, time): even `json`,
 `pathlib`, `dataclasses` and `enum` cost more than the whole check. The
 summary is marshal data for the same reason. Which config file and home
-are start/where.py's, as for every other command.
+are start/locations.py's, as for every other command.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import os
 import stat  # loaded already: os imports it
 import time
 
-from bxmem.start import where
-from bxmem.start.grammar import JOBS
-from bxmem.start.sealed import seal, unmarshal
+from bxmem.start import locations
+from bxmem.start.lean_argv import JOBS
+from bxmem.start.marshal_seal import seal, unmarshal
 
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one: raised whenever what a summary holds changes, or what a real run must redo (the local
@@ -139,7 +139,7 @@ def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, objec
     data = {
         "version": SUMMARY_VERSION,
         "config": [str(config.path), stat_fingerprint(config.path)],
-        "home_env": os.environ.get(where.HOME_ENV),
+        "home_env": os.environ.get(locations.HOME_ENV),
         "watch": [[path, kind, value] for path, (kind, value) in watch.items()],
         "wake_at": wake_at,
         "sweep": sweep,
@@ -254,16 +254,16 @@ def _bare(key: str) -> bool:
 
 
 def _idle(job: str, explicit: str | None) -> int | None:
-    config, named_by = where.config_source(explicit)
+    config, named_by = locations.config_source(explicit)
     config_version = stat_fingerprint(config)
     if named_by and config_version is None:
         return None  # a named config file is missing: the job stops and says so (exit 78)
-    home_env = os.environ.get(where.HOME_ENV)
-    home = where.home(configured=None if where.named_home() else _configured_home(config))
+    home_env = os.environ.get(locations.HOME_ENV)
+    home = locations.home(configured=None if locations.named_home() else _configured_home(config))
     if not stat.S_ISDIR(os.lstat(home).st_mode):
         return None  # no home (or a link where it should be): the job says so (store/paths.py's require_home)
     try:
-        summary = unmarshal(_read(summary_path(where.state_dir(home), job)))
+        summary = unmarshal(_read(summary_path(locations.state_dir(home), job)))
     except (OSError, ValueError):
         return None
     if summary.get("version") != SUMMARY_VERSION or summary.get("home_env") != home_env:

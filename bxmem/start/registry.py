@@ -3,7 +3,7 @@ the exit codes it may end with, and, for the commands the lean path runs, its
 options.
 
 A new command is an entry here plus its own function. The lean path's grammar
-(start/grammar.py) and dispatch (start/lean.py), the idle check's list of
+(start/lean_argv.py) and dispatch (start/lean_path.py), the idle check's list of
 timer jobs, the exit-code table (errors.COMMAND_EXITS) and docs/cli.md's
 generator read this table; the typer commands are held to it by a test
 (tests/test_registry.py): one typer command per entry, under the same name,
@@ -50,7 +50,7 @@ class Command:
         return f"Command({self.name!r}, {self.run!r})"
 
 
-_RUN = "bxmem.commands.run"
+_RUN = "bxmem.commands.lean_commands"
 _APP = "bxmem.cli.app"
 _OWNER = "bxmem.cli.owner"
 _AGENT = "bxmem.cli.agent"

@@ -14,7 +14,10 @@ import os
 from collections.abc import Iterator
 
 from bxmem.errors import StorageError
-from bxmem.policy.artifacts import (
+from bxmem.formats.shapes import boolean, integer, list_of, maybe, one_of, problem, record, string
+from bxmem.store.artifacts import Store, listing, remove_file
+from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
+from bxmem.trust.artifact_rules import (
     CARD_SCHEMA,
     MAX_SUMMARY,
     MAX_TAG,
@@ -25,9 +28,6 @@ from bxmem.policy.artifacts import (
     is_experiment_id,
     revision,
 )
-from bxmem.policy.shapes import boolean, integer, list_of, maybe, one_of, problem, record, string
-from bxmem.store.artifacts import Store, listing, remove_file
-from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
 
 _BOUNDED = {"title": MAX_TITLE, "summary": MAX_SUMMARY}
 SHAPE = record({

@@ -8,7 +8,7 @@ writes the catalog again, as the config cache is written by whoever validated th
 file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
 again, never wrong. Two files: the entries, newest first, one JSON text each in
 `artifact-cards.entries`, read only for the hits shown; and, sealed, their offsets
-and indexes by id, by tag and by the words recall compares (policy/relevance.stems),
+and indexes by id, by tag and by the words recall compares (retrieval/relevance.stems),
 each a packed array of entry numbers, with the entries file's identity. A search
 looks up the query's words and reads a few entries, whatever the number of cards.
 Light: recall's lean path loads it.
@@ -23,11 +23,11 @@ import stat
 from array import array
 from pathlib import Path
 
-from bxmem.policy.artifacts import is_experiment_id, object_folder
-from bxmem.policy.relevance import stems
-from bxmem.policy.shapes import integer, list_of, record
-from bxmem.start.sealed import seal
+from bxmem.formats.shapes import integer, list_of, record
+from bxmem.retrieval.relevance import stems
+from bxmem.start.marshal_seal import seal
 from bxmem.store.files import Unreadable, load_marshal, open_regular, read_state, write_bytes
+from bxmem.trust.artifact_rules import is_experiment_id, object_folder
 
 CATALOG = "artifact-cards.marshal"
 ENTRIES = "artifact-cards.entries"

@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bxmem.errors import IntegrityFailed, Refused, StorageError
-from bxmem.policy.artifacts import artifact_id, is_artifact_id, object_folder
-from bxmem.policy.shapes import dict_of, integer, list_of
+from bxmem.formats.shapes import dict_of, integer, list_of
 from bxmem.store.files import Flock, NotRegular, fsync_dir, make_dirs, open_regular, write_all
 from bxmem.store.state_json import load_json, write_json
+from bxmem.trust.artifact_rules import artifact_id, is_artifact_id, object_folder
 
 FOLDERS = ("objects", "cards", "projections", "pending", "removed", "tmp")
 CHUNK = 1 << 20

@@ -3,7 +3,7 @@
 State files are written to a temporary file, fsynced, then renamed over the
 old one (and the folder fsynced), so a crash leaves either the old state or
 the new, never half. They are read back never blocking and never through a
-link, and checked against the shape their reader declares (policy/shapes.py): what
+link, and checked against the shape their reader declares (formats/shapes.py): what
 does not fit is reported and rebuilt by its owner, never used (the JSON
 ones through store/state_json.py, which seals them). Logs, the journal and
 the index's files, which bxmem reads but does not write, are opened the same
@@ -18,8 +18,8 @@ import stat
 from pathlib import Path
 
 from bxmem.errors import StorageError
-from bxmem.policy.shapes import Shape, problem
-from bxmem.start.sealed import unmarshal
+from bxmem.formats.shapes import Shape, problem
+from bxmem.start.marshal_seal import unmarshal
 
 _FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
@@ -106,7 +106,7 @@ class Unreadable(Exception):
 def load_marshal(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
     """(the file's object, None), (None, None) when there is none, or (None, why it
     cannot be used), for the marshal files (the outbox checkpoint, the config cache):
-    damaged (start/sealed.py's seal), not marshal data, not of `shape`."""
+    damaged (start/marshal_seal.py's seal), not marshal data, not of `shape`."""
     try:
         data = read_state(path)
         if data is None:

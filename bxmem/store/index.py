@@ -28,9 +28,9 @@ import _sqlite3 as sqlite3
 import os
 from pathlib import Path
 
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.terms import TOKENIZER, passages
+from bxmem.retrieval.terms import TOKENIZER, passages
 from bxmem.store.files import check_regular
+from bxmem.trust.sanitize import neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from bxmem.errors import StorageError
-from bxmem.policy.shapes import integer, number, record
+from bxmem.formats.shapes import integer, number, record
 from bxmem.store.state_json import load_json, write_json
 
 SHAPE = record({"ended_at": number, "duration_s": number, "exit_code": integer(0, 255)})

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bxmem.errors import StorageError
-from bxmem.policy.ledger_time import format_time
+from bxmem.formats.timestamps import format_time
 from bxmem.store.append import append_locked
 from bxmem.store.files import Flock, open_ledger
 from bxmem.store.ledger_shapes import event_problem
@@ -48,7 +48,7 @@ class LedgerChanged(StorageError):
 
 
 def now_iso() -> str:
-    """Now, as the ledger writes times (policy/ledger_time.py)."""
+    """Now, as the ledger writes times (formats/timestamps.py)."""
     return format_time(time.time())
 
 

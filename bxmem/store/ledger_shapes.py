@@ -15,7 +15,7 @@ tests/test_ledger_shapes.py holds the two lists equal.
 
 from __future__ import annotations
 
-from bxmem.policy.shapes import (
+from bxmem.formats.shapes import (
     SPAN,
     Shape,
     anything,
@@ -74,7 +74,7 @@ _MACS = maybe(record({"key": _NAME, "user": _STRINGS, "reply": _NAME}))
 
 # A decision's `ws` and `role` are not checked here: whatever they hold, a
 # pending item goes only where they still say in the configuration, and a
-# damaged one is held, named, by policy/write_policy.py (sync shows it).
+# damaged one is held, named, by trust/write_policy.py (sync shows it).
 _WHERE = {"ws": anything, "role": anything}
 DECIDED_TURN = record({
     "ts": string, "item": string, "session": string, "turn": integer(1), "reason": string, "peer": _NAME,

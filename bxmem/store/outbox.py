@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from bxmem.formats import turn_ranges
+from bxmem.formats.shapes import anything, problem, record
 from bxmem.log import log, runbook
-from bxmem.policy import ranges
-from bxmem.policy.shapes import anything, problem, record
-from bxmem.start.sealed import seal
+from bxmem.start.marshal_seal import seal
 from bxmem.store.files import load_marshal, write_bytes
 from bxmem.store.ledger import Ledger, LedgerChanged, ReadResult
 from bxmem.store.ledger_events import (
@@ -60,7 +60,7 @@ from bxmem.store.workspace_roles import apply as fold_roles
 from bxmem.store.workspace_roles import save as save_roles
 
 T = TypeVar("T")
-NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # policy/rules.speaker_peer's reasons
+NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # trust/rules.speaker_peer's reasons
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: every send run loads and saves it, and JSON was too slow at that for a large
 # outbox (docs/performance.md, "Start-up"). It is a cache of the ledger: any doubt means a rebuild.
@@ -247,7 +247,7 @@ class Outbox:
         kind, _, rest = item.partition(":")
         session, _, number = rest.rpartition(":")
         if kind == TURN and session and number.isascii() and number.isdigit():
-            return ranges.add(self.known_turns.setdefault(session, []), int(number))
+            return turn_ranges.add(self.known_turns.setdefault(session, []), int(number))
         if item in self.known_other:
             return False
         self.known_other.add(item)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from bxmem.policy import ranges
+from bxmem.formats import turn_ranges
 from bxmem.store.ledger import turn_item
 from bxmem.store.ledger_events import EDIT, TURN, in_doubt
 from bxmem.store.outbox_shape import KIND, SESSION, WS
@@ -41,7 +41,7 @@ def knows(known_turns: dict[str, list[list[int]]], known_other: set[str], item: 
     kind, _, rest = item.partition(":")
     session, _, number = rest.rpartition(":")
     if kind == TURN and session and number.isascii() and number.isdigit():
-        return ranges.has(known_turns.get(session, []), int(number))
+        return turn_ranges.has(known_turns.get(session, []), int(number))
     return item in known_other
 
 
@@ -95,7 +95,7 @@ def inherit(new: Box, old: Box) -> int:
             for n in range(low, high + 1):
                 key = turn_item(session, n)
                 if key not in old.pending and key not in old.failed:
-                    ranges.add(new.known_turns.setdefault(session, []), n)
+                    turn_ranges.add(new.known_turns.setdefault(session, []), n)
     for key in old.known_other:
         if key not in old.pending and key not in old.failed:
             new.known_other.add(key)

@@ -4,7 +4,7 @@ other shape is a rebuild from the ledger, never a crash part-way."""
 
 from __future__ import annotations
 
-from bxmem.policy.shapes import (
+from bxmem.formats.shapes import (
     RANGES,
     anything,
     boolean,
@@ -24,7 +24,7 @@ from bxmem.store.workspace_roles import SHAPE as ROLES
 
 # A pending item is kept as (where its decision is, workspace, session, kind, peer, role):
 # what a run needs to choose and group its batch, and to check that its
-# workspace still has the role it was decided for (policy/write_policy.py). The full
+# workspace still has the role it was decided for (trust/write_policy.py). The full
 # decision is read back from the ledger, by offset, for the items a run sends:
 # whole decisions for every pending item would not fit the memory target
 # (docs/performance.md, "Memory"). `AT` is the decision line's offset and its keyed
@@ -49,7 +49,7 @@ def tag_of(record: tuple) -> int:
 
 def _record_problem(r: object) -> str | None:
     """A pending record's shape; `ws` and `role` as the decision had them (a damaged
-    one is held by policy/write_policy.py)."""
+    one is held by trust/write_policy.py)."""
     if type(r) is not tuple or len(r) != 6:
         return "not a tuple of 6"
     if type(r[AT]) is not int or r[AT] < 0:
@@ -61,7 +61,7 @@ def _record_problem(r: object) -> str | None:
 
 
 def _pending(value: object) -> str | None:
-    # Written out rather than with policy/shapes.py's combinators: 100,000 pending items are checked on every load.
+    # Written out rather than with formats/shapes.py's combinators: 100,000 pending items are checked on every load.
     if type(value) is not dict:
         return "not an object"
     for item, r in value.items():

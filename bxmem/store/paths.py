@@ -1,5 +1,5 @@
 """Where things live: config file, Boxmaker home, bxmem's own state, as
-Paths. The precedence and the defaults are decided in start/where.py (stdlib only,
+Paths. The precedence and the defaults are decided in start/locations.py (stdlib only,
 shared with the idle fast path); this module checks what the config says.
 """
 
@@ -10,14 +10,14 @@ import stat
 from pathlib import Path
 
 from bxmem.errors import ConfigInvalid, HomeMissing, Refused, StorageError
-from bxmem.start import where
-from bxmem.start.where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
+from bxmem.start import locations
+from bxmem.start.locations import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
 from bxmem.store.files import Unreadable, make_dirs, read_state
 
 
 def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
-    """where.config_source as a Path."""
-    path, named_by = where.config_source(explicit)
+    """locations.config_source as a Path."""
+    path, named_by = locations.config_source(explicit)
     return Path(path), named_by
 
 
@@ -106,7 +106,7 @@ class Paths:
     @property
     def state(self) -> Path:
         """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
-        return Path(where.state_dir(self.home))
+        return Path(locations.state_dir(self.home))
 
     @property
     def broker_socket(self) -> Path:
@@ -146,7 +146,7 @@ def make_home(home: Path) -> tuple[list[Path], list[Path]]:
         home.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot make {home.parent}: {exc.strerror}") from None
-    for folder in (home, home / "logs", home / "memory", Path(where.state_dir(home))):
+    for folder in (home, home / "logs", home / "memory", Path(locations.state_dir(home))):
         try:
             os.mkdir(folder, 0o700)
             made.append(folder)
@@ -159,7 +159,7 @@ def make_home(home: Path) -> tuple[list[Path], list[Path]]:
     problem = home_problem(home)
     if problem:  # a link: every job would refuse it
         raise Refused(f"the Boxmaker home {home} {problem}")
-    state = Path(where.state_dir(home))
+    state = Path(locations.state_dir(home))
     if state.stat().st_mode & 0o777 != 0o700:
         os.chmod(state, 0o700)  # the owner's alone, as every job keeps it
     return made, existed
@@ -184,10 +184,10 @@ def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None
     section = raw.get("paths") or {}
     if not isinstance(section, dict):
         raise ConfigInvalid("[paths] must be a table")
-    home_value = None if where.named_home(home_override) else section.get("home")
+    home_value = None if locations.named_home(home_override) else section.get("home")
     if home_value is not None and not isinstance(home_value, str):
         raise ConfigInvalid("[paths] home must be a string")  # checked only when it is the one used, as the schema checks it anyway
-    home = Path(where.home(home_override, home_value))
+    home = Path(locations.home(home_override, home_value))
     run_value = section.get("run")
     if run_value is not None and not isinstance(run_value, str):
         raise ConfigInvalid("[paths] run must be a string")

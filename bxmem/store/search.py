@@ -24,15 +24,15 @@ documents an identity entry moves up past each one ranked just above it
 that holds no query word the entry does not: the entry is what the agent
 keeps as current, while an old turn may still hold the text it replaced
 (docs/decisions.md). Equal scores: the newest first. Each hit's text is a
-snippet around its best match (policy/snippets.py).
+snippet around its best match (retrieval/snippets.py).
 """
 
 from __future__ import annotations
 
 import math
 
-from bxmem.policy.snippets import SNIPPET_CHARS, around
-from bxmem.policy.terms import TOKENIZER, forms, query_words, words
+from bxmem.retrieval.snippets import SNIPPET_CHARS, around
+from bxmem.retrieval.terms import TOKENIZER, forms, query_words, words
 
 IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
 

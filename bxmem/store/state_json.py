@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from bxmem.policy.shapes import Shape, problem
+from bxmem.formats.shapes import Shape, problem
 from bxmem.store.files import Unreadable, read_state, write_bytes
 
 SEAL_KEY = "seal"
@@ -66,7 +66,7 @@ def load_json(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
     """(the file's object, None), (None, None) when there is no file, or (None,
     why it cannot be used): CHANGED (its seal does not match), UNSEALED (no seal,
     though an older bxmem would have read it: never trusted, rebuilt as planned),
-    not JSON, nested too deep, not of `shape` (policy/shapes.py). Never raises
+    not JSON, nested too deep, not of `shape` (formats/shapes.py). Never raises
     for what the file holds."""
     try:
         data = read_state(path)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from bxmem.policy.shapes import anything, dict_of, integer, list_of, maybe, record, string
+from bxmem.formats.shapes import anything, dict_of, integer, list_of, maybe, record, string
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import ATTEMPT, CREATED, DECIDED, SENT
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK

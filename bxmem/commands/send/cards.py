@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bxmem.commands.send.plan import LocalFailure
-from bxmem.policy import artifacts
-from bxmem.policy.sanitize import find_secret
 from bxmem.store.artifact_cards import Cards
 from bxmem.store.artifacts import Store
+from bxmem.trust import artifact_rules
+from bxmem.trust.sanitize import find_secret
 
 if TYPE_CHECKING:
     from bxmem.config.loader import Config
@@ -34,4 +34,4 @@ def card_text(config: Config, item: dict, action: dict) -> str:
 
 def retraction_text(item: dict) -> str:
     """Beside a card Honcho keeps (it cannot delete a message): ids only, no card text."""
-    return artifacts.retraction_text(item["experiment"], item["artifact"])
+    return artifact_rules.retraction_text(item["experiment"], item["artifact"])

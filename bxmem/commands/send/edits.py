@@ -13,12 +13,12 @@ from bxmem.commands.send.plan import LocalFailure, Tally, next_session, session_
 from bxmem.honcho.answers import is_honcho_id
 from bxmem.honcho.api import MAX_MESSAGE_CHARS, BadAnswer, BadId, KeyRefused, Missing, Refused, Unavailable
 from bxmem.log import log
-from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.journal import LineChanged
 from bxmem.sources.journal import read_field as read_journal_field
 from bxmem.sources.loopd import session_id_problem
 from bxmem.store import ledger_events
 from bxmem.store.local_key import load as load_key
+from bxmem.trust.sanitize import chunks, neutralise
 
 if TYPE_CHECKING:
     from bxmem.config.loader import Config, HonchoSettings

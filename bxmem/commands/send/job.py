@@ -6,7 +6,7 @@ At-least-once delivery with duplicate defence (docs/decisions.md):
 * before any POST that creates messages, an `attempt` line names the items
   and the Honcho session, so a crash or a lost answer leaves a trace;
 * an item with an attempt and no `sent` is in doubt: once Honcho can no
-  longer be working on that request (policy/retry.py), its messages are looked up
+  longer be working on that request (trust/send_retry.py), its messages are looked up
   by their `bxmem_item` metadata and only the missing parts sent, while the
   later items of its session wait behind it.
 
@@ -32,11 +32,11 @@ from bxmem.commands.jobrun import run_locked
 from bxmem.commands.send.report import SendReport
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError
-from bxmem.policy.retry import Hold, next_try
-from bxmem.policy.write_policy import Holds
 from bxmem.start.idle import ledger_tail, stat_fingerprint, write_summary
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
+from bxmem.trust.send_retry import Hold, next_try
+from bxmem.trust.write_policy import Holds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from bxmem.commands.send.lookup import qualified
 from bxmem.commands.send.plan import LocalFailure
+from bxmem.formats.timestamps import parse_time
 from bxmem.honcho.api import MAX_BATCH, MAX_MESSAGE_CHARS
 from bxmem.log import log
-from bxmem.policy.ledger_time import parse_time
-from bxmem.policy.rules import peer_problem, send_veto
-from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.loopd import SpanChanged, SpanReader
+from bxmem.trust.rules import peer_problem, send_veto
+from bxmem.trust.sanitize import chunks, neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from bxmem.commands.send.plan import Group, Tally, session_gone_reason
 from bxmem.honcho.api import Redirected, Unavailable
 from bxmem.log import log, notice, runbook
-from bxmem.policy.retry import next_backoff
 from bxmem.store import ledger_events
 from bxmem.store.ledger import now_iso
 from bxmem.store.outbox import Outbox
+from bxmem.trust.send_retry import next_backoff
 
 
 class Outcomes:

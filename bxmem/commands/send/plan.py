@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from bxmem.honcho.api import MAX_BATCH
-from bxmem.policy.retry import ALONE
-from bxmem.policy.write_policy import Holds, Now, hold_pending, roles_of
 from bxmem.store.outbox import KIND, PEER, ROLE, SESSION, WS, Outbox, light
 from bxmem.store.workspace_roles import set_up_for
+from bxmem.trust.send_retry import ALONE
+from bxmem.trust.write_policy import Holds, Now, hold_pending, roles_of
 
 if TYPE_CHECKING:
-    from bxmem.commands.send.lanes import Call
+    from bxmem.commands.send.threaded_calls import Call
     from bxmem.config.loader import Config
-    from bxmem.policy.retry import Hold
+    from bxmem.trust.send_retry import Hold
 
 
 class Tally(Protocol):

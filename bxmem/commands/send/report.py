@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bxmem.errors import ExitCode, cite_runbook
+from bxmem.formats.timestamps import format_time, parse_time
 from bxmem.honcho.api import settle_wait_s
 from bxmem.log import log, notice
-from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import ALONE, held_by, next_try, settle_at
 from bxmem.store.outbox import KIND, SESSION, WS
+from bxmem.trust.send_retry import ALONE, held_by, next_try, settle_at
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class SendReport:
     stopped: list[str] = field(default_factory=list)  # workspaces this run stopped
     pending: int | None = None  # items in the outbox after the run; None when not counted
     held: int = 0  # items this run left waiting behind an in-doubt attempt (retry.Hold)
-    # Items the configuration holds (policy/write_policy.py), by workspace, recorded
+    # Items the configuration holds (trust/write_policy.py), by workspace, recorded
     # role, role now and reason: {"workspace", "role", "now", "reason", "explain", "turns", "edits", "oldest", "oldest_at"}
     held_by_config: list[dict] = field(default_factory=list)
     # What holds the outbox up after the run (Sender.note_state), whatever this run did:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from bxmem.commands.send.edits import EditActions, merge_ids
 from bxmem.commands.send.keys import WorkspaceKeys
-from bxmem.commands.send.lanes import Call, Lane
 from bxmem.commands.send.lookup import present_parts
 from bxmem.commands.send.messages import Messages
 from bxmem.commands.send.outcomes import Outcomes
@@ -31,7 +30,9 @@ from bxmem.commands.send.plan import (
     sendable,
 )
 from bxmem.commands.send.report import announce, note_state
+from bxmem.commands.send.threaded_calls import Call, Lane
 from bxmem.config.loader import Config
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho.api import (
     BadAnswer,
     BadId,
@@ -46,14 +47,13 @@ from bxmem.honcho.api import (
 )
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.log import log
-from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import ALONE, Hold, next_try
-from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
 from bxmem.store.ledger import Ledger, LedgerChanged
 from bxmem.store.local_key import load as load_key
 from bxmem.store.outbox import Outbox
 from bxmem.store.workspace_roles import other_role, set_up_for
+from bxmem.trust.send_retry import ALONE, Hold, next_try
+from bxmem.trust.write_policy import Holds, writable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -85,7 +85,7 @@ class Sender:
         self.hold = Hold(box.attempts, 0.0, settle_wait_s())  # what waits in doubt: the idle summary reads it too
         self.now = checked_against(config, box)  # what items are held to, as the run starts
         self.roles = self.now.roles
-        self.holds = Holds()  # held by the configuration (policy/write_policy.py); job.run reads it too
+        self.holds = Holds()  # held by the configuration (trust/write_policy.py); job.run reads it too
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from bxmem.policy.sanitize import neutralise
+from bxmem.trust.sanitize import neutralise
 
 INVALID_ID = "(invalid id)"
 _ID = re.compile(r"[A-Za-z0-9_-]{1,512}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 
-from bxmem.policy.ledger_time import parse_time
+from bxmem.formats.timestamps import parse_time
 
 FIRST_DELAY_S = 5.0
 MAX_DELAY_S = 600.0

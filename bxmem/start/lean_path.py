@@ -2,9 +2,9 @@
 tool call) and the timer jobs `decide`, `mirror` and `send` when they have work.
 
 Runs the function start/registry.py names for the command, on the options
-start/grammar.py parsed, without typer or pydantic (the configuration comes
+start/lean_argv.py parsed, without typer or pydantic (the configuration comes
 from its validated cache when the file has not changed). Whatever
-start/grammar.py declines, `--help` included, goes to the full CLI, which says
+start/lean_argv.py declines, `--help` included, goes to the full CLI, which says
 the same things the same way. The function's module is imported by name, only
 when it runs: at its top this module imports the registry alone.
 """

@@ -1,14 +1,14 @@
 """When a session's turns may be decided, by turn number, and what a tool
 result logged after turns at or above its number have ended does
 (docs/interfaces.md, "Turn order"). Pure functions, beside
-policy/rules.py's tables: sources/turns.py applies them as a log is read.
+trust/rules.py's tables: sources/turns.py applies them as a log is read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bxmem.policy import ranges
+from bxmem.formats import turn_ranges
 
 # Ended turns that may wait behind one still open; past it the open turn is given up on.
 MAX_WAITING_TURNS = 64
@@ -62,4 +62,4 @@ def result_too_late(turn: int, ended: list[list[int]], decided: list[list[int]])
     |                                                       | taints the session from here as an  |
     |                                                       | unreadable line does                |
     """
-    return ranges.first_common(ended, decided, turn)
+    return turn_ranges.first_common(ended, decided, turn)

@@ -46,7 +46,7 @@ class _Vocabulary:
     found by bisection; then the crossing tokens and the clitics."""
 
     def __init__(self) -> None:
-        from bxmem.policy.o200k_words import TABLE  # deferred: lean (once a word is met: about 2 ms)
+        from bxmem.retrieval.o200k_words import TABLE  # deferred: lean (once a word is met: about 2 ms)
 
         lines = TABLE.splitlines()
         self.clitics = frozenset(lines.pop().partition("\t")[2].split("|"))  # written after the groups

@@ -21,13 +21,13 @@ from bxmem.commands.decide_state import RETRY_UNREADABLE_S
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ConfigInvalid, cite_runbook
+from bxmem.formats.timestamps import format_time, parse_time
 from bxmem.honcho.api import HonchoError
-from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import MAX_DELAY_S
 from bxmem.sources import brokerd
 from bxmem.store.ledger import now_iso
 from bxmem.store.outbox import Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.send_retry import MAX_DELAY_S
 
 # Asked when no turn is waiting: brokerd answers a session it has not seen as
 # private and clean, and the question changes nothing.
@@ -147,13 +147,13 @@ FUTURE_SLACK_S = 60
 def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
     """The times bxmem stored that lie in the future: written while the clock ran ahead (or
     it runs behind now). Every wait is held to its own bound whatever they say
-    (policy/retry.py, start/idle.py); this is for the owner, who should fix the clock."""
+    (trust/send_retry.py, start/idle.py); this is for the owner, who should fix the clock."""
     stored: list[tuple[str, object]] = []
     if box.backoff:
         stored.append(("the outage's start", box.backoff.get("since")))
         if box.backoff["until"] - now > MAX_DELAY_S:
             stored.append(("the outage's next try", format_time(box.backoff["until"])))
-    stored += [(f"the attempt of {shown.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
+    stored += [(f"the attempt of {printed_fields.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
     stored.append(("the last send", box.last_sent))
     last_run = decide_state.get("last_run") or {}
     stored += [("decide's last run", last_run.get("at")), ("brokerd's outage start", decide_state.get("broker_down_since"))]
@@ -168,7 +168,7 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
     for what, ts in stored:
         at = parse_time(ts)
         if at is not None and at > now + FUTURE_SLACK_S:
-            found.append({"what": what, "at": shown.date(ts), "ahead_s": round(at - now)})
+            found.append({"what": what, "at": printed_fields.date(ts), "ahead_s": round(at - now)})
     return sorted(found, key=lambda f: -f["ahead_s"])
 
 
@@ -197,7 +197,7 @@ def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[st
     for reason, ts in sorted(box.named_wrong.items()):
         at = parse_time(ts)
         if at is not None and at > changed:
-            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {shown.date(ts)}: "
+            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {printed_fields.date(ts)}: "
                        f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
                        "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
                        + cite_runbook("owner-name"))

@@ -16,7 +16,7 @@ stable reason, until the configuration says again what the decision said (or
 the owner drops or re-routes it).
 
 Pure functions over plain data (no I/O, no configuration objects), like
-policy/rules.py: send, sync, undo and audit all ask these.
+trust/rules.py: send, sync, undo and audit all ask these.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bxmem.policy.retry import ALONE
-from bxmem.policy.rules import peer_problem
+from bxmem.trust.rules import peer_problem
+from bxmem.trust.send_retry import ALONE
 
 WRITE_ROLES = ("trusted", "untrusted", "fleet")
 

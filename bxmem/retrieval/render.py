@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import re
 
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.tokens import bound as token_bound
+from bxmem.retrieval.token_bound import bound as token_bound
+from bxmem.trust.sanitize import neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
-    from bxmem.policy.hits import Hit, RecallResult
+    from bxmem.retrieval.hits import Hit, RecallResult
 
 CONTENT = "  | "
-MAX_TOKENS = 1_200  # recall's text, in o200k_base tokens (policy/tokens.py bounds them)
+MAX_TOKENS = 1_200  # recall's text, in o200k_base tokens (retrieval/token_bound.py bounds them)
 FIELD_CHARS = 64
 _UNSAFE_FIELD = re.compile(r"[^A-Za-z0-9_.:,@+=/() -]")  # () for shown.INVALID_ID
 

@@ -1,5 +1,5 @@
 """What `recall` found: each hit, why it is there, and the result they make with the
-sources that answered. commands/recall.py builds them; policy/render.py frames them.
+sources that answered. commands/recall.py builds them; retrieval/render.py frames them.
 A hit of another kind joins by being a Hit with its own source and a Why.
 
 Stdlib and policy only: the lean recall path loads it.
@@ -7,7 +7,7 @@ Stdlib and policy only: the lean recall path loads it.
 
 from __future__ import annotations
 
-from bxmem.policy.labels import label_of
+from bxmem.trust.labels import label_of
 
 
 class Why:

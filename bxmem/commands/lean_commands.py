@@ -1,6 +1,6 @@
 """The lean commands (the three timer jobs and recall), one function each:
 logging, the configuration, the run, and what it prints, for the lean path
-(start/lean.py) and the CLI alike, so both behave the same.
+(start/lean_path.py) and the CLI alike, so both behave the same.
 
 Each takes the command line's options as keyword arguments named by their
 keys in start/registry.py (`config`, `json`, `verbose`, `quiet`; recall's

@@ -3,7 +3,7 @@
 reports is written.
 
 One pair, so the ledger (store/ledger.py), send, sync and the retry rules
-(policy/retry.py) cannot drift apart on it. Pure: a time is given, never read
+(trust/send_retry.py) cannot drift apart on it. Pure: a time is given, never read
 from a clock here.
 """
 

@@ -11,10 +11,10 @@ import re
 import unicodedata
 from bisect import bisect_right
 
-from bxmem.policy.ignorable import DEFAULT_IGNORABLE, STARTS
+from bxmem.trust.unicode_ignorable import DEFAULT_IGNORABLE, STARTS
 
 # What renders as nothing, by Unicode property rather than by example: the
-# Default_Ignorable_Code_Point property (policy/ignorable.py: zero-width characters,
+# Default_Ignorable_Code_Point property (trust/unicode_ignorable.py: zero-width characters,
 # bidi controls and isolates, variation selectors, Hangul fillers, the
 # combining grapheme joiner, tags, ...) and the general categories Cc
 # (controls), Cf (format: invisible operators, interlinear annotations, ...),

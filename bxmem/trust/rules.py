@@ -2,7 +2,7 @@
 
 No I/O, no clock, no configuration objects: a reviewer can hold each function
 against the table it implements, line by line. Everything that decides where
-text may go is here, but for when a turn may be decided (policy/turn_order.py).
+text may go is here, but for when a turn may be decided (trust/turn_order.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from bxmem.policy.labels import higher_class
-from bxmem.policy.sanitize import find_secret
+from bxmem.trust.labels import higher_class
+from bxmem.trust.sanitize import find_secret
 
 Role = Literal["trusted", "untrusted", "fleet"]
 

@@ -1,6 +1,6 @@
 """Artifact memory's rules as pure functions: identities, what a record may carry,
 the card's remote projection, freshness (docs/design.md, "Artifact memory"); where a
-card goes is policy/card_route.py's. Stdlib only (no typing): recall's lean path loads it.
+card goes is trust/card_route.py's. Stdlib only (no typing): recall's lean path loads it.
 
 Seed 002 sections 27 to 30, adapted: the seed's project is the agent's home, so
 an experiment's identity holds the agent where the seed holds the project id.
@@ -13,7 +13,7 @@ import json
 import re
 import unicodedata
 
-from bxmem.policy.sanitize import find_secret, neutralise
+from bxmem.trust.sanitize import find_secret, neutralise
 
 ARTIFACT_PREFIX, EXPERIMENT_PREFIX = "art_", "exp_"
 IDENTITY_SCHEMA = 1  # in every experiment id: a change of what the identity holds is a new version
