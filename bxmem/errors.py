@@ -58,29 +58,29 @@ MEANINGS = {
     ExitCode.ERROR: "an unexpected failure (a bug, or the machine refused: disk full, read-only home)",
     ExitCode.USAGE: "the command line was wrong",
     ExitCode.DEGRADED: "done, but degraded: brokerd or Honcho did not answer, a session log could not be read, or decide ran "
-                       "out of its run budget "
-                       "(`send`: an outage, a workspace whose key is refused, items in doubt waiting to be looked up); "
-                       "work waits for a later run, nothing lost (`demo`: what Honcho was not sent goes with the demo's "
-                       "temporary home, unless --keep kept it)",
+    "out of its run budget "
+    "(`send`: an outage, a workspace whose key is refused, items in doubt waiting to be looked up); "
+    "work waits for a later run, nothing lost (`demo`: what Honcho was not sent goes with the demo's "
+    "temporary home, unless --keep kept it)",
     ExitCode.ATTENTION: "the owner's attention is needed: `sync` (failed items, items held by the configuration, a "
-                        "workspace this agent wrote in another role, a refused key or a key file send would refuse, a "
-                        "long outage, brokerd unavailable, a session log decide cannot read, the last audit's "
-                        "discrepancies), `send` (it holds items the "
-                        "configuration no longer lets go where they were decided to; the rest was sent), `audit` (a "
-                        "discrepancy between Honcho and the ledger, not accepted), `doctor` (a check failed: each "
-                        "failed line names its runbook entry)",
+    "workspace this agent wrote in another role, a refused key or a key file send would refuse, a "
+    "long outage, brokerd unavailable, a session log decide cannot read, the last audit's "
+    "discrepancies), `send` (it holds items the "
+    "configuration no longer lets go where they were decided to; the rest was sent), `audit` (a "
+    "discrepancy between Honcho and the ledger, not accepted), `doctor` (a check failed: each "
+    "failed line names its runbook entry)",
     ExitCode.NOT_FOUND: "something named on the command line does not exist (an edit, an outbox item, an audit finding)",
     ExitCode.REFUSED: "understood but cannot be done (an undo of an undo, an edit already undone, `ask` or `audit` "
-                      "while local-only, an outbox item that cannot be dropped, resent or re-routed as asked, an "
-                      "`outbox` command or `sync --retry-failed` while a send holds the outbox); nothing written",
+    "while local-only, an outbox item that cannot be dropped, resent or re-routed as asked, an "
+    "`outbox` command or `sync --retry-failed` while a send holds the outbox); nothing written",
     ExitCode.UNAVAILABLE: "no source answered: `recall` / `ask` (not even the local index), `audit` (Honcho did not "
-                          "answer; the audit is incomplete), `doctor` (Honcho did not answer; what needs it was not "
-                          "checked)",
+    "answer; the audit is incomplete), `doctor` (Honcho did not answer; what needs it was not "
+    "checked)",
     ExitCode.INTEGRITY: "an artifact's bytes failed their integrity check (missing, truncated or replaced): `artifact "
-                        "resolve` and `export` give no path or copy, `verify` names each (see: bxmem runbook "
-                        "artifact-integrity-failed)",
+    "resolve` and `export` give no path or copy, `verify` names each (see: bxmem runbook "
+    "artifact-integrity-failed)",
     ExitCode.CONFIG: "the configuration is invalid or missing (see: bxmem runbook honcho-config-invalid), or the Boxmaker "
-                     "home it names does not exist (see: bxmem runbook home-missing); nothing was read or written",
+    "home it names does not exist (see: bxmem runbook home-missing); nothing was read or written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -88,8 +88,9 @@ MEANINGS = {
 # takes a command line, can be refused by the machine or interrupted), and its own
 # codes as start/registry.py names them.
 _EVERY = (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.INTERRUPTED)
-COMMAND_EXITS = {command.name: _EVERY + tuple(getattr(ExitCode, code) for code in command.exits)
-                 for command in COMMANDS}
+COMMAND_EXITS = {
+    command.name: _EVERY + tuple(getattr(ExitCode, code) for code in command.exits) for command in COMMANDS
+}
 
 
 def cite_runbook(entry: str) -> str:
@@ -198,8 +199,11 @@ def error_document(code: int, message: str, runbook: str | None) -> dict:
     """`{"schema": "bxmem.error/1", "error": {"code", "message", "runbook"}, "exit_code"}`:
     `code` the exit code's name (docs/cli.md), `message` the line stderr gets."""
     names = {value: name for name, value in ExitCode.members()}
-    return {"schema": ERROR_SCHEMA, "error": {"code": names.get(code, "ERROR"), "message": message, "runbook": runbook},
-            "exit_code": code}
+    return {
+        "schema": ERROR_SCHEMA,
+        "error": {"code": names.get(code, "ERROR"), "message": message, "runbook": runbook},
+        "exit_code": code,
+    }
 
 
 def _document(as_json: bool, code: int, message: str, runbook: str | None) -> int:

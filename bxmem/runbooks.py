@@ -58,4 +58,3 @@ def text(entry: str) -> str:
     if entry not in ENTRIES:
         raise NotFound(f"no runbook entry {entry!r}; the entries are: {', '.join(ENTRIES)}")
     return (folder() / f"{entry}.md").read_text(encoding="utf-8")
-

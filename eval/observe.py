@@ -111,22 +111,34 @@ def recall(stdout: str) -> Recall:
     untrusted, trust_class = _label(data)
     hits = []
     for item in data.get("hits") or []:
-        hits.append(Hit(
-            text=str(item.get("text") or ""),
-            tag=item.get("tag"),
-            trust_class=item.get("class"),
-            source=item.get("source"),
-            workspace=item.get("workspace"),
-            agent=item.get("agent"),
-            peer=item.get("peer"),
-            session=item.get("session"),
-            date=item.get("date"),
-            retracted=bool(item.get("retracted")),
-            where=item.get("where"),
-        ))
+        hits.append(
+            Hit(
+                text=str(item.get("text") or ""),
+                tag=item.get("tag"),
+                trust_class=item.get("class"),
+                source=item.get("source"),
+                workspace=item.get("workspace"),
+                agent=item.get("agent"),
+                peer=item.get("peer"),
+                session=item.get("session"),
+                date=item.get("date"),
+                retracted=bool(item.get("retracted")),
+                where=item.get("where"),
+            )
+        )
     unavailable = {str(e.get("source")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
-    return Recall(True, hits, untrusted, trust_class, list(data.get("answered") or []), unavailable, len(stdout),
-                  data["schema"], str(data.get("text") or ""), int(data.get("omitted") or 0))
+    return Recall(
+        True,
+        hits,
+        untrusted,
+        trust_class,
+        list(data.get("answered") or []),
+        unavailable,
+        len(stdout),
+        data["schema"],
+        str(data.get("text") or ""),
+        int(data.get("omitted") or 0),
+    )
 
 
 def _peers_of(item: dict) -> list[str]:
@@ -139,8 +151,12 @@ def ask(stdout: str) -> Ask:
     if data is None:
         return Ask(ok=False, raw_chars=len(stdout))
     untrusted, trust_class = _label(data)
-    answers = [Answer(str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""),
-                      _peers_of(a)) for a in data.get("answers") or []]
+    answers = [
+        Answer(
+            str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""), _peers_of(a)
+        )
+        for a in data.get("answers") or []
+    ]
     unavailable = {str(e.get("name")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
     return Ask(True, answers, untrusted, trust_class, unavailable, len(stdout), str(data.get("text") or ""))
 
@@ -162,7 +178,7 @@ def count_of(text: str) -> int:
 def stored_lines(text: str) -> list[str]:
     """The stored text as shown: every CONTENT line, its prefix removed. A case
     checks that what it planted is here, so the frame checks are not vacuous."""
-    return [line[len(CONTENT):] for line in text.split("\n") if line.startswith(CONTENT)]
+    return [line[len(CONTENT) :] for line in text.split("\n") if line.startswith(CONTENT)]
 
 
 def fence_problems(text: str, hits: int) -> list[str]:
@@ -219,4 +235,6 @@ def resolved(stdout: str) -> dict | None:
 
 
 # resolve's own lines between its header and the card's stored lines (bxmem/commands/artifact_doc.py).
-RESOLVE_LINES = re.compile(r"^(?:path: /\S.*|bytes [0-9,]+ \| sha256 verified \S+ \| \S+ \| freshness [a-z_]+|warning: [^\n]+)$")
+RESOLVE_LINES = re.compile(
+    r"^(?:path: /\S.*|bytes [0-9,]+ \| sha256 verified \S+ \| \S+ \| freshness [a-z_]+|warning: [^\n]+)$"
+)

@@ -138,7 +138,9 @@ def test_a_refused_key_leaves_nothing_in_doubt(home, brokerd, honcho, configure,
 # --- the clock -------------------------------------------------------------------------------
 
 
-def test_a_clock_a_day_ahead_during_the_outage_then_corrected_waits_at_most_ten_minutes(home, brokerd, honcho, configure):
+def test_a_clock_a_day_ahead_during_the_outage_then_corrected_waits_at_most_ten_minutes(
+    home, brokerd, honcho, configure
+):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
     decide.run(load())

@@ -79,16 +79,19 @@ def test_the_registry_names_only_exit_codes_that_exist():
         assert set(command.exits) <= names, command
 
 
-@pytest.mark.parametrize("argv, watched, via_cli", [
-    (["bxmem", "decide"], True, True),
-    (["bxmem", "decide", "--json"], True, True),
-    (["bxmem", "decide", "-q"], True, False),  # --quiet shows no bar
-    (["bxmem", "decide"], False, False),
-    (["bxmem", "mirror"], True, True),  # the index rebuild's bar
-    (["bxmem", "mirror"], False, False),
-    (["bxmem", "send"], True, False),  # no bar: send never refreshes the index
-    (["bxmem", "recall", "backups"], True, False),
-])
+@pytest.mark.parametrize(
+    "argv, watched, via_cli",
+    [
+        (["bxmem", "decide"], True, True),
+        (["bxmem", "decide", "--json"], True, True),
+        (["bxmem", "decide", "-q"], True, False),  # --quiet shows no bar
+        (["bxmem", "decide"], False, False),
+        (["bxmem", "mirror"], True, True),  # the index rebuild's bar
+        (["bxmem", "mirror"], False, False),
+        (["bxmem", "send"], True, False),  # no bar: send never refreshes the index
+        (["bxmem", "recall", "backups"], True, False),
+    ],
+)
 def test_a_job_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monkeypatch):
     """Its progress bar is rich's, which the lean path never loads."""
     ran = []

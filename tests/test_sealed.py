@@ -30,7 +30,7 @@ def test_what_is_sealed_unseals_whole(data):
 def test_a_flipped_bit_or_a_cut_breaks_the_seal(data, draw):
     sealed = bytearray(seal(data))
     at = draw.draw(st.integers(0, len(sealed) - 1))
-    flipped = bytes(sealed[:at]) + bytes([sealed[at] ^ (1 << draw.draw(st.integers(0, 7)))]) + bytes(sealed[at + 1:])
+    flipped = bytes(sealed[:at]) + bytes([sealed[at] ^ (1 << draw.draw(st.integers(0, 7)))]) + bytes(sealed[at + 1 :])
     for damaged in (flipped, bytes(sealed[:at]), bytes(sealed) + b"\0"):
         with pytest.raises(ValueError, match="checksum"):
             unseal(damaged)

@@ -57,7 +57,9 @@ def test_the_densest_run_of_matches_is_chosen():
     assert "restic prune and restic check" in around(text, None, marks)
 
 
-@given(said=st.text(max_size=1500), reply=st.none() | st.text(max_size=1500), at=st.floats(0, 1), width=st.integers(1, 30))
+@given(
+    said=st.text(max_size=1500), reply=st.none() | st.text(max_size=1500), at=st.floats(0, 1), width=st.integers(1, 30)
+)
 def test_never_longer_than_the_cap(said, reply, at, width):
     text, reply_at = (said, None) if reply is None else _turn(said, reply)
     start = int(at * max(0, len(text) - width))

@@ -26,8 +26,11 @@ def real(text: str) -> int:
 def test_every_listed_piece_is_one_token_and_every_one_token_piece_is_listed():
     vocabulary = token_bound.vocabulary()
     listed = [piece for line in vocabulary.lines for piece in line.partition("\t")[2].split("|")]
-    assert listed and all(line.partition("\t")[0] == piece[: token_bound.PREFIX]
-                          for line in vocabulary.lines for piece in line.partition("\t")[2].split("|"))
+    assert listed and all(
+        line.partition("\t")[0] == piece[: token_bound.PREFIX]
+        for line in vocabulary.lines
+        for piece in line.partition("\t")[2].split("|")
+    )
     assert [piece for piece in listed if len(ENC.encode(piece)) != 1] == []
     every = {v.decode() for v in ENC.token_byte_values() if WORD.fullmatch(v.decode("utf-8", "replace"))}
     assert every - set(listed) == {p for p in every if len(ENC.encode(p)) != 1}  # listed: each that BPE keeps whole
@@ -52,11 +55,54 @@ PIECES = st.one_of(
     st.sampled_from(_LISTED),
     st.sampled_from(["'s", "'T", "'re", "'VE", "'ll", "'d", "'m", "n't", "'", "\u2019s", "'\u017f"]),
     st.from_regex(r"[0-9]{1,8}", fullmatch=True),
-    st.sampled_from(list(" \t\n\r\u3000\u00a0.,;:!?-_/()[]{}\"`|<>~#@$%^&*=+\\")),
-    st.sampled_from(["\u0301", "\u0308", "\u20dd", "\u200b", "\u202e", "\u2066", "\ufeff", "\U000e0041", "\ufe0f",
-                     "\u3164", "\ud800", "\udfff", "é", "ﬁ", "Ǆ", "ǅ", "ß", "İ", "K", "\u017f", "٣", "²", "Ⅻ"]),
-    st.sampled_from(["日本語", "備份は毎晩", "한국어", "ไทย", "Ελληνικά", "кириллица", "עברית", "العربية", "देवनागरी",
-                     "😀", "👍🏽", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "\U0001d54f", "𐐀𐐁", "\U0001f9ff\U0001fa80"]),
+    st.sampled_from(list(' \t\n\r\u3000\u00a0.,;:!?-_/()[]{}"`|<>~#@$%^&*=+\\')),
+    st.sampled_from(
+        [
+            "\u0301",
+            "\u0308",
+            "\u20dd",
+            "\u200b",
+            "\u202e",
+            "\u2066",
+            "\ufeff",
+            "\U000e0041",
+            "\ufe0f",
+            "\u3164",
+            "\ud800",
+            "\udfff",
+            "é",
+            "ﬁ",
+            "Ǆ",
+            "ǅ",
+            "ß",
+            "İ",
+            "K",
+            "\u017f",
+            "٣",
+            "²",
+            "Ⅻ",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "日本語",
+            "備份は毎晩",
+            "한국어",
+            "ไทย",
+            "Ελληνικά",
+            "кириллица",
+            "עברית",
+            "العربية",
+            "देवनागरी",
+            "😀",
+            "👍🏽",
+            "👨\u200d👩\u200d👧",
+            "🏳️\u200d🌈",
+            "\U0001d54f",
+            "𐐀𐐁",
+            "\U0001f9ff\U0001fa80",
+        ]
+    ),
     st.text(ANY_CHAR, min_size=1, max_size=6),
 )
 TEXT = st.lists(PIECES, max_size=40).map("".join)
@@ -66,7 +112,7 @@ TEXT = st.lists(PIECES, max_size=40).map("".join)
 @example("restic backups")
 @example("we're kyle's what'S don't it'd I'm '\u017f cat'\u017f McDonald NASA ABc aBc")
 @example("2024-01-01 h000123 ٣12 12² x1y2z3 123abc")
-@example("\n restic\n\n  restic\tfoo\u3000bar (restic \"restic\" [1] local | memory")
+@example('\n restic\n\n  restic\tfoo\u3000bar (restic "restic" [1] local | memory')
 def test_the_bound_is_never_below_the_real_count(text):
     assert token_bound.bound(text) >= real(text)
 
@@ -79,8 +125,10 @@ def test_the_bound_holds_on_any_code_points(text):
 def test_the_bound_is_within_twice_the_real_count_on_plain_english():
     """The price of a bound that holds for any text: English prose counts about 1.5 times its
     real tokens (a word the table does not hold is counted by its bytes)."""
-    prose = ("The nightly backups of the family photos go to the NAS at two in the morning; Kyle said "
-             "he would check the restic logs on Friday, and Maria wants the old snapshots pruned before the move.")
+    prose = (
+        "The nightly backups of the family photos go to the NAS at two in the morning; Kyle said "
+        "he would check the restic logs on Friday, and Maria wants the old snapshots pruned before the move."
+    )
     assert real(prose) <= token_bound.bound(prose) <= 2 * real(prose)
 
 

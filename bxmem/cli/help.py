@@ -52,9 +52,11 @@ def split_examples(text: str | None) -> tuple[str, list[str]]:
 def first_steps(known: set[str]) -> str:
     rows = [(command, what) for command, what in FIRST_STEPS if command.removeprefix("bxmem ") in known]
     width = max(len(command) for command, _ in rows)
-    return ("bxmem: memory sync for a Boxmaker agent host.\n\nStart here:\n"
-            + "".join(f"  {command:{width}}  {what}\n" for command, what in rows)
-            + "\nbxmem --help lists every command; bxmem COMMAND --help says more, with examples.\n")
+    return (
+        "bxmem: memory sync for a Boxmaker agent host.\n\nStart here:\n"
+        + "".join(f"  {command:{width}}  {what}\n" for command, what in rows)
+        + "\nbxmem --help lists every command; bxmem COMMAND --help says more, with examples.\n"
+    )
 
 
 def _argument_name(param) -> str:

@@ -53,8 +53,9 @@ class BacklogProgress:
                 TimeRemainingColumn,
             )
 
-            self.bar = Progress(TextColumn("deciding the backlog"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                                transient=True)
+            self.bar = Progress(
+                TextColumn("deciding the backlog"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True
+            )
             self.bar.start()
             self.task = self.bar.add_task("decide", total=total)
         assert self.task is not None  # added with the bar
@@ -248,6 +249,8 @@ def show_demo(result, honcho: str | None) -> int:
     )
     if not result.kept:
         base = result.home.parent
-        out.print(f"The temporary folder {escape(str(base))} " + (
-            "could not be removed: remove it by hand." if base.exists() else "has been removed."))
+        out.print(
+            f"The temporary folder {escape(str(base))} "
+            + ("could not be removed: remove it by hand." if base.exists() else "has been removed.")
+        )
     return result.exit_code  # DEGRADED when Honcho did not answer: the demo did not do what was asked

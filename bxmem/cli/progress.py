@@ -23,8 +23,14 @@ class index_rebuild_bar:
             from rich.console import Console  # deferred: command (rich only when a bar is shown)
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn  # deferred: command
 
-            self.bar = Progress("rebuilding the local index", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                                console=Console(stderr=True), transient=True)
+            self.bar = Progress(
+                "rebuilding the local index",
+                BarColumn(),
+                DownloadColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self.task = self.bar.add_task("ledger", total=total)
 
     def __enter__(self):
@@ -38,6 +44,7 @@ class index_rebuild_bar:
             if offset - shown[0] >= step:
                 shown[0] = offset
                 bar.update(task, completed=offset)
+
         return advance
 
     def __exit__(self, *exc: object) -> None:

@@ -49,16 +49,24 @@ def _text(e: list) -> str:
     if e[E["tags"]]:
         lines.append("tags: " + ", ".join(e[E["tags"]]))
     lines.append(f"source version: {e[E['source_version']]}")
-    lines.append(f"experiment {e[E['experiment']]}, artifact {e[E['artifact']]} ({e[E['bytes']]:,} bytes, "
-                 f"{e[E['media_type']]})")
+    lines.append(
+        f"experiment {e[E['experiment']]}, artifact {e[E['artifact']]} ({e[E['bytes']]:,} bytes, {e[E['media_type']]})"
+    )
     return "\n".join(lines)
 
 
 def _hit(config: Config, e: list, why: Why) -> Hit:
     here = catalog.object_present(config.paths.artifacts, e[E["artifact"]], e[E["bytes"]])
-    return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], printed_fields.text(_text(e), 600),
-               where="artifact-bytes-here" if here else "artifact-bytes-missing",
-               session=printed_fields.honcho_id(e[E["session"]]), date=printed_fields.date(e[E["updated_at"]]), why=why)
+    return Hit(
+        "local",
+        TAINTED if e[E["untrusted"]] else MEMORY,
+        e[E["class"]],
+        printed_fields.text(_text(e), 600),
+        where="artifact-bytes-here" if here else "artifact-bytes-missing",
+        session=printed_fields.honcho_id(e[E["session"]]),
+        date=printed_fields.date(e[E["updated_at"]]),
+        why=why,
+    )
 
 
 def cards(config: Config, query: str, k: int) -> list[Hit]:
@@ -87,7 +95,9 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
     tag = " ".join(query.split()).casefold()
     for at in found.named(found.tags, tag):
         exact.setdefault(at, []).append(tag)
-    asked: dict[str, str] = {}  # each of the query's words by its stem, as the catalog indexes a card's (relevance.stems)
+    asked: dict[
+        str, str
+    ] = {}  # each of the query's words by its stem, as the catalog indexes a card's (relevance.stems)
     for word in words(neutralise(query)):
         if word not in STOP:
             asked.setdefault(word[:PREFIX], word)
@@ -97,12 +107,14 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
             shared.setdefault(at, []).append(word)
     need = min(SHARED, len(asked))
     first = sorted(exact)[:k]
-    ranked = heapq.nsmallest(k - len(first), ((-len(words), at) for at, words in shared.items()
-                                              if len(words) >= need and at not in exact))
+    ranked = heapq.nsmallest(
+        k - len(first), ((-len(words), at) for at, words in shared.items() if len(words) >= need and at not in exact)
+    )
     order = [*first, *(at for _n, at in ranked)]
     # why: the ids, tag or words it was found by, and its rank among this agent's cards (no bm25 score)
-    return [_hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None))
-            for n, at in enumerate(order, 1)]
+    return [
+        _hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None)) for n, at in enumerate(order, 1)
+    ]
 
 
 def refresh(config: Config) -> None:

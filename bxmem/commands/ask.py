@@ -67,8 +67,15 @@ class Answer:
     note: str | None = None
 
     def as_json(self) -> dict:
-        return {"name": self.name, "workspace": self.workspace, "tag": self.tag, "class": self.trust_class,
-                "text": self.text, "peers": self.peers, "note": self.note}
+        return {
+            "name": self.name,
+            "workspace": self.workspace,
+            "tag": self.tag,
+            "class": self.trust_class,
+            "text": self.text,
+            "peers": self.peers,
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -150,11 +157,15 @@ class _Run:
     def why_not(self) -> str | None:
         """Why no chat may start now, or None."""
         if self.stalled:
-            return ("not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "
-                    "its client gave up on, so another would pile up beside it")
+            return (
+                "not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "
+                "its client gave up on, so another would pile up beside it"
+            )
         if self.end - time.monotonic() < self.min_left:
-            return (f"not asked: under {self.min_left:.3g} s of the {self.deadline:g} s deadline left, "
-                    "too little for a chat to answer")
+            return (
+                f"not asked: under {self.min_left:.3g} s of the {self.deadline:g} s deadline left, "
+                "too little for a chat to answer"
+            )
         return None
 
     def _client(self, target: Target, ends: float) -> ReadClient:
@@ -162,9 +173,15 @@ class _Run:
         workspace = self.config.workspace(target.role)
         remaining = max(0.1, ends - time.monotonic())
         # ends_by: every request of the job, a trickling answer too, ends at the job's deadline.
-        return ReadClient(self.config.honcho.url, workspace.name, read_key(workspace),
-                          connect_timeout=min(5.0, remaining), read_timeout=min(LIST_TIMEOUT_S, remaining),
-                          ends_by=monotonic() + remaining, ends_by_name=None)
+        return ReadClient(
+            self.config.honcho.url,
+            workspace.name,
+            read_key(workspace),
+            connect_timeout=min(5.0, remaining),
+            read_timeout=min(LIST_TIMEOUT_S, remaining),
+            ends_by=monotonic() + remaining,
+            ends_by_name=None,
+        )
 
     def work(self, job: _Job) -> None:
         try:
@@ -214,8 +231,9 @@ def _content(answer: str | None) -> str:
     return shown_text(answer, ANSWER_CHARS)
 
 
-def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",
-        deadline: float = DEADLINE_S) -> AskResult:
+def ask(
+    config: Config, question: str, names: list[str], reasoning: str = "minimal", deadline: float = DEADLINE_S
+) -> AskResult:
     if not question.strip(recall.BLANK):
         raise UsageError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
@@ -299,15 +317,18 @@ def _result(states: dict[str, _State]) -> AskResult:
             text = _bounded(state.answer or "(no answer)")
             result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, text, note=t.note))
         elif state.parts:
-            text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
+            text = "\n\n".join(
+                f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts
+            )
             note = "this server has no workspace chat: asked by peer chat on " + ", ".join(state.peers)
             if state.left_out:
                 note += f" ({state.left_out} more peers not asked)"
             if state.failures:
                 note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
             note += f"; {t.note}" if t.note else ""
-            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, _bounded(text),
-                                         list(state.peers), note))
+            result.answers.append(
+                Answer(name, state.workspace, t.tag, t.trust_class, _bounded(text), list(state.peers), note)
+            )
         else:
             result.unavailable[name] = next(iter(state.failures.values()), "no answer")
     return result
@@ -322,16 +343,20 @@ def render_plain(result: AskResult) -> str:
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
     lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]
     for n, answer in enumerate(result.answers, 1):
-        head = (f"[{n}] {render.field(answer.name)} | {render.field(answer.tag)} | {render.field(answer.trust_class)} | "
-                f"workspace {render.field(answer.workspace)}")
+        head = (
+            f"[{n}] {render.field(answer.name)} | {render.field(answer.tag)} | {render.field(answer.trust_class)} | "
+            f"workspace {render.field(answer.workspace)}"
+        )
         if answer.peers is not None:
             head += " | peers " + render.field(",".join(answer.peers))
         if answer.note:
             head += " | " + render.field(answer.note, 300)
         lines.append(head)
         lines.extend(render.content(answer.text))
-    lines += [f"{render.field(name)}: unavailable ({render.field(reason, 300)})"
-              for name, reason in result.unavailable.items()]
+    lines += [
+        f"{render.field(name)}: unavailable ({render.field(reason, 300)})"
+        for name, reason in result.unavailable.items()
+    ]
     return "\n".join([*lines, render.closing("ask", tag)])
 
 
@@ -343,6 +368,7 @@ def render_json(result: AskResult) -> dict:
         "text": render_plain(result),
         "answers": [a.as_json() for a in result.answers],
         # `workspace` is the Honcho workspace, as in `answers` (bxmem.ask/1 gave the name as asked there).
-        "unavailable": [{"name": n, "workspace": result.workspace_of.get(n, n), "reason": r}
-                        for n, r in result.unavailable.items()],
+        "unavailable": [
+            {"name": n, "workspace": result.workspace_of.get(n, n), "reason": r} for n, r in result.unavailable.items()
+        ],
     }

@@ -38,8 +38,7 @@ def targets(config: Config, names: list[str]) -> list[Target]:
         "fleet": Target("fleet", "fleet", *OWN_LABELS["fleet"]),
     }
     for source in config.honcho.read:
-        known[source.agent] = Target(source.agent, f"read:{source.agent}",
-                                     read_tag(source.trust), source.trust_class)
+        known[source.agent] = Target(source.agent, f"read:{source.agent}", read_tag(source.trust), source.trust_class)
     chosen = []
     for name in names or ["own"]:
         if name not in known:

@@ -65,13 +65,28 @@ SUMMARY_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "acc
 # An edit's or a card's actions that write messages (their ids are in its `sent` line's results).
 MESSAGE_ACTIONS = ("fleet-message", "retract", "card", "retract-card")
 # Every kind of finding; each has its runbook entry, audit-<kind>.
-KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
-         "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
+KINDS = (
+    "missing",
+    "duplicate",
+    "misrouted",
+    "role-changed",
+    "not-recorded",
+    "foreign-agent-message",
+    "missing-conclusion",
+    "unexpected-conclusion",
+    "duplicate-conclusion",
+)
 
 # How each field of a discrepancy is printed (trust/printed_fields.py): ids from Honcho or the
 # ledger, items and refs from message metadata or the ledger, roles and names.
-_SHOWN = {"message": printed_fields.honcho_id, "session": printed_fields.honcho_id, "conclusion": printed_fields.honcho_id,
-          "of": printed_fields.honcho_id, "item": printed_fields.item, "written_by": printed_fields.item}
+_SHOWN = {
+    "message": printed_fields.honcho_id,
+    "session": printed_fields.honcho_id,
+    "conclusion": printed_fields.honcho_id,
+    "of": printed_fields.honcho_id,
+    "item": printed_fields.item,
+    "written_by": printed_fields.item,
+}
 
 
 def _shown(name: str, value: object) -> object:
@@ -96,8 +111,11 @@ class AuditReport:
         """A discrepancy; every field printed as trust/printed_fields.py prints what came from outside,
         its id (what `audit --accept` names) made of those printed fields."""
         what = {name: _shown(name, value) for name, value in what.items()}
-        subject = what.get("message") or what.get("conclusion") or (
-            f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
+        subject = (
+            what.get("message")
+            or what.get("conclusion")
+            or (f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
+        )
         finding = f"{kind}:{workspace}:{subject}"
         # Once per id: a finding about an item (misrouted, role-changed) is met at each of its
         # messages, and one item is one discrepancy, however many parts say it.
@@ -113,16 +131,28 @@ class AuditReport:
 
     # What the command prints (cli/output.py's show writes it): the report knows its own output.
     def as_json(self) -> dict:
-        return {"schema": SCHEMA, "workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
-                "discrepancies": self.discrepancies, "not_audited": self.not_audited, "accepted": self.accepted}
+        return {
+            "schema": SCHEMA,
+            "workspaces": self.workspaces,
+            "messages": self.messages,
+            "conclusions": self.conclusions,
+            "discrepancies": self.discrepancies,
+            "not_audited": self.not_audited,
+            "accepted": self.accepted,
+        }
 
     def lines(self) -> list[str]:
         out = [f"audited {', '.join(self.workspaces)}: {self.messages} messages, {self.conclusions} conclusions"]
         for ws, left in self.not_audited.items():
             now = f"now {left['now']}" if left["now"] else "not in the configuration"
-            out.append(f"not audited: {left['items']} item(s) sent to {ws} ({now}): it is not one of this agent's "
-                       "workspaces any more, so it is not read as one")
-        out += ["  " + " ".join(f"{k}={v}" for k, v in d.items()) + cite_runbook(f"audit-{d['kind']}") for d in self.discrepancies]
+            out.append(
+                f"not audited: {left['items']} item(s) sent to {ws} ({now}): it is not one of this agent's "
+                "workspaces any more, so it is not read as one"
+            )
+        out += [
+            "  " + " ".join(f"{k}={v}" for k, v in d.items()) + cite_runbook(f"audit-{d['kind']}")
+            for d in self.discrepancies
+        ]
         out += [f"  accepted: {d['id']} ({d['reason']})" for d in self.accepted]
         return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
 
@@ -203,7 +233,9 @@ def audit(config: Config) -> AuditReport:
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
     for where in expected.sent_to.values():
         if isinstance(where, str) and not writable(where, roles):
-            left = report.not_audited.setdefault(printed_fields.token(where) or "", {"items": 0, "now": roles.get(where)})
+            left = report.not_audited.setdefault(
+                printed_fields.token(where) or "", {"items": 0, "now": roles.get(where)}
+            )
             left["items"] += 1
     ends_by = monotonic() + DEADLINE_S
     for role in WRITE_ROLES:

@@ -87,22 +87,36 @@ class DecideReport:
         return "another decide is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
-                "broker_problem": self.broker_problem, "broker_unavailable_since": self.broker_down_since,
-                "skipped_lines": self.skipped_lines, "sessions_waiting": self.sessions_waiting,
-                "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why(),
-                "logs_unreadable": self.logs_unreadable, "out_of_order_lines": self.out_of_order_lines}
+        return {
+            "schema": SCHEMA,
+            "busy": self.busy,
+            "decided": dict(sorted(self.decided.items())),
+            "undecided": self.undecided,
+            "broker_problem": self.broker_problem,
+            "broker_unavailable_since": self.broker_down_since,
+            "skipped_lines": self.skipped_lines,
+            "sessions_waiting": self.sessions_waiting,
+            "broker_slowest_s": self.broker_slowest_s,
+            "local_only": config.local_only,
+            "why_degraded": self.why(),
+            "logs_unreadable": self.logs_unreadable,
+            "out_of_order_lines": self.out_of_order_lines,
+        }
 
     def why(self) -> list[str]:
         """Why the run exits 3, one line per reason (none when it does not)."""
         out = []
         if self.undecided:
             since = f" since {self.broker_down_since}" if self.broker_down_since else ""
-            out.append(f"{self.undecided} turn(s) wait undecided: brokerd cannot answer{since}: {self.broker_problem}"
-                       + runbook("broker-state-unavailable"))
+            out.append(
+                f"{self.undecided} turn(s) wait undecided: brokerd cannot answer{since}: {self.broker_problem}"
+                + runbook("broker-state-unavailable")
+            )
         if self.sessions_waiting:
-            out.append(f"decide's {RUN_BUDGET_S:g} s budget is spent; {self.sessions_waiting} session(s) wait for the "
-                       "next run" + runbook("broker-state-unavailable"))
+            out.append(
+                f"decide's {RUN_BUDGET_S:g} s budget is spent; {self.sessions_waiting} session(s) wait for the "
+                "next run" + runbook("broker-state-unavailable")
+            )
         if self.logs_unreadable:
             out.append(f"{self.logs_unreadable} log(s) cannot be read: their turns wait" + runbook("log-unreadable"))
         return out
@@ -120,9 +134,14 @@ class DecideReport:
         for key, count in self.decided.items():
             role = key.split("/")[0]
             by_role[role] = by_role.get(role, 0) + count
-        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
-        return [f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""),
-                *why]
+        parts = ", ".join(
+            f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role
+        )
+        return [
+            f"decided {sum(by_role.values())} turn(s): {parts}"
+            + ("; local-only, nothing will be sent" if config.local_only else ""),
+            *why,
+        ]
 
     @property
     def exit_code(self) -> int:
@@ -166,8 +185,13 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
     )
 
 
-def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None,
-        clock: Callable[[], float] = time.monotonic, index_progress=None) -> DecideReport:
+def run(
+    config: Config,
+    broker_timeout: float = brokerd.TIMEOUT_S,
+    progress: Callable[[int, int], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    index_progress=None,
+) -> DecideReport:
     report = DecideReport()
     paths = config.paths
     deadline = clock() + RUN_BUDGET_S
@@ -194,7 +218,9 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
                 decide_state.learnt(state, ledger, ledger.append(lines))
                 buffer.clear()
             if save:  # every decision made so far is in the ledger: the state may say so
-                write_json(paths.ensure_state_dir() / decide_state.STATE_FILE, state)  # the folder may be deleted meanwhile
+                write_json(
+                    paths.ensure_state_dir() / decide_state.STATE_FILE, state
+                )  # the folder may be deleted meanwhile
                 last_save = clock()
 
         def decide_session(session: str, turns: list[dict]) -> None:
@@ -227,28 +253,36 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
         flush()
         if questions:
             report.broker_slowest_s = round(max(questions), 3)
-        state["last_run"] = {"at": now_iso(), "budget_s": RUN_BUDGET_S, "sessions_waiting": report.sessions_waiting,
-                             "broker_questions": len(questions), "broker_slowest_s": report.broker_slowest_s}
+        state["last_run"] = {
+            "at": now_iso(),
+            "budget_s": RUN_BUDGET_S,
+            "sessions_waiting": report.sessions_waiting,
+            "broker_questions": len(questions),
+            "broker_slowest_s": report.broker_slowest_s,
+        }
         _note_broker(state, report)
 
     def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / decide_state.STATE_FILE, state)
-        _write_idle_summary(config, state, state_dir, modified, again=report.sessions_waiting > 0,
-                            exit_code=report.exit_code)
+        _write_idle_summary(
+            config, state, state_dir, modified, again=report.sessions_waiting > 0, exit_code=report.exit_code
+        )
 
     return run_locked(config, "decide", report, load, work, save, index_progress=index_progress)
 
 
-def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool,
-                        exit_code: int = 0) -> None:
+def _write_idle_summary(
+    config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool, exit_code: int = 0
+) -> None:
     """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
     the others, which on a long-lived host are nearly all of them, once a
     minute. A new log changes the folder, which is always compared."""
     logs = config.paths.logs
-    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs)),
-                                            # a ledger copied back or sorted in place: decide reads it again
-                                            str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
-                                                                                           state["ledger_size"]))}
+    watch: dict[str, tuple[str, object]] = {
+        str(logs): ("stat", stat_fingerprint(logs)),
+        # a ledger copied back or sorted in place: decide reads it again
+        str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger, state["ledger_size"])),
+    }
     dormant: dict[str, tuple[str, list]] = {}  # ("written", [inode, offset, mtime])
     quiet_since = time.time() - DORMANT_AFTER_S
     wake = 0.0 if state["undecided"] or again else None
@@ -267,8 +301,16 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
     write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S, exit_code)
 
 
-def _sessions(config: Config, state: dict, report: DecideReport, progress, modified: dict[str, float],
-              secret: bytes | None, deadline: float, clock: Callable[[], float]) -> Iterator[tuple[str, list[dict]]]:
+def _sessions(
+    config: Config,
+    state: dict,
+    report: DecideReport,
+    progress,
+    modified: dict[str, float],
+    secret: bytes | None,
+    deadline: float,
+    clock: Callable[[], float],
+) -> Iterator[tuple[str, list[dict]]]:
     """(session, its turns to decide now: those waiting for brokerd, then those
     newly finished) for each session with either, in name order starting where
     the last run stopped; `modified` gets each log's mtime. Once the deadline
@@ -310,7 +352,9 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
                 progress(done, total)
             done += size
             finished = read(path, cursor)
-            turns += [{**vars(t), "late": False} for t in finished if not decide_state.has_turn(cursor["decided"], t.turn)]
+            turns += [
+                {**vars(t), "late": False} for t in finished if not decide_state.has_turn(cursor["decided"], t.turn)
+            ]
         if turns:
             yield session, turns
 
@@ -327,26 +371,36 @@ def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideRepo
     report.logs_unreadable += 1
     if error is None or error["why"] != problem:
         report.logs_warned = True
-        log.warning(f"{path}: {problem}; its turns wait, and it is tried again every {RETRY_UNREADABLE_S:g} s "
-                    "or as soon as its mode or owner changes" + runbook("log-unreadable"))
+        log.warning(
+            f"{path}: {problem}; its turns wait, and it is tried again every {RETRY_UNREADABLE_S:g} s "
+            "or as soon as its mode or owner changes" + runbook("log-unreadable")
+        )
         since = now_iso()
     else:
         log.info(f"{path}: still {problem}")
         since = error["since"]
-    cursor["error"] = {"why": problem, "since": since, "retry_at": time.time() + RETRY_UNREADABLE_S,
-                       "access": access_fingerprint(path)}
+    cursor["error"] = {
+        "why": problem,
+        "since": since,
+        "retry_at": time.time() + RETRY_UNREADABLE_S,
+        "access": access_fingerprint(path),
+    }
 
 
 def _waits_to_retry(path: str, cursor: dict) -> bool:
     """A log that could not be read, not yet due to be tried again and not changed in mode or owner."""
     error = cursor.get("error")
     # A retry time further off than the wait (written under a clock since set back) is due now.
-    return (error is not None and believed(error["retry_at"], time.time(), RETRY_UNREADABLE_S) is not None
-            and access_fingerprint(path) == error["access"])
+    return (
+        error is not None
+        and believed(error["retry_at"], time.time(), RETRY_UNREADABLE_S) is not None
+        and access_fingerprint(path) == error["access"]
+    )
 
 
-def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
-                  report: DecideReport) -> dict[str, tuple[Path, dict, int]]:
+def _logs_to_read(
+    config: Config, state: dict, modified: dict[str, float], report: DecideReport
+) -> dict[str, tuple[Path, dict, int]]:
     """session -> (its log, its cursor, new bytes) for each log with new bytes."""
     logs_dir = config.paths.logs
     try:

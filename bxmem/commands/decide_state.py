@@ -54,40 +54,101 @@ STATE_VERSION = 2
 
 
 def fresh_state() -> dict:
-    return {"v": STATE_VERSION, "ledger_size": 0, "logs": {}, "undecided": {}, "broker_down_since": None,
-            "logs_missing": False, "resume_at": None, "last_run": None}
+    return {
+        "v": STATE_VERSION,
+        "ledger_size": 0,
+        "logs": {},
+        "undecided": {},
+        "broker_down_since": None,
+        "logs_missing": False,
+        "resume_at": None,
+        "last_run": None,
+    }
 
 
 # --- the shape of decide.json: checked whole on load; any other shape is rebuilt ----------------
 
 _NAME = maybe(string)
-OPEN_TURN = record({"user": list_of(SPAN), "speakers": list_of(_NAME), "ts": _NAME, "reply": maybe(SPAN),
-                    "secret": _NAME, "reply_secret": _NAME, "key": _NAME, "macs": list_of(string), "reply_mac": _NAME},
-                   {"end": _NAME})  # `end`: its turn_end's status, while it waits for a lower-numbered turn (loopd)
+OPEN_TURN = record(
+    {
+        "user": list_of(SPAN),
+        "speakers": list_of(_NAME),
+        "ts": _NAME,
+        "reply": maybe(SPAN),
+        "secret": _NAME,
+        "reply_secret": _NAME,
+        "key": _NAME,
+        "macs": list_of(string),
+        "reply_mac": _NAME,
+    },
+    {"end": _NAME},
+)  # `end`: its turn_end's status, while it waits for a lower-numbered turn (loopd)
 UNREADABLE = maybe(record({"line": integer(1), "why": string}))
 CLASS = one_of(*CLASS_RANK)
 # A cursor as decide.json keeps it (decide_state.SHAPE): anything else is a state to rebuild.
 CURSOR = record(
-    {**cursor.FIELDS, "untrusted": boolean, "class": CLASS, "unreadable": UNREADABLE, "skipping": boolean,
-     "open": dict_of(OPEN_TURN), "decided": RANGES},
-    {**cursor.OPTIONAL, "ended": RANGES, "out_of_order": integer(0), "ignored": string, "gone": boolean,
-     "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))})},
+    {
+        **cursor.FIELDS,
+        "untrusted": boolean,
+        "class": CLASS,
+        "unreadable": UNREADABLE,
+        "skipping": boolean,
+        "open": dict_of(OPEN_TURN),
+        "decided": RANGES,
+    },
+    {
+        **cursor.OPTIONAL,
+        "ended": RANGES,
+        "out_of_order": integer(0),
+        "ignored": string,
+        "gone": boolean,
+        "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))}),
+    },
 )
 # A finished turn waiting for brokerd (FinishedTurn's fields, and `late`).
-WAITING_TURN = record({
-    "session": string, "turn": integer(1, MAX_TURN), "status": _NAME, "user": list_of(SPAN), "reply": maybe(SPAN),
-    "speaker": _NAME, "ts": _NAME, "has_text": boolean, "secret": _NAME, "untrusted_by_log": boolean,
-    "log_class": CLASS, "log_unreadable": UNREADABLE,
-    "macs": maybe(record({"key": string, "user": list_of(string), "reply": _NAME})),
-}, {"late": boolean})
+WAITING_TURN = record(
+    {
+        "session": string,
+        "turn": integer(1, MAX_TURN),
+        "status": _NAME,
+        "user": list_of(SPAN),
+        "reply": maybe(SPAN),
+        "speaker": _NAME,
+        "ts": _NAME,
+        "has_text": boolean,
+        "secret": _NAME,
+        "untrusted_by_log": boolean,
+        "log_class": CLASS,
+        "log_unreadable": UNREADABLE,
+        "macs": maybe(record({"key": string, "user": list_of(string), "reply": _NAME})),
+    },
+    {"late": boolean},
+)
 
 
-SHAPE = record({
-    "v": one_of(STATE_VERSION), "ledger_size": integer(0), "logs": dict_of(CURSOR), "undecided": dict_of(list_of(WAITING_TURN)),
-    "broker_down_since": _NAME, "logs_missing": boolean, "resume_at": _NAME,
-    "last_run": maybe(record({"at": string, "budget_s": number, "sessions_waiting": integer(0),
-                              "broker_questions": integer(0), "broker_slowest_s": maybe(number)})),
-}, {"ledger_mark": maybe(LEDGER_MARK)})  # Ledger.mark at ledger_size
+SHAPE = record(
+    {
+        "v": one_of(STATE_VERSION),
+        "ledger_size": integer(0),
+        "logs": dict_of(CURSOR),
+        "undecided": dict_of(list_of(WAITING_TURN)),
+        "broker_down_since": _NAME,
+        "logs_missing": boolean,
+        "resume_at": _NAME,
+        "last_run": maybe(
+            record(
+                {
+                    "at": string,
+                    "budget_s": number,
+                    "sessions_waiting": integer(0),
+                    "broker_questions": integer(0),
+                    "broker_slowest_s": maybe(number),
+                }
+            )
+        ),
+    },
+    {"ledger_mark": maybe(LEDGER_MARK)},
+)  # Ledger.mark at ledger_size
 
 
 def read(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -130,8 +191,10 @@ def recover(state: dict, ledger: Ledger) -> None:
     ledger lost is decided again (the outbox ignores it if it had seen it decided)."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
-        log.warning(f"{ledger.path} is {changed}; decide's state is read again from the logs and the ledger"
-                    + runbook("ledger-rewritten"))
+        log.warning(
+            f"{ledger.path} is {changed}; decide's state is read again from the logs and the ledger"
+            + runbook("ledger-rewritten")
+        )
         state.clear()
         state.update(fresh_state())
     if ledger.size() <= state["ledger_size"]:

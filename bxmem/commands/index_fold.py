@@ -45,8 +45,17 @@ def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | No
     peer = decided.get("peer")
     # The speaker, as searched: the peer id with its `.` given back ("ana_Dot_lima" is "ana", "lima").
     who = peer.replace(DOT, ".") if isinstance(peer, str) else None
-    index.add(decided["item"], "turn", tag, trust_class, user_text, reply=reply_text, session=decided["session"],
-              ts=decided.get("at"), who=who)
+    index.add(
+        decided["item"],
+        "turn",
+        tag,
+        trust_class,
+        user_text,
+        reply=reply_text,
+        session=decided["session"],
+        ts=decided.get("at"),
+        who=who,
+    )
 
 
 def index_edit(index: Index, record: dict, target: dict | None) -> None:
@@ -56,7 +65,16 @@ def index_edit(index: Index, record: dict, target: dict | None) -> None:
     if op in ("identity_add", "identity_replace") and isinstance(entry, str):
         if op == "identity_replace" and isinstance(record.get("old"), str):
             index.remove_entry("identity", file, record["old"])
-        index.add(f"edit:{edit_id}#0", "identity", "identity", entry_class(entry), entry, file=file, session=record.get("session"), ts=record.get("ts"))
+        index.add(
+            f"edit:{edit_id}#0",
+            "identity",
+            "identity",
+            entry_class(entry),
+            entry,
+            file=file,
+            session=record.get("session"),
+            ts=record.get("ts"),
+        )
     elif op == "identity_remove" and isinstance(entry, str):
         index.remove_entry("identity", file, entry)
     elif op == "consolidate":
@@ -65,7 +83,15 @@ def index_edit(index: Index, record: dict, target: dict | None) -> None:
                 index.remove_entry("identity", file, dropped)
     elif op == "note" and isinstance(entry, str):
         tag = note_tag(record.get("trust"))
-        index.add(f"edit:{edit_id}#0", "note", tag, entry_class(entry), entry, session=record.get("session"), ts=record.get("ts"))
+        index.add(
+            f"edit:{edit_id}#0",
+            "note",
+            tag,
+            entry_class(entry),
+            entry,
+            session=record.get("session"),
+            ts=record.get("ts"),
+        )
     elif op == "undo" and target is not None:
         _undo(index, record, target)
 
@@ -81,7 +107,16 @@ def _undo(index: Index, undo: dict, target: dict) -> None:
     elif op == "consolidate":
         restore = [d for d in target.get("dropped") or [] if isinstance(d, str)]
     for n, text in enumerate(restore):
-        index.add(f"undo:{undo.get('id')}#{n}", "identity", "identity", entry_class(text), text, file=file, session=target.get("session"), ts=undo.get("ts"))
+        index.add(
+            f"undo:{undo.get('id')}#{n}",
+            "identity",
+            "identity",
+            entry_class(text),
+            text,
+            file=file,
+            session=target.get("session"),
+            ts=undo.get("ts"),
+        )
 
 
 # --- the fold: catch up with the ledger (turns) and the journal (edits) ------------------
@@ -161,8 +196,10 @@ def catch_up(index: Index, paths, progress=None, deadline: float | None = None, 
         reached = result.at if stopped else result.end
         _set_meta(index, "ledger_offset", reached)
         mark = ledger.mark(reached)
-        index.db().execute("INSERT OR REPLACE INTO meta VALUES ('ledger_mark', ?)",
-                           (f"{mark['head']}:{mark['tail']}" if mark else None,))
+        index.db().execute(
+            "INSERT OR REPLACE INTO meta VALUES ('ledger_mark', ?)",
+            (f"{mark['head']}:{mark['tail']}" if mark else None,),
+        )
         if behind is not None:
             behind.at, behind.size = (reached if stopped else None), ledger.size()
         f = None if stopped else journal.open_if_present(paths.journal)
@@ -179,7 +216,9 @@ def catch_up(index: Index, paths, progress=None, deadline: float | None = None, 
                     record = journal.parse(raw)
                     if record is None or raw is None:
                         continue
-                    index.db().execute("INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw)))
+                    index.db().execute(
+                        "INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw))
+                    )
                     target = _journal_record(index, f, record.get("target")) if record.get("op") == "undo" else None
                     index_edit(index, record, target)
                     applied += 1
@@ -214,18 +253,29 @@ def refresh(paths, progress: Progress | None = None, deadline: float | None = No
     try:
         _applied, warning = update(paths, progress=progress, deadline=deadline, behind=behind)
     except Exception as exc:  # the index is a cache: its failure must never stop a job
-        why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else f"{type(exc).__name__}: {exc}"
+        why = (
+            f"{exc.filename}: {exc.strerror}"
+            if isinstance(exc, OSError) and exc.filename
+            else f"{type(exc).__name__}: {exc}"
+        )
         warning = f"local index not updated ({why}); recall may miss the newest entries"
     if warning:
         log.warning(" ".join(warning.split()))
     if behind.at is not None:
-        log.info(f"local index: {behind.at:,} of the ledger's {behind.size:,} bytes read in this run's time; the next "
-                 "run goes on (recall finds what is indexed so far)")
+        log.info(
+            f"local index: {behind.at:,} of the ledger's {behind.size:,} bytes read in this run's time; the next "
+            "run goes on (recall finds what is indexed so far)"
+        )
     return behind.at is not None
 
 
-def update(paths, rebuild: bool = False, progress: Progress | None = None, deadline: float | None = None,
-           behind: Behind | None = None) -> tuple[int, str | None]:
+def update(
+    paths,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+    behind: Behind | None = None,
+) -> tuple[int, str | None]:
     """Catch the index up, or rebuild it (asked, or built by another version). A
     corrupt index is moved aside and rebuilt. Returns (entries applied, a warning
     or None); never raises for the index's sake: the ledger, the logs and the
@@ -244,7 +294,9 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None, deadl
             index.close()
             return _rebuilt(paths, path, str(exc), progress, deadline, behind)
         except (IndexUnavailable, sqlite3.DatabaseError) as exc:
-            if "disk is full" in str(exc) or "disk I/O error" in str(exc):  # refused, not corrupt: nothing to move aside
+            if "disk is full" in str(exc) or "disk I/O error" in str(
+                exc
+            ):  # refused, not corrupt: nothing to move aside
                 return 0, f"local index not updated ({exc}); it catches up once the disk takes writes again"
             aside = path.with_name(path.name + ".corrupt")
             index.close()
@@ -254,15 +306,24 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None, deadl
             except OSError:
                 pass
             applied, warning = _rebuilt(paths, path, None, progress, deadline, behind)
-            return applied, warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt"
+            return (
+                applied,
+                warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt",
+            )
         finally:
             index.close()
     finally:
         lock.release()
 
 
-def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None, deadline: float | None = None,
-             behind: Behind | None = None) -> tuple[int, str | None]:
+def _rebuilt(
+    paths,
+    path: Path,
+    outdated: str | None,
+    progress: Progress | None,
+    deadline: float | None = None,
+    behind: Behind | None = None,
+) -> tuple[int, str | None]:
     """Build the index anew in a file of its own, then put it in place of `path`
     whole: a crash or a reader in the meantime sees the old file, never half a new one.
     Past `deadline`, the new file is kept as it is (its offsets committed) and the

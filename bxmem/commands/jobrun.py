@@ -29,8 +29,18 @@ R = TypeVar("R")
 INDEX_BY_S = 45.0
 
 
-def run_locked(config: Config, name: str, report: R, load: Callable, work: Callable, save: Callable, *,
-               save_on_error: bool = False, refresh_index: bool = True, index_progress=None) -> R:
+def run_locked(
+    config: Config,
+    name: str,
+    report: R,
+    load: Callable,
+    work: Callable,
+    save: Callable,
+    *,
+    save_on_error: bool = False,
+    refresh_index: bool = True,
+    index_progress=None,
+) -> R:
     """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
     `report` gets busy=True when another run holds the lock. `index_progress`: what shows
     a rebuild of the local index at the refresh (the CLI's bar), or None. The index's

@@ -82,8 +82,15 @@ def recorded(job: str, loaded: Config, as_json: bool, work: Callable[[], object]
             job_runs.save(loaded.paths.state, job, code, started, time.time())
 
 
-def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
-           progress: Progress = None, index_progress=None) -> int:
+def decide(
+    *,
+    config: ConfigPath = None,
+    json: bool = False,
+    verbose: bool = False,
+    quiet: bool = False,
+    progress: Progress = None,
+    index_progress=None,
+) -> int:
     """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching;
     `index_progress`: its bar over a rebuild of the local index."""
     from bxmem.commands import decide as job  # deferred: lean
@@ -99,8 +106,9 @@ def decide(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     return recorded("decide", loaded, json, work)
 
 
-def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
-           index_progress=None) -> int:
+def mirror(
+    *, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False, index_progress=None
+) -> int:
     """`bxmem mirror`. `index_progress`: the CLI's bar over a rebuild of the local index."""
     from bxmem.commands import mirror as job  # deferred: lean
 
@@ -108,8 +116,9 @@ def mirror(*, config: ConfigPath = None, json: bool = False, verbose: bool = Fal
     return recorded("mirror", loaded, json, lambda: job.run(loaded, index_progress=index_progress))
 
 
-def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False,
-         now: bool = False) -> int:
+def send(
+    *, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False, now: bool = False
+) -> int:
     """`bxmem send`; `now`: without waiting out the outage backoff (never the in-doubt wait)."""
     from bxmem.commands.send import job  # deferred: lean
 
@@ -117,8 +126,16 @@ def send(*, config: ConfigPath = None, json: bool = False, verbose: bool = False
     return recorded("send", loaded, json, lambda: job.run(loaded, now=now))
 
 
-def recall(*, query: str, config: ConfigPath = None, k: str | None = None, json: bool = False, explain: bool = False,
-           verbose: bool = False, quiet: bool = False) -> int:
+def recall(
+    *,
+    query: str,
+    config: ConfigPath = None,
+    k: str | None = None,
+    json: bool = False,
+    explain: bool = False,
+    verbose: bool = False,
+    quiet: bool = False,
+) -> int:
     """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
     k: as written after -k, None when absent (recall.parse_k: the one check, and the default).
     explain: the plain text with each hit's explanation after it, for a person (--json always has it)."""

@@ -87,7 +87,8 @@ def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, t
 def services(config: Config, session: str | None) -> dict[str, dict]:
     """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
     jobs: dict[str, tuple[float, Callable[[], object]]] = {
-        "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))}
+        "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))
+    }
     if config.honcho:
         url = config.honcho.url
         jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
@@ -114,9 +115,11 @@ def partial_keys(config: Config) -> str | None:
     if not keyless:
         return None
     names = ", ".join(f"{ws.name} ([secrets.{ws.secret}])" for ws in keyless)
-    return (f"keys are configured for some workspaces but not for {names}: every command uses "
-            f"{'it' if len(keyless) == 1 else 'them'} without a key, which a Honcho server with auth on refuses "
-            "(401); auth is on or off for the whole server, so add the missing keys, or remove the others if auth is off")
+    return (
+        f"keys are configured for some workspaces but not for {names}: every command uses "
+        f"{'it' if len(keyless) == 1 else 'them'} without a key, which a Honcho server with auth on refuses "
+        "(401); auth is on or off for the whole server, so add the missing keys, or remove the others if auth is off"
+    )
 
 
 def keys(config: Config) -> list[dict]:
@@ -125,8 +128,12 @@ def keys(config: Config) -> list[dict]:
     ASCII; a FIFO is never opened). The key itself is dropped at once."""
     out = []
     for ws in config.workspaces():
-        entry = {"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
-                 "file": str(ws.key_file) if ws.key_file else None}
+        entry = {
+            "workspace": ws.name,
+            "role": ws.role,
+            "secret": f"secrets.{ws.secret}",
+            "file": str(ws.key_file) if ws.key_file else None,
+        }
         if ws.key_file is None:
             out.append({**entry, **_result(None, None, "no key file configured; requests go without a key", None)})
             continue
@@ -153,10 +160,15 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
         stored.append(("the outage's start", box.backoff.get("since")))
         if box.backoff["until"] - now > MAX_DELAY_S:
             stored.append(("the outage's next try", format_time(box.backoff["until"])))
-    stored += [(f"the attempt of {printed_fields.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
+    stored += [
+        (f"the attempt of {printed_fields.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()
+    ]
     stored.append(("the last send", box.last_sent))
     last_run = decide_state.get("last_run") or {}
-    stored += [("decide's last run", last_run.get("at")), ("brokerd's outage start", decide_state.get("broker_down_since"))]
+    stored += [
+        ("decide's last run", last_run.get("at")),
+        ("brokerd's outage start", decide_state.get("broker_down_since")),
+    ]
     for stem, cursor in (decide_state.get("logs") or {}).items():
         error = cursor.get("error")
         if error:
@@ -181,9 +193,11 @@ def age(ts: str | None, now: float) -> float | None:
 def future_line(future: list[dict]) -> str:
     """sync's attention line for `future_times`."""
     first = future[0]
-    return (f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "
-            f"{_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were written, or runs behind now; no "
-            "wait is held longer than its own bound, but check the system clock" + cite_runbook("clock-wrong"))
+    return (
+        f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "
+        f"{_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were written, or runs behind now; no "
+        "wait is held longer than its own bound, but check the system clock" + cite_runbook("clock-wrong")
+    )
 
 
 def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[str]:
@@ -197,13 +211,21 @@ def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[st
     for reason, ts in sorted(box.named_wrong.items()):
         at = parse_time(ts)
         if at is not None and at > changed:
-            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {printed_fields.date(ts)}: "
-                       f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
-                       "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
-                       + cite_runbook("owner-name"))
+            out.append(
+                f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {printed_fields.date(ts)}: "
+                f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
+                "is not written as their name becomes a peer (a `.` is written `_Dot_`)" + cite_runbook("owner-name")
+            )
     return out
 
 
 def _ahead(seconds: float) -> str:
-    return f"{seconds / 86400:.1f} days" if seconds >= 172800 else f"{seconds / 3600:.1f} h" if seconds >= 7200 \
-        else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+    return (
+        f"{seconds / 86400:.1f} days"
+        if seconds >= 172800
+        else f"{seconds / 3600:.1f} h"
+        if seconds >= 7200
+        else f"{seconds / 60:.0f} min"
+        if seconds >= 120
+        else f"{seconds:.0f} s"
+    )

@@ -61,16 +61,22 @@ class MirrorReport:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())),
-                "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+        return {
+            "schema": SCHEMA,
+            "busy": self.busy,
+            "decided": dict(sorted(self.decided.items())),
+            "skipped_lines": self.skipped_lines,
+            "local_only": config.local_only,
+        }
 
     def summary(self, config: Config) -> str | None:
         if self.busy or not self.decided:
             return None
         total = sum(self.decided.values())
         nowhere = sum(n for key, n in self.decided.items() if key.startswith("none/"))
-        return (f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local"
-                + ("; local-only, nothing will be sent" if config.local_only else ""))
+        return f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + (
+            "; local-only, nothing will be sent" if config.local_only else ""
+        )
 
     @property
     def exit_code(self) -> int:
@@ -82,7 +88,9 @@ def _fresh_state() -> dict:
 
 
 def _entry_key(secret: bytes, about: str, text: str) -> str:
-    return hmac.new(secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+    return hmac.new(
+        secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256
+    ).hexdigest()[:32]
 
 
 def _key_id(secret: bytes) -> str:
@@ -91,13 +99,18 @@ def _key_id(secret: bytes) -> str:
 
 
 # mirror.json as it is written: checked whole on load, and rebuilt if it is of any other shape.
-SHAPE = record({
-    "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
-    "live": dict_of(list_of(string)), "refkey": dict_of(string),
-    # `role` as the edit's decision recorded it: a damaged one is held by trust/write_policy.py, not here.
-    "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
-    "key_id": string,
-}, {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)})
+SHAPE = record(
+    {
+        "ledger_size": integer(0),
+        "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
+        "live": dict_of(list_of(string)),
+        "refkey": dict_of(string),
+        # `role` as the edit's decision recorded it: a damaged one is held by trust/write_policy.py, not here.
+        "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
+        "key_id": string,
+    },
+    {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)},
+)
 
 
 def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -183,8 +196,13 @@ def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
     for action in plan.actions:
         action = dict(action)
         if action["do"] in ("conclude", "fleet-message"):
-            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None), mac=edit.mac,
-                                       key=_key_id(model.secret) if edit.mac else None)
+            action["text"] = text_spec(
+                edit.span,
+                action.pop("field"),
+                action.pop("index", None),
+                mac=edit.mac,
+                key=_key_id(model.secret) if edit.mac else None,
+            )
         elif action["do"] in ("reconclude", "retract"):
             creator = _action_of(model, action["of"])
             if creator is not None:
@@ -236,9 +254,13 @@ def edit_session(edit: Edit, secret: bytes) -> str:
         return session
     if not session:
         return SESSIONLESS
-    digest = hashlib.blake2b(session.encode("utf-8", "surrogatepass"), digest_size=8, key=secret, person=b"bxmem session")
-    log.info(f"edit {edit.id}: its session is not a valid Honcho session id; its writes go to the session "
-             f"{SESSIONLESS}-{digest.hexdigest()}")
+    digest = hashlib.blake2b(
+        session.encode("utf-8", "surrogatepass"), digest_size=8, key=secret, person=b"bxmem session"
+    )
+    log.info(
+        f"edit {edit.id}: its session is not a valid Honcho session id; its writes go to the session "
+        f"{SESSIONLESS}-{digest.hexdigest()}"
+    )
     return f"{SESSIONLESS}-{digest.hexdigest()}"
 
 
@@ -275,8 +297,10 @@ def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
     edits are decided, so an edit whose decision the ledger lost is decided again."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
-        log.warning(f"{ledger.path} is {changed}; mirror's state is read again from the journal and the ledger"
-                    + runbook("ledger-rewritten"))
+        log.warning(
+            f"{ledger.path} is {changed}; mirror's state is read again from the journal and the ledger"
+            + runbook("ledger-rewritten")
+        )
         fresh = {**_fresh_state(), "key_id": state["key_id"], "neutralise": NEUTRALISE_VERSION}
         state.clear()
         state.update(fresh)
@@ -327,7 +351,9 @@ def run(config: Config, index_progress=None) -> MirrorReport:
                 report.events.append(decided)
                 report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
                 if decided["reason"] in ("undo-target-unknown", "unknown-op"):
-                    log.warning(f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored")
+                    log.warning(
+                        f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored"
+                    )
         if report.events:
             _learnt(state, ledger, ledger.append(report.events))
         elif already:
@@ -342,6 +368,13 @@ def run(config: Config, index_progress=None) -> MirrorReport:
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     version = file_cursor.version(state["cursor"])
-    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version),
-                                                str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
-                                                                                               state["ledger_size"]))}, None)
+    write_summary(
+        state_dir,
+        "mirror",
+        config,
+        {
+            str(config.paths.journal): ("written", version),
+            str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger, state["ledger_size"])),
+        },
+        None,
+    )

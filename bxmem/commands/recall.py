@@ -112,8 +112,18 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         follows = f"turn {doc.follows.rsplit(':', 1)[-1]}" if doc.follows else None
         tag, trust_class = stored_label(doc.tag, doc.trust_class)
-        hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=printed_fields.honcho_id(doc.session),
-                        date=printed_fields.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
+        hits.append(
+            Hit(
+                "local",
+                tag,
+                trust_class,
+                snippet(doc.text),
+                where=where,
+                session=printed_fields.honcho_id(doc.session),
+                date=printed_fields.date(doc.ts),
+                why=Why(doc.matched, rank, -doc.score, follows=follows),
+            )
+        )
     return hits
 
 
@@ -126,8 +136,14 @@ def _client(config: Config, role: str):
     from bxmem.honcho.client import ReadClient  # deferred: lean
 
     # ends_by: the source's requests end at its deadline, a trickling answer too, with the connection closed.
-    return ReadClient(config.honcho.url, workspace.name, read_key(workspace), connect_timeout=HONCHO_TIMEOUT_S,
-                      read_timeout=HONCHO_TIMEOUT_S, ends_by=monotonic() + HONCHO_TIMEOUT_S)
+    return ReadClient(
+        config.honcho.url,
+        workspace.name,
+        read_key(workspace),
+        connect_timeout=HONCHO_TIMEOUT_S,
+        read_timeout=HONCHO_TIMEOUT_S,
+        ends_by=monotonic() + HONCHO_TIMEOUT_S,
+    )
 
 
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
@@ -158,10 +174,13 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
 
             if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
                 tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-        hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
-                for c, why in ranked[:k]]
-        artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)],
-                                    client.search)
+        hits = [
+            remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+            for c, why in ranked[:k]
+        ]
+        artifact_recall.mark_remote(
+            config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)], client.search
+        )
         return hits
 
 
@@ -203,8 +222,9 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
         ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
         ws = config.workspace("fleet").name
         hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
-        artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)],
-                                    client.search)
+        artifact_recall.mark_remote(
+            config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)], client.search
+        )
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 
@@ -243,7 +263,9 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     check_query(query)
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
-    sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [
+        ("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))
+    ]
     if artifact_recall.searched(config):  # first: an exact id or tag leads the round robin
         sources.insert(0, ("artifacts", LOCAL_TIMEOUT_S, lambda: artifact_recall.cards(config, query, k)))
     if config.honcho:

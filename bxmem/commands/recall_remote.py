@@ -34,8 +34,9 @@ class Candidate:
 
     __slots__ = ("text", "peer", "where", "session", "date", "semantic_rank")
 
-    def __init__(self, text: str, peer: str | None, where: str, session: str | None, date: str | None,
-                 semantic_rank: int | None) -> None:
+    def __init__(
+        self, text: str, peer: str | None, where: str, session: str | None, date: str | None, semantic_rank: int | None
+    ) -> None:
         self.text, self.peer, self.where, self.session, self.date = text, peer, where, session, date
         self.semantic_rank = semantic_rank
 
@@ -46,19 +47,26 @@ def words_query(query: str) -> str:
 
 
 def messages(found: list[dict], where: str) -> list[Candidate]:
-    return [Candidate(m["content"], m["peer_id"], where, m["session_id"], m["created_at"], n)
-            for n, m in enumerate(found, 1) if m["content"]]
+    return [
+        Candidate(m["content"], m["peer_id"], where, m["session_id"], m["created_at"], n)
+        for n, m in enumerate(found, 1)
+        if m["content"]
+    ]
 
 
 def conclusions(by_meaning: list[dict], by_words: list[dict]) -> list[Candidate]:
     """Both answers as one list, each conclusion once (its rank by meaning kept)."""
     out: dict[tuple, Candidate] = {}
     for n, c in enumerate(by_meaning, 1):
-        out.setdefault((c["content"], c["created_at"]), Candidate(c["content"], c["observer_id"], "conclusion",
-                                                                   c["session_id"], c["created_at"], n))
+        out.setdefault(
+            (c["content"], c["created_at"]),
+            Candidate(c["content"], c["observer_id"], "conclusion", c["session_id"], c["created_at"], n),
+        )
     for c in by_words:
-        out.setdefault((c["content"], c["created_at"]), Candidate(c["content"], c["observer_id"], "conclusion",
-                                                                   c["session_id"], c["created_at"], None))
+        out.setdefault(
+            (c["content"], c["created_at"]),
+            Candidate(c["content"], c["observer_id"], "conclusion", c["session_id"], c["created_at"], None),
+        )
     return [c for c in out.values() if c.text]
 
 
@@ -107,12 +115,31 @@ def _ranked_part(text: str, query: str) -> str:
     return around(text, None, spans(query, text), RANK_CHARS)
 
 
-def hit(source: str, tag: str, trust_class: str, c: Candidate, why: Why, query: str, workspace: str,
-        agent: str | None = None) -> Hit:
+def hit(
+    source: str,
+    tag: str,
+    trust_class: str,
+    c: Candidate,
+    why: Why,
+    query: str,
+    workspace: str,
+    agent: str | None = None,
+) -> Hit:
     # Every field shown goes through trust/printed_fields.py: an id outside Honcho's alphabet is a
     # marked placeholder, a date that is not one is dropped, the text is neutralised.
-    return Hit(source, tag, trust_class, snippet(c.text, query), agent=agent, peer=printed_fields.honcho_id(c.peer),
-               where=c.where, workspace=workspace, session=printed_fields.honcho_id(c.session), date=printed_fields.date(c.date), why=why)
+    return Hit(
+        source,
+        tag,
+        trust_class,
+        snippet(c.text, query),
+        agent=agent,
+        peer=printed_fields.honcho_id(c.peer),
+        where=c.where,
+        workspace=workspace,
+        session=printed_fields.honcho_id(c.session),
+        date=printed_fields.date(c.date),
+        why=why,
+    )
 
 
 def snippet(text: str, query: str | None = None) -> str:

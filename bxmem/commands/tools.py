@@ -69,8 +69,11 @@ def _ask(agents: list[str]) -> dict:
                 "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS, "pattern": NOT_BLANK},
                 # No minItems, maxItems or uniqueItems: ask takes none as `own` and each name once,
                 # and every token here is paid in every session (the 400-token target).
-                "workspaces": {"type": "array", "items": {"type": "string", "enum": names},
-                               "description": f"own (default){others}."},
+                "workspaces": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": names},
+                    "description": f"own (default){others}.",
+                },
                 "reasoning": {"type": "string", "enum": list(REASONING), "default": REASONING[0]},
             },
             "required": ["question"],
@@ -121,8 +124,13 @@ def definitions(config: Config, fmt: str = "anthropic") -> list[dict]:
     if config.artifacts is not None:
         tools += [_artifact_record(), _artifact_resolve()]
     if fmt == "openai":
-        return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                                  "parameters": t["input_schema"]}} for t in tools]
+        return [
+            {
+                "type": "function",
+                "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]},
+            }
+            for t in tools
+        ]
     return tools
 
 

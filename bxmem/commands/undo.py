@@ -33,11 +33,21 @@ class UndoResult:
 
     # What the command prints (cli/output.py's show writes it): the result knows its own output.
     def as_json(self) -> dict:
-        return {"schema": SCHEMA, "target": self.target, "undo_id": self.undo_id, "written": self.written, "effects": self.effects}
+        return {
+            "schema": SCHEMA,
+            "target": self.target,
+            "undo_id": self.undo_id,
+            "written": self.written,
+            "effects": self.effects,
+        }
 
     def lines(self) -> list[str]:
         # Not written means a dry run: a real one that cannot write raises instead of returning.
-        head = f"undid {self.target} as {self.undo_id}" if self.written else f"would undo {self.target} (dry run, nothing written)"
+        head = (
+            f"undid {self.target} as {self.undo_id}"
+            if self.written
+            else f"would undo {self.target} (dry run, nothing written)"
+        )
         return [head, *(f"  Honcho: {effect}" for effect in self.effects)]
 
     @property
@@ -89,16 +99,30 @@ def _effects(config: Config, edit_id: str) -> list[str]:
             held = check_write(written["ws"], "trusted", roles, written_as) if written else None
             if action["do"] == "unconclude" and written and not written.get("deleted_by"):
                 # The id and workspace are the ledger's, written from Honcho's answer: shown as trust/printed_fields.py shows ids.
-                effects.append(f"its conclusion {printed_fields.honcho_id(written['id'])} in {printed_fields.honcho_id(written['ws'])} will be deleted"
-                               + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
+                effects.append(
+                    f"its conclusion {printed_fields.honcho_id(written['id'])} in {printed_fields.honcho_id(written['ws'])} will be deleted"
+                    + (
+                        f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)"
+                        if held
+                        else ""
+                    )
+                )
             elif action["do"] == "reconclude":
-                effects.append("the conclusion it deleted will be written again, in its old session"
-                               + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
+                effects.append(
+                    "the conclusion it deleted will be written again, in its old session"
+                    + (
+                        f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)"
+                        if held
+                        else ""
+                    )
+                )
         elif action["do"] == "retract":
             note = box.fleet.get(action["of"])
             held = check_write(note["ws"], "fleet", roles, written_as) if note else None
-            effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
-                           + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
+            effects.append(
+                "a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
+                + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else "")
+            )
     return effects or ["nothing in Honcho: nothing it wrote is there"]
 
 

@@ -110,8 +110,15 @@ class Config:
 
     __slots__ = ("path", "paths", "honcho", "secrets", "send", "artifacts")
 
-    def __init__(self, path: Path, paths: Paths, honcho: HonchoSettings | None, secrets: dict[str, str], send: SendSettings,
-                 artifacts: ArtifactSettings | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        paths: Paths,
+        honcho: HonchoSettings | None,
+        secrets: dict[str, str],
+        send: SendSettings,
+        artifacts: ArtifactSettings | None = None,
+    ) -> None:
         self.path = path
         self.paths = paths
         self.honcho = honcho
@@ -224,17 +231,30 @@ def _exactly(*fields: str):
 def _cache_shape(key: list):
     """The cache this version writes for `key`. The key is checked first: a cache
     of another key (version) is STALE whatever else it holds."""
-    honcho = record({**{name: string for name in HonchoSettings.__slots__[:-1]},
-                     "read": list_of(_exactly(*ReadSource.__slots__))})
+    honcho = record(
+        {**{name: string for name in HonchoSettings.__slots__[:-1]}, "read": list_of(_exactly(*ReadSource.__slots__))}
+    )
 
     def this_key(value: object) -> str | None:
         return "not a list" if type(value) is not list else None if value == key else STALE
 
-    artifacts = record({"max_artifact_bytes": integer(1), "max_total_bytes": integer(1), "max_cards": integer(1),
-                        "integrity": string})
-    return record({"key": this_key, "data": record({
-        "honcho": maybe(honcho), "secrets": dict_of(string), "batch": integer(1), "run": string,
-        "artifacts": maybe(artifacts)})})
+    artifacts = record(
+        {"max_artifact_bytes": integer(1), "max_total_bytes": integer(1), "max_cards": integer(1), "integrity": string}
+    )
+    return record(
+        {
+            "key": this_key,
+            "data": record(
+                {
+                    "honcho": maybe(honcho),
+                    "secrets": dict_of(string),
+                    "batch": integer(1),
+                    "run": string,
+                    "artifacts": maybe(artifacts),
+                }
+            ),
+        }
+    )
 
 
 def _read_cache(paths: Paths, key: list) -> dict | None:
@@ -246,7 +266,9 @@ def _read_cache(paths: Paths, key: list) -> dict | None:
     if why is not None and why != f"key: {STALE}":
         from bxmem.log import log, runbook  # deferred: lean (recall sets up no logging; said only of a damaged cache)
 
-        log.warning(f"{path}: {why}; the configuration is validated again and cached again" + runbook("state-rewritten"))
+        log.warning(
+            f"{path}: {why}; the configuration is validated again and cached again" + runbook("state-rewritten")
+        )
     return None if cached is None else cached["data"]
 
 
@@ -262,8 +284,14 @@ def _write_cache(paths: Paths, key: list, data: dict) -> None:
 def _build(path: Path, paths: Paths, data: dict) -> Config:
     honcho = HonchoSettings(**data["honcho"]) if data["honcho"] else None
     artifacts = ArtifactSettings(**data["artifacts"]) if data["artifacts"] else None
-    return Config(path=path, paths=paths, honcho=honcho, secrets=dict(data["secrets"]), send=SendSettings(data["batch"]),
-                  artifacts=artifacts)
+    return Config(
+        path=path,
+        paths=paths,
+        honcho=honcho,
+        secrets=dict(data["secrets"]),
+        send=SendSettings(data["batch"]),
+        artifacts=artifacts,
+    )
 
 
 def key_fingerprint(key_file: Path | None) -> list[int] | None:
@@ -366,7 +394,9 @@ def _check_owner_and_mode(st: os.stat_result, refused) -> None:
     others = st.st_mode & 0o077
     if others:
         can = [verb for verb, bits in (("read", 0o044), ("write", 0o022), ("run", 0o011)) if others & bits]
-        raise refused(f"has mode {stat.S_IMODE(st.st_mode):04o}: group or others can {' and '.join(can)} it (chmod 600 it)")
+        raise refused(
+            f"has mode {stat.S_IMODE(st.st_mode):04o}: group or others can {' and '.join(can)} it (chmod 600 it)"
+        )
 
 
 def _key_text(data: bytes, refused) -> str:
@@ -380,8 +410,14 @@ def _key_text(data: bytes, refused) -> str:
         byte = body[at]
         if byte in b"\r\n":
             raise refused(f"holds more than one line (a line break at byte {at}); a key file holds one key on one line")
-        what = ("a space" if byte == 0x20 else "a tab" if byte == 0x09 else "a byte that is not ASCII" if byte > 0x7F
-                else f"a control character (0x{byte:02x})")
+        what = (
+            "a space"
+            if byte == 0x20
+            else "a tab"
+            if byte == 0x09
+            else "a byte that is not ASCII"
+            if byte > 0x7F
+            else f"a control character (0x{byte:02x})"
+        )
         raise refused(f"has {what} at byte {at}; a key is one line of printable ASCII")
     return body.decode("ascii")
-

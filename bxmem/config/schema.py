@@ -114,8 +114,10 @@ class HonchoSection(_Strict):
             if source.agent == self.agent:
                 raise ValueError("read: an agent cannot read itself")
             if source.agent in RESERVED_AGENT_NAMES:
-                raise ValueError(f"read: agent {source.agent!r} is a name recall or ask gives a source of its own "
-                                 f"({', '.join(RESERVED_AGENT_NAMES)})")
+                raise ValueError(
+                    f"read: agent {source.agent!r} is a name recall or ask gives a source of its own "
+                    f"({', '.join(RESERVED_AGENT_NAMES)})"
+                )
         return self
 
 
@@ -158,9 +160,7 @@ class RawConfig(_Strict):
             allowed |= {f"honcho_read_{s.agent}" for s in self.honcho.read}
         for name in self.secrets:
             if name not in allowed:
-                raise ValueError(
-                    f"secrets: unknown key name {name!r} (expected one of {', '.join(sorted(allowed))})"
-                )
+                raise ValueError(f"secrets: unknown key name {name!r} (expected one of {', '.join(sorted(allowed))})")
         unknown_paths = set(self.paths) - {"home", "run"}
         if unknown_paths:
             raise ValueError(f"paths: unknown key {sorted(unknown_paths)[0]!r}")
@@ -190,5 +190,9 @@ def validate(raw: dict, path: Path) -> dict:
     artifacts = parsed.artifacts.model_dump() if parsed.artifacts and parsed.artifacts.enabled else None
     if artifacts is not None:
         del artifacts["enabled"]
-    return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch,
-            "artifacts": artifacts}
+    return {
+        "honcho": honcho,
+        "secrets": {name: ref.file for name, ref in parsed.secrets.items()},
+        "batch": parsed.send.batch,
+        "artifacts": artifacts,
+    }

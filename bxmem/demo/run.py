@@ -136,11 +136,20 @@ def _send(config, honcho_url: str, result: DemoResult) -> None:
         if report.pending == 0 or not report.sent:
             break
     if result.sent or not result.outage:
-        result.notes.append(f"send: {result.sent} items ({result.messages} turn messages, plus conclusions) to {honcho_url}")
+        result.notes.append(
+            f"send: {result.sent} items ({result.messages} turn messages, plus conclusions) to {honcho_url}"
+        )
     if result.outage:
         unsent = "the items not sent" if result.unsent is None else f"{result.unsent} item(s) not sent"
-        where = (f"they wait in this demo's outbox under {result.home}; `bxmem --config {result.home.parent / 'bxmem.toml'} send` "
-                 "sends them once Honcho answers") if result.kept else (
-                 "they were in this demo's outbox, in its temporary home, which is removed now with them "
-                 "(--keep DIR keeps the home, to send them later)")
+        where = (
+            (
+                f"they wait in this demo's outbox under {result.home}; `bxmem --config {result.home.parent / 'bxmem.toml'} send` "
+                "sends them once Honcho answers"
+            )
+            if result.kept
+            else (
+                "they were in this demo's outbox, in its temporary home, which is removed now with them "
+                "(--keep DIR keeps the home, to send them later)"
+            )
+        )
         result.notes.append(f"send: Honcho at {honcho_url} did not answer ({result.outage}): {unsent}; {where}")

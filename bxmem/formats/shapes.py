@@ -34,7 +34,11 @@ def _at(key: object, why: str) -> str:
 
 def integer(low: int | None = 0, high: int | None = None) -> Shape:
     """An int (never a bool) within [low, high] (None: unbounded)."""
-    what = "an integer" + (f" of at least {low}" if low is not None else "") + (f" up to {high}" if high is not None else "")
+    what = (
+        "an integer"
+        + (f" of at least {low}" if low is not None else "")
+        + (f" up to {high}" if high is not None else "")
+    )
 
     def check(value: object) -> str | None:
         if type(value) is not int or (low is not None and value < low) or (high is not None and value > high):

@@ -158,12 +158,14 @@ def search_hits(body: object, limit: int) -> list[dict]:
     hits = []
     for n, raw in enumerate(array(body)[:limit]):
         found, where = obj(raw, f"[{n}]"), f"[{n}]"
-        hits.append({
-            "content": text(found.get("content"), _at(where, "content")),
-            "peer_id": optional_text(found.get("peer_id"), _at(where, "peer_id")),
-            "session_id": optional_text(found.get("session_id"), _at(where, "session_id")),
-            "created_at": optional_text(found.get("created_at"), _at(where, "created_at")),
-        })
+        hits.append(
+            {
+                "content": text(found.get("content"), _at(where, "content")),
+                "peer_id": optional_text(found.get("peer_id"), _at(where, "peer_id")),
+                "session_id": optional_text(found.get("session_id"), _at(where, "session_id")),
+                "created_at": optional_text(found.get("created_at"), _at(where, "created_at")),
+            }
+        )
     return hits
 
 

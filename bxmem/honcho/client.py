@@ -48,8 +48,22 @@ from bxmem.honcho.api import (
 from bxmem.honcho.http import CAP_QUEUE, CAP_SMALL, CAP_TINY, cap_conclusions, cap_messages, fetch, new_http
 from bxmem.start.version import __version__
 
-__all__ = ["AuditClient", "BadAnswer", "BadId", "HonchoError", "KeyRefused", "Missing", "ReadClient", "Redirected",
-           "Refused", "Unavailable", "WorkspaceClient", "has_route", "health", "server_version"]
+__all__ = [
+    "AuditClient",
+    "BadAnswer",
+    "BadId",
+    "HonchoError",
+    "KeyRefused",
+    "Missing",
+    "ReadClient",
+    "Redirected",
+    "Refused",
+    "Unavailable",
+    "WorkspaceClient",
+    "has_route",
+    "health",
+    "server_version",
+]
 
 SERVER = "(server)"  # what an error names in place of a workspace for a request about the server itself
 
@@ -105,15 +119,27 @@ class WorkspaceClient:
         """An id about to go into a request, checked first: it may come from the ledger
         (written from an older answer) or from an answer. Never `..`, `a/b`, or an ESC."""
         if not answers.is_honcho_id(value):
-            raise BadId(self.workspace, operation, f"the {what} is not a Honcho id ({answers.ID_RULE}); nothing was sent")
+            raise BadId(
+                self.workspace, operation, f"the {what} is not a Honcho id ({answers.ID_RULE}); nothing was sent"
+            )
         assert isinstance(value, str)
         return value
 
     def _ws_path(self, operation: str, suffix: str = "") -> str:
         return f"/v3/workspaces/{self._id(self.workspace, 'workspace name', operation)}{suffix}"
 
-    def request(self, method: str, path: str, operation: str, *, json: Any = None, params: dict | None = None,
-                cap: int = CAP_SMALL, seconds: float | None = None, seen: dict | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        *,
+        json: Any = None,
+        params: dict | None = None,
+        cap: int = CAP_SMALL,
+        seconds: float | None = None,
+        seen: dict | None = None,
+    ) -> Any:
         """The decoded answer of a 2xx (None when empty); a HonchoError otherwise.
         `seconds`: this request's own deadline (default request_deadline_s()); `seen`: gets
         the answer's Date header (http.fetch)."""
@@ -121,14 +147,29 @@ class WorkspaceClient:
         ends = now + (seconds if seconds is not None else self._connect + 2 * self._read)
         if self.ends_by is not None:
             if now >= self.ends_by:
-                late = Unavailable(self.workspace, operation, "not sent: no time left"
-                                   if self._ends_by_name is None else f"not sent: {self._ends_by_name} has passed")
+                late = Unavailable(
+                    self.workspace,
+                    operation,
+                    "not sent: no time left"
+                    if self._ends_by_name is None
+                    else f"not sent: {self._ends_by_name} has passed",
+                )
                 late.unsent = True
                 raise late
             ends = min(ends, self.ends_by)
         try:
-            _status, body = fetch(self._http(), self.workspace, operation, method, path, body=json, params=params,
-                                  cap=cap, ends=ends, seen=seen)
+            _status, body = fetch(
+                self._http(),
+                self.workspace,
+                operation,
+                method,
+                path,
+                body=json,
+                params=params,
+                cap=cap,
+                ends=ends,
+                seen=seen,
+            )
         except Unavailable as exc:
             self.close()  # a fresh connection next time: the server drops keep-alive after a 5xx
             if exc.kind == "timed out" and self._ends_by_name and ends == self.ends_by and monotonic() >= ends:
@@ -137,8 +178,9 @@ class WorkspaceClient:
             raise
         return body
 
-    def _parse(self, operation: str, parse: Callable[..., Any], body: Any, *args: Any,
-               maybe_stored: bool = False) -> Any:
+    def _parse(
+        self, operation: str, parse: Callable[..., Any], body: Any, *args: Any, maybe_stored: bool = False
+    ) -> Any:
         try:
             return parse(body, *args)
         except AnswerProblem as problem:
@@ -176,15 +218,20 @@ class WorkspaceClient:
 
     def create_peer(self, peer: str, observe_me: bool) -> None:
         operation = "create peer"
-        self._create(self._ws_path(operation, "/peers"), operation,
-                     {"id": self._id(peer, "peer", operation), "configuration": {"observe_me": observe_me}})
+        self._create(
+            self._ws_path(operation, "/peers"),
+            operation,
+            {"id": self._id(peer, "peer", operation), "configuration": {"observe_me": observe_me}},
+        )
 
     def create_session(self, session: str, peers: dict[str, bool], metadata: dict | None = None) -> None:
         operation = "create session"
         body: dict[str, Any] = {
             "id": self._id(session, "session", operation),
-            "peers": {self._id(peer, "peer", operation): {"observe_me": observed, "observe_others": False}
-                      for peer, observed in peers.items()},
+            "peers": {
+                self._id(peer, "peer", operation): {"observe_me": observed, "observe_others": False}
+                for peer, observed in peers.items()
+            },
         }
         if metadata:
             body["metadata"] = metadata
@@ -210,12 +257,19 @@ class WorkspaceClient:
         path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages/list")
         yield from self._pages(path, operation, filters, PAGE_SIZE, cap_messages(PAGE_SIZE), answers.listed_message)
 
-    def _pages(self, path: str, operation: str, filters: dict | None, size: int, cap: int,
-               item: Callable[[object, str], Any]) -> Iterator[Any]:
+    def _pages(
+        self, path: str, operation: str, filters: dict | None, size: int, cap: int, item: Callable[[object, str], Any]
+    ) -> Iterator[Any]:
         page = 1
         while True:
-            body = self.request("POST", path, operation, json={"filters": filters} if filters else {},
-                                params={"page": page, "size": size}, cap=cap)
+            body = self.request(
+                "POST",
+                path,
+                operation,
+                json={"filters": filters} if filters else {},
+                params={"page": page, "size": size},
+                cap=cap,
+            )
             items, more = self._parse(operation, answers.page, body, size, page)
             # Every item is checked before any is handed on: a lookup acts on the page as a whole.
             yield from [self._parse(operation, item, raw, f"items[{n}]") for n, raw in enumerate(items)]
@@ -231,15 +285,26 @@ class WorkspaceClient:
             for what in ("observer_id", "observed_id", "session_id"):
                 if what in c:
                     self._id(c[what], what.removesuffix("_id"), operation)
-        body = self.request("POST", self._ws_path(operation, "/conclusions"), operation,
-                            json={"conclusions": conclusions}, cap=cap_conclusions(len(conclusions)))
+        body = self.request(
+            "POST",
+            self._ws_path(operation, "/conclusions"),
+            operation,
+            json={"conclusions": conclusions},
+            cap=cap_conclusions(len(conclusions)),
+        )
         return self._parse(operation, answers.created_ids, body, len(conclusions), maybe_stored=True)
 
     def list_conclusions(self, filters: dict) -> Iterator[dict]:
         """Each conclusion as answers.listed_conclusion gives it: id, content, observer_id, observed_id."""
         operation = "list conclusions"
-        yield from self._pages(self._ws_path(operation, "/conclusions/list"), operation, filters,
-                               CONCLUSION_PAGE_SIZE, cap_conclusions(CONCLUSION_PAGE_SIZE), answers.listed_conclusion)
+        yield from self._pages(
+            self._ws_path(operation, "/conclusions/list"),
+            operation,
+            filters,
+            CONCLUSION_PAGE_SIZE,
+            cap_conclusions(CONCLUSION_PAGE_SIZE),
+            answers.listed_conclusion,
+        )
 
     def delete_conclusion(self, conclusion_id: object) -> bool:
         """True if deleted now, False if it was already gone (404 counts as done). The id
@@ -260,8 +325,13 @@ class ReadClient(WorkspaceClient):
     def search(self, query: str, limit: int) -> list[dict]:
         """Hits as answers.search_hits gives them: content, peer_id, session_id, created_at."""
         operation = "search"
-        body = self.request("POST", self._ws_path(operation, "/search"), operation,
-                            json={"query": query, "limit": limit}, cap=cap_messages(limit))
+        body = self.request(
+            "POST",
+            self._ws_path(operation, "/search"),
+            operation,
+            json={"query": query, "limit": limit},
+            cap=cap_messages(limit),
+        )
         return self._parse(operation, answers.search_hits, body, limit)
 
     def peer_ids(self, limit: int = PAGE_SIZE) -> list[str]:
@@ -273,8 +343,9 @@ class ReadClient(WorkspaceClient):
         is asked next by path (peer chat): one that is not a Honcho id is a BadAnswer."""
         operation = "list peers"
         size = min(limit, PAGE_SIZE)
-        body = self.request("POST", self._ws_path(operation, "/peers/list"), operation, json={},
-                            params={"page": 1, "size": size})
+        body = self.request(
+            "POST", self._ws_path(operation, "/peers/list"), operation, json={}, params={"page": 1, "size": size}
+        )
         items, _more = self._parse(operation, answers.page, body, size, 1)
         return [self._parse(operation, answers.listed_id, raw, f"items[{n}]") for n, raw in enumerate(items)][:limit]
 
@@ -283,7 +354,9 @@ class ReadClient(WorkspaceClient):
         as answers.conclusion_hits gives them."""
         operation = "query conclusions"
         body = self.request(
-            "POST", self._ws_path(operation, "/conclusions/query"), operation,
+            "POST",
+            self._ws_path(operation, "/conclusions/query"),
+            operation,
             json={"query": query, "top_k": top_k, "filters": {"observer_id": peer, "observed_id": peer}},
             cap=cap_conclusions(top_k),
         )
@@ -295,8 +368,14 @@ class ReadClient(WorkspaceClient):
         meaning alone), one page of conclusions/list filtered on content."""
         operation = "find conclusions"
         filters = {"observer_id": peer, "observed_id": peer, "OR": [{"content": {"icontains": w}} for w in words]}
-        body = self.request("POST", self._ws_path(operation, "/conclusions/list"), operation, json={"filters": filters},
-                            params={"page": 1, "size": size}, cap=cap_conclusions(size))
+        body = self.request(
+            "POST",
+            self._ws_path(operation, "/conclusions/list"),
+            operation,
+            json={"filters": filters},
+            params={"page": 1, "size": size},
+            cap=cap_conclusions(size),
+        )
         items, _more = self._parse(operation, answers.page, body, size, 1)
         return [self._parse(operation, answers.conclusion_hit, raw, f"items[{n}]") for n, raw in enumerate(items)]
 
@@ -312,15 +391,25 @@ class ReadClient(WorkspaceClient):
     def chat(self, query: str, reasoning: str, timeout: float) -> str | None:
         """Workspace chat (Honcho 3.2+), its answer's text; raises Missing on a server without it."""
         operation = "workspace chat"
-        body = self.request("POST", self._ws_path(operation, "/chat"), operation,
-                            json={"query": query, "reasoning_level": reasoning, "stream": False}, seconds=timeout)
+        body = self.request(
+            "POST",
+            self._ws_path(operation, "/chat"),
+            operation,
+            json={"query": query, "reasoning_level": reasoning, "stream": False},
+            seconds=timeout,
+        )
         return self._parse(operation, answers.chat_content, body)
 
     def peer_chat(self, peer: str, query: str, reasoning: str, timeout: float) -> str | None:
         operation = "peer chat"
         path = self._ws_path(operation, f"/peers/{self._id(peer, 'peer', operation)}/chat")
-        body = self.request("POST", path, operation,
-                            json={"query": query, "reasoning_level": reasoning, "stream": False}, seconds=timeout)
+        body = self.request(
+            "POST",
+            path,
+            operation,
+            json={"query": query, "reasoning_level": reasoning, "stream": False},
+            seconds=timeout,
+        )
         return self._parse(operation, answers.chat_content, body)
 
 
@@ -330,14 +419,22 @@ class AuditClient(ReadClient):
     def sessions(self) -> Iterator[str]:
         """The ids of the workspace's active sessions (each is listed next, by path)."""
         operation = "list sessions"
-        yield from self._pages(self._ws_path(operation, "/sessions/list"), operation, None, PAGE_SIZE, CAP_SMALL,
-                               answers.listed_id)
+        yield from self._pages(
+            self._ws_path(operation, "/sessions/list"), operation, None, PAGE_SIZE, CAP_SMALL, answers.listed_id
+        )
 
 
 def _server(url: str, timeout: float) -> WorkspaceClient:
     """A keyless client for requests about the server itself, each within `timeout` in all."""
-    return WorkspaceClient(url, SERVER, None, connect_timeout=timeout, read_timeout=timeout,
-                           ends_by=monotonic() + timeout, ends_by_name=None)
+    return WorkspaceClient(
+        url,
+        SERVER,
+        None,
+        connect_timeout=timeout,
+        read_timeout=timeout,
+        ends_by=monotonic() + timeout,
+        ends_by_name=None,
+    )
 
 
 def health(url: str, timeout: float) -> str | None:

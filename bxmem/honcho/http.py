@@ -113,20 +113,24 @@ class _BoundedStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _BoundedStream(self._inner.start_tls(ssl_context, server_hostname,
-                                                    _left(timeout, httpcore.ConnectTimeout)))
+    def start_tls(
+        self, ssl_context, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _BoundedStream(
+            self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout))
+        )
 
     def get_extra_info(self, info: str):
         return self._inner.get_extra_info(info)
 
 
 class _BoundedBackend(httpcore.SyncBackend):
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options=None) -> httpcore.NetworkStream:
-        return _BoundedStream(super().connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout),
-                                                  local_address, socket_options))
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options=None
+    ) -> httpcore.NetworkStream:
+        return _BoundedStream(
+            super().connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options)
+        )
 
 
 class BoundedTransport(httpx.HTTPTransport):
@@ -137,8 +141,13 @@ class BoundedTransport(httpx.HTTPTransport):
 
     def __init__(self, ssl_context) -> None:
         super().__init__(verify=ssl_context or False, trust_env=False)
-        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, network_backend=_BoundedBackend(),
-                                             max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            network_backend=_BoundedBackend(),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+        )
 
 
 def read_capped(response: httpx.Response, cap: int) -> bytearray:
@@ -175,8 +184,14 @@ def new_http(base_url: str, headers: dict[str, str], timeout: httpx.Timeout) -> 
     """No redirects followed, nothing from the environment (proxies, CA variables),
     no compression asked for, every request bounded (above)."""
     tls = tls_context() if base_url.startswith("https:") else None
-    return httpx.Client(base_url=base_url, headers={**headers, "Accept-Encoding": "identity"}, timeout=timeout,
-                        trust_env=False, follow_redirects=False, transport=BoundedTransport(tls))
+    return httpx.Client(
+        base_url=base_url,
+        headers={**headers, "Accept-Encoding": "identity"},
+        timeout=timeout,
+        trust_env=False,
+        follow_redirects=False,
+        transport=BoundedTransport(tls),
+    )
 
 
 def _status_error(workspace: str, operation: str, status: int) -> HonchoError | None:
@@ -193,8 +208,19 @@ def _status_error(workspace: str, operation: str, status: int) -> HonchoError | 
     return None
 
 
-def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path: str, *, body: Any,
-          params: dict | None, cap: int, ends: float, seen: dict | None = None) -> tuple[int, Any]:
+def fetch(
+    http: httpx.Client,
+    workspace: str,
+    operation: str,
+    method: str,
+    path: str,
+    *,
+    body: Any,
+    params: dict | None,
+    cap: int,
+    ends: float,
+    seen: dict | None = None,
+) -> tuple[int, Any]:
     """One bounded request: (status, the decoded answer or None). Raises a HonchoError
     for everything but a 2xx; never a body in an error's text (422 bodies echo the
     message text). `seen`, when given, gets the answer's `Date` header (the server's
@@ -223,8 +249,9 @@ def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path:
     except AnswerTooLarge as exc:
         raise Unavailable(workspace, operation, str(exc), status) from None
     except AnswerEncoded:
-        raise Unavailable(workspace, operation, "the answer came compressed, which bxmem does not ask for",
-                          status) from None
+        raise Unavailable(
+            workspace, operation, "the answer came compressed, which bxmem does not ask for", status
+        ) from None
     if status == 204 or not raw:
         return status, None
     try:
@@ -244,4 +271,3 @@ def _no_route(response: httpx.Response) -> bool:
         return bool(json.loads(read_capped(response, 64)) == NO_ROUTE_BODY)
     except (AnswerTooLarge, AnswerEncoded, ValueError, RecursionError):
         return False
-

@@ -47,8 +47,9 @@ def lexical_reach(k: int) -> int:
     return int(max(LEXICAL_TOP, WORDS_TOP) * max(1.0, k / 8))
 
 
-def keep(held: int, asked: int, lexical_rank: int | None, semantic_rank: int | None, k: int,
-         weight: float = 0.0) -> bool:
+def keep(
+    held: int, asked: int, lexical_rank: int | None, semantic_rank: int | None, k: int, weight: float = 0.0
+) -> bool:
     """Whether a candidate is shown: `held` the most of the query's `asked` words one passage
     holds, its rank by its words and by Honcho's order (None: not ranked there), and `weight`
     the share of the query's weight those words hold (relevance.share: 0.0 to 1.0)."""
@@ -57,7 +58,12 @@ def keep(held: int, asked: int, lexical_rank: int | None, semantic_rank: int | N
     scale = max(1.0, k / 8)
     if lexical_rank <= RARE_TOP * scale and weight >= RARE_SHARE:
         return True
-    if lexical_rank <= FIRST * scale and semantic_rank is not None and semantic_rank <= FIRST * scale and weight >= FIRST_SHARE:
+    if (
+        lexical_rank <= FIRST * scale
+        and semantic_rank is not None
+        and semantic_rank <= FIRST * scale
+        and weight >= FIRST_SHARE
+    ):
         return True
     if held < min(2, asked):
         return False

@@ -19,8 +19,15 @@ class Why:
 
     __slots__ = ("matched", "lexical_rank", "score", "semantic_rank", "fused_rank", "follows")
 
-    def __init__(self, matched: tuple[str, ...], lexical_rank: int | None, score: float | None,
-                 semantic_rank: int | None = None, fused_rank: int | None = None, follows: str | None = None) -> None:
+    def __init__(
+        self,
+        matched: tuple[str, ...],
+        lexical_rank: int | None,
+        score: float | None,
+        semantic_rank: int | None = None,
+        fused_rank: int | None = None,
+        follows: str | None = None,
+    ) -> None:
         self.matched, self.lexical_rank, self.score = matched, lexical_rank, score
         self.semantic_rank = semantic_rank
         self.fused_rank = fused_rank if fused_rank is not None else lexical_rank
@@ -29,12 +36,20 @@ class Why:
     @property
     def arms(self) -> list[str]:
         """Which arms found it: lexical (by its words), semantic (Honcho's order)."""
-        return [arm for arm, rank in (("lexical", self.lexical_rank), ("semantic", self.semantic_rank)) if rank is not None]
+        return [
+            arm for arm, rank in (("lexical", self.lexical_rank), ("semantic", self.semantic_rank)) if rank is not None
+        ]
 
     def as_json(self) -> dict:
-        return {"arms": self.arms, "matched": list(self.matched), "lexical_rank": self.lexical_rank,
-                "score": None if self.score is None else round(self.score, 4), "semantic_rank": self.semantic_rank,
-                "fused_rank": self.fused_rank, "follows": self.follows}
+        return {
+            "arms": self.arms,
+            "matched": list(self.matched),
+            "lexical_rank": self.lexical_rank,
+            "score": None if self.score is None else round(self.score, 4),
+            "semantic_rank": self.semantic_rank,
+            "fused_rank": self.fused_rank,
+            "follows": self.follows,
+        }
 
     def line(self) -> str:
         """The explanation as a person reads it (`recall --explain`)."""
@@ -51,13 +66,36 @@ class Why:
 
 
 class Hit:
-    __slots__ = ("source", "tag", "trust_class", "text", "agent", "peer", "where", "retracted", "workspace", "session",
-                 "date", "why")
+    __slots__ = (
+        "source",
+        "tag",
+        "trust_class",
+        "text",
+        "agent",
+        "peer",
+        "where",
+        "retracted",
+        "workspace",
+        "session",
+        "date",
+        "why",
+    )
 
-    def __init__(self, source: str, tag: str, trust_class: str, text: str, agent: str | None = None,
-                 peer: str | None = None, where: str | None = None, retracted: bool = False,
-                 workspace: str | None = None, session: str | None = None, date: str | None = None,
-                 why: Why | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        tag: str,
+        trust_class: str,
+        text: str,
+        agent: str | None = None,
+        peer: str | None = None,
+        where: str | None = None,
+        retracted: bool = False,
+        workspace: str | None = None,
+        session: str | None = None,
+        date: str | None = None,
+        why: Why | None = None,
+    ) -> None:
         self.source = source  # "local", an agent's name, or "fleet"
         self.tag = tag  # identity | memory | memory-tainted
         self.trust_class = trust_class
@@ -72,9 +110,20 @@ class Hit:
         self.why = why  # how it was found (None: not said)
 
     def as_json(self) -> dict:
-        return {"source": self.source, "tag": self.tag, "class": self.trust_class, "text": self.text, "agent": self.agent,
-                "peer": self.peer, "where": self.where, "retracted": self.retracted, "workspace": self.workspace,
-                "session": self.session, "date": self.date, "why": self.why.as_json() if self.why else None}
+        return {
+            "source": self.source,
+            "tag": self.tag,
+            "class": self.trust_class,
+            "text": self.text,
+            "agent": self.agent,
+            "peer": self.peer,
+            "where": self.where,
+            "retracted": self.retracted,
+            "workspace": self.workspace,
+            "session": self.session,
+            "date": self.date,
+            "why": self.why.as_json() if self.why else None,
+        }
 
 
 class RecallResult:

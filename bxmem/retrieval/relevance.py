@@ -39,7 +39,7 @@ def held(query: str, text: str, author: str | None = None) -> set[str]:
     text = neutralise(text)
     best: set[str] = set()
     for start, length in passages(text):
-        found = asked & (stems(text[start:start + length]) | by)
+        found = asked & (stems(text[start : start + length]) | by)
         if len(found) > len(best):
             best = found
     return best

@@ -61,8 +61,11 @@ understand understood|undo undid undone|wake woke woken|wear wore worn|weave wov
 withdraw withdrew withdrawn|wring wrung|write wrote written|child children|person people|man men|woman women
 mouse mice|foot feet|tooth teeth|goose geese
 """
-FORMS = {form: family for family in (tuple(line.split()) for line in _FAMILIES.replace("\n", "|").split("|") if line.strip())
-         for form in family}
+FORMS = {
+    form: family
+    for family in (tuple(line.split()) for line in _FAMILIES.replace("\n", "|").split("|") if line.strip())
+    for form in family
+}
 
 
 def forms(word: str) -> tuple[str, ...]:
@@ -99,7 +102,7 @@ def passages(text: str, most: int = PASSAGE_WORDS) -> list[tuple[int, int]]:
         end = min(len(spans), first + most)
         if end < len(spans):
             for last in range(end - 1, first + most // 2, -1):
-                if "\n" in text[spans[last][0]:spans[last][1]]:
+                if "\n" in text[spans[last][0] : spans[last][1]]:
                     end = last + 1
                     break
         start = 0 if first == 0 else spans[first][0]

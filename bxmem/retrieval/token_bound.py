@@ -61,8 +61,11 @@ class _Vocabulary:
 
             key = piece[:PREFIX] + "\t"
             at = bisect_left(self.lines, key)
-            found = self.known[piece] = (at < len(self.lines) and self.lines[at].startswith(key)
-                                         and f"|{piece}|" in f"|{self.lines[at][len(key):]}|")
+            found = self.known[piece] = (
+                at < len(self.lines)
+                and self.lines[at].startswith(key)
+                and f"|{piece}|" in f"|{self.lines[at][len(key) :]}|"
+            )
         return found
 
     def may_join(self, piece: str, clitic: str) -> bool:
@@ -113,7 +116,9 @@ def bound(text: str) -> int:
             cost = -(-(end - start) // 3)
         else:
             # With its space a word always begins a piece; without, only after a cut.
-            if (end < size and not _ends_word(text[end])) or (not space and start and text[start - 1] not in _CUT_BEFORE_WORD):
+            if (end < size and not _ends_word(text[end])) or (
+                not space and start and text[start - 1] not in _CUT_BEFORE_WORD
+            ):
                 continue
             table = table or vocabulary()
             piece = space + word

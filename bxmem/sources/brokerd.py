@@ -97,6 +97,10 @@ def _parse(reply: bytes) -> SessionState:
     if not isinstance(body, dict):
         raise BrokerUnavailable("the reply did not parse")
     trust_class, untrusted = body.get("class"), body.get("untrusted")
-    if not isinstance(trust_class, str) or trust_class not in ("public", "private", "secret") or not isinstance(untrusted, bool):
+    if (
+        not isinstance(trust_class, str)
+        or trust_class not in ("public", "private", "secret")
+        or not isinstance(untrusted, bool)
+    ):
         raise BrokerUnavailable("the reply did not parse")
     return SessionState(trust_class=trust_class, untrusted=untrusted)

@@ -55,8 +55,12 @@ def seen(fd: int, offset: int, secret: bytes | None) -> dict | None:
     head = os.pread(fd, min(WINDOW, offset), 0)
     start = max(0, offset - WINDOW)
     tail = os.pread(fd, offset - start, start)
-    return {"w": WINDOW, "key": key_id(secret) if secret else None, "head": window_mac(secret, head),
-            "tail": window_mac(secret, tail)}
+    return {
+        "w": WINDOW,
+        "key": key_id(secret) if secret else None,
+        "head": window_mac(secret, head),
+        "tail": window_mac(secret, tail),
+    }
 
 
 def moved(fd: int, st: os.stat_result, cursor: dict, secret: bytes | None) -> str | None:
@@ -72,5 +76,7 @@ def moved(fd: int, st: os.stat_result, cursor: dict, secret: bytes | None) -> st
     if known is None or known["w"] != WINDOW or known["key"] != (key_id(secret) if secret else None):
         return None  # read by a version that kept none, or with an entry.key since replaced: nothing to hold it to
     if seen(fd, cursor["offset"], secret) != known:
-        return "rewritten before the point read to (its first bytes or those before it changed: a copy-truncate rotation?)"
+        return (
+            "rewritten before the point read to (its first bytes or those before it changed: a copy-truncate rotation?)"
+        )
     return None

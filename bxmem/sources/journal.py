@@ -139,8 +139,12 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
 
     with open_file(path) as f, Flock(f.fileno(), exclusive=True):
         check(f)
-        append_locked(open_for_append, data,
-                      lambda exc: f"cannot append to the journal {path}: {exc.strerror}; nothing was written", lock_held=True)
+        append_locked(
+            open_for_append,
+            data,
+            lambda exc: f"cannot append to the journal {path}: {exc.strerror}; nothing was written",
+            lock_held=True,
+        )
 
 
 def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: bytes | None = None) -> Iterator[Edit]:
@@ -153,7 +157,9 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise StorageError(f"cannot read the journal {path}: {exc.strerror}; nothing is mirrored until it can be") from None
+        raise StorageError(
+            f"cannot read the journal {path}: {exc.strerror}; nothing is mirrored until it can be"
+        ) from None
     with f:
         st = os.fstat(f.fileno())
         why = moved(f.fileno(), st, cursor, secret)
@@ -174,14 +180,22 @@ def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: by
                     continue
                 assert raw is not None
                 session = record.get("session")
-                yield Edit(record["id"], record["op"], session if isinstance(session, str) else None, [start, len(raw)],
-                           line_no, record, line_mac(secret, raw) if secret else None)
+                yield Edit(
+                    record["id"],
+                    record["op"],
+                    session if isinstance(session, str) else None,
+                    [start, len(raw)],
+                    line_no,
+                    record,
+                    line_mac(secret, raw) if secret else None,
+                )
         finally:  # what the cursor keeps of the bytes read, checked before the next read on (cursor.py)
             remember(f.fileno(), cursor, secret)
 
 
-def text_spec(span: list[int], field: str, index: int | None = None, *, mac: str | None = None,
-              key: str | None = None) -> dict:
+def text_spec(
+    span: list[int], field: str, index: int | None = None, *, mac: str | None = None, key: str | None = None
+) -> dict:
     """Where an action's text is: {"span": [offset, length], "field": "entry" |
     "old" | "dropped", "index": n, "mac": the line's keyed hash, "key": its key's
     id}. The ledger keeps this, never the text."""
@@ -218,7 +232,12 @@ def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str
     where = f"the line at byte {offset} of {path}"
     if len(raw) != length:
         raise LineChanged(f"{where} is cut short (the journal changed since the edit was decided)")
-    if spec.get("mac") and secret and spec.get("key") == key_id(secret) and not hmac.compare_digest(line_mac(secret, raw), spec["mac"]):
+    if (
+        spec.get("mac")
+        and secret
+        and spec.get("key") == key_id(secret)
+        and not hmac.compare_digest(line_mac(secret, raw), spec["mac"])
+    ):
         raise LineChanged(f"{where} is not the one decided (the journal changed since the edit was decided)")
     record = read_line(raw)
     if isinstance(record, str):

@@ -47,8 +47,9 @@ class Line:
     rest: bool = False  # only the rest of an over-long line reported before: no new line
 
 
-def complete_lines(f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False,
-                   reseek: bool = False) -> Iterator[Line]:
+def complete_lines(
+    f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False, reseek: bool = False
+) -> Iterator[Line]:
     """Lines from byte `pos` on. A last line without its newline is still being
     written: left out, unless `tail`. `skipping`: `pos` is inside an over-long
     line reported before, whose rest is skipped first (one `rest` Line).

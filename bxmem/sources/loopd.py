@@ -120,8 +120,19 @@ def read_line(raw: bytes | None) -> dict | str:
 
 
 def new_cursor() -> dict:
-    return {"offset": 0, "line": 0, "ino": None, "untrusted": False, "class": "public", "unreadable": None,
-            "skipping": False, "open": {}, "decided": [], "ended": [], "out_of_order": 0}
+    return {
+        "offset": 0,
+        "line": 0,
+        "ino": None,
+        "untrusted": False,
+        "class": "public",
+        "unreadable": None,
+        "skipping": False,
+        "open": {},
+        "decided": [],
+        "ended": [],
+        "out_of_order": 0,
+    }
 
 
 class ReadStopped(Exception):
@@ -133,8 +144,14 @@ class ReadStopped(Exception):
         self.finished, self.why = finished, why
 
 
-def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | None = None,
-                        deadline: float | None = None, note: Warn | None = None) -> list[FinishedTurn]:
+def read_finished_turns(
+    path: Path,
+    cursor: dict,
+    warn: Warn,
+    secret: bytes | None = None,
+    deadline: float | None = None,
+    note: Warn | None = None,
+) -> list[FinishedTurn]:
     """Advance `cursor` over the complete new lines of one log; return the turns
     that may be decided now (turn_order.turns_to_decide), in that order.
 
@@ -171,8 +188,17 @@ def read_finished_turns(path: Path, cursor: dict, warn: Warn, secret: bytes | No
     return finished
 
 
-def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn, mac: tuple[str, bytes] | None,
-             deadline: float | None, finished: list[FinishedTurn], order: Order) -> None:
+def _read_on(
+    f: BufferedReader,
+    path: Path,
+    cursor: dict,
+    warn: Warn,
+    note: Warn,
+    mac: tuple[str, bytes] | None,
+    deadline: float | None,
+    finished: list[FinishedTurn],
+    order: Order,
+) -> None:
     line_no, count, session = cursor["line"], 0, path.stem
     for line in complete_lines(f, cursor["offset"], skipping=cursor.get("skipping", False)):
         cursor["offset"], cursor["skipping"] = line.end, not line.ended
@@ -186,29 +212,43 @@ def _read_on(f: BufferedReader, path: Path, cursor: dict, warn: Warn, note: Warn
         if isinstance(record, str):
             taint(cursor, line_no, record)
             release(cursor, session, finished, [])  # ended turns waiting go nowhere now, whatever comes
-            warn(f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
-                 "from this line on (turns ending after it go nowhere)")
+            warn(
+                f"{path}:{line_no}: {record}; line skipped, and the session counts as untrusted and secret "
+                "from this line on (turns ending after it go nowhere)"
+            )
         elif record["type"] == "tool_result":
             late = tool_result(record, cursor, finished, line_no)
             if late is not None:
                 release(cursor, session, finished, [])
-                warn(f"{path}:{line_no}: a tool result of turn {record['turn']}, logged after turn {late} was decided "
-                     "without it; the session counts as untrusted and secret from this line on (turns ending after "
-                     "it go nowhere)")
+                warn(
+                    f"{path}:{line_no}: a tool result of turn {record['turn']}, logged after turn {late} was decided "
+                    "without it; the session counts as untrusted and secret from this line on (turns ending after "
+                    "it go nowhere)"
+                )
         elif record["type"] in ("user", "assistant", "turn_end") and not order.skip(record, line_no):
             assert line.raw is not None
             gave_up: list[int] = []
             _apply(record, [line.start, len(line.raw)], line.raw, cursor, session, mac, finished, gave_up)
             for n in gave_up:
-                note(f"{path}:{line_no}: turn {n} is still open while more than {MAX_WAITING_TURNS} later turns have "
-                     "ended; decided as not completed, so that they can be decided")
+                note(
+                    f"{path}:{line_no}: turn {n} is still open while more than {MAX_WAITING_TURNS} later turns have "
+                    "ended; decided as not completed, so that they can be decided"
+                )
         count += 1
         if deadline is not None and count % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
             break
 
 
-def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str,
-           mac: tuple[str, bytes] | None, finished: list[FinishedTurn], gave_up: list[int]) -> None:
+def _apply(
+    record: dict,
+    span: list[int],
+    raw: bytes,
+    cursor: dict,
+    session: str,
+    mac: tuple[str, bytes] | None,
+    finished: list[FinishedTurn],
+    gave_up: list[int],
+) -> None:
     """Take one user, assistant or turn_end line of a turn that has not ended
     (turns.Order.skip) into its turn; the turns it lets be decided
     (turn_order.turns_to_decide) go to `finished`, those given up on to `gave_up` too."""
@@ -216,8 +256,17 @@ def _apply(record: dict, span: list[int], raw: bytes, cursor: dict, session: str
     key = str(record["turn"])
     turn = cursor["open"].get(key)
     if turn is None:
-        turn = cursor["open"][key] = {"user": [], "speakers": [], "ts": None, "reply": None, "secret": None,
-                                      "reply_secret": None, "key": mac[0] if mac else None, "macs": [], "reply_mac": None}
+        turn = cursor["open"][key] = {
+            "user": [],
+            "speakers": [],
+            "ts": None,
+            "reply": None,
+            "secret": None,
+            "reply_secret": None,
+            "key": mac[0] if mac else None,
+            "macs": [],
+            "reply_mac": None,
+        }
     if mac is not None and turn.get("key") != mac[0]:
         turn["key"] = None  # lines of one turn read with two keys (entry.key replaced meanwhile): no hashes
     if kind == "user":
@@ -254,8 +303,11 @@ def session_labels(logs_dir: Path, session: str) -> tuple[LogLabels, str | None]
     except OSError as exc:
         return UNREADABLE_LOG, f"its log cannot be read: {exc.strerror or type(exc).__name__}"
     labels = cursor_labels(cursor)
-    return labels, (f"line {labels.unreadable['line']} of its log cannot be read: {labels.unreadable['why']}"
-                    if labels.unreadable else None)
+    return labels, (
+        f"line {labels.unreadable['line']} of its log cannot be read: {labels.unreadable['why']}"
+        if labels.unreadable
+        else None
+    )
 
 
 UNREADABLE_LOG = LogLabels(True, "secret", {"line": 0, "why": "the log cannot be read"})
@@ -294,11 +346,17 @@ class SpanReader:
             self.unkeyed += 1
         user_macs = macs.get("user") or []
         peer = decided.get("peer")
-        texts = [self._line(path, span, "user", decided["turn"], user_macs[i] if keyed and i < len(user_macs) else None,
-                            peer) for i, span in enumerate(decided.get("user") or [])]
+        texts = [
+            self._line(
+                path, span, "user", decided["turn"], user_macs[i] if keyed and i < len(user_macs) else None, peer
+            )
+            for i, span in enumerate(decided.get("user") or [])
+        ]
         reply = None
         if decided.get("reply"):
-            reply = self._line(path, decided["reply"], "assistant", decided["turn"], macs.get("reply") if keyed else None, None)
+            reply = self._line(
+                path, decided["reply"], "assistant", decided["turn"], macs.get("reply") if keyed else None, None
+            )
         return texts, reply
 
     def _line(self, path: Path, span: list[int], kind: str, turn: int, mac: str | None, peer: str | None) -> str:
@@ -311,7 +369,9 @@ class SpanReader:
         raw = file.read(span[1])
 
         def changed(why: str) -> SpanChanged:
-            return SpanChanged(f"the line at byte {span[0]} of {path} {why} (the log changed since the turn was decided)")
+            return SpanChanged(
+                f"the line at byte {span[0]} of {path} {why} (the log changed since the turn was decided)"
+            )
 
         if len(raw) != span[1]:
             raise changed("is cut short")

@@ -73,8 +73,10 @@ class Order:
         if self.first is not None:
             line_no, turn = self.first
             more = f" ({self.count} such lines in this read)" if self.count > 1 else ""
-            note(f"{path}:{line_no}: turn {turn} has already ended (a repeated or backwards turn number); "
-                 f"line skipped, the turn is not decided again{more}")
+            note(
+                f"{path}:{line_no}: turn {turn} has already ended (a repeated or backwards turn number); "
+                f"line skipped, the turn is not decided again{more}"
+            )
 
 
 def taint(cursor: dict, line_no: int, why: str) -> None:
@@ -110,7 +112,7 @@ def release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: l
     tainted, open_turns = cursor.get("unreadable") is not None, cursor["open"]
     given_up: list[int] = []
     if len(open_turns) == 1:  # one turn at a time, as loopd nearly always logs: it is decided at its end
-        (key, turn), = open_turns.items()
+        ((key, turn),) = open_turns.items()
         now = [int(key)] if "end" in turn else []
     else:
         now, given_up = turns_to_decide({int(k): "end" in t for k, t in open_turns.items()}, tainted=tainted)

@@ -73,8 +73,12 @@ def access_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
     return [st.st_ino, st.st_mode, st.st_uid, st.st_gid]
 
 
-_KINDS = {"stat": stat_fingerprint, "size": size_fingerprint, "written": written_fingerprint,
-          "access": access_fingerprint}
+_KINDS = {
+    "stat": stat_fingerprint,
+    "size": size_fingerprint,
+    "written": written_fingerprint,
+    "access": access_fingerprint,
+}
 TAIL_BYTES = 64
 
 
@@ -112,9 +116,16 @@ def dormant_path(state_dir: str | os.PathLike[str], job: str) -> str:
     return os.path.join(state_dir, f"idle-{job}-dormant.marshal")
 
 
-def write_summary(state_dir, job: str, config, watch: dict[str, tuple[str, object]], wake_at: float | None,
-                  dormant: dict[str, tuple[str, list]] | None = None, sweep_every: float = 60.0,
-                  exit_code: int = 0) -> None:
+def write_summary(
+    state_dir,
+    job: str,
+    config,
+    watch: dict[str, tuple[str, object]],
+    wake_at: float | None,
+    dormant: dict[str, tuple[str, list]] | None = None,
+    sweep_every: float = 60.0,
+    exit_code: int = 0,
+) -> None:
     """Written by the slow path at the end of a run (atomically, like all state).
     `dormant` files are compared only once every `sweep_every` seconds. `exit_code`:
     what the run exited with, which an idle run answers too while nothing differs (a
@@ -235,14 +246,17 @@ def _glance_home(data: bytes) -> tuple[bool, str | None]:
         key = key.strip()
         if not equals:
             return _UNSURE  # a value over several lines
-        if (section in ("", "paths") and not _bare(key)) or (section == "" and "paths" in key) \
-                or (section == "paths" and key.startswith("home.")):
+        if (
+            (section in ("", "paths") and not _bare(key))
+            or (section == "" and "paths" in key)
+            or (section == "paths" and key.startswith("home."))
+        ):
             return _UNSURE  # a quoted or dotted key that may spell [paths] home
         if section == "paths" and key == "home":
             value = value.strip()
             quote = value[:1]
             end = value.find(quote, 1) if quote in ("'", '"') else -1
-            if end < 0 or value[end + 1:].strip()[:1] not in ("", "#"):
+            if end < 0 or value[end + 1 :].strip()[:1] not in ("", "#"):
                 return _UNSURE
             home = value[1:end]
     return True, home

@@ -73,7 +73,7 @@ def parse(argv: list[str]) -> Parsed | None:
         if takes and word == "--":
             if i + 1 == len(words):
                 return None  # nothing after it: typer says what is missing
-            positional.extend(words[i + 1:])
+            positional.extend(words[i + 1 :])
             break
         if takes and not word.startswith("-"):
             positional.append(word)

@@ -39,9 +39,18 @@ class Command:
 
     __slots__ = ("name", "run", "exits", "options", "valued", "positional", "timer_job", "progress")
 
-    def __init__(self, name: str, run: str, exits: tuple[str, ...] = (), *, options: dict[str, str] | None = None,
-                 valued: tuple[str, ...] = (), positional: str | None = None, timer_job: bool = False,
-                 progress: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        run: str,
+        exits: tuple[str, ...] = (),
+        *,
+        options: dict[str, str] | None = None,
+        valued: tuple[str, ...] = (),
+        positional: str | None = None,
+        timer_job: bool = False,
+        progress: bool = False,
+    ) -> None:
         self.name, self.run, self.exits = name, run, exits
         self.options, self.valued, self.positional = options, valued, positional
         self.timer_job, self.progress = timer_job, progress
@@ -62,9 +71,14 @@ COMMANDS = (
     Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
     Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True, progress=True),
     Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options={**_JSON, "--now": "now"}, timer_job=True),
-    Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k", "--explain": "explain"},
-            valued=("-k",),
-            positional="query"),
+    Command(
+        "recall",
+        f"{_RUN}:recall",
+        ("UNAVAILABLE",),
+        options={"--json": "json", "-k": "k", "--explain": "explain"},
+        valued=("-k",),
+        positional="query",
+    ),
     Command("undo", f"{_APP}:undo", ("NOT_FOUND", "REFUSED")),
     Command("ask", f"{_AGENT}:ask", ("REFUSED", "UNAVAILABLE")),
     # REFUSED: --retry-failed while a send holds the outbox.

@@ -39,8 +39,9 @@ def append_whole(fd: int, data: bytes) -> int:
     return os.fstat(fd).st_size
 
 
-def append_locked(open_for_append: Callable[[], int], data: bytes, failed: Callable[[OSError], str], *,
-                  lock_held: bool = False) -> int:
+def append_locked(
+    open_for_append: Callable[[], int], data: bytes, failed: Callable[[OSError], str], *, lock_held: bool = False
+) -> int:
     """Open the file (`open_for_append` returns an O_APPEND descriptor or raises
     what its caller wants raised), take its exclusive flock unless the caller
     holds it already (`lock_held`: it read the file under the same hold), append

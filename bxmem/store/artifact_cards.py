@@ -30,19 +30,50 @@ from bxmem.trust.artifact_rules import (
 )
 
 _BOUNDED = {"title": MAX_TITLE, "summary": MAX_SUMMARY}
-SHAPE = record({
-    "schema": string, "revision": integer(1), "experiment_id": string,
-    "identity": record({"schema": integer(1), "agent": maybe(string), "artifact": string,
-                        "query_fingerprint": maybe(string), "source_version": string}),
-    "artifact": record({"id": string, "sha256": string, "bytes": integer(0), "media_type": string, "created_at": string}),
-    "title": string, "summary": string, "tags": list_of(string), "session": string, "exported_as": string,
-    "label": record({"untrusted": boolean, "class": one_of("public", "private", "secret")}),
-    "created_at": string, "updated_at": string, "bxmem_version": string,
-    "remote": list_of(record({"item": string, "rev": string, "role": maybe(one_of("trusted", "untrusted")),
-                              "ws": maybe(string), "reason": string, "class": string, "untrusted_by": list_of(string),
-                              "state": one_of("pending", "queued", "local-only"), "at": string},
-                             {"ledger_at": integer(0)})),
-})
+SHAPE = record(
+    {
+        "schema": string,
+        "revision": integer(1),
+        "experiment_id": string,
+        "identity": record(
+            {
+                "schema": integer(1),
+                "agent": maybe(string),
+                "artifact": string,
+                "query_fingerprint": maybe(string),
+                "source_version": string,
+            }
+        ),
+        "artifact": record(
+            {"id": string, "sha256": string, "bytes": integer(0), "media_type": string, "created_at": string}
+        ),
+        "title": string,
+        "summary": string,
+        "tags": list_of(string),
+        "session": string,
+        "exported_as": string,
+        "label": record({"untrusted": boolean, "class": one_of("public", "private", "secret")}),
+        "created_at": string,
+        "updated_at": string,
+        "bxmem_version": string,
+        "remote": list_of(
+            record(
+                {
+                    "item": string,
+                    "rev": string,
+                    "role": maybe(one_of("trusted", "untrusted")),
+                    "ws": maybe(string),
+                    "reason": string,
+                    "class": string,
+                    "untrusted_by": list_of(string),
+                    "state": one_of("pending", "queued", "local-only"),
+                    "at": string,
+                },
+                {"ledger_at": integer(0)},
+            )
+        ),
+    }
+)
 
 
 class CardUnusable(Exception):
@@ -58,7 +89,10 @@ def card_problem(card: object, name: str | None = None) -> str | None:
         return why
     assert isinstance(card, dict)
     ident, art = card["identity"], card["artifact"]
-    if experiment_id(ident["agent"], ident["artifact"], ident["query_fingerprint"], ident["source_version"]) != card["experiment_id"]:
+    if (
+        experiment_id(ident["agent"], ident["artifact"], ident["query_fingerprint"], ident["source_version"])
+        != card["experiment_id"]
+    ):
         return "experiment_id: not the id of its identity"
     if name is not None and name != card["experiment_id"]:
         return "experiment_id: not the card file's name"
@@ -115,8 +149,11 @@ class Cards:
         why = card_problem(card, experiment)
         if why is not None:
             raise ValueError(f"a card bxmem would not read back: {why}")
-        _replace(self.store, self.folder / f"{experiment}.json",
-                 json.dumps(card, ensure_ascii=False, sort_keys=True, indent=1).encode("utf-8"))
+        _replace(
+            self.store,
+            self.folder / f"{experiment}.json",
+            json.dumps(card, ensure_ascii=False, sort_keys=True, indent=1).encode("utf-8"),
+        )
 
     def remove(self, experiment: str) -> bool:
         removed = remove_file(self.folder / f"{experiment}.json")
@@ -125,7 +162,9 @@ class Cards:
         return removed
 
     def names(self) -> list[str]:
-        return sorted(e.name[:-5] for e in listing(self.folder) if e.name.endswith(".json") and is_experiment_id(e.name[:-5]))
+        return sorted(
+            e.name[:-5] for e in listing(self.folder) if e.name.endswith(".json") and is_experiment_id(e.name[:-5])
+        )
 
     def count(self) -> int:
         return len(self.names())

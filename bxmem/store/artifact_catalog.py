@@ -34,8 +34,20 @@ ENTRIES = "artifact-cards.entries"
 VERSION = 6
 ID_KEY = 20  # characters of an id an index is keyed by: `exp_` or `art_` and 16 of base32
 # One entry a card: what recall shows and matches, never a path.
-FIELDS = ("experiment", "artifact", "title", "summary", "tags", "source_version", "untrusted", "class", "session",
-          "updated_at", "bytes", "media_type")
+FIELDS = (
+    "experiment",
+    "artifact",
+    "title",
+    "summary",
+    "tags",
+    "source_version",
+    "untrusted",
+    "class",
+    "session",
+    "updated_at",
+    "bytes",
+    "media_type",
+)
 _TYPES = (str, str, str, str, list, str, bool, str, str, str, int, str)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one, not one a call: 10,000 entries
 
@@ -47,9 +59,17 @@ def _type(kind: type, what: str):
     return check
 
 
-_SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "entries": list_of(integer(None)),
-                 "offsets": _type(bytes, "bytes"), "ids": _type(dict, "an object"), "tags": _type(dict, "an object"),
-                 "stems": _type(dict, "an object")})
+_SHAPE = record(
+    {
+        "version": integer(1),
+        "stamp": list_of(integer(None)),
+        "entries": list_of(integer(None)),
+        "offsets": _type(bytes, "bytes"),
+        "ids": _type(dict, "an object"),
+        "tags": _type(dict, "an object"),
+        "stems": _type(dict, "an object"),
+    }
+)
 
 
 class Damaged(Exception):
@@ -90,8 +110,11 @@ class Catalog:
                 tags.setdefault(tag, []).append(at)
             for stem in stems(" ".join([e[2], e[3], *e[4], e[5]])):
                 words.setdefault(stem, []).append(at)
-        return cls(b"".join(texts), array("Q", offsets).tobytes(), *({k: _packed(v) for k, v in index.items()}
-                                                                      for index in (ids, tags, words)))
+        return cls(
+            b"".join(texts),
+            array("Q", offsets).tobytes(),
+            *({k: _packed(v) for k, v in index.items()} for index in (ids, tags, words)),
+        )
 
     def named(self, index: dict, key: str) -> array:
         """The entry numbers an index gives a key; Damaged if they are not packed numbers of entries."""
@@ -116,7 +139,11 @@ class Catalog:
             e = json.loads(text)
         except (ValueError, RecursionError, IndexError, OSError, OverflowError):
             raise Damaged from None
-        if type(e) is not list or len(e) != len(_TYPES) or not all(type(f) is t for f, t in zip(e, _TYPES, strict=True)):
+        if (
+            type(e) is not list
+            or len(e) != len(_TYPES)
+            or not all(type(f) is t for f, t in zip(e, _TYPES, strict=True))
+        ):
             raise Damaged
         return e
 
@@ -153,9 +180,20 @@ def object_present(root: Path, artifact: str, size: int | None) -> bool:
 
 def entry(card: dict) -> list:
     art = card["artifact"]
-    return [card["experiment_id"], art["id"], card["title"], card["summary"], list(card["tags"]),
-            card["identity"]["source_version"], card["label"]["untrusted"], card["label"]["class"], card["session"],
-            card["updated_at"], art["bytes"], art["media_type"]]
+    return [
+        card["experiment_id"],
+        art["id"],
+        card["title"],
+        card["summary"],
+        list(card["tags"]),
+        card["identity"]["source_version"],
+        card["label"]["untrusted"],
+        card["label"]["class"],
+        card["session"],
+        card["updated_at"],
+        art["bytes"],
+        art["media_type"],
+    ]
 
 
 def _write(state: Path, made: Catalog, at_stamp: list[int]) -> None:
@@ -167,9 +205,22 @@ def _write(state: Path, made: Catalog, at_stamp: list[int]) -> None:
             return
         write_bytes(state / ENTRIES, made.blob)
         entries = _identity(os.lstat(state / ENTRIES))
-        write_bytes(state / CATALOG, seal(marshal.dumps({
-            "version": VERSION, "stamp": at_stamp, "entries": entries, "offsets": made.offsets.tobytes(),
-            "ids": made.ids, "tags": made.tags, "stems": made.words})))
+        write_bytes(
+            state / CATALOG,
+            seal(
+                marshal.dumps(
+                    {
+                        "version": VERSION,
+                        "stamp": at_stamp,
+                        "entries": entries,
+                        "offsets": made.offsets.tobytes(),
+                        "ids": made.ids,
+                        "tags": made.tags,
+                        "stems": made.words,
+                    }
+                )
+            ),
+        )
     except Exception:
         pass  # a cache: the next reader reads the cards again
 

@@ -121,9 +121,11 @@ class Store:
         _objects, used = self.usage()
         reserved = sum(size for _name, _pid, size, alive in self.temps() if alive)
         if used + reserved + size > max_total:
-            raise Refused(f"the artifact store holds {used:,} bytes ({reserved:,} more being written); {size:,} more would "
-                          f"pass its {max_total:,} ([artifacts] max_total_bytes): bxmem artifact rm what is not needed "
-                          "(see: bxmem runbook artifact-quota)")
+            raise Refused(
+                f"the artifact store holds {used:,} bytes ({reserved:,} more being written); {size:,} more would "
+                f"pass its {max_total:,} ([artifacts] max_total_bytes): bxmem artifact rm what is not needed "
+                "(see: bxmem runbook artifact-quota)"
+            )
         return self.new_temp("ingest", size)
 
     # --- objects ---------------------------------------------------------------------------------
@@ -185,8 +187,10 @@ class Store:
             return str(path)
         why = self.check_object(artifact, size)
         if why is not None:
-            raise IntegrityFailed(f"artifact {artifact} failed its integrity check: {why}; it is not resolved "
-                                  "(nothing re-fetches it: Honcho never holds the bytes)")
+            raise IntegrityFailed(
+                f"artifact {artifact} failed its integrity check: {why}; it is not resolved "
+                "(nothing re-fetches it: Honcho never holds the bytes)"
+            )
         if mode == "cached" and fingerprint is not None and fingerprint == _fingerprint(path):
             self._remember(artifact, fingerprint)
         return str(path)
@@ -202,7 +206,9 @@ class Store:
         try:
             source = open_regular(self.object_path(artifact), os.O_RDONLY)
         except FileNotFoundError:
-            raise IntegrityFailed(f"artifact {artifact} failed its integrity check: missing; nothing exported") from None
+            raise IntegrityFailed(
+                f"artifact {artifact} failed its integrity check: missing; nothing exported"
+            ) from None
         except NotRegular as exc:
             raise IntegrityFailed(f"artifact {artifact} failed its integrity check: replaced: it {exc}") from None
         try:
@@ -221,8 +227,10 @@ class Store:
                 os.close(out)
             if done != size or artifact_id(digest.digest()) != artifact:
                 remove_file(Path(to))
-                raise IntegrityFailed(f"artifact {artifact} failed its integrity check: its bytes are not the ones "
-                                      "recorded; nothing exported")
+                raise IntegrityFailed(
+                    f"artifact {artifact} failed its integrity check: its bytes are not the ones "
+                    "recorded; nothing exported"
+                )
         finally:
             os.close(source)
 
@@ -235,8 +243,12 @@ class Store:
         return removed
 
     def objects(self) -> list[str]:
-        return sorted(entry.name for folder in listing(self.root / "objects") for entry in listing(Path(folder.path))
-                      if is_artifact_id(entry.name))
+        return sorted(
+            entry.name
+            for folder in listing(self.root / "objects")
+            for entry in listing(Path(folder.path))
+            if is_artifact_id(entry.name)
+        )
 
     # --- the "cached" integrity mode's record ----------------------------------------------------
 
@@ -315,4 +327,3 @@ def remove_file(path: Path) -> bool:
         if exc.errno == errno.EISDIR:
             return False
         raise
-

@@ -21,8 +21,14 @@ from bxmem.errors import StorageError
 from bxmem.formats.shapes import Shape, problem
 from bxmem.start.marshal_seal import unmarshal
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -60,10 +66,15 @@ def open_regular(path: str | os.PathLike[str], flags: int, *, follow: bool = Fal
             raise NotRegular(f"is {file_kind(stat.S_IFLNK)}, not a regular file") from None
         raise
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or (before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino)):
+    if not stat.S_ISREG(st.st_mode) or (
+        before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino)
+    ):
         os.close(fd)
-        raise NotRegular(f"is {file_kind(st.st_mode)}, not a regular file" if not stat.S_ISREG(st.st_mode)
-                         else "was replaced while it was opened")
+        raise NotRegular(
+            f"is {file_kind(st.st_mode)}, not a regular file"
+            if not stat.S_ISREG(st.st_mode)
+            else "was replaced while it was opened"
+        )
     return fd
 
 
@@ -202,8 +213,10 @@ def open_ledger(path: Path, flags: int) -> int:
         raise
     except NotRegular as exc:
         if "symbolic link" in str(exc):
-            raise StorageError(f"{path} is a symbolic link; bxmem keeps its ledger in a regular file and never "
-                               "reads or writes it through a link (replace the link with the file itself)") from None
+            raise StorageError(
+                f"{path} is a symbolic link; bxmem keeps its ledger in a regular file and never "
+                "reads or writes it through a link (replace the link with the file itself)"
+            ) from None
         raise StorageError(f"{path} {exc}; bxmem keeps its ledger in a regular file") from None
     except OSError as exc:
         raise StorageError(f"cannot open the ledger {path}: {exc.strerror}") from None

@@ -98,8 +98,10 @@ def _version(db: sqlite3.Connection) -> int | None:
 
 
 def outdated_message(path: Path, version: int) -> str:
-    return (f"{path}: built by another version of bxmem (schema {version}, this one reads {SCHEMA_VERSION}); "
-            "the next decide or mirror rebuilds it, or run bxmem index rebuild")
+    return (
+        f"{path}: built by another version of bxmem (schema {version}, this one reads {SCHEMA_VERSION}); "
+        "the next decide or mirror rebuilds it, or run bxmem index rebuild"
+    )
 
 
 class Index:
@@ -177,8 +179,20 @@ class Index:
 
     # --- writes -------------------------------------------------------------------
 
-    def add(self, key: str, kind: str, tag: str, trust_class: str, text: str, *, reply: str | None = None,
-            file: str | None = None, session: str | None = None, ts: str | None = None, who: str | None = None) -> None:
+    def add(
+        self,
+        key: str,
+        kind: str,
+        tag: str,
+        trust_class: str,
+        text: str,
+        *,
+        reply: str | None = None,
+        file: str | None = None,
+        session: str | None = None,
+        ts: str | None = None,
+        who: str | None = None,
+    ) -> None:
         """Store one document under `key` (replacing what it held) and index its passages."""
         text = neutralise(text)  # what recall shows anyway; and SQLite cannot store a lone surrogate
         reply_at = None
@@ -197,14 +211,17 @@ class Index:
         first = self._next_passage.get(identity)
         if first is None:
             low, high = (IDENTITY_BASE, 1 << 62) if identity else (0, IDENTITY_BASE)
-            first = db.execute("SELECT coalesce(max(id) + 1, ?) FROM passages WHERE id >= ? AND id < ?",
-                               (low + 1, low, high)).fetchone()[0]
+            first = db.execute(
+                "SELECT coalesce(max(id) + 1, ?) FROM passages WHERE id >= ? AND id < ?", (low + 1, low, high)
+            ).fetchone()[0]
         rows = [(first + n, doc, start, length) for n, (start, length) in enumerate(passages(text))]
         # Within a transaction nobody else writes: the next id is known. Outside one, ask again next time.
         self._next_passage = {**self._next_passage, identity: first + len(rows)} if self._in_transaction else {}
         db.executemany("INSERT INTO passages(id, doc, start, len) VALUES (?,?,?,?)", rows)
-        db.executemany("INSERT INTO docs_fts(rowid, text, who) VALUES (?,?,?)",
-                       [(pid, text[start:start + length], who or "") for pid, _doc, start, length in rows])
+        db.executemany(
+            "INSERT INTO docs_fts(rowid, text, who) VALUES (?,?,?)",
+            [(pid, text[start : start + length], who or "") for pid, _doc, start, length in rows],
+        )
 
     def remove_key(self, key: str) -> None:
         self.db().execute("DELETE FROM docs WHERE key = ?", (key,))
@@ -212,9 +229,14 @@ class Index:
     def remove_entry(self, kind: str, file: str | None, text: str) -> bool:
         """Remove one doc holding this entry (the latest), as an identity remove does."""
         text = neutralise(text)
-        row = self.db().execute(
-            "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1", (kind, file, text)
-        ).fetchone()
+        row = (
+            self.db()
+            .execute(
+                "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1",
+                (kind, file, text),
+            )
+            .fetchone()
+        )
         if row:
             self.db().execute("DELETE FROM docs WHERE id = ?", (row[0],))
         return row is not None

@@ -81,12 +81,20 @@ class ReadResult:
 
     def skipped_lines(self, path: Path) -> list[str]:
         """What a fold says of the malformed lines it skipped: the first few by offset, the rest counted."""
-        out = [f"{path}: malformed line at byte {offset} skipped "
-               + (f"({self.reasons[offset]}; not folded)" if offset in self.reasons else "(a torn write is closed off this way)")
-               for offset in self.malformed]
+        out = [
+            f"{path}: malformed line at byte {offset} skipped "
+            + (
+                f"({self.reasons[offset]}; not folded)"
+                if offset in self.reasons
+                else "(a torn write is closed off this way)"
+            )
+            for offset in self.malformed
+        ]
         if self.skipped > len(self.malformed):
-            out.append(f"{path}: {self.skipped - len(self.malformed):,} more malformed line(s) skipped after these "
-                       "(bxmem sync counts them all)")
+            out.append(
+                f"{path}: {self.skipped - len(self.malformed):,} more malformed line(s) skipped after these "
+                "(bxmem sync counts them all)"
+            )
         return out
 
 
@@ -95,8 +103,11 @@ def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str)
     and return the new size."""
     payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
     data = payload.encode("utf-8", "surrogatepass")
-    return append_locked(lambda: open_ledger(path, os.O_RDWR | os.O_APPEND | os.O_CREAT), data,
-                         lambda exc: f"cannot append to {what} {path}: {exc.strerror}; nothing of this append was kept")
+    return append_locked(
+        lambda: open_ledger(path, os.O_RDWR | os.O_APPEND | os.O_CREAT),
+        data,
+        lambda exc: f"cannot append to {what} {path}: {exc.strerror}; nothing of this append was kept",
+    )
 
 
 class Ledger:
@@ -256,8 +267,10 @@ def _mark(fd: int, offset: int) -> dict:
     head = os.pread(fd, min(MARK_WINDOW, offset), 0)
     start = max(0, offset - MARK_WINDOW)
     tail = os.pread(fd, offset - start, start)
-    return {"head": hashlib.blake2b(head, digest_size=16, person=b"bxmem ledger").hexdigest(),
-            "tail": hashlib.blake2b(tail, digest_size=16, person=b"bxmem ledger").hexdigest()}
+    return {
+        "head": hashlib.blake2b(head, digest_size=16, person=b"bxmem ledger").hexdigest(),
+        "tail": hashlib.blake2b(tail, digest_size=16, person=b"bxmem ledger").hexdigest(),
+    }
 
 
 def _event(line: bytes) -> dict | str:

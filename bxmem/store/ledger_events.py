@@ -48,8 +48,23 @@ SESSION_RENEWED = "session_renewed"
 DROPPED = "dropped"
 REROUTED = "rerouted"
 ACCEPTED = "accepted"
-KINDS = (DECIDED, ATTEMPT, SENT, FAILED, UNSENT, CANCELLED, REQUEUED, CREATED, KEY_REFUSED, KEY_RESUMED,
-         SESSION_GONE, SESSION_RENEWED, DROPPED, REROUTED, ACCEPTED)
+KINDS = (
+    DECIDED,
+    ATTEMPT,
+    SENT,
+    FAILED,
+    UNSENT,
+    CANCELLED,
+    REQUEUED,
+    CREATED,
+    KEY_REFUSED,
+    KEY_RESUMED,
+    SESSION_GONE,
+    SESSION_RENEWED,
+    DROPPED,
+    REROUTED,
+    ACCEPTED,
+)
 
 TURN, EDIT, CARD = "turn", "edit", "card"  # what a `decided` line decides
 
@@ -61,16 +76,33 @@ class Event(TypedDict):
 
 
 # `class` is a keyword: this one is spelt as a call.
-DecidedTurn = TypedDict("DecidedTurn", {
-    "v": int, "ev": Literal["decided"], "ts": str, "item": str, "kind": Literal["turn"],
-    "session": str, "turn": int, "role": "str | None", "ws": "str | None", "reason": str,
-    "peer": "str | None", "class": str, "untrusted_by": "list[str]", "secret_rule": "str | None",
-    "log": str, "user": "list[list[int]]", "reply": "list[int] | None", "at": "str | None",
-    # The line hashes, {"key", "user", "reply"}; absent from lines older versions wrote, and when no key was at hand.
-    "macs": NotRequired[dict],
-    # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
-    "unreadable": NotRequired[dict],
-})
+DecidedTurn = TypedDict(
+    "DecidedTurn",
+    {
+        "v": int,
+        "ev": Literal["decided"],
+        "ts": str,
+        "item": str,
+        "kind": Literal["turn"],
+        "session": str,
+        "turn": int,
+        "role": "str | None",
+        "ws": "str | None",
+        "reason": str,
+        "peer": "str | None",
+        "class": str,
+        "untrusted_by": "list[str]",
+        "secret_rule": "str | None",
+        "log": str,
+        "user": "list[list[int]]",
+        "reply": "list[int] | None",
+        "at": "str | None",
+        # The line hashes, {"key", "user", "reply"}; absent from lines older versions wrote, and when no key was at hand.
+        "macs": NotRequired[dict],
+        # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
+        "unreadable": NotRequired[dict],
+    },
+)
 
 
 class _DecidedEdit(Event):
@@ -216,10 +248,24 @@ class Accepted(Event):
 # --- decisions ----------------------------------------------------------------------
 
 
-def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, reason: str, peer: str | None,
-                 trust_class: str, untrusted_by: list[str], secret_rule: str | None, log: str,
-                 user: list, reply: list | None, at: str | None, macs: dict | None = None,
-                 unreadable: dict | None = None) -> DecidedTurn:
+def decided_turn(
+    *,
+    session: str,
+    turn: int,
+    role: str | None,
+    ws: str | None,
+    reason: str,
+    peer: str | None,
+    trust_class: str,
+    untrusted_by: list[str],
+    secret_rule: str | None,
+    log: str,
+    user: list,
+    reply: list | None,
+    at: str | None,
+    macs: dict | None = None,
+    unreadable: dict | None = None,
+) -> DecidedTurn:
     """`macs`: the keyed hashes of the lines at `user` and `reply` (send and the index
     check them); `unreadable`: the line of the log that made the turn go nowhere."""
     extra: dict = {}
@@ -227,34 +273,105 @@ def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, r
         extra["macs"] = macs
     if unreadable is not None:
         extra["unreadable"] = unreadable
-    return cast(DecidedTurn, event(
-        DECIDED, item=turn_item(session, turn), kind=TURN, session=session, turn=turn, role=role, ws=ws,
-        reason=reason, peer=peer, **{"class": trust_class}, untrusted_by=untrusted_by, secret_rule=secret_rule,
-        log=log, user=user, reply=reply, at=at, **extra,
-    ))
+    return cast(
+        DecidedTurn,
+        event(
+            DECIDED,
+            item=turn_item(session, turn),
+            kind=TURN,
+            session=session,
+            turn=turn,
+            role=role,
+            ws=ws,
+            reason=reason,
+            peer=peer,
+            **{"class": trust_class},
+            untrusted_by=untrusted_by,
+            secret_rule=secret_rule,
+            log=log,
+            user=user,
+            reply=reply,
+            at=at,
+            **extra,
+        ),
+    )
 
 
-def decided_edit(edit_id: str, *, op: str, session: str | None, role: str | None, ws: str | None, reason: str,
-                 actions: list[dict], journal_line: int, at: str | None, target: object = None) -> DecidedEdit:
+def decided_edit(
+    edit_id: str,
+    *,
+    op: str,
+    session: str | None,
+    role: str | None,
+    ws: str | None,
+    reason: str,
+    actions: list[dict],
+    journal_line: int,
+    at: str | None,
+    target: object = None,
+) -> DecidedEdit:
     """`target` is the journal's `target` of an undo (any value: a missing one is
     recorded as the item `edit:None`, which no edit is)."""
     fields = {"target": edit_item(str(target))} if op == "undo" else {}
-    return cast(DecidedEdit, event(
-        DECIDED, item=edit_item(edit_id), kind=EDIT, edit=edit_id, op=op, session=session, role=role, ws=ws,
-        reason=reason, actions=actions, journal_line=journal_line, at=at, **fields,
-    ))
+    return cast(
+        DecidedEdit,
+        event(
+            DECIDED,
+            item=edit_item(edit_id),
+            kind=EDIT,
+            edit=edit_id,
+            op=op,
+            session=session,
+            role=role,
+            ws=ws,
+            reason=reason,
+            actions=actions,
+            journal_line=journal_line,
+            at=at,
+            **fields,
+        ),
+    )
 
 
-def decided_card(item: str, *, op: str, experiment: str, artifact: str, session: str, role: str | None, ws: str | None,
-                 reason: str, trust_class: str, untrusted_by: list[str], actions: list[dict], at: str | None,
-                 target: str | None = None) -> DecidedCard:
+def decided_card(
+    item: str,
+    *,
+    op: str,
+    experiment: str,
+    artifact: str,
+    session: str,
+    role: str | None,
+    ws: str | None,
+    reason: str,
+    trust_class: str,
+    untrusted_by: list[str],
+    actions: list[dict],
+    at: str | None,
+    target: str | None = None,
+) -> DecidedCard:
     """A card's remote projection (op `record`), or its retraction (op `undo`, naming
     the card item as `target`, so a card not yet sent is never sent: as an undo of an edit)."""
     fields = {"target": target} if target is not None else {}
-    return cast(DecidedCard, event(
-        DECIDED, item=item, kind=CARD, op=op, experiment=experiment, artifact=artifact, session=session, role=role,
-        ws=ws, reason=reason, **{"class": trust_class}, untrusted_by=untrusted_by, actions=actions, at=at, **fields,
-    ))
+    return cast(
+        DecidedCard,
+        event(
+            DECIDED,
+            item=item,
+            kind=CARD,
+            op=op,
+            experiment=experiment,
+            artifact=artifact,
+            session=session,
+            role=role,
+            ws=ws,
+            reason=reason,
+            **{"class": trust_class},
+            untrusted_by=untrusted_by,
+            actions=actions,
+            at=at,
+            **fields,
+        ),
+    )
 
 
 def is_decided(ev: dict, kind: str) -> bool:
@@ -270,8 +387,16 @@ def _role(role: str | None) -> dict:
     return {"role": role} if role is not None else {}
 
 
-def attempt(ts: str, *, items: list[str], ws: str, role: str | None, session: str | None, hsession: str | None = None,
-            parts: dict[str, int] | None = None) -> Attempt:
+def attempt(
+    ts: str,
+    *,
+    items: list[str],
+    ws: str,
+    role: str | None,
+    session: str | None,
+    hsession: str | None = None,
+    parts: dict[str, int] | None = None,
+) -> Attempt:
     """Timed by the sender's clock (`ts`): its in-doubt wait counts from it. `role`:
     what the items were decided as, and so what the workspace is written as."""
     fields: dict = {}
@@ -293,18 +418,33 @@ def in_doubt(item: str, ws: str | None, hsessions: list[str] | None = None) -> d
 
 
 def sent_turn(item: str, ws: str, role: str | None, hsession: str, ids: list[str], *, settled: bool = False) -> Sent:
-    return cast(Sent, event(SENT, item=item, ws=ws, **_role(role), hsession=hsession, ids=ids,
-                            **({"settled": True} if settled else {})))
+    return cast(
+        Sent,
+        event(
+            SENT, item=item, ws=ws, **_role(role), hsession=hsession, ids=ids, **({"settled": True} if settled else {})
+        ),
+    )
 
 
 def sent_edit(item: str, ws: str, role: str | None, results: list[dict]) -> Sent:
     return cast(Sent, event(SENT, item=item, ws=ws, **_role(role), results=results))
 
 
-def failed(item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None, *,
-           in_doubt: bool = False) -> Failed:
-    return cast(Failed, event(FAILED, item=item, ws=ws, status=status, reason=reason, **({"results": results} if results else {}),
-                              **({"in_doubt": True} if in_doubt else {})))
+def failed(
+    item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None, *, in_doubt: bool = False
+) -> Failed:
+    return cast(
+        Failed,
+        event(
+            FAILED,
+            item=item,
+            ws=ws,
+            status=status,
+            reason=reason,
+            **({"results": results} if results else {}),
+            **({"in_doubt": True} if in_doubt else {}),
+        ),
+    )
 
 
 def unsent(items: list[str], ws: str, reason: str) -> Unsent:
@@ -335,8 +475,9 @@ def created_session(ws: str, hsession: str, session: str, n: int, peers: list[st
     return cast(Created, event(CREATED, ws=ws, what="session", id=hsession, session=session, n=n, peers=peers))
 
 
-def key_refused(ws: str, status: int | None, secret: str, key: list[int] | None,
-                problem: str | None = None) -> KeyRefused:
+def key_refused(
+    ws: str, status: int | None, secret: str, key: list[int] | None, problem: str | None = None
+) -> KeyRefused:
     """Honcho refused the key (status 401/403), or bxmem refused its file (status None, `problem`)."""
     extra = {"problem": problem} if problem is not None else {}
     return cast(KeyRefused, event(KEY_REFUSED, ws=ws, status=status, secret=secret, key=key, **extra))

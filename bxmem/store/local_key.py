@@ -41,8 +41,13 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
     exists = True
     try:
         secret = _read(path)
-        not_a_key = (f"{len(secret):,} bytes, longer than a key" if len(secret) > MAX_KEY_BYTES
-                     else "empty" if not secret else None)  # bxmem links a key in whole: never an empty file
+        not_a_key = (
+            f"{len(secret):,} bytes, longer than a key"
+            if len(secret) > MAX_KEY_BYTES
+            else "empty"
+            if not secret
+            else None
+        )  # bxmem links a key in whole: never an empty file
     except FileNotFoundError:
         secret, not_a_key, exists = b"", None, False
     except Unreadable as exc:
@@ -54,8 +59,10 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
     if not create:
         return None
     if not_a_key:
-        log.warning(f"{path}: {not_a_key}, not a key bxmem wrote; replaced with a new key (line hashes made "
-                    "with the old one are checked without them)")
+        log.warning(
+            f"{path}: {not_a_key}, not a key bxmem wrote; replaced with a new key (line hashes made "
+            "with the old one are checked without them)"
+        )
     return _create(path, replace=exists)  # an empty file too: linking over it would fail and leave no key
 
 

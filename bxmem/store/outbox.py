@@ -77,8 +77,15 @@ def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
 
 
 def light(item: str, record: tuple) -> dict:
-    return {"item": item, "offset": offset_of(record), "ws": record[WS], "session": record[SESSION],
-            "kind": record[KIND], "peer": record[PEER], "role": record[ROLE]}
+    return {
+        "item": item,
+        "offset": offset_of(record),
+        "ws": record[WS],
+        "session": record[SESSION],
+        "kind": record[KIND],
+        "peer": record[PEER],
+        "role": record[ROLE],
+    }
 
 
 def _intern(value: str | None) -> str | None:
@@ -102,8 +109,12 @@ class Outbox:
     dropped: int = 0  # items the owner dropped (bxmem outbox drop)
     malformed: int = 0
     undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
-    conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
-    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
+    conclusions: dict[str, dict] = field(
+        default_factory=dict
+    )  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
+    fleet: dict[str, dict] = field(
+        default_factory=dict
+    )  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
     cancelled: int = 0
     decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
     # Every item decided so far. A decision is final: a second `decided` line for a known item (two runs
@@ -162,8 +173,14 @@ class Outbox:
             elif ev.get("ws"):
                 if self._order is not None:
                     self._order[item] = ev.get("journal_line") if ev.get("kind") == EDIT else ev.get("turn")
-                self.pending[item] = (at(offset, ledger_tag(self._secret, raw)), _intern(ev["ws"]), _intern(ev.get("session")),
-                                      _intern(ev.get("kind", TURN)), _intern(ev.get("peer")), _intern(ev.get("role")))
+                self.pending[item] = (
+                    at(offset, ledger_tag(self._secret, raw)),
+                    _intern(ev["ws"]),
+                    _intern(ev.get("session")),
+                    _intern(ev.get("kind", TURN)),
+                    _intern(ev.get("peer")),
+                    _intern(ev.get("role")),
+                )
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
                 self.undone[ev["target"]] = item
         elif kind == ATTEMPT:
@@ -232,7 +249,7 @@ class Outbox:
         if record is None and item in self.failed:
             record = self.failed.pop(item).get("decided")
         if record is not None:
-            self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1:])
+            self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1 :])
 
     def _decided_role(self, item: str) -> object:
         record = self.pending.get(item)
@@ -350,11 +367,17 @@ class Outbox:
         doubted = inherit(new, self)
         gone = sum(1 for item in self.pending if not new.knows(item))
         if why is not None:
-            again = (f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
-                     "before anything is sent" if doubted else "")
+            again = (
+                f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
+                "before anything is sent"
+                if doubted
+                else ""
+            )
             # Decided again by decide or mirror when they notice the ledger changed; if not, the runbook says how.
             lost = f"; {gone} item(s) waiting to be sent are decided in it no more" if gone else ""
-            log.warning(f"{ledger.path} {why}; the outbox was rebuilt from it{again}{lost}" + runbook("ledger-rewritten"))
+            log.warning(
+                f"{ledger.path} {why}; the outbox was rebuilt from it{again}{lost}" + runbook("ledger-rewritten")
+            )
         self.__dict__.update(new.__dict__)
 
     def knows(self, item: str) -> bool:
@@ -372,8 +395,10 @@ class Outbox:
             self.apply(ev, result.at, result.line)
         if self._first_new_repeat is not None:
             item, at = self._first_new_repeat
-            log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
-                        f"ignored, the first decision stands (first: {item} at byte {at})")
+            log.warning(
+                f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
+                f"ignored, the first decision stands (first: {item} at byte {at})"
+            )
             self._new_repeats, self._first_new_repeat = 0, None
         self.malformed += result.skipped
         for line in result.skipped_lines(ledger.path):

@@ -67,8 +67,12 @@ def inherit(new: Box, old: Box) -> int:
         for name, session in names.items():
             new.hsessions.setdefault(ws, {}).setdefault(name, session)
     merge_roles(new.roles, old.roles)
-    for mine, theirs in ((new.stopped, old.stopped), (new.conclusions, old.conclusions), (new.fleet, old.fleet),
-                         (new.undone, old.undone)):
+    for mine, theirs in (
+        (new.stopped, old.stopped),
+        (new.conclusions, old.conclusions),
+        (new.fleet, old.fleet),
+        (new.undone, old.undone),
+    ):
         _keep(mine, theirs)
     new.backoff = new.backoff or old.backoff
     new.announced = old.announced

@@ -81,23 +81,58 @@ def _plain(value: object) -> str | None:
 
 
 # The checkpoint as save() writes it: checked whole on load; any other shape is a rebuild from the ledger.
-SHAPE = record({
-    "version": integer(0),  # outbox.read_checkpoint checks which first
-    "offset": integer(0), "ino": maybe(integer(0)), "mark": maybe(LEDGER_MARK), "key": _NAME, "pending": _pending,
-    "attempts": dict_of(ATTEMPT_KEPT),
-    "failed": dict_of(record({"decided": maybe(_record_problem)},
-                             {"ws": _NAME, "results": list_of(RESULT), "in_doubt": boolean, "attempt": ATTEMPT_KEPT})),
-    "setup": dict_of(record({"configured": boolean, "peers": list_of(string), "sessions": dict_of(
-        record({"name": string, "n": integer(1), "peers": list_of(string)}, {"gone": boolean, "renew": boolean}))})),
-    "stopped": dict_of(record({"ws": string}, {"key": maybe(list_of(integer(None)))})),
-    "backoff": maybe(record({"since": string, "delay": number, "until": number})),
-    "last_sent": _NAME, "sent_count": integer(0), "malformed": integer(0), "undone": dict_of(string),
-    # Honcho's ids as the ledger recorded them (ledger_shapes.RESULT): checked where they are used.
-    "conclusions": dict_of(record({"id": anything, "ws": _NAME, "hsession": _NAME}, {"deleted_by": string})),
-    "fleet": dict_of(record({"ws": _NAME, "hsession": _NAME, "ids": anything})),
-    "cancelled": integer(0), "decided": dict_of(integer(0)), "known_turns": dict_of(RANGES),
-    "known_other": set_of(string), "withdrawn": set_of(string), "repeated": integer(0), "first_repeated": _NAME, "dropped": integer(0),
-    "roles": ROLES, "hsessions": dict_of(dict_of(string)), "named_wrong": dict_of(string),
-    # What send last said of each lasting state (send_report.announce): keys of a few plain values.
-    "announced": record({}, {"held": list_of(list_of(_plain, length=4)), "in_doubt": list_of(list_of(_plain, length=3))}),
-})
+SHAPE = record(
+    {
+        "version": integer(0),  # outbox.read_checkpoint checks which first
+        "offset": integer(0),
+        "ino": maybe(integer(0)),
+        "mark": maybe(LEDGER_MARK),
+        "key": _NAME,
+        "pending": _pending,
+        "attempts": dict_of(ATTEMPT_KEPT),
+        "failed": dict_of(
+            record(
+                {"decided": maybe(_record_problem)},
+                {"ws": _NAME, "results": list_of(RESULT), "in_doubt": boolean, "attempt": ATTEMPT_KEPT},
+            )
+        ),
+        "setup": dict_of(
+            record(
+                {
+                    "configured": boolean,
+                    "peers": list_of(string),
+                    "sessions": dict_of(
+                        record(
+                            {"name": string, "n": integer(1), "peers": list_of(string)},
+                            {"gone": boolean, "renew": boolean},
+                        )
+                    ),
+                }
+            )
+        ),
+        "stopped": dict_of(record({"ws": string}, {"key": maybe(list_of(integer(None)))})),
+        "backoff": maybe(record({"since": string, "delay": number, "until": number})),
+        "last_sent": _NAME,
+        "sent_count": integer(0),
+        "malformed": integer(0),
+        "undone": dict_of(string),
+        # Honcho's ids as the ledger recorded them (ledger_shapes.RESULT): checked where they are used.
+        "conclusions": dict_of(record({"id": anything, "ws": _NAME, "hsession": _NAME}, {"deleted_by": string})),
+        "fleet": dict_of(record({"ws": _NAME, "hsession": _NAME, "ids": anything})),
+        "cancelled": integer(0),
+        "decided": dict_of(integer(0)),
+        "known_turns": dict_of(RANGES),
+        "known_other": set_of(string),
+        "withdrawn": set_of(string),
+        "repeated": integer(0),
+        "first_repeated": _NAME,
+        "dropped": integer(0),
+        "roles": ROLES,
+        "hsessions": dict_of(dict_of(string)),
+        "named_wrong": dict_of(string),
+        # What send last said of each lasting state (send_report.announce): keys of a few plain values.
+        "announced": record(
+            {}, {"held": list_of(list_of(_plain, length=4)), "in_doubt": list_of(list_of(_plain, length=3))}
+        ),
+    }
+)

@@ -61,8 +61,11 @@ def home(paths: Paths) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     st = _look(paths.home)
     if st is None or isinstance(st, str):
-        return [], [st or f"{paths.home} does not exist: is bxmem run as the user Boxmaker runs as, with its "
-                          "BOXMAKER_HOME, or is [paths] home wrong?"]
+        return [], [
+            st
+            or f"{paths.home} does not exist: is bxmem run as the user Boxmaker runs as, with its "
+            "BOXMAKER_HOME, or is [paths] home wrong?"
+        ]
     if not stat.S_ISDIR(st.st_mode):
         return [], [f"{paths.home} is {file_kind(st.st_mode)}, not a folder"]
     facts.append(f"home mode {_mode(st)}")

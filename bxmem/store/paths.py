@@ -120,9 +120,11 @@ class Paths:
         recall and ask answer from it as if nothing had ever been remembered."""
         why = home_problem(self.home)
         if why is not None:
-            raise HomeMissing(f"the Boxmaker home {self.home} {why}: run `bxmem init` to make it, or set BOXMAKER_HOME "
-                              "or [paths] home to the home the timer jobs use (run bxmem as their user, with their "
-                              "environment); nothing was read or written")
+            raise HomeMissing(
+                f"the Boxmaker home {self.home} {why}: run `bxmem init` to make it, or set BOXMAKER_HOME "
+                "or [paths] home to the home the timer jobs use (run bxmem as their user, with their "
+                "environment); nothing was read or written"
+            )
 
     def ensure_state_dir(self) -> Path:
         try:
@@ -186,7 +188,9 @@ def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None
         raise ConfigInvalid("[paths] must be a table")
     home_value = None if locations.named_home(home_override) else section.get("home")
     if home_value is not None and not isinstance(home_value, str):
-        raise ConfigInvalid("[paths] home must be a string")  # checked only when it is the one used, as the schema checks it anyway
+        raise ConfigInvalid(
+            "[paths] home must be a string"
+        )  # checked only when it is the one used, as the schema checks it anyway
     home = Path(locations.home(home_override, home_value))
     run_value = section.get("run")
     if run_value is not None and not isinstance(run_value, str):

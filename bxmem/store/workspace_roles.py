@@ -39,8 +39,9 @@ TAINTING = ("untrusted", "fleet")
 Roles = dict[str, dict]
 # What `apply` builds, as the outbox checkpoint and the copy beside it keep it.
 SHAPE = dict_of(record({"set_up": list_of(maybe(string)), "written": dict_of(string)}))
-SIDECAR_SHAPE = record({"version": anything, "ino": maybe(integer(0)), "offset": integer(0), "roles": SHAPE},
-                       {"mark": maybe(LEDGER_MARK)})
+SIDECAR_SHAPE = record(
+    {"version": anything, "ino": maybe(integer(0)), "offset": integer(0), "roles": SHAPE}, {"mark": maybe(LEDGER_MARK)}
+)
 
 
 def _entry(roles: Roles, ws: str) -> dict:
@@ -122,8 +123,9 @@ def set_up_for(roles: Roles, ws: str, role: str) -> bool:
 
 def save(state_dir: Path, roles: Roles, ino: int | None, offset: int, mark: dict | None = None) -> None:
     """`mark`: the ledger as folded up to `offset` (Ledger.mark)."""
-    write_json(state_dir / SIDECAR, {"version": SIDECAR_VERSION, "ino": ino, "offset": offset, "roles": roles,
-                                     "mark": mark})
+    write_json(
+        state_dir / SIDECAR, {"version": SIDECAR_VERSION, "ino": ino, "offset": offset, "roles": roles, "mark": mark}
+    )
 
 
 def read(state_dir: Path, ledger_path: Path) -> Roles | None:
@@ -147,8 +149,12 @@ def read(state_dir: Path, ledger_path: Path) -> Roles | None:
         log.info(f"{state_dir / SIDECAR}: {why}; the ledger is folded instead")
     ours = saved is not None and saved["version"] == SIDECAR_VERSION
     try:
-        if ours and saved is not None and saved["ino"] == st.st_ino \
-                and ledger.changed(saved["offset"], saved.get("mark")) is None:
+        if (
+            ours
+            and saved is not None
+            and saved["ino"] == st.st_ino
+            and ledger.changed(saved["offset"], saved.get("mark")) is None
+        ):
             caught_up = _fold(ledger, saved["offset"], _valid(saved["roles"]), strict=True)
             if caught_up is not None:
                 return caught_up
@@ -174,8 +180,12 @@ def _valid(raw: dict) -> Roles:
     """The saved copy's entries that have the shape `apply` gives them (a damaged copy loses only itself)."""
     roles: Roles = {}
     for ws, entry in raw.items():
-        if isinstance(ws, str) and isinstance(entry, dict) and isinstance(entry.get("set_up"), list) \
-                and isinstance(entry.get("written"), dict):
+        if (
+            isinstance(ws, str)
+            and isinstance(entry, dict)
+            and isinstance(entry.get("set_up"), list)
+            and isinstance(entry.get("written"), dict)
+        ):
             roles[ws] = {"set_up": list(entry["set_up"]), "written": dict(entry["written"])}
     return roles
 

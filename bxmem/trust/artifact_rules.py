@@ -70,8 +70,13 @@ def canonical_json(value: object) -> bytes:
 def identity(agent: str | None, artifact: str, query_fingerprint: str | None, source_version: str) -> dict:
     """What an experiment is (seed 002 27.2, the agent standing for the project):
     title, summary and tags are not part of it."""
-    return {"schema": IDENTITY_SCHEMA, "agent": agent, "artifact": artifact,
-            "query_fingerprint": query_fingerprint, "source_version": source_version}
+    return {
+        "schema": IDENTITY_SCHEMA,
+        "agent": agent,
+        "artifact": artifact,
+        "query_fingerprint": query_fingerprint,
+        "source_version": source_version,
+    }
 
 
 def experiment_id(agent: str | None, artifact: str, query_fingerprint: str | None, source_version: str) -> str:
@@ -89,7 +94,7 @@ def is_experiment_id(value: object) -> bool:
 
 def object_folder(artifact: str) -> str:
     """`objects/<this>/<artifact id>`: the first two characters of the digest."""
-    return artifact[len(ARTIFACT_PREFIX):len(ARTIFACT_PREFIX) + 2]
+    return artifact[len(ARTIFACT_PREFIX) : len(ARTIFACT_PREFIX) + 2]
 
 
 # --- what a record may carry ------------------------------------------------------------
@@ -131,12 +136,16 @@ def clean_tags(tags: list[str]) -> list[str]:
     return list(dict.fromkeys(t for t in (one_line(tag) for tag in tags) if t))
 
 
-def metadata_problem(title: str, summary: str, tags: list[str], source_version: str,
-                     query_fingerprint: str | None, media_type: str) -> str | None:
+def metadata_problem(
+    title: str, summary: str, tags: list[str], source_version: str, query_fingerprint: str | None, media_type: str
+) -> str | None:
     """Why what the model gave cannot be recorded (bounds are refused, never cut), or None.
     Lengths are counted on the neutralised text."""
-    checks = (("--title", one_line(title), MAX_TITLE), ("--summary", clean_summary(summary), MAX_SUMMARY),
-              ("--source-version", one_line(source_version), MAX_SOURCE_VERSION))
+    checks = (
+        ("--title", one_line(title), MAX_TITLE),
+        ("--summary", clean_summary(summary), MAX_SUMMARY),
+        ("--source-version", one_line(source_version), MAX_SOURCE_VERSION),
+    )
     for option, text, limit in checks:
         if len(text) > limit:
             return f"{option} is {len(text):,} characters; at most {limit:,}"
@@ -160,8 +169,18 @@ def metadata_problem(title: str, summary: str, tags: list[str], source_version: 
 CARD_HEADER = "[artifact card]"
 
 
-def projection(*, experiment: str, artifact: str, size: int, media_type: str, title: str, summary: str,
-               tags: list[str], source_version: str, query_fingerprint: str | None) -> tuple[str | None, str | None]:
+def projection(
+    *,
+    experiment: str,
+    artifact: str,
+    size: int,
+    media_type: str,
+    title: str,
+    summary: str,
+    tags: list[str],
+    source_version: str,
+    query_fingerprint: str | None,
+) -> tuple[str | None, str | None]:
     """The text Honcho gets for a card, built from these allowlisted fields alone
     (never a path, the file's name, its bytes, the session or the raw query), each
     neutralised, bounded and made one line; or (None, why it is not sent):

@@ -29,8 +29,10 @@ from bxmem.trust.sanitize import neutralise
 
 INVALID_ID = "(invalid id)"
 _ID = re.compile(r"[A-Za-z0-9_-]{1,512}")
-_ITEM = re.compile(r"(?:turn:[A-Za-z0-9_-]{1,500}:[0-9]{1,12}|edit:[A-Za-z0-9_.:-]{1,200}|card:[a-z0-9_:-]{1,200})"
-                   r"(?:#[0-9]{1,6})?")
+_ITEM = re.compile(
+    r"(?:turn:[A-Za-z0-9_-]{1,500}:[0-9]{1,12}|edit:[A-Za-z0-9_.:-]{1,200}|card:[a-z0-9_:-]{1,200})"
+    r"(?:#[0-9]{1,6})?"
+)
 _TOKEN = re.compile(r"[A-Za-z0-9_.:#-]{1,512}")
 _DATE = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})"

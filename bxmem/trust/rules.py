@@ -59,8 +59,10 @@ def owner_problem(owner: str, agent: str | None = None) -> str | None:
         how = "a `.` is written `_Dot_` in a peer id" if "." in owner else "speakers' names are folded to lower case"
         return f"no speaker's peer is ever {owner!r} ({how}): write {written!r}"
     if agent is not None and look_alike(owner) == look_alike(agent):
-        return (f"{owner!r} reads as the agent {agent!r} (case, `.` and `_` aside): a speaker of that name is taken "
-                "for the agent and kept out; the owner's peer must be the owner's own name")
+        return (
+            f"{owner!r} reads as the agent {agent!r} (case, `.` and `_` aside): a speaker of that name is taken "
+            "for the agent and kept out; the owner's peer must be the owner's own name"
+        )
     return None
 
 
@@ -148,7 +150,9 @@ def after_line(labels: LogLabels, untrusted: bool, trust_class: str, unreadable:
     | a line bxmem cannot read (`unreadable`) | yes (labels.UNREADABLE_LINE: untrusted, secret) | the first one |
 
     Labels only ever rise: a session untrusted, secret or unreadable stays so."""
-    return LogLabels(labels.untrusted or untrusted, higher_class(labels.trust_class, trust_class), labels.unreadable or unreadable)
+    return LogLabels(
+        labels.untrusted or untrusted, higher_class(labels.trust_class, trust_class), labels.unreadable or unreadable
+    )
 
 
 def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:

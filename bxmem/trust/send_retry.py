@@ -108,7 +108,6 @@ class Hold:
         return True
 
 
-
 # The kinds of item sent one at a time, in outbox order among themselves: memory
 # edits and artifact cards (a card's retraction must not overtake its card). Turns
 # go in groups, a Honcho session's at a time.

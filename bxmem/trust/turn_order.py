@@ -14,8 +14,9 @@ from bxmem.formats import turn_ranges
 MAX_WAITING_TURNS = 64
 
 
-def turns_to_decide(open_turns: Mapping[int, bool], *, tainted: bool = False,
-                    max_waiting: int = MAX_WAITING_TURNS) -> tuple[list[int], list[int]]:
+def turns_to_decide(
+    open_turns: Mapping[int, bool], *, tainted: bool = False, max_waiting: int = MAX_WAITING_TURNS
+) -> tuple[list[int], list[int]]:
     """(the turns of a session that may be decided now, in number order; those
     of them given up on), given its turns read but not yet decided (number ->
     its turn_end has been read).

@@ -75,11 +75,15 @@ class Held:
         if self.reason == BEHIND_HELD_EDIT:
             return "it names an earlier edit that is held (what it removes or undoes), and waits behind it"
         if self.reason == WORKSPACE_REUSED:
-            return (f"{ws} already holds what this agent wrote to it as its {self.written_as} workspace (the first: "
-                    f"{self.first}); bxmem never writes one workspace in two roles")
+            return (
+                f"{ws} already holds what this agent wrote to it as its {self.written_as} workspace (the first: "
+                f"{self.first}); bxmem never writes one workspace in two roles"
+            )
         if self.reason == PEER_IS_THE_AGENT:
-            return (f"its speaker's peer {self.peer} reads as the agent's own name now: written, a person's words "
-                    "would be taken for the agent's")
+            return (
+                f"its speaker's peer {self.peer} reads as the agent's own name now: written, a person's words "
+                "would be taken for the agent's"
+            )
         if self.reason == PEER_LIKE_THE_OWNER:
             return f"its speaker's peer {self.peer} reads as the owner's name now, and is not the owner's peer"
         if self.reason == PEER_NOT_A_NAME:
@@ -92,8 +96,12 @@ def roles_of(workspaces: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {name: role for role, name in workspaces}
 
 
-def check_write(workspace: object, recorded_role: object, roles: Mapping[str, str],
-                written: Mapping[str, Mapping[str, str]] = NO_WRITES) -> Held | None:
+def check_write(
+    workspace: object,
+    recorded_role: object,
+    roles: Mapping[str, str],
+    written: Mapping[str, Mapping[str, str]] = NO_WRITES,
+) -> Held | None:
     """May something decided for `recorded_role` be written to `workspace` now?
     `written` is what the ledger says each workspace was written as ({workspace:
     {role: the first item written so}}, store/workspace_roles.py).
@@ -128,8 +136,13 @@ def check_write(workspace: object, recorded_role: object, roles: Mapping[str, st
 def _peer_held(why: str, peer: object, workspace: object, role: object, roles: Mapping[str, str]) -> Held:
     """A turn held because its speaker's peer may not be written now (rules.peer_problem)."""
     name = workspace if isinstance(workspace, str) else None
-    return Held(why, name, role if isinstance(role, str) else None, roles.get(name) if name is not None else None,
-                peer=peer if isinstance(peer, str) else None)
+    return Held(
+        why,
+        name,
+        role if isinstance(role, str) else None,
+        roles.get(name) if name is not None else None,
+        peer=peer if isinstance(peer, str) else None,
+    )
 
 
 def writable(workspace: str, roles: Mapping[str, str]) -> bool:
@@ -137,7 +150,9 @@ def writable(workspace: str, roles: Mapping[str, str]) -> bool:
     return roles.get(workspace) in WRITE_ROLES
 
 
-def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping[str, dict]) -> list[tuple[object, object]]:
+def writes_of(
+    decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping[str, dict]
+) -> list[tuple[object, object]]:
     """Every (workspace, role) an item would write to: the one its decision names,
     and for an edit the workspace of each conclusion it deletes or writes again
     (trusted) and of each fleet note it retracts (fleet), for a card's retraction
@@ -163,8 +178,11 @@ def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping
     return writes
 
 
-def check_item(writes: Iterable[tuple[object, object]], roles: Mapping[str, str],
-               written: Mapping[str, Mapping[str, str]] = NO_WRITES) -> Held | None:
+def check_item(
+    writes: Iterable[tuple[object, object]],
+    roles: Mapping[str, str],
+    written: Mapping[str, Mapping[str, str]] = NO_WRITES,
+) -> Held | None:
     """The first write that may not happen now, or None when all may."""
     for workspace, role in writes:
         held = check_write(workspace, role, roles, written)
@@ -184,9 +202,20 @@ class Holds:
         out: dict[tuple, dict] = {}
         for item, why in self.held.items():
             key = (why.workspace, why.role, why.now, why.reason, why.written_as, why.peer)
-            group = out.setdefault(key, {"workspace": why.workspace, "role": why.role, "now": why.now,
-                                         "reason": why.reason, "explain": why.explain(), "turns": 0, "edits": 0,
-                                         "cards": 0, "oldest": item})
+            group = out.setdefault(
+                key,
+                {
+                    "workspace": why.workspace,
+                    "role": why.role,
+                    "now": why.now,
+                    "reason": why.reason,
+                    "explain": why.explain(),
+                    "turns": 0,
+                    "edits": 0,
+                    "cards": 0,
+                    "oldest": item,
+                },
+            )
             kind = kind_of(item)
             group["edits" if kind == "edit" else "cards" if kind == "card" else "turns"] += 1
         return list(out.values())
@@ -218,9 +247,13 @@ class Now:
     owner: str | None
 
 
-def hold_pending(pending: Iterable[tuple[str, object, object, str, object]], now: Now,
-                 decision_of: Callable[[str], Mapping], conclusions: Mapping[str, dict],
-                 fleet: Mapping[str, dict]) -> Holds:
+def hold_pending(
+    pending: Iterable[tuple[str, object, object, str, object]],
+    now: Now,
+    decision_of: Callable[[str], Mapping],
+    conclusions: Mapping[str, dict],
+    fleet: Mapping[str, dict],
+) -> Holds:
     """Which of the pending items (item, workspace, recorded role, kind, peer), in
     outbox order, are held. An edit's whole decision comes from `decision_of(item)`,
     for the workspaces of what it deletes or retracts (`writes_of`). An edit that
@@ -230,8 +263,11 @@ def hold_pending(pending: Iterable[tuple[str, object, object, str, object]], now
     holds = Holds()
     roles, written = now.roles, now.written
     # What check_write lets go: one of ours, in its role, written as no other.
-    fine = {(name, role) for name, role in roles.items()
-            if role in WRITE_ROLES and not set(written.get(name) or ()) - {role}}
+    fine = {
+        (name, role)
+        for name, role in roles.items()
+        if role in WRITE_ROLES and not set(written.get(name) or ()) - {role}
+    }
     problems: dict[object, str | None] = {}  # a run has few speakers: each is checked once
     for item, workspace, role, kind, peer in pending:
         fast = kind not in ALONE and isinstance(workspace, str) and isinstance(role, str) and (workspace, role) in fine
@@ -247,8 +283,12 @@ def hold_pending(pending: Iterable[tuple[str, object, object, str, object]], now
             decision = decision_of(item)
             why = check_item(writes_of(decision, conclusions, fleet), roles, written)
             if why is None and depends_on(decision) & holds.held.keys():
-                why = Held(BEHIND_HELD_EDIT, workspace if isinstance(workspace, str) else None,
-                           role if isinstance(role, str) else None, roles.get(workspace) if isinstance(workspace, str) else None)
+                why = Held(
+                    BEHIND_HELD_EDIT,
+                    workspace if isinstance(workspace, str) else None,
+                    role if isinstance(role, str) else None,
+                    roles.get(workspace) if isinstance(workspace, str) else None,
+                )
         if why is not None:
             holds.held[item] = why
     return holds

@@ -24,8 +24,10 @@ def card_text(config: Config, item: dict, action: dict) -> str:
         raise LocalFailure("the card's decision names no projection")
     text = Cards(Store(config.paths.artifacts, config.paths.state)).read_projection(item["experiment"], rev)
     if text is None:
-        raise LocalFailure(f"not sent: the projection of card {item['experiment']} (revision {rev}) is gone or changed "
-                           "since it was recorded")
+        raise LocalFailure(
+            f"not sent: the projection of card {item['experiment']} (revision {rev}) is gone or changed "
+            "since it was recorded"
+        )
     rule = find_secret(text)  # a rule added since the record
     if rule is not None:
         raise LocalFailure(f"not sent: the card holds a secret ({rule})")

@@ -117,7 +117,9 @@ class EditActions:
             return known["name"]
         # the next one, when Honcho lost the last and the owner resends; never a name used before
         name, n = next_session(bx_session, known["n"] + 1 if known else 1, self.box.hsessions.get(ws, {}))
-        self.client(ws).create_session(name, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
+        self.client(ws).create_session(
+            name, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"}
+        )
         self.record([ledger_events.created_session(ws, name, bx_session, n, [self.honcho.agent])])
         return name
 
@@ -173,12 +175,25 @@ class EditActions:
                 {
                     "peer_id": agent,
                     "content": piece,
-                    "metadata": qualified({"bxmem_item": item["item"], "part": n, "parts": len(pieces), "role": do,
-                                           "bx_session": item["session"]}, piece, agent),
+                    "metadata": qualified(
+                        {
+                            "bxmem_item": item["item"],
+                            "part": n,
+                            "parts": len(pieces),
+                            "role": do,
+                            "bx_session": item["session"],
+                        },
+                        piece,
+                        agent,
+                    ),
                 }
                 for n, piece in enumerate(pieces)
             ]
-            return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
+            return {
+                **result,
+                "hsession": hsession,
+                "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt),
+            }
         if do in ("card", "retract-card"):
             return self._card(item, index, action, in_doubt)
         raise LocalFailure(f"unknown action {do!r}")
@@ -197,10 +212,21 @@ class EditActions:
         else:
             hsession, text = self._session_for_writes(ws, item["session"]), card_text(self.config, item, action)
         agent = self.honcho.agent
-        meta = {"bxmem_item": item["item"], "part": 0, "parts": 1, "role": do, "bx_session": item["session"],
-                "experiment": item["experiment"], "artifact": item["artifact"]}
+        meta = {
+            "bxmem_item": item["item"],
+            "part": 0,
+            "parts": 1,
+            "role": do,
+            "bx_session": item["session"],
+            "experiment": item["experiment"],
+            "artifact": item["artifact"],
+        }
         messages = [{"peer_id": agent, "content": text, "metadata": qualified(meta, text, agent)}]
-        return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
+        return {
+            **result,
+            "hsession": hsession,
+            "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt),
+        }
 
     def _ensure_messages(self, ws: str, hsession: str, key: str, messages: list[dict], in_doubt: bool) -> list[str]:
         present: dict[int, str] = {}

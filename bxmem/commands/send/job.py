@@ -77,8 +77,14 @@ def run(config: Config, clock=None, rng: random.Random | None = None, now: bool 
 
     def save(state_dir: Path, box: Outbox) -> None:
         box.save(state_dir)
-        write_idle_summary(config, box, state_dir, senders[0].hold if senders else None,
-                           senders[0].holds if senders else None, report.exit_code)
+        write_idle_summary(
+            config,
+            box,
+            state_dir,
+            senders[0].hold if senders else None,
+            senders[0].holds if senders else None,
+            report.exit_code,
+        )
 
     return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
 
@@ -92,8 +98,14 @@ def _local_only_summary(config: Config) -> None:
         pass  # a home that cannot be written: the next run asks again, slower, never wrong
 
 
-def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None,
-                       holds: Holds | None = None, exit_code: int = 0) -> None:
+def write_idle_summary(
+    config: Config,
+    box: Outbox,
+    state_dir: Path,
+    hold: Hold | None = None,
+    holds: Holds | None = None,
+    exit_code: int = 0,
+) -> None:
     """What the next run's fast path compares to decide there is nothing to do.
     Items the configuration holds do not wake it: a change of the configuration does."""
     held = hold.items if hold else set()
@@ -110,7 +122,9 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold 
     else:
         wake_at = 0.0 if sendable else (hold.until if hold else None)
     # Any append wakes it; so does the ledger rewritten in place (start/idle.py's ledger_tail).
-    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("ledger", ledger_tail(config.paths.ledger, box.offset))}
+    watch: dict[str, tuple[str, object]] = {
+        str(config.paths.ledger): ("ledger", ledger_tail(config.paths.ledger, box.offset))
+    }
     for workspace in config.workspaces():
         if workspace.key_file:
             refusal = box.stopped.get(workspace.name)

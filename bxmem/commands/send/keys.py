@@ -18,8 +18,9 @@ from bxmem.store.outbox import Outbox
 
 
 class WorkspaceKeys:
-    def __init__(self, config: Config, box: Outbox, report: Tally,
-                 record: Callable[[Sequence[Mapping[str, object]]], None]) -> None:
+    def __init__(
+        self, config: Config, box: Outbox, report: Tally, record: Callable[[Sequence[Mapping[str, object]]], None]
+    ) -> None:
         self.config = config
         self.box = box
         self.report = report
@@ -48,14 +49,19 @@ class WorkspaceKeys:
         self.report.stopped.append(ws)
         self.report.said.add(("refused", ws))
         why = problem or f"Honcho refused the key for workspace {ws} (HTTP {status})"
-        log.error(f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
-                  + runbook("honcho-key-refused"))
+        log.error(
+            f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
+            + runbook("honcho-key-refused")
+        )
 
     def versions(self) -> dict[str, list[int] | None]:
         """Each write workspace's key file version (its stat fingerprint): an outage is
         kept with them, and a new key ends its backoff (Sender.run)."""
-        return {ws.name: key_fingerprint(ws.key_file) for ws in self.config.workspaces()
-                if not ws.role.startswith("read:") and ws.key_file is not None}
+        return {
+            ws.name: key_fingerprint(ws.key_file)
+            for ws in self.config.workspaces()
+            if not ws.role.startswith("read:") and ws.key_file is not None
+        }
 
     def resume_refreshed(self) -> None:
         """A stopped workspace whose key file changed since the refusal is resumed."""

@@ -40,10 +40,12 @@ def is_ours(found: dict, expected: dict, agent: str) -> bool:
     content = found.get("content")
     return (
         meta.get("bxmem_item") == want["bxmem_item"]
-        and meta.get("part") == want["part"] and type(meta.get("part")) is int
+        and meta.get("part") == want["part"]
+        and type(meta.get("part")) is int
         and found.get("peer_id") == expected["peer_id"]
         and meta.get("bxmem_agent", agent) == agent  # absent: written before agent-qualified ids
-        and isinstance(content, str) and text_hash(content) == want["bxmem_sha256"]
+        and isinstance(content, str)
+        and text_hash(content) == want["bxmem_sha256"]
         and meta.get("bxmem_sha256", want["bxmem_sha256"]) == want["bxmem_sha256"]
     )
 

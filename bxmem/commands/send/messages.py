@@ -44,14 +44,18 @@ def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | No
         message = {
             "peer_id": peer,
             "content": content,
-            "metadata": qualified({
-                "bxmem_item": item["item"],
-                "part": index,
-                "parts": len(parts),
-                "role": role,
-                "bx_session": item["session"],
-                "turn": item["turn"],
-            }, content, agent),
+            "metadata": qualified(
+                {
+                    "bxmem_item": item["item"],
+                    "part": index,
+                    "parts": len(parts),
+                    "role": role,
+                    "bx_session": item["session"],
+                    "turn": item["turn"],
+                },
+                content,
+                agent,
+            ),
         }
         if valid_time(item.get("at")):
             message["created_at"] = item["at"]
@@ -68,8 +72,9 @@ class Messages:
     """Items' whole decisions and messages, read back for the run and kept until
     the group that needs them is sent (`forget`)."""
 
-    def __init__(self, decision_of: Callable[[str], dict], logs: Path, agent: str, owner: str | None,
-                 secret: bytes | None = None) -> None:
+    def __init__(
+        self, decision_of: Callable[[str], dict], logs: Path, agent: str, owner: str | None, secret: bytes | None = None
+    ) -> None:
         self.decision_of, self.logs, self.agent, self.owner = decision_of, logs, agent, owner
         self._spans = SpanReader(secret)  # `secret`: entry.key, which checks each span holds the line decided
         self._messages: dict[str, list[dict]] = {}
@@ -83,7 +88,9 @@ class Messages:
             return item
         if item["item"] not in self._events:
             decision = self.decision_of(item["item"])
-            self._events[item["item"]] = decision if decision.get("ws") == item["ws"] else {**decision, "ws": item["ws"]}
+            self._events[item["item"]] = (
+                decision if decision.get("ws") == item["ws"] else {**decision, "ws": item["ws"]}
+            )
         return self._events[item["item"]]
 
     def of(self, item: dict) -> list[dict]:
@@ -110,6 +117,8 @@ class Messages:
 
     def close(self) -> None:
         if self._spans.unkeyed:
-            log.info(f"{self._spans.unkeyed} turn(s) read back without their line hashes (decided before them, or with "
-                     "another entry.key): checked by type, turn and speaker only")
+            log.info(
+                f"{self._spans.unkeyed} turn(s) read back without their line hashes (decided before them, or with "
+                "another entry.key): checked by type, turn and speaker only"
+            )
         self._spans.close()

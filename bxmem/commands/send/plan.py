@@ -81,8 +81,12 @@ def checked_against(config: Config, box: Outbox) -> Now:
     owner, and what the ledger says each workspace was written as."""
     written = {ws: entry["written"] for ws, entry in box.roles.items()}
     honcho = config.honcho  # None (local-only): no workspace is configured, so every item is held
-    return Now(roles_of((ws.role, ws.name) for ws in config.workspaces()), written, honcho.agent if honcho else "",
-               honcho.owner if honcho else None)
+    return Now(
+        roles_of((ws.role, ws.name) for ws in config.workspaces()),
+        written,
+        honcho.agent if honcho else "",
+        honcho.owner if honcho else None,
+    )
 
 
 def sendable(box: Outbox, now: Now, decision_of: Callable[[str], dict]) -> tuple[list[str], Holds]:
@@ -152,8 +156,9 @@ def next_session(session: str, n: int, taken: Mapping[str, str]) -> tuple[str, i
     return name, n
 
 
-def target(known: dict | None, peer: str, session: str, agent: str,
-           taken: Mapping[str, str]) -> tuple[str, int, list[str], bool]:
+def target(
+    known: dict | None, peer: str, session: str, agent: str, taken: Mapping[str, str]
+) -> tuple[str, int, list[str], bool]:
     """The Honcho session for a turn of `peer` in Boxmaker `session`, given the one
     `known` so far: that one, or the next (`session_name`) when the speaker is not
     yet in it, holding every peer so far, or when Honcho lost it (deleted on the
@@ -181,12 +186,14 @@ def missing_peers(box: Outbox, group: Group) -> list[str]:
 def opening(group: Group, missing: list[str], agent: str) -> list[tuple]:
     """The requests that set up a group's new session: its unknown peers, then the session."""
     calls: list[tuple] = [("create_peer", peer, peer != agent) for peer in missing]
-    calls.append((
-        "create_session",
-        group.hsession,
-        {peer: peer != agent for peer in group.peers},
-        {"bx_session": group.session, "source": "bxmem"},
-    ))
+    calls.append(
+        (
+            "create_session",
+            group.hsession,
+            {peer: peer != agent for peer in group.peers},
+            {"bx_session": group.session, "source": "bxmem"},
+        )
+    )
     return calls
 
 
@@ -199,8 +206,16 @@ class Planner:
     keys and made into dicts only when planned: a large outbox would otherwise
     cost a dict per pending item."""
 
-    def __init__(self, box: Outbox, queue: list[str], batch: int, hold: Hold, agent: str,
-                 messages_for: Callable[[dict], list[dict]], fail: Callable[..., None]) -> None:
+    def __init__(
+        self,
+        box: Outbox,
+        queue: list[str],
+        batch: int,
+        hold: Hold,
+        agent: str,
+        messages_for: Callable[[dict], list[dict]],
+        fail: Callable[..., None],
+    ) -> None:
         self.box, self.batch, self.hold, self.agent = box, batch, hold, agent
         self.messages_for, self.fail = messages_for, fail
         self.queue, self.next = queue, 0
@@ -267,7 +282,9 @@ class Planner:
         opens = (
             group is not None
             and group.new_session
-            and set_up_for(self.box.roles, group.ws, group.items[0]["role"])  # nothing is created before its configuration
+            and set_up_for(
+                self.box.roles, group.ws, group.items[0]["role"]
+            )  # nothing is created before its configuration
             and (group.ws, group.session) != (current.ws, current.session)
         )
         return unit, opens
@@ -287,8 +304,9 @@ class Planner:
         except LocalFailure as exc:
             self.fail(first, str(exc))
             return None
-        name, n, peers, new = target(known, first["peer"], first["session"], self.agent,
-                                     self.box.hsessions.get(first["ws"], {}))
+        name, n, peers, new = target(
+            known, first["peer"], first["session"], self.agent, self.box.hsessions.get(first["ws"], {})
+        )
         group = Group(first["ws"], first["session"], name, n, peers, new, [first], messages)
         count = len(messages[first["item"]])
         for key in session_keys:

@@ -56,8 +56,15 @@ class SendReport:
 
     @property
     def degraded(self) -> bool:
-        return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt
-                    or self.refolded)
+        return bool(
+            self.backoff
+            or self.outage
+            or self.waiting_until
+            or self.refused
+            or self.stopped
+            or self.in_doubt
+            or self.refolded
+        )
 
     # What the command prints (cli/output.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
@@ -76,17 +83,31 @@ class SendReport:
         if not self.backoff:
             return None
         now = time.time()
-        return {"since": self.backoff.get("since"), "next_try_at": format_time(next_try(self.backoff, now) or now),
-                "error": self.backoff.get("error"), "this_run": self.outage is not None}
+        return {
+            "since": self.backoff.get("since"),
+            "next_try_at": format_time(next_try(self.backoff, now) or now),
+            "error": self.backoff.get("error"),
+            "this_run": self.outage is not None,
+        }
 
     def as_json(self, config=None) -> dict:  # scripts get an object in every case
-        return {"schema": SCHEMA, "local_only": self.local_only, "busy": self.busy, "sent": self.sent,
-                "messages": self.messages, "requests": self.requests, "failed": self.failed,
-                "pending": None if self.not_counted() else self.pending, "pending_not_counted": self.not_counted(),
-                "outage": self.outage_json(),
-                "waiting_until": format_time(self.waiting_until) if self.waiting_until is not None else None,
-                "stopped": [r["workspace"] for r in self.refused], "keys_refused": self.refused,
-                "held_by_config": self.held_by_config, "in_doubt": self.in_doubt}
+        return {
+            "schema": SCHEMA,
+            "local_only": self.local_only,
+            "busy": self.busy,
+            "sent": self.sent,
+            "messages": self.messages,
+            "requests": self.requests,
+            "failed": self.failed,
+            "pending": None if self.not_counted() else self.pending,
+            "pending_not_counted": self.not_counted(),
+            "outage": self.outage_json(),
+            "waiting_until": format_time(self.waiting_until) if self.waiting_until is not None else None,
+            "stopped": [r["workspace"] for r in self.refused],
+            "keys_refused": self.refused,
+            "held_by_config": self.held_by_config,
+            "in_doubt": self.in_doubt,
+        }
 
     def held_count(self) -> int:
         return sum(g["turns"] + g["edits"] + g.get("cards", 0) for g in self.held_by_config)
@@ -98,8 +119,10 @@ class SendReport:
         out = []
         held = self.held_count()
         if self.sent or self.failed:
-            out.append(f"sent {self.sent} item(s) in {self.requests} request(s); {self.failed} failed; "
-                       f"{self.pending} pending" + (f", {held} of them held by the configuration" if held else ""))
+            out.append(
+                f"sent {self.sent} item(s) in {self.requests} request(s); {self.failed} failed; "
+                f"{self.pending} pending" + (f", {held} of them held by the configuration" if held else "")
+            )
         return out + holding_lines(self, time.time())
 
     @property
@@ -121,8 +144,16 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
         group["oldest_at"] = decision_of(group["oldest"]).get("ts")
     report.held_by_config = groups
     report.backoff = dict(box.backoff) if box.backoff else None
-    report.refused = [{"workspace": ws, "since": ev.get("ts"), "status": ev.get("status"), "problem": ev.get("problem"),
-                       "secret": ev.get("secret")} for ws, ev in box.stopped.items()]
+    report.refused = [
+        {
+            "workspace": ws,
+            "since": ev.get("ts"),
+            "status": ev.get("status"),
+            "problem": ev.get("problem"),
+            "secret": ev.get("secret"),
+        }
+        for ws, ev in box.stopped.items()
+    ]
     pending = box.pending.items()
     if holds.held or box.stopped:  # they wait for something else: not behind an item in doubt
         pending = ((key, r) for key, r in pending if key not in holds.held and r[WS] not in box.stopped)
@@ -155,10 +186,15 @@ def in_doubt(pending: Iterable[tuple[str, tuple]], attempts: Mapping[str, dict],
         if entry is None:
             when = settle_at(attempt, now, wait)
             entry = groups[group_key] = {
-                "workspace": record[WS], "session": None if holds == "edits" else record[SESSION],
-                "hsession": attempt.get("hsession"), "kind": record[KIND] or "turn", "items": [],
-                "attempted_at": attempt.get("ts"), "lookup_at": format_time(when) if when is not None else None,
-                "waiting_behind": 0}
+                "workspace": record[WS],
+                "session": None if holds == "edits" else record[SESSION],
+                "hsession": attempt.get("hsession"),
+                "kind": record[KIND] or "turn",
+                "items": [],
+                "attempted_at": attempt.get("ts"),
+                "lookup_at": format_time(when) if when is not None else None,
+                "waiting_behind": 0,
+            }
         entry["items"].append(key)
         behind.setdefault(holds, entry)
     return list(groups.values())
@@ -169,16 +205,23 @@ def _in(seconds: float) -> str:
 
 
 def held_line(g: dict) -> str:
-    return (f"{g['turns'] + g['edits'] + g.get('cards', 0)} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
-            f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
-            + cite_runbook("honcho-held-by-config"))
+    return (
+        f"{g['turns'] + g['edits'] + g.get('cards', 0)} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
+        f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
+        + cite_runbook("honcho-held-by-config")
+    )
 
 
 def refused_line(r: dict) -> str:
-    why = (f"bxmem refused its key file: {r['problem']}" if r.get("problem")
-           else f"Honcho refused its key (HTTP {r.get('status')})")
-    return (f"sends to {r['workspace']} stopped since {r.get('since')}: {why}; its items wait until "
-            f"secrets.{r.get('secret')} changes" + cite_runbook("honcho-key-refused"))
+    why = (
+        f"bxmem refused its key file: {r['problem']}"
+        if r.get("problem")
+        else f"Honcho refused its key (HTTP {r.get('status')})"
+    )
+    return (
+        f"sends to {r['workspace']} stopped since {r.get('since')}: {why}; its items wait until "
+        f"secrets.{r.get('secret')} changes" + cite_runbook("honcho-key-refused")
+    )
 
 
 def in_doubt_line(d: dict, now: float) -> str:
@@ -193,16 +236,17 @@ def in_doubt_line(d: dict, now: float) -> str:
     # No time: no request is behind it (an edit requeued after doing part of its work, an item
     # the outbox had seen settled before the ledger was restored: store/outbox.py's inherit).
     how = f"sent at {d['attempted_at']} with no answer" if d["attempted_at"] else "perhaps in Honcho already"
-    return (f"in doubt: {what} {where} (first {d['items'][0]}), {how}; "
-            f"{when}{behind}" + cite_runbook("honcho-in-doubt"))
+    return f"in doubt: {what} {where} (first {d['items'][0]}), {how}; {when}{behind}" + cite_runbook("honcho-in-doubt")
 
 
 def outage_line(backoff: dict, pending: int | None, now: float) -> str:
     error = f" ({backoff['error']})" if backoff.get("error") else ""
     wait = f"; {pending} item(s) wait" if pending else ""
     until = next_try(backoff, now) or now  # never further off than the backoff's longest wait, whatever the clock did
-    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(until)} "
-            f"({_in(until - now)}){wait}" + cite_runbook("honcho-unreachable"))
+    return (
+        f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(until)} "
+        f"({_in(until - now)}){wait}" + cite_runbook("honcho-unreachable")
+    )
 
 
 def holding_lines(report: Tally, now: float) -> list[str]:
@@ -229,8 +273,10 @@ def announce(announced: dict, report: Tally, now: float) -> None:
             log.warning(held_line(g))
             report.said.add(("held", key))
     for key in said - groups.keys():
-        notice(f"nothing is held any more that would write to {key[0] or '(no workspace)'} as {key[1] or '(no role)'} "
-               f"({key[3]})")
+        notice(
+            f"nothing is held any more that would write to {key[0] or '(no workspace)'} as {key[1] or '(no role)'} "
+            f"({key[3]})"
+        )
     announced["held"] = sorted([list(k) for k in groups], key=repr)
     doubts = {_doubt_key(d): d for d in report.in_doubt}
     said = {tuple(key) for key in announced.get("in_doubt", [])}
@@ -239,8 +285,10 @@ def announce(announced: dict, report: Tally, now: float) -> None:
             log.warning(in_doubt_line(d, now))
             report.said.add(("doubt", key))
     for key in said - doubts.keys():
-        notice(f"the items in doubt since {key[2]} ({'edits' if key[1] is None else 'session ' + str(key[1])} in "
-               f"{key[0]}) are settled")
+        notice(
+            f"the items in doubt since {key[2]} ({'edits' if key[1] is None else 'session ' + str(key[1])} in "
+            f"{key[0]}) are settled"
+        )
     announced["in_doubt"] = sorted([list(k) for k in doubts], key=repr)
 
 

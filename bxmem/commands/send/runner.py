@@ -73,8 +73,16 @@ def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
 
 
 class Sender:
-    def __init__(self, config: Config, box: Outbox, ledger: Ledger, report: Tally, clock=None,
-                 rng: random.Random | None = None, try_now: bool = False) -> None:
+    def __init__(
+        self,
+        config: Config,
+        box: Outbox,
+        ledger: Ledger,
+        report: Tally,
+        clock=None,
+        rng: random.Random | None = None,
+        try_now: bool = False,
+    ) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
@@ -92,14 +100,28 @@ class Sender:
         self._background: list[Call] = []
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
-        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record,
-                                 self.keys.versions)
+        self.outcomes = Outcomes(
+            box, report, self.honcho.url, self.clock, rng or random.Random(), self.record, self.keys.versions
+        )
         self.try_now = try_now  # send --now: the outage backoff is not waited for (the in-doubt wait always is)
         self._decision = lambda key: box.decision(ledger, key)  # checked to be the line folded (Outbox.decision)
-        self.messages = Messages(self._decision, config.paths.logs, self.honcho.agent, self.honcho.owner,
-                                 load_key(config.paths.state, create=False))
-        self.edits = EditActions(config, box, report, record=self.record, client=self.client,
-                                 attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
+        self.messages = Messages(
+            self._decision,
+            config.paths.logs,
+            self.honcho.agent,
+            self.honcho.owner,
+            load_key(config.paths.state, create=False),
+        )
+        self.edits = EditActions(
+            config,
+            box,
+            report,
+            record=self.record,
+            client=self.client,
+            attempt=self._attempt,
+            fail=self.outcomes.fail,
+            succeeded=self.outcomes.succeeded,
+        )
         self.planner: Planner | None = None
         self._ends_by: float | None = None  # api.monotonic() by which every request ends (run)
 
@@ -121,11 +143,20 @@ class Sender:
         self._held = []
         self.box.catch_up(self.ledger)
 
-    def _attempt(self, *, items: list[str], ws: str, role: str, session: str | None, hsession: str | None = None,
-                 parts: dict[str, int] | None = None) -> Attempt:
+    def _attempt(
+        self,
+        *,
+        items: list[str],
+        ws: str,
+        role: str,
+        session: str | None,
+        hsession: str | None = None,
+        parts: dict[str, int] | None = None,
+    ) -> Attempt:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
-        return ledger_events.attempt(format_time(self.clock()), items=items, ws=ws, role=role, session=session,
-                                     hsession=hsession, parts=parts)
+        return ledger_events.attempt(
+            format_time(self.clock()), items=items, ws=ws, role=role, session=session, hsession=hsession, parts=parts
+        )
 
     def flush(self) -> None:
         if self._held:
@@ -146,7 +177,9 @@ class Sender:
             raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
         if other_role(self.box.roles, ws, self.roles[ws]) is not None:
             raise RuntimeError(f"bxmem does not write to {ws}: this agent wrote it as another role before")
-        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by)  # key: commands/send/keys.py
+        return WorkspaceClient(
+            self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by
+        )  # key: commands/send/keys.py
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -185,8 +218,15 @@ class Sender:
             self.keys.read()
             self._ends_by = monotonic() + RUN_DEADLINE_S
             self.hold = Hold(self.box.attempts, now, settle_wait_s())
-            self.planner = Planner(self.box, queue, self.config.send.batch, self.hold,
-                                   self.honcho.agent, self.messages.of, self.outcomes.fail_here)
+            self.planner = Planner(
+                self.box,
+                queue,
+                self.config.send.batch,
+                self.hold,
+                self.honcho.agent,
+                self.messages.of,
+                self.outcomes.fail_here,
+            )
             try:
                 self._drain()
             finally:
@@ -233,7 +273,8 @@ class Sender:
                 # _send_group, before the loop moves on: late binding cannot bite.
                 planned: list[Unit | None] = []
                 try:
-                    self._send_group(unit.group, meanwhile=lambda: planned.append(self._plan_ahead(planner, unit.group)))  # noqa: B023
+                    ahead = lambda: planned.append(self._plan_ahead(planner, unit.group))  # noqa: B023, E731
+                    self._send_group(unit.group, meanwhile=ahead)
                 finally:
                     upcoming = planned[0] if planned else None
             except KeyRefused as exc:
@@ -325,15 +366,32 @@ class Sender:
             for item in group.items:  # built for this group only: let them go
                 self.messages.forget(item["item"])
 
-    def _post(self, ws: str, hsession: str, items: list[dict], messages: dict[str, list[dict]],
-              known_ids: dict | None = None, meanwhile=None) -> None:
+    def _post(
+        self,
+        ws: str,
+        hsession: str,
+        items: list[dict],
+        messages: dict[str, list[dict]],
+        known_ids: dict | None = None,
+        meanwhile=None,
+    ) -> None:
         """Record the attempt, POST the messages, record `sent` with Honcho's ids.
         `meanwhile` runs on this thread while the POST is in flight."""
         flat = [m for i in items for m in messages[i["item"]]]
         keys = [i["item"] for i in items]
         role = items[0]["role"]  # one workspace, one role: the items were held to it (sendable)
-        self.record([self._attempt(items=keys, ws=ws, role=role, session=items[0]["session"], hsession=hsession,
-                                   parts={i["item"]: len(messages[i["item"]]) for i in items})])
+        self.record(
+            [
+                self._attempt(
+                    items=keys,
+                    ws=ws,
+                    role=role,
+                    session=items[0]["session"],
+                    hsession=hsession,
+                    parts={i["item"]: len(messages[i["item"]]) for i in items},
+                )
+            ]
+        )
         self.report.requests += 1
         client = self.client(ws)
         try:
