@@ -1,10 +1,6 @@
-"""`bxmem artifact record` and `resolve`: the two the agent's host runs (docs/agent-tools.md).
-
-record: the export streamed into the store and published (store/artifact_ingest.py,
-store/artifacts.py), the session's labels read as decide reads them, the card routed
-(trust/card_route.route_card) and written, its decision appended to the ledger (the
-outbox) under the store's lock, all before it returns; Honcho gets the card at the
-next `send`. resolve: a card's bytes, only once their size and SHA-256 are checked.
+"""`bxmem artifact record` and `resolve`, the two the host runs (docs/agent-tools.md). record publishes,
+routes and writes the card and appends its decision under the store's lock before it returns; Honcho gets the
+card at the next `send`. resolve gives bytes only once their size and SHA-256 are checked.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The owner's artifact commands: `bxmem artifact list|verify|export|rm`, and what `sync` shows.
-
-None of these is a model tool (docs/agent-tools.md offers record and resolve alone).
-`rm` is the undo of a record: the card and, when no other card names them, the bytes
-go; a card already in Honcho gets a retraction beside it (Honcho cannot delete a
-message), one not yet sent is never sent.
+"""The owner's artifact commands (list, verify, export, rm; none is a model tool) and what sync shows.
+`rm` undoes a record: a card already in Honcho gets a retraction beside it (Honcho cannot delete a message).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""What recall finds of artifact memory: this agent's cards, as a source of their own
-(`artifacts`, first in the round robin, with the local index's deadline), and another
-agent's cards among Honcho's hits (docs/design.md, "Artifact memory").
-
-A card of this agent's is tagged by the session it was recorded in (memory, or
-memory-tainted, its class); one found in another agent's workspace or the fleet is
-memory-tainted whatever the source. Each says in its `where` whether the exact bytes
-are on this host (`artifact-bytes-here`, `-elsewhere`, `-missing`). An exact id or tag
-comes before everything else. Light: recall's lean path loads it.
+"""recall's artifact sources: this agent's cards (`artifacts`, first in the round robin, with the local
+index's deadline, tagged as their session), and another agent's among Honcho's hits (memory-tainted). An exact id
+or tag comes first. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations

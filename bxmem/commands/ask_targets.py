@@ -1,11 +1,5 @@
-"""Which workspaces `bxmem ask` asks, and with what tag; whose memory it asks by
-peer chat where a server has no workspace chat.
-
-A name is `own` (the agent's trusted workspace), `untrusted`, `fleet`, or an
-agent from `[[honcho.read]]`; an unknown name is refused before any call. The
-tag is the configuration's, held to what this agent's ledger says it wrote
-there (`as_written`): a workspace called trusted that holds this agent's
-untrusted turns or fleet notes is asked as memory-tainted.
+"""Which workspaces `bxmem ask` asks, with what tag (the configuration's, held to what the ledger says
+this agent wrote there: `as_written`), and whose memory it asks by peer chat on a server without workspace chat.
 """
 
 from __future__ import annotations

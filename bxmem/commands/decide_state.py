@@ -1,18 +1,5 @@
-"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger.
-
-Per session log: a cursor (sources/loopd.py) and the exact set of its turns
-already decided, as sorted disjoint ranges ([[1, 30]] for a session whose 30
-turns are decided; one range per run of turns, so a long history costs a
-few numbers). Also the turns waiting for brokerd, where the last run stopped
-when its budget ran out, and what it saw of brokerd.
-
-A turn is decided once: before a turn is decided its number is looked up in
-the set, and the set is learnt back from the ledger on every run (from the
-offset the state last recorded, or from the start when the state is lost or
-from an older version). So a crash or a full disk between an append and the
-state write, or mid-append at any byte, decides nothing twice and loses
-nothing: the turns whose lines did not reach the ledger are decided again
-from the log.
+"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger: a turn is decided once,
+whatever stops a run (docs/design.md, "Deciding").
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""What goes into the local index, and when: the fold over the ledger and the journal.
-
-decide and mirror catch the index up after each run (`refresh`); `bxmem index
-rebuild` builds it again from nothing. One writer at a time: a lock on a byte
-of the ledger (store/files.py's JobLock) is held for a catch-up or a rebuild. An index that another
-version of bxmem built is rebuilt on its first update, into a new file that
-replaces it whole once complete (recall meanwhile says the local index is
-unavailable and why); a rebuild reports how far it has read to the caller's progress display.
+"""What goes into the local index, and when. One writer at a time: a catch-up or a rebuild holds a lock
+on a byte of the ledger (store/files.JobLock).
 """
 
 from __future__ import annotations

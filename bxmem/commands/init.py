@@ -1,7 +1,5 @@
-"""`bxmem init`: a commented bxmem.toml for one agent, written only where none is
-(never over one), and the Boxmaker home the jobs need, with its modes. What it
-writes is checked first as every command checks a configuration, so `bxmem
-config check` passes on it.
+"""`bxmem init`. What it writes is checked first as every command checks a configuration, so
+`bxmem config check` passes on it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""The skeleton the three timer jobs share, written once.
-
-lock → state (read, then recovered from the ledger) → the job's work →
-save (state, then the idle summary) → unlock → index refresh (and the artifact
-cards' catalog, when it is gone or stale). A second run
-of the same job finds the lock taken and reports busy; the lock is on the
-ledger (store/files.py's JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
-only a finished run (a crash is recovered from the ledger next time); send
-saves its outbox checkpoint even when a run stops with an error, because the
-ledger lines it has written are already folded into it.
+"""The skeleton the three timer jobs share: lock, state (recovered from the ledger), work, save, unlock,
+index refresh. decide and mirror save only a finished run; send saves its checkpoint even when a run stops
+with an error, because the ledger lines it wrote are already folded into it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The lean commands (the three timer jobs and recall), one function each:
-logging, the configuration, the run, and what it prints, for the lean path
-(start/lean_path.py) and the CLI alike, so both behave the same.
-
-Each takes the command line's options as keyword arguments named by their
-keys in start/registry.py (`config`, `json`, `verbose`, `quiet`; recall's
-`query` and `k`). What they print is plain: sys.stdout and the log, never
-typer or rich, which the lean path does not load. A job's module is imported
-by the function that runs it, so no command pays for another's.
+"""The lean commands, one function each, for the lean path and the CLI alike, so both behave the same.
+Options come as keyword arguments named as in start/registry.py. Output is plain (no typer or rich), and a job's
+module is imported by the function that runs it, so no command pays for another's.
 """
 
 from __future__ import annotations

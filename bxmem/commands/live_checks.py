@@ -1,14 +1,5 @@
-"""The live checks behind `bxmem sync`: what it says about brokerd, Honcho and
-the key files is what it found when it asked, not what a job last recorded.
-
-brokerd is asked one SessionState question under decide's 2 s deadline (a
-question, which changes nothing in brokerd). Honcho's `/health` is asked,
-through the Honcho client, under recall's 5 s deadline. Key files are read by
-config.read_key, the one reader every command uses, so sync's verdict on a key
-is send's, recall's and ask's. Each result carries the time it was made; a
-check not made says "not checked". Both network checks run at once, so sync
-waits at most the longer deadline. And the times bxmem stored, held against the
-clock now (`future_times`): one far ahead says the clock was wrong.
+"""What `bxmem sync` says of brokerd, Honcho and the key files is what it found when it asked, not what a
+job last recorded. A key is judged by config.read_key, so sync's verdict on it is send's, recall's and ask's.
 """
 
 from __future__ import annotations

@@ -1,20 +1,5 @@
-"""`bxmem mirror`: every memory write memoryd journals, decided the moment it is seen.
-
-Reads only the new lines of memory/journal.jsonl, decides each edit by
-`rules.plan_edit` / `rules.plan_undo` and appends the decisions to the ledger
-at once; `send` carries them out in the same ordered outbox as turns.
-
-Mirror keeps a model of which conclusion is live for each identity entry and
-note (`edit:<id>#<action>` refs), so a later replace, remove, drop or undo
-names exactly the conclusion to delete, even when the same text was added
-twice. Entries are keyed by an HMAC with a local secret, so the state file
-does not reveal short entries to someone who guesses them.
-
-The state and the secret are a cache of the journal and the ledger: the state
-names the secret and the version of neutralise it was built with, and a state
-built with another (entry.key deleted or replaced, or a bxmem whose neutralise
-strips other characters) is rebuilt from the journal and the ledger, so a
-later remove still names the conclusion the add wrote.
+"""`bxmem mirror`. Its state is keyed by an HMAC with entry.key, so it reveals no short entry to someone who
+guesses it; a state built with another key or another neutralise is rebuilt from the journal and the ledger.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
-"""`bxmem outbox`: the owner's way out of every stuck state, item by item.
-
-* `list`: every item that is not on its way, and why: failed, held by the
-  configuration, in doubt (and when it is looked up), waiting behind one,
-  in a workspace whose key is refused;
-* `drop`: takes items out of the outbox for good, never to be sent, with the
-  owner's reason in the ledger (`dropped`);
-* `resend`: puts failed items back in the outbox (`requeued`); where Honcho
-  lost their session (deleted on the server, `session_gone`), the next send
-  makes a new one for them (`session_renewed`: `<name>-2`, `-3`, ...);
-* `reroute`: sends held or failed items to the workspace the configuration
-  gives their role now (`rerouted`): never another role, so nothing moves
-  towards trusted.
-
-Nothing is re-sent that is in Honcho already: a failed item is one Honcho
-refused (a 4xx stores nothing) or bxmem refused before sending; an edit that
-did part of its work is looked up before anything is created again; an item
-in doubt (its answer lost) is refused here until send has looked it up. What
-Honcho lost with a deleted session stays deleted: only failed items go again.
-
-Every change is a ledger line (store/ledger_events.py) that the outbox folds, as
-send's own are. The command takes send's job lock, so no send is between its
-checks and its write; it is all or nothing (an item that cannot be dropped,
-resent or re-routed stops it before anything is written: exit 5 or 6), and
-`--dry-run` writes nothing.
+"""`bxmem outbox list|drop|resend|reroute`. Nothing already in Honcho is sent again: an in-doubt item is
+refused until send has looked it up, and reroute never changes an item's role. All or nothing under send's job
+lock (an item that cannot be acted on stops it before anything is written: exit 5 or 6).
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
-
-Sources: the local index (this agent's own turns and memory, exact labels);
-this agent's artifact cards, while artifact memory is on (commands/artifact_recall.py);
-each `[[honcho.read]]` workspace (message search, plus the conclusions of
-that agent's peer and of the owner's); the fleet workspace (message search
-over the whole workspace). The agent's own Honcho workspaces are not
-searched, and fleet messages from its own peer are dropped: the local index
-holds the same text with exact labels.
-
-Every hit carries a tag and a class. The label over all hits tells the
-caller how to taint the session: untrusted if any hit is memory-tainted, and
-the highest class among them.
+"""`bxmem recall QUERY`. The agent's own Honcho workspaces are not searched, and fleet messages from its
+own peer are dropped: the local index holds the same text with exact labels.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""`bxmem sync`: where everything stands, for the owner.
-
-Built from the outbox (a fold of the ledger) and decide's state; reads only,
-takes no job lock, and never shows message text or a key.
-"""
+"""`bxmem sync`: reads only, takes no job lock, and never shows message text or a key."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""`bxmem undo EDIT_ID`: the owner takes back a memory edit.
-
-Checks that the edit exists and can be undone, appends the undo to memoryd's
-journal under the journal's lock (memoryd reverts its local files when it
-reads it), mirrors it at once, and says what will happen in Honcho. Nothing
-is written when the edit cannot be undone, or with `dry_run`.
+"""`bxmem undo EDIT_ID`: the undo appended to memoryd's journal under its lock, then mirrored at once.
+Nothing is written when the edit cannot be undone, or with `dry_run`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""`bxmem units`: the systemd units, generated from the templates bxmem ships
-(systemd/, start/locations.py's `shipped`) for this host's bxmem, Boxmaker home and
-configuration, installed, enabled, and uninstalled from the manifest install
-keeps (exactly the files it wrote).
-"""
+"""`bxmem units`: the systemd units from bxmem's templates, installed, enabled, and removed by the manifest."""
 
 from __future__ import annotations
 

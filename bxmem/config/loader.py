@@ -1,8 +1,5 @@
-"""bxmem.toml: validated at the start of every job (the schema is in
-config/schema.py), then plain objects for the rest of bxmem.
-
-No `[honcho]` section means local-only. Keys come only from the files named in
-`[secrets.*]`: never from the environment, never from another file.
+"""bxmem.toml, validated at the start of every job, then plain objects. No `[honcho]` means local-only. Keys
+come only from the files named in `[secrets.*]`: never from the environment, never from another file.
 """
 
 from __future__ import annotations

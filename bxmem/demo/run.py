@@ -1,8 +1,4 @@
-"""`bxmem demo`: a sample Boxmaker home, a stand-in brokerd, and the jobs run on it.
-
-Everything happens in a temporary folder, removed at the end unless the owner
-names one to keep. Nothing leaves the machine unless a Honcho URL is given, and
-then it goes to three workspaces named for this run (`bxmem-demo-<run>-...`),
+"""`bxmem demo`, in a temporary folder. With a Honcho URL it writes to three workspaces named for this run,
 so a rerun never adds to an earlier run's data or to a real agent's.
 """
 

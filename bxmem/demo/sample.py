@@ -1,8 +1,4 @@
-"""A sample Boxmaker home whose sessions exercise every decision.
-
-Used by the demo (`bxmem demo`) and by the tests, so both speak of the
-same sessions.
-"""
+"""A sample Boxmaker home whose sessions exercise every decision, shared by the demo and the tests."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""What bxmem takes from Honcho's answers: every field it stores or acts on, checked here.
-
-Each parse function takes a decoded JSON answer and returns plain data holding
-only the fields bxmem uses, each of the type it needs, or raises AnswerProblem
-naming the field (`items[3].metadata`), never its value, which may hold
-anything (ESC sequences, a forged line, a megabyte). The client (honcho/client.py)
-turns that into a BadAnswer: a refusal of that item, named, never a crash.
-
-Two strengths of check, by what bxmem does with a field:
-
-* stored in the ledger, built into a request path, or matched against the
-  ledger (a created message's or conclusion's id, a listed session or peer
-  that is asked next, a listed message's id): must be a Honcho id, 1 to 512
-  of `A-Z a-z 0-9 _ -` (the real server makes nanoids of 21 of them), so
-  `..`, `a/b` or an ESC can never reach a path or the ledger;
-* only shown (a search hit's peer, session and date): must be a string, or
-  absent. What is shown goes through trust/printed_fields.py, which puts a marked placeholder
-  in place of an id outside the alphabet and drops a date that is not one.
-
-Stdlib only.
+"""Every field of a Honcho answer bxmem stores or acts on, checked, or AnswerProblem naming the field (never
+its value). What is stored, put in a path or matched against the ledger must be a Honcho id; what is only
+shown may be any string, and goes through trust/printed_fields.py.
 """
 
 from __future__ import annotations

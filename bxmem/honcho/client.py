@@ -1,24 +1,6 @@
-"""A thin client for Honcho's v3 HTTP API, one per workspace: the only module
-that sends a request to Honcho (honcho/http.py bounds each one).
-
-Ours rather than an SDK's (docs/decisions.md). This one:
-
-* takes its URL and key from bxmem's configuration only (trust_env=False:
-  no proxy or CA variables either) and sends the key to its own workspace;
-* never follows redirects (a 3xx is `Redirected`), never retries; the caller
-  decides, after checking;
-* bounds every request in time (a deadline over connect, write and every
-  read) and every answer in size (a cap per route): honcho/http.py;
-* checks every id it puts in a path or a body (`BadId`: nothing is sent),
-  and every field of an answer that bxmem stores or acts on
-  (honcho/answers.py; `BadAnswer`, a refusal of the item, never a crash);
-* uses a fresh connection after a 5xx (the server drops keep-alive then);
-* raises the typed errors of honcho/api.py, whose text holds the workspace,
-  the operation and the status, never a response body (422 bodies echo the
-  message text) or a key.
-
-The limits, timeouts and errors live in honcho/api.py, which needs no httpx:
-import them from there.
+"""The HTTP client for Honcho's v3 API, one per workspace: the only module that sends Honcho a request.
+trust_env=False: the URL and key come from bxmem's configuration only, no proxy or CA variables either.
+Limits, timeouts and errors live in honcho/api.py, which needs no httpx: import them from there.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""How bxmem's HTTP to Honcho is bounded: in time by a deadline per request, in
-size by a cap per answer.
-
-httpx's timeouts apply to each read of the socket, so a server that sends a
-byte every few seconds never trips them and holds a command for as long as
-it likes. Here every request has a deadline, covering connecting, writing
-the request and every read of the answer, headers and body: each socket
-operation is given only the time left (`_BoundedStream`), and one made past
-it fails at once as a timeout. The deadline is the thread's own (`bounded`),
-so the two connections `send` uses at once, and recall's and ask's threads,
-each keep theirs.
-
-Every answer body is read as a stream and stopped past the cap of its route
-(`CAP_*`, sized from the largest answer Honcho can legitimately give to what
-bxmem asks), before anything is decoded: a larger answer is refused, never
-read whole. A Content-Length over the cap is refused before a byte of the
-body is read. No compression is asked for, and a compressed answer is
-refused: a small gzip body can inflate a thousandfold past any cap.
+"""A deadline per request and a cap per answer. httpx's timeouts apply to each read, so a server sending a
+byte every few seconds never trips them; here each socket operation gets only the time left. No compression
+is asked for and a compressed answer is refused: a small gzip body can inflate a thousandfold past any cap.
 """
 
 from __future__ import annotations

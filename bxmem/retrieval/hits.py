@@ -1,8 +1,5 @@
-"""What `recall` found: each hit, why it is there, and the result they make with the
-sources that answered. commands/recall.py builds them; retrieval/render.py frames them.
-A hit of another kind joins by being a Hit with its own source and a Why.
-
-Stdlib and policy only: the lean recall path loads it.
+"""recall's hits, each with why it is there, and their result. A hit of another kind joins as a Hit with its
+own source and a Why. Stdlib only: the lean recall path loads it.
 """
 
 from __future__ import annotations

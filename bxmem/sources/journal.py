@@ -1,16 +1,5 @@
-"""memoryd's journal of memory edits (docs/interfaces.md, "Read"): the one module
-that reads it, finds an edit in it, reads a field back and appends to it.
-
-Like the logs, only byte spans are kept: the entry's text is read back from
-the journal by `send` when it writes it to Honcho, after checking that the
-span still holds the line decided. Readers: `mirror` (new lines, from a
-cursor), the index (new lines, and an undo's target by span), `undo` (an edit
-by id); the only writer besides memoryd is `undo`, through `append_checked`.
-
-A line that cannot be read (jsonline.parse_object: not UTF-8, not JSON, not
-an object, nested too deep, a key twice, longer than the line bound) or that
-lacks a valid `id` or `op` is no edit: skipped, counted, warned about by
-`read_edits`, never fatal.
+"""memoryd's journal of memory edits: the one module that reads it, finds an edit in it, reads a field back
+and appends to it (`undo`, through `append_checked`, is the only writer besides memoryd).
 """
 
 from __future__ import annotations

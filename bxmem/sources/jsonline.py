@@ -1,19 +1,5 @@
-"""JSON lines as bxmem reads them from files it does not write (loopd's logs,
-memoryd's journal) and from brokerd: bounded, and never raising.
-
-`complete_lines` reads a file line by line in pieces of at most
-MAX_LINE_BYTES, so a line of any length costs bounded memory; a line longer
-than that is reported by its span, its bytes skipped. `parse_object` turns one
-line into its object, or into a short reason why it cannot be read: it never
-raises, whatever the bytes (RecursionError and all).
-
-A line is readable when it is UTF-8, one JSON value (RFC 8259: not Python's
-`NaN`, `Infinity` or `-Infinity`, which serde_json, the writer, never writes)
-that is an object, nested at most MAX_DEPTH levels, with no key twice in any
-object. JSON's own escapes are text like any other (a lone surrogate escape
-among them: the senders replace it when the text leaves). A blank line is
-JSON's whitespace alone (space, tab, CR): a vertical tab or a form feed is
-no whitespace of JSON's, so a line of them is unreadable, not blank.
+"""JSON lines from files bxmem does not write, and from brokerd: read in bounded pieces, parsed without ever
+raising (a reason instead, RecursionError and all). What makes a line readable is docs/interfaces.md's.
 """
 
 from __future__ import annotations

@@ -1,18 +1,5 @@
-"""loopd's session logs, read incrementally (docs/interfaces.md, "Read").
-
-A cursor per log remembers the byte offset read so far and, for turns still
-open, only byte spans, flags and keyed hashes of the lines: no text is kept in
-bxmem's state. `send` and the index read a turn's text back from the log by
-its span, and check first that the span still holds the line decided.
-
-A line bxmem cannot read or validate (`record_problem`, jsonline.parse_object)
-is skipped for its content, counted and warned about, never fatal; and it
-counts as a tool result labelled untrusted and secret (labels.UNREADABLE_LINE)
-from that line on: every turn that ends after it is decided nowhere, reason
-`log-unreadable` (rules.route_turn).
-
-Tool results count by turn number, wherever they fall in the file; which
-turns may be decided, and with which labels, is sources/turns.py's.
+"""loopd's session logs, read incrementally: only spans, flags and keyed hashes are kept, never text.
+A line bxmem cannot read counts as a tool result labelled untrusted and secret from that line on.
 """
 
 from __future__ import annotations

@@ -1,14 +1,4 @@
-"""The `bxmem` console script.
-
-Timers start `bxmem decide`, `bxmem mirror` and `bxmem send` every few
-seconds. Most of those runs have nothing to do, so they are answered by the
-idle check (start/idle.py, builtins only) before anything else is imported.
-`bxmem recall`, which the agent runs on every memory tool call, and a job that
-has work take the lean path (start/lean_path.py), without typer, rich or pydantic.
-argv is parsed once (start/lean_argv.py) for both; what start/lean_argv.py
-declines goes to typer (cli/app.py). Errors from either path meet the one
-boundary, errors.boundary.
-"""
+"""The `bxmem` console script: the idle check first, then the lean path or typer, all inside errors.boundary."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Where things live, decided once: which config file, which Boxmaker home,
-bxmem's state directory under it, and the data folders bxmem ships.
-
-The defaults are platformdirs' Linux (XDG) rules, worked out here and held to
-platformdirs by a test: importing platformdirs itself would cost more than the
-idle check, on paths that run every few seconds (docs/performance.md). Only
-`os`: the idle check, store/paths.py and config/loader.py all use these functions.
+"""Which config file, home and state directory, and where the shipped data folders are: platformdirs' XDG
+rules worked out here, because importing platformdirs costs more than the idle check (a test holds the two).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Experiment cards (`cards/<experiment id>.json`), their projections and pending markers.
-
-A card is checked whole when written and when read (its shape, its schema version,
-its ids against each other): a card of another version or a damaged one is never
-guessed at, it is unusable (`CardUnusable`), named. A card is replaced whole (a
-temporary file, fsynced, renamed), its `revision` one more each time, under the
-store's lock.
+"""Experiment cards, their projections and pending markers: checked whole when written and read (never
+guessed at: `CardUnusable`), replaced whole, `revision` one more each time, under the store's lock.
 """
 
 from __future__ import annotations

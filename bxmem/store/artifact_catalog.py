@@ -1,17 +1,6 @@
-"""The cards' catalog, `memory/bxmem/artifact-cards.marshal`: what recall searches, one file.
-
-A cache of `memory/artifacts/cards/` (deletable like all of `memory/bxmem/`): written
-under the store's lock by whatever changed a card, stamped with the cards folder's
-inode, mtime and ctime taken before the cards were read. A reader whose stamp differs
-(a card written since, the catalog deleted or damaged) reads the cards themselves and
-writes the catalog again, as the config cache is written by whoever validated the
-file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
-again, never wrong. Two files: the entries, newest first, one JSON text each in
-`artifact-cards.entries`, read only for the hits shown; and, sealed, their offsets
-and indexes by id, by tag and by the words recall compares (retrieval/relevance.stems),
-each a packed array of entry numbers, with the entries file's identity. A search
-looks up the query's words and reads a few entries, whatever the number of cards.
-Light: recall's lean path loads it.
+"""The cards' catalog recall searches, a cache stamped with the cards folder's inode, mtime and ctime taken
+before the cards were read: a card changed meanwhile changes the stamp, so the catalog is stale, never wrong.
+A search reads a few entries, whatever the number of cards. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations

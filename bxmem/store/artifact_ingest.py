@@ -1,11 +1,5 @@
-"""One exported file read into the artifact store, safely (seed 002 28.2).
-
-Only a regular file directly inside `sessions/<session>/exports/`: every folder
-on the way opened without following a link, the file opened by name relative to
-the exports folder's descriptor (never a path string a link could redirect),
-its identity held the same from the first look to the last byte. Streamed in
-bounded pieces through SHA-256 into a temporary file the caller made, never
-read whole.
+"""An export read into the artifact store (seed 002 28.2): opened by descriptor, never through a link, one
+identity from the first look to the last byte, streamed through SHA-256, never read whole.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""The artifact store, `memory/artifacts/`: objects, the lock, temporary files, quotas, integrity.
-
-    objects/<2 chars>/<artifact id>   the exact bytes, content-addressed, mode 0400
-    cards/<experiment id>.json        the cards (store/artifact_cards.py)
-    projections/<exp>.<rev>.txt       the text each card sends to Honcho
-    pending/<experiment id>           a card not yet in the outbox (a record cut short)
-    removed/<experiment id>.json      the outbox items of a card `artifact rm` removed (never reused)
-    tmp/                              ingest.<pid>.<nonce>.<bytes>.part, card.<pid>.<nonce>.tmp
-    lock                              flock: quotas, cards and markers change under it
-
-An object is published whole or not at all: streamed into tmp/, fsynced, then
-linked into place (a link never replaces; two records of the same bytes meet
-there and keep one). Nothing under `objects/` is ever deleted but by `artifact rm`.
+"""The artifact store, `memory/artifacts/` (objects/, cards/, projections/, pending/, removed/, tmp/, lock).
+An object is published by link, which never replaces: two records of the same bytes meet there and keep one.
+Nothing under `objects/` is deleted but by `artifact rm`.
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
-"""The ledger's vocabulary: every event kind, its fields, and one constructor each.
-
-Every line bxmem appends to memory/honcho.jsonl is built here, and every fold
-over the ledger (outbox, audit, the index, decide's and mirror's recovery)
-names the kinds by these constants. The format on disk is unchanged from the
-free dicts these replace: same keys, same order (`ledger.event` puts `v`,
-`ev` and `ts` first), so ledgers written before still fold the same
-(tests/test_ledger_compat.py).
-
-The TypedDicts describe the lines for readers and type checkers and cost
-nothing at run time; this module imports only typing and store/ledger.py, and the
-idle fast path imports neither.
-
-`decided`   an item and where it goes, or nowhere and why (a turn, an edit, or an artifact card and its retraction)
-`attempt`   a send started: its outcome is unknown until `sent` follows
-`sent`      Honcho's ids (a turn) or what each action did (an edit)
-`failed`    Honcho's refusal, or a local one (status None)
-`unsent`    an attempt that never connected: nothing reached Honcho
-`cancelled` an edit undone before it was sent
-`requeued`  a failed item the owner sent back to the outbox (`bxmem outbox resend`, `bxmem sync --retry-failed`)
-`created`   a workspace, peer or session bxmem set up
-`key_refused` / `key_resumed`  a workspace's key refused (by Honcho, or its file by bxmem), and its file since changed
-`session_gone`  Honcho answered 404 for a Honcho session bxmem had set up: it was deleted on the server
-`session_renewed`  the owner sends a gone session's items again (`bxmem outbox resend`): to the next `<name>-N`
-`dropped`   the owner took an item out of the outbox, never to be sent, and said why (`bxmem outbox drop`)
-`rerouted`  the owner sent a held or failed item to the workspace that has its role now (`bxmem outbox reroute`)
-`accepted`  the owner accepted an audit finding, and said why (`bxmem audit --accept`)
+"""The ledger's vocabulary: every event kind, its fields and one constructor each (docs/interfaces.md,
+"Ledger events"). Keys and their order are the free dicts' these replaced (tests/test_ledger_compat.py). The
+TypedDicts cost nothing at run time.
 """
 
 from __future__ import annotations

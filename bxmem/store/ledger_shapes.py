@@ -1,16 +1,6 @@
-"""What a ledger line must hold to be read: for each kind, every field a fold
-reads (the outbox, audit, the index, decide's and mirror's recovery, and send
-when it reads a decision back), of the type store/ledger_events.py writes it.
-
-A line that is not of its kind's shape is read as a malformed line: skipped,
-counted and reported (`sync` shows the count), as a torn line is, never folded
-half-way and never a crash. Lines written by earlier versions keep their
-shapes (tests/test_ledger_compat.py reads a corpus of them). Fields a fold
-does not read are not checked, and other fields are allowed.
-
-Kinds are spelt out here rather than imported from store/ledger_events.py, which
-imports store/ledger.py (which reads lines by these shapes);
-tests/test_ledger_shapes.py holds the two lists equal.
+"""Each ledger line's shape: every field a fold reads, else a malformed line every fold skips alike. Kinds
+are spelt out, not imported from ledger_events.py, which imports ledger.py, which reads by these shapes
+(tests/test_ledger_shapes.py holds the two lists equal).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""bxmem's local secret, `memory/bxmem/entry.key`: the key of the HMACs and
-keyed hashes that let bxmem recognise a text without writing it anywhere.
-
-mirror keys its map of live conclusions by an HMAC of each entry; decide and
-mirror record a keyed hash (`line_mac`) of each log or journal line a decision
-will read back, and send and the index check it before they use the line.
-Keyed, so that the ledger and the state files never let anyone test guesses
-of a text.
-
-Created once, whole: written under a temporary name, fsynced, then linked
-into place, so two jobs creating it at once end up with the same key. Like
-everything in `memory/bxmem/` it may be deleted: mirror then rebuilds its
-state, and a line's hash made with the old key can no longer be checked (the
-checks that need no key still are: what the span holds must be the record
-the decision names; docs/interfaces.md, "Read back").
+"""`memory/bxmem/entry.key`, the key of the HMACs that let bxmem recognise a text without writing it, so
+neither the ledger nor a state file lets anyone test guesses of a text. Created once, whole (linked into place,
+so two jobs creating it at once get the same key); deletable like all of `memory/bxmem/`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,5 @@
-"""The outbox: what the ledger says is decided and not yet sent or failed.
-
-There is no second queue. This is a checkpoint of a fold over the ledger (its
-byte offset plus the fold's result), caught up from that offset on every run,
-so no run reads the whole ledger. Deleting the checkpoint is always safe: the
-next run folds the ledger again from the start. A ledger that is no longer the
-one folded (replaced, shorter, rewritten in place before the offset, or a
-decision read back that is not the line folded there) is folded again, and
-what the checkpoint knew that such a ledger may have lost is kept (`inherit`):
-an item it had seen sent is looked up in Honcho before anything is sent again.
-
-The fold also keeps what bxmem set up in Honcho (configured workspaces,
-peers, and for each Boxmaker session its current Honcho session and peers),
-every Honcho session name it has used in each workspace, the role each
-workspace was set up and written as (store/workspace_roles.py), the workspaces whose
-key was refused, the outage backoff, the Honcho sessions Honcho said are gone,
-what the owner dropped or re-routed, and which lasting states send has logged
-(so the journal hears of each once).
+"""The outbox: a checkpoint of a fold over the ledger (its offset and the result), caught up on every run.
+There is no second queue: deleting the checkpoint is always safe, the next run folds the ledger again.
 """
 
 from __future__ import annotations
@@ -68,7 +52,6 @@ CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
-    """The checkpoint as saved (shape checked), or (None, why it cannot be used)."""
     raw, why = load_marshal(state_dir / CHECKPOINT, record({"version": anything}))
     if raw is None or raw["version"] != CHECKPOINT_VERSION:
         return None, why  # another version: folded again, as planned
@@ -381,7 +364,6 @@ class Outbox:
         self.__dict__.update(new.__dict__)
 
     def knows(self, item: str) -> bool:
-        """Whether `item` was ever decided in what this outbox folded."""
         return knows(self.known_turns, self.known_other, item)
 
     def catch_up(self, ledger: Ledger) -> None:

@@ -1,7 +1,6 @@
-"""What a fold of the ledger from its start keeps of what the outbox knew before,
-when the ledger was rewritten in place since (store/outbox.py's `refold`), and the
-order such a fold puts each session's turns and the edits back in. Plain functions
-over the outbox's fields: Honcho did not go back with the ledger."""
+"""What a fold from the ledger's start keeps of what the outbox knew (Honcho did not go back with the ledger),
+and the order it puts each session's turns and the edits back in.
+"""
 
 from __future__ import annotations
 

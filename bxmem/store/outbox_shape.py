@@ -1,6 +1,4 @@
-"""The outbox checkpoint's record of a pending item, and the checkpoint's shape
-as Outbox.save writes it (store/outbox.py): checked whole on load, so that any
-other shape is a rebuild from the ledger, never a crash part-way."""
+"""The outbox checkpoint's shape, checked whole on load: any other shape is a rebuild, never a crash part-way."""
 
 from __future__ import annotations
 

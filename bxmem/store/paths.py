@@ -1,7 +1,4 @@
-"""Where things live: config file, Boxmaker home, bxmem's own state, as
-Paths. The precedence and the defaults are decided in start/locations.py (stdlib only,
-shared with the idle fast path); this module checks what the config says.
-"""
+"""Where things live, as Paths; the precedence and defaults are start/locations.py's."""
 
 from __future__ import annotations
 

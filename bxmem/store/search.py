@@ -1,30 +1,5 @@
-"""The local index's search: every match ranked by BM25, at a bounded cost.
-
-The query's content words (terms.query_words) are stemmed by the index's own
-tokenizer and weighed by how many of the index's passages hold them, counted
-by FTS5 up to COMMON (fts5vocab would count every one, at a cost that grows with the index):
-
-- Words in COMMON passages or more are this history's stop words and are
-  left out (unless nothing else is left): bm25 would count them again.
-- Candidates are the passages holding any of the rarest words, as many of
-  them as fit in BUDGET passages (the rarest always does); every one of them
-  is scored by FTS5's bm25 over all the words, the commoner ones included
-  (two MATCH expressions: the candidates holding one of them, and the rest).
-  A passage holding only common words could not outrank one holding a rarer
-  word unless it held several; that is the price of the bound. No window on
-  age: an old turn is found as a new one is.
-- When every word is in more than BUDGET passages (a question of common words
-  only), the newest WINDOW passages holding all of them and the newest WINDOW
-  holding any are ranked; identity entries' passages count as the newest
-  (their rowids are the highest), so those holding any word are among them.
-  Such a question names nothing rarer to look for.
-
-A document (a turn, an entry, a note) scores as its best passage. Among
-documents an identity entry moves up past each one ranked just above it
-that holds no query word the entry does not: the entry is what the agent
-keeps as current, while an old turn may still hold the text it replaced
-(docs/decisions.md). Equal scores: the newest first. Each hit's text is a
-snippet around its best match (retrieval/snippets.py).
+"""The local search: every match ranked by BM25 at a bounded cost (docs/decisions.md has the rule). The cost
+of the bound: a passage holding only common words can outrank one holding a rarer word only by holding several.
 """
 
 from __future__ import annotations

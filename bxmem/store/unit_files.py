@@ -1,6 +1,4 @@
-"""The systemd unit files `bxmem units install` writes, the templates they are made
-from, and the list of what it wrote (its manifest): each written whole (a
-temporary file moved in place), read back as bytes or checked JSON."""
+"""The unit files `bxmem units install` writes, their templates and its manifest, each written whole."""
 
 from __future__ import annotations
 

@@ -1,22 +1,5 @@
-"""The role each Honcho workspace was set up and written as, by this agent's ledger.
-
-A workspace's role (trusted, untrusted, fleet) is the configuration's, and
-the owner can change it; what bxmem has written to a workspace cannot change.
-A workspace that holds untrusted turns does not become clean memory when the
-configuration calls it trusted, and one whose deriver was left on does not
-become quiet when it is made the fleet. So the ledger keeps both: a `created`
-workspace line names the role its configuration was applied for, and each
-`attempt` and `sent` line the role of what it writes. Lines from before these
-fields carry none: the role then is that of the decided items written there
-(`role_of`), and an old `created` line counts as set up for no role, so the
-workspace is set up again, once, for the role it has now.
-
-What is written where is kept as plain data (the outbox checkpoint is marshal):
-`{workspace: {"set_up": [role or None, ...], "written": {role: first item}}}`.
-The outbox folds it with everything else (`apply`), and saves it beside its
-checkpoint (`save`), so that recall and ask, which must tell whether a
-workspace they call trusted holds untrusted writes, read a small file and the
-ledger's tail (`read`), never the whole outbox.
+"""The role each Honcho workspace was set up and written as, by the ledger: what was written cannot change
+with the configuration. Saved beside the checkpoint so recall and ask read a small file, never the whole outbox.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Artifact memory's rules as pure functions: identities, what a record may carry,
-the card's remote projection, freshness (docs/design.md, "Artifact memory"); where a
-card goes is trust/card_route.py's. Stdlib only (no typing): recall's lean path loads it.
-
-Seed 002 sections 27 to 30, adapted: the seed's project is the agent's home, so
-an experiment's identity holds the agent where the seed holds the project id.
+"""Artifact memory's rules (docs/design.md, "Artifact memory"). Stdlib only, no typing: recall's lean path
+loads it.
 """
 
 from __future__ import annotations

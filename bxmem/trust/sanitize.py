@@ -1,8 +1,5 @@
-"""What text may leave the host, and in what form.
-
-`neutralise` makes text inert for display and storage elsewhere; `find_secret`
-names the first known-prefix secret in a text. Regex rules are a floor, not
-data-loss prevention: a secret without a recognisable shape is not caught.
+"""What text may leave the host, and in what form. The secret rules are a floor, not data-loss prevention:
+a secret without a recognisable shape is not caught.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""When a session's turns may be decided, by turn number, and what a tool
-result logged after turns at or above its number have ended does
-(docs/interfaces.md, "Turn order"). Pure functions, beside
-trust/rules.py's tables: sources/turns.py applies them as a log is read.
-"""
+"""When a session's turns may be decided, and what a late tool result does (docs/interfaces.md, "Turn order")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`send`'s keys: each write workspace's key, read once a run, and the workspaces
-whose key was refused (by Honcho, or by bxmem reading its file).
-
-A refused key stops its workspace alone until the key file changes; the
-other workspaces go on. Refusals and resumptions are ledger lines, so the
-outbox knows them (outbox.Outbox.stopped)."""
+"""Each write workspace's key, read once a run; a refused key (by Honcho, or its file by bxmem) stops its
+workspace alone until the key file changes.
+"""
 
 from __future__ import annotations
 

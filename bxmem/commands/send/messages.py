@@ -1,9 +1,5 @@
-"""`send`'s message building: a turn's decision made into Honcho messages.
-
-The same item gives the same messages every time: an in-doubt item is looked
-up in Honcho by its `bxmem_item` and `part` metadata, its peer and its text
-(commands/send/lookup.py), and only the missing parts are sent, so the parts must not
-move between runs.
+"""A turn's decision as Honcho messages: the same item gives the same messages every time, because a lookup
+finds the missing parts by their `part` metadata.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""`send`'s planner: which work a run does, in which order, as what requests.
-
-It reads the outbox and nothing else: no HTTP, no ledger, no clock. What it
-cannot know by itself comes in as two functions: `messages_for(item)` builds an
-item's messages (raising LocalFailure when it cannot be sent), and
-`fail(item, reason, quiet=False)` records an item that failed here. So the order and grouping
-of a run can be tested on an outbox alone (tests/test_send_plan.py).
+"""`send`'s planner: reads the outbox and nothing else (no HTTP, no ledger, no clock), so a run's order and
+grouping are tested on an outbox alone (tests/test_send_plan.py).
 """
 
 from __future__ import annotations

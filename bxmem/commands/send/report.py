@@ -1,12 +1,5 @@
-"""What a `bxmem send` run did, what holds the outbox up after it, and what the command prints.
-
-Every run that does the real work reports what holds items up, whatever this
-run itself did: an outage (since when, the next try), the workspaces whose
-sends are stopped (and why), the items the configuration holds, and the items
-in doubt (when each is looked up, and what waits behind it). The command's
-own output (its lines at info level, `--json`) always says it; the journal
-hears of each lasting state once, when it starts or changes and when it ends
-(`announce`), so a timer run every few seconds adds nothing to it.
+"""What a `send` run did and what holds the outbox up after it, said by every run; the journal hears of each
+lasting state once (`announce`), so a timer run every few seconds adds nothing to it.
 """
 
 from __future__ import annotations
