@@ -72,7 +72,6 @@ class AskResult:
     def trust_class(self) -> str:
         return label_of(self.answers)[1]
 
-    # What the command prints (cli/output.show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return render_json(self)
 
@@ -135,7 +134,6 @@ class _Run:
         self.stalled = False  # a chat timed out: the server may still be running it
 
     def why_not(self) -> str | None:
-        """Why no chat may start now, or None."""
         if self.stalled:
             return (
                 "not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "

@@ -169,13 +169,9 @@ has_turn, add_turn = turn_ranges.has, turn_ranges.add  # the decided set of a se
 
 
 def recover(state: dict, ledger: Ledger) -> None:
-    """Learn the turns decided in the ledger since the state's last write (a crash,
-    a full disk, a lost or old state file), the torn last line too when it is a
-    whole decision (the next append completes it). A ledger that is not the one
-    the state was learnt from up to its offset (restored from a copy, edited,
-    sorted, shorter) makes the state unusable: every log is read again and the
-    whole ledger says which turns are decided, so a turn whose decision the
-    ledger lost is decided again (the outbox ignores it if it had seen it decided)."""
+    """Learn the turns decided in the ledger since the state's last write, the torn last line too when it is a whole
+    decision (the next append completes it). A ledger that is not the one the state was learnt from makes the
+    state unusable: every log is read again, and the whole ledger says which turns are decided."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
         log.warning(

@@ -40,7 +40,6 @@ def nonce() -> str:
 
 
 def exit_code(result: RecallResult) -> int:
-    """What `bxmem recall` exits with: no source answered is UNAVAILABLE."""
     return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
 
 

@@ -36,11 +36,9 @@ class Line:
 def complete_lines(
     f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False, reseek: bool = False
 ) -> Iterator[Line]:
-    """Lines from byte `pos` on. A last line without its newline is still being
-    written: left out, unless `tail`. `skipping`: `pos` is inside an over-long
-    line reported before, whose rest is skipped first (one `rest` Line).
-    `reseek`: the caller may seek `f` between lines, so each is read from its
-    own offset."""
+    """Lines from byte `pos` on; a last line without its newline is left out, unless `tail`. `skipping`: `pos` is
+    inside an over-long line reported before, whose rest is skipped first. `reseek`: each line is read from its
+    own offset, so the caller may seek `f` between lines."""
     limit = MAX_LINE_BYTES  # read per call: tests narrow it
     f.seek(pos)
     if skipping:
@@ -71,7 +69,6 @@ def complete_lines(
 
 
 def _skip_rest(f: IO[bytes], pos: int) -> tuple[int, bool]:
-    """Read on to just past the next newline, in bounded pieces: (offset, found it)."""
     while True:
         piece = f.readline(SKIP_PIECE)
         if not piece:
@@ -90,7 +87,6 @@ class NotJsonConstant(ValueError):
 
 
 def refuse_constant(name: str) -> object:
-    """json's parse_constant hook for every reader of outside input: those three are not JSON."""
     raise NotJsonConstant(name)
 
 
@@ -115,8 +111,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=ref
 
 
 def too_deep(raw: bytes) -> bool:
-    """Nested deeper than MAX_DEPTH. Only a line holding that many brackets can
-    be: others are never scanned."""
+    """Nested deeper than MAX_DEPTH; only a line holding that many brackets is scanned."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return False
     depth = 0

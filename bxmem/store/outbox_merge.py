@@ -45,15 +45,8 @@ def knows(known_turns: dict[str, list[list[int]]], known_other: set[str], item: 
 
 
 def inherit(new: Box, old: Box) -> int:
-    """Keep in `new` (the ledger folded again) what `old` (the checkpoint of the ledger
-    before it was rewritten) knew that the ledger may have lost: a restored copy lacks
-    the lines written after it was taken. What was set up in Honcho, the session names
-    used and the roles written stay known; a failed item stays failed; an item in doubt
-    stays in doubt; an item the owner dropped, or undid before it was sent, stays out
-    for good; an item `old` had seen sent that is pending here again is put in doubt,
-    looked up in Honcho before anything of it is sent; one the ledger no longer decides
-    stays decided, so deciding it again is a second decision, ignored. Returns how many
-    items were put in doubt."""
+    """Keep in `new` (the ledger folded again) what `old` knew that the ledger may have lost (docs/design.md's threat
+    model, "The owner's own hands"). Returns how many items were put in doubt."""
     for ws, was in old.setup.items():
         now = new.workspace(ws)
         now["configured"] = now["configured"] or was["configured"]
