@@ -177,7 +177,6 @@ def record(
 def refresh_catalog(
     config: Config, cards: Cards, before: catalog.Catalog | None, changed: dict[str, dict | None]
 ) -> None:
-    """Under the store's lock, once the cards changed: the catalog recall reads (store/artifact_catalog.py)."""
     every = lambda: [card for _name, card, _why in cards.all() if card is not None]  # noqa: E731
     catalog.write(config.paths.ensure_state_dir(), cards.folder, catalog.updated(before, changed, every))
 
@@ -237,9 +236,8 @@ def _new_entry(
     label: tuple[bool, str],
     now: str,
 ) -> dict | None:
-    """The outbox entry this record adds, or None when this projection was decided
-    before and could already go somewhere (or cannot now either): one decision a
-    projection, but one decided nowhere may be decided again by a record that can send it."""
+    """The outbox entry this record adds, or None when this projection was decided before and could go somewhere (or
+    still cannot): one decided nowhere may be decided again by a record that can send it."""
     earlier = [e for e in card["remote"] if e["rev"] == rev]
     if earlier and (any(e["role"] for e in earlier) or route.role is None):
         return None
@@ -332,7 +330,6 @@ def reconcile(config: Config, store: Store, cards: Cards, warnings: list[str]) -
 
 
 def find_cards(cards: Cards, ident: str) -> list[dict]:
-    """The cards an id names on this host: the experiment's, or every card of the artifact."""
     if is_experiment_id(ident):
         try:
             card = cards.read(ident)

@@ -386,8 +386,7 @@ def _retraction(card: dict, entry: dict, box: Outbox | None) -> DecidedCard:
 
 
 def summary(config: Config) -> dict | None:
-    """What sync shows of the store (counts only: never a title, a path or an id's text),
-    or None when artifact memory is off and there is no store."""
+    """What sync shows of the store (counts only), or None when artifact memory is off and there is no store."""
     store, cards = store_of(config)
     if config.artifacts is None and not store.is_set_up():
         return None
@@ -405,8 +404,8 @@ QUOTA_ATTENTION = 0.9  # of a bound used: sync says so before records are refuse
 
 
 def sync_section(config: Config, box: Outbox, need) -> dict | None:
-    """The artifact store as sync shows it: counts only (never a title, an id's text or a path);
-    `need(line)` for what needs the owner."""
+    """The store as sync shows it, counts only (never a title, an id's text or a path); `need(line)` for what needs
+    the owner."""
     found = summary(config)
     if found is None:
         return None
@@ -438,7 +437,6 @@ def sync_section(config: Config, box: Outbox, need) -> dict | None:
 
 
 def cards_text(count: int | None) -> str:
-    """ ", N artifact card(s)" after sync's counts of turns and edits, when there are any."""
     return f", {count} artifact card(s)" if count else ""
 
 

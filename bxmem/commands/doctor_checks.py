@@ -59,7 +59,6 @@ def problem(outcome: tuple[str, object], deadline: float) -> str:
 
 
 def honcho_lines(config: Config, got: dict, at: str) -> list[Check]:
-    """The lines about Honcho, from what the parallel questions found."""
     assert config.honcho is not None
     S = HONCHO_TIMEOUT_S
     url = config.honcho.url

@@ -54,10 +54,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, tuple[str, object]]:
-    """Run each job on a daemon thread of its own, all started at once, each given its
-    deadline from that start: name -> ("ok", its value), ("error", the exception) or
-    ("timeout", None). A job that overruns (a DNS lookup has no timeout of its own) is
-    reported, not waited for, so the whole takes at most the longest deadline (and 0.5 s)."""
+    """Each job on a daemon thread of its own, all started at once, each with its deadline from that start: name ->
+    ("ok", value), ("error", exception) or ("timeout", None). A job that overruns (a DNS lookup has no timeout) is
+    reported, not waited for."""
     outcome: dict[str, tuple[str, object]] = {}
 
     def run(name: str, fn: Callable[[], object]) -> None:
@@ -76,7 +75,6 @@ def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, t
 
 
 def services(config: Config, session: str | None) -> dict[str, dict]:
-    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
     jobs: dict[str, tuple[float, Callable[[], object]]] = {
         "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))
     }
@@ -98,10 +96,8 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
 
 
 def partial_keys(config: Config) -> str | None:
-    """The warning `config check` and `sync` print when some workspaces have
-    keys and others none: a mistake (a server with auth on refuses them) or
-    harmless (auth off, the keys unneeded). Never a refusal: every command uses
-    the keyless ones without a key."""
+    """The warning `config check` and `sync` print when some workspaces have keys and others none: a mistake (auth on
+    refuses them) or harmless (auth off). Never a refusal."""
     keyless = config.keyless_among_keyed()
     if not keyless:
         return None
@@ -114,9 +110,8 @@ def partial_keys(config: Config) -> str | None:
 
 
 def keys(config: Config) -> list[dict]:
-    """Every configured key file, read as every command reads it (config.read_key:
-    a regular file of this user's, mode 600, at most 8 KiB, one line of printable
-    ASCII; a FIFO is never opened). The key itself is dropped at once."""
+    """Every configured key file, read as every command reads it (config.read_key); the key itself is dropped at
+    once."""
     out = []
     for ws in config.workspaces():
         entry = {
@@ -143,9 +138,8 @@ FUTURE_SLACK_S = 60
 
 
 def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
-    """The times bxmem stored that lie in the future: written while the clock ran ahead (or
-    it runs behind now). Every wait is held to its own bound whatever they say
-    (trust/send_retry.py, start/idle.py); this is for the owner, who should fix the clock."""
+    """The times bxmem stored that lie in the future. Every wait is held to its own bound whatever they say
+    (trust/send_retry.py, start/idle.py): this is for the owner, who should fix the clock."""
     stored: list[tuple[str, object]] = []
     if box.backoff:
         stored.append(("the outage's start", box.backoff.get("since")))
@@ -182,7 +176,6 @@ def age(ts: str | None, now: float) -> float | None:
 
 
 def future_line(future: list[dict]) -> str:
-    """sync's attention line for `future_times`."""
     first = future[0]
     return (
         f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "

@@ -75,7 +75,6 @@ def _queue(url: str, workspace: str, key: Key | None) -> dict[str, int]:
 
 
 def honcho_queues(config: Config) -> dict[str, dict[str, int] | None]:
-    """Each write workspace's queue (answers.queue_status), or None when it could not be read."""
     if config.honcho is None:
         return {}
     url = config.honcho.url

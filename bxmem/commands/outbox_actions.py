@@ -45,7 +45,6 @@ class Survey:
 
     @classmethod
     def take(cls, config: Config, box: Outbox | None = None) -> Survey:
-        """`box`: the outbox as folded already (again, by `surveyed`)."""
         ledger = Ledger(config.paths.ledger)
         if box is None:
             config.paths.require_home()
@@ -67,7 +66,6 @@ class Survey:
         return survey
 
     def state(self, key: str) -> dict | None:
-        """An item of the outbox (pending or failed) as the commands see it, or None."""
         box = self.box
         if key in box.failed:
             ev = box.failed[key]
@@ -168,7 +166,6 @@ class Survey:
         return states if everything else [s for s in states if s["state"] != "pending"]
 
     def known(self, key: str) -> bool:
-        """Whether the ledger ever decided `key` (sent, dropped or nowhere since)."""
         kind, _, rest = key.partition(":")
         session, _, number = rest.rpartition(":")
         if kind == ledger_events.TURN and number.isdigit():
@@ -236,7 +233,6 @@ class ActionResult:
 
 
 def outage_line(outage: dict) -> str:
-    """`outbox list`'s first line while send records Honcho as unreachable."""
     error = f"; {outage['error']}" if outage["error"] else ""
     by = ", ".join(f"{ws} {n}" for ws, n in outage["waiting_by_workspace"].items())
     return (
@@ -261,8 +257,7 @@ OUTAGE_WAY_OUT = "goes by itself once Honcho answers"
 
 
 def surveyed(config: Config, use: Callable[[Survey], R]) -> R:
-    """`use(survey)`; if a decision read back is not the line the outbox folded (the ledger
-    was rewritten in place), the outbox is folded again (said once) and `use` run again."""
+    """`use(survey)`, run again once if the ledger was rewritten in place (`surveyed` folds again, said once)."""
     survey = Survey.take(config)
     try:
         return use(survey)
@@ -333,10 +328,9 @@ def _act(
 
 
 def _remember(survey: Survey) -> None:
-    """The outbox as the action left it, saved under send's lock: a ledger put back from an
-    older copy before send's next run would otherwise lose what was dropped, which the
-    checkpoint keeps out for good (Outbox.withdrawn). A checkpoint that cannot be written
-    is the next send's to fold."""
+    """The outbox as the action left it, saved under send's lock: a ledger put back from an older copy before send's
+    next run would otherwise lose what was dropped, which the checkpoint keeps out for good. One that cannot be
+    written is the next send's to fold."""
     state = survey.config.paths.state
     if not state.is_dir():
         return  # deleted with memory/bxmem/: the next send folds the ledger whole
@@ -357,7 +351,6 @@ def _acquire(lock: JobLock) -> bool:
 
 
 def check_reason(reason: str | None, command: str = "outbox drop") -> str:
-    """The owner's reason, as the ledger keeps it: one line of printable text, at most MAX_REASON."""
     text = " ".join((reason or "").split())
     if not text:
         raise UsageError(f"{command}: say why with --reason TEXT (it is kept in the ledger)")

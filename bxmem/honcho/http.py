@@ -119,10 +119,9 @@ class _BoundedBackend(httpcore.SyncBackend):
 
 
 class BoundedTransport(httpx.HTTPTransport):
-    """httpx's own transport, on a connection pool whose sockets keep the deadline.
-    (httpx takes no network backend itself; its pool is replaced with one that
-    does. tests/test_honcho_bounds.py holds the deadline against a trickling
-    server, so an httpx that changed this would fail there, not in the field.)"""
+    """httpx's own transport, on a pool whose sockets keep the deadline (httpx takes no network backend of its own).
+    tests/test_honcho_bounds.py holds the deadline against a trickling server, so an httpx that changed this fails
+    there, not in the field."""
 
     def __init__(self, ssl_context) -> None:
         super().__init__(verify=ssl_context or False, trust_env=False)
@@ -206,10 +205,8 @@ def fetch(
     ends: float,
     seen: dict | None = None,
 ) -> tuple[int, Any]:
-    """One bounded request: (status, the decoded answer or None). Raises a HonchoError
-    for everything but a 2xx; never a body in an error's text (422 bodies echo the
-    message text). `seen`, when given, gets the answer's `Date` header (the server's
-    clock, whatever the status), or None."""
+    """One bounded request: (status, the decoded answer or None); a HonchoError for anything but a 2xx, never with a
+    body in its text. `seen` gets the answer's `Date` header (the server's clock, whatever the status), or None."""
     try:
         with bounded(ends):
             response = http.send(http.build_request(method, path, json=body, params=params), stream=True)

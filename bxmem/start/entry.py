@@ -28,9 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _shows_progress(parsed: Parsed) -> bool:
-    """A command whose progress bar a person at a terminal would see: the bar is
-    rich's, which only the CLI loads, so that run goes to the CLI (the same
-    output; typer's start-up is nothing beside a backlog a person waits for)."""
+    """A command whose progress bar a person at a terminal would see goes to the CLI, which alone loads rich (the
+    same output; typer's start-up is nothing beside a backlog)."""
     return BY_NAME[parsed.command].progress and not parsed.options.get("quiet") and os.isatty(2)
 
 

@@ -106,7 +106,6 @@ class Catalog:
         )
 
     def named(self, index: dict, key: str) -> array:
-        """The entry numbers an index gives a key; Damaged if they are not packed numbers of entries."""
         found = index.get(key, b"")
         if type(found) is not bytes or len(found) % 4:
             raise Damaged
@@ -117,11 +116,9 @@ class Catalog:
         return numbers
 
     def with_id(self, ident: str) -> list[int]:
-        """The entries whose experiment or artifact id is `ident`."""
         return [at for at in self.named(self.ids, ident[:ID_KEY]) if ident in self.entry(at)[:2]]
 
     def entry(self, at: int) -> list:
-        """Entry number `at`, parsed and checked: Damaged if it is not an entry."""
         try:
             start, end = self.offsets[at], self.offsets[at + 1]
             text = self.blob[start:end] if isinstance(self.blob, bytes) else os.pread(self.blob, end - start, start)
@@ -223,7 +220,6 @@ def write(state: Path, cards_folder: Path, entries: list[list]) -> None:
 
 
 def forget(state: Path) -> None:
-    """A damaged catalog: gone, so the next reader reads the cards."""
     for name in (CATALOG, ENTRIES):
         try:
             os.unlink(state / name)
@@ -252,9 +248,8 @@ def current(state: Path, cards_folder: Path) -> Catalog | None:
 
 
 def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> list[list]:
-    """The entries after `changed` (experiment -> its card now, or None: removed), from
-    `before` (the catalog as it was current before the change), or from every card
-    (`every()`) when there was none to start from, or when `before` is damaged."""
+    """The entries after `changed` (experiment -> its card now, or None: removed), from `before` (the catalog current
+    before the change), or from every card (`every()`) when there is no usable `before`."""
     if before is not None:
         try:
             kept = [e for e in before.entries() if e[0] not in changed]
@@ -267,8 +262,7 @@ def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> l
 
 
 def read(state: Path, cards_folder: Path, check) -> Catalog:
-    """The catalog when it is current, else one made from the cards read one by one
-    (`check(card, name)`: why a card is unusable, or None; those are left out), and
+    """The catalog when current, else one made from the cards (those `check(card, name)` finds unusable left out) and
     written for the next reader."""
     fresh = current(state, cards_folder)
     if fresh is not None:

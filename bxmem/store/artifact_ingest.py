@@ -161,10 +161,9 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
 
 
 def stream(export: Export, out_fd: int) -> bytes:
-    """Copy the export into `out_fd`, hashing as it goes; its SHA-256 digest.
-    ChangedWhileRead when it grows past, or ends short of, the size it had when
-    opened, or its identity, size, times or links differ after the last byte, or
-    its name no longer names it: nothing it copied is to be used."""
+    """Copy the export into `out_fd`, hashing as it goes; its SHA-256 digest. ChangedWhileRead, and nothing copied is
+    used, when it grows past or ends short of its size at open, or after the last byte its identity, size, times
+    or links differ or its name no longer names it."""
     digest = hashlib.sha256()
     want, done = export.size, 0
     shown = f"{export.name!r}"

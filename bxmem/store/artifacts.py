@@ -25,8 +25,6 @@ VERIFIED_FILE = "artifacts-verified.json"  # in memory/bxmem/, a cache: integrit
 
 
 class Store:
-    """One agent's artifact store (one agent a home: the seed's project)."""
-
     def __init__(self, root: Path, state: Path) -> None:
         self.root, self.state = root, state
 
@@ -61,8 +59,8 @@ class Store:
     # --- temporary files: recognisable, and recovered (removed) once their writer is gone ---
 
     def new_temp(self, kind: str, size: int = 0) -> tuple[int, Path]:
-        """A new temporary file in tmp/, named for its writer (`kind`.<pid>.<nonce>[.<bytes>]),
-        its bytes reserved toward the quota while its writer lives."""
+        """A new temporary file in tmp/, named for its writer (`kind`.<pid>.<nonce>[.<bytes>]), its bytes counted
+        toward the quota while its writer lives."""
         name = f"{kind}.{os.getpid()}.{secrets.token_hex(8)}" + (f".{size}.part" if kind == "ingest" else ".tmp")
         path = self.root / "tmp" / name
         try:
@@ -72,7 +70,6 @@ class Store:
         return fd, path
 
     def temps(self) -> list[tuple[str, int, int, bool]]:
-        """(name, writer pid, reserved bytes, writer alive) for each temporary file."""
         out = []
         for entry in listing(self.root / "tmp"):
             parts = entry.name.split(".")
@@ -92,7 +89,6 @@ class Store:
     # --- quotas ---------------------------------------------------------------------------------
 
     def usage(self) -> tuple[int, int]:
-        """(objects, bytes) stored."""
         count = size = 0
         for folder in listing(self.root / "objects"):
             for entry in listing(Path(folder.path)):
@@ -104,9 +100,9 @@ class Store:
         return count, size
 
     def reserve(self, size: int, max_total: int) -> tuple[int, Path]:
-        """Under the lock: room for `size` more bytes, counting every live writer's
-        reservation, or Refused; then the temporary file that holds the reservation.
-        So the store never holds more than `max_total` bytes, in-flight copies included."""
+        """Under the lock: room for `size` more bytes, counting every live writer's reservation, or Refused; then the
+        temporary file holding it, so the store never holds more than `max_total` bytes, copies in flight
+        included."""
         self.recover_temps()
         _objects, used = self.usage()
         reserved = sum(size for _name, _pid, size, alive in self.temps() if alive)
@@ -186,7 +182,6 @@ class Store:
         return str(path)
 
     def has_object(self, artifact: str, size: int) -> bool:
-        """A regular file of the recorded size is there (not hashed: `check_object` does that)."""
         fingerprint = _fingerprint(self.object_path(artifact))
         return fingerprint is not None and fingerprint[2] == size
 
@@ -268,8 +263,8 @@ _VERIFIED = dict_of(list_of(integer(None), length=5))  # artifact id -> its file
 
 
 def media_type_of(name: str) -> str:
-    """A file name's media type by its extension (Python's table and the host's
-    mime.types), else application/octet-stream."""
+    """A file name's media type by its extension (Python's table and the host's mime.types), else application/octet-
+    stream."""
     import mimetypes  # deferred: command
 
     return mimetypes.guess_type(name, strict=True)[0] or "application/octet-stream"

@@ -68,7 +68,6 @@ class IndexOutdated(IndexUnavailable):
 
 
 def _version(db: sqlite3.Connection) -> int | None:
-    """The schema version the index says it has; None for a new, empty file."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     except sqlite3.OperationalError as exc:
@@ -110,8 +109,8 @@ class Index:
         return index
 
     def _check_files(self) -> None:
-        """SQLite opens its files blocking and through links: a FIFO in the place
-        of one would hang every job at its index refresh, and recall."""
+        """SQLite opens its files blocking and through links: a FIFO in place of one would hang every job's index
+        refresh, and recall."""
         try:
             for suffix in ("", "-wal", "-shm"):
                 check_regular(f"{self.path}{suffix}")

@@ -45,10 +45,8 @@ def action(value: Any) -> str | None:
 
 
 ACTIONS = list_of(action)
-# Ids Honcho gave (`id`, `deleted`, `ids`) are not checked here: an older bxmem
-# recorded them from unchecked answers, and each is checked where it is used
-# (honcho/client.py refuses one that is not a Honcho id, naming the item), so a forged
-# one fails its own item, visibly, where skipping the line would hide it.
+# Ids Honcho gave are not checked here: an older bxmem recorded them unchecked, and each is checked where used, so a
+# forged one fails its own item visibly where skipping the line would hide it.
 _HONCHO_IDS = anything
 _RESULT = record(
     {"i": integer(0), "do": string},
@@ -75,9 +73,7 @@ def RESULT(value: Any) -> str | None:  # a shape, named as the others are
 
 _MACS = maybe(record({"key": _NAME, "user": _STRINGS, "reply": _NAME}))
 
-# A decision's `ws` and `role` are not checked here: whatever they hold, a
-# pending item goes only where they still say in the configuration, and a
-# damaged one is held, named, by trust/write_policy.py (sync shows it).
+# A decision's `ws` and `role` are not checked here: a damaged one is held, named, by trust/write_policy.py.
 _WHERE = {"ws": anything, "role": anything}
 DECIDED_TURN = record(
     {
@@ -189,7 +185,6 @@ ATTEMPT_KEPT = both(
 
 
 def event_problem(ev: dict) -> str | None:
-    """Why a ledger line's object is not an event bxmem can fold, or None."""
     kind = ev.get("ev")
     if kind == "decided":
         what = ev.get("kind", "turn")  # lines from before `kind` are turns

@@ -55,8 +55,6 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
 
 
 def _read(path: Path) -> bytes:
-    """entry.key's bytes (store/files.py's read_state: never blocking, never through a link);
-    FileNotFoundError when there is none."""
     data = read_state(path)
     if data is None:
         raise FileNotFoundError(path)
@@ -110,11 +108,10 @@ TAG_BITS = 32
 
 
 def ledger_tag(secret: bytes | None, raw: bytes) -> int:
-    """The keyed hash the outbox keeps of a pending item's decision line (store/outbox.py),
-    as a number of TAG_BITS bits, checked when the line is read back by its offset: a
-    ledger rewritten in place cannot hand send another item's decision, nor an edited
-    one. Short, because 100,000 pending items keep one each (docs/performance.md,
-    "Memory"); keyed, so that an edit made to pass it would have to know entry.key."""
+    """The keyed hash the outbox keeps of a pending item's decision line, TAG_BITS bits, checked when the line is
+    read back by its offset: a ledger rewritten in place cannot hand send another item's decision, nor an edited
+    one. Short, as 100,000 pending items keep one each (docs/performance.md, "Memory"); keyed, so an edit made to
+    pass it would need entry.key."""
     digest = hashlib.blake2b(raw, digest_size=TAG_BITS // 8, key=secret or b"", person=b"bxmem decision")
     return int.from_bytes(digest.digest(), "big")
 
