@@ -316,7 +316,6 @@ def _result(states: dict[str, _State]) -> AskResult:
 
 
 def render_plain(result: AskResult) -> str:
-    """Framed as recall's text is (retrieval/render.py says why nothing stored can forge a line)."""
     tag = recall.nonce()  # as recall draws it, for the same fence
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
     lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]

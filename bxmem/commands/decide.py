@@ -421,7 +421,6 @@ def _logs_to_read(
 
 
 def _note_broker(state: dict, report: DecideReport) -> None:
-    """Log an outage of brokerd once when it starts and once when it ends."""
     if report.broker_problem:
         if state["broker_down_since"] is None:
             state["broker_down_since"] = now_iso()

@@ -149,7 +149,6 @@ def read(state_dir: Path) -> tuple[dict | None, str | None]:
 
 
 def _any_version(value: object) -> str | None:
-    """SHAPE, for a state of this version; another version is read again as planned."""
     why = problem(value, record({"v": anything}))
     if why is None and value["v"] != STATE_VERSION:  # type: ignore[index]
         return None

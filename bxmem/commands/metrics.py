@@ -20,8 +20,6 @@ QUEUE_STATES = ("pending", "in_progress", "completed")
 
 
 class Family:
-    """One metric family: its name, type and help, and its samples (labels, value)."""
-
     def __init__(self, name: str, kind: str, help_text: str) -> None:
         self.name, self.kind, self.help = name, kind, help_text
         self.samples: list[tuple[dict[str, str], float]] = []

@@ -32,8 +32,6 @@ LOCK_WAIT_S = 10.0  # a send run in progress: wait this long for it before refus
 
 @dataclass
 class Survey:
-    """The outbox as it stands, each item's state, for the owner's commands."""
-
     box: Outbox
     ledger: Ledger
     roles: Mapping[str, str]

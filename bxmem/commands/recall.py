@@ -217,7 +217,6 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:
-    """A retracted note is shown beside its retraction."""
     retractions = {h.text.removeprefix("retracted: "): h for h in hits if h.text.startswith("retracted: ")}
     out: list[Hit] = []
     for hit in hits:

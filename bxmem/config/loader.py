@@ -25,8 +25,6 @@ STALE = "written by another version or for another configuration"
 
 
 class ReadSource:
-    """Another agent's workspace this agent may read (`[[honcho.read]]`)."""
-
     __slots__ = ("agent", "workspace", "trust", "trust_class")
 
     def __init__(self, agent: str, workspace: str, trust: str, trust_class: str) -> None:

@@ -92,7 +92,6 @@ SESSIONS: dict[str, tuple[tuple[str, bool], list[dict], str]] = {
 
 
 def write_home(home: Path) -> None:
-    """Write the sample logs under `home/logs` (the journal: `write_journal`)."""
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     for session, (_state, lines, _why) in SESSIONS.items():

@@ -66,7 +66,6 @@ def one_of(*choices: object) -> Shape:
 
 
 def maybe(shape: Shape) -> Shape:
-    """None, or the shape."""
 
     def check(value: object) -> str | None:
         return None if value is None else shape(value)

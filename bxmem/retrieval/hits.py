@@ -49,7 +49,6 @@ class Why:
         }
 
     def line(self) -> str:
-        """The explanation as a person reads it (`recall --explain`)."""
         parts = []
         if self.lexical_rank is not None:
             words = ", ".join(self.matched) or "none of the query's words"

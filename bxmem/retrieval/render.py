@@ -26,7 +26,6 @@ def field(value: object, chars: int = FIELD_CHARS) -> str:
 
 
 def content(text: str) -> list[str]:
-    """A stored text as lines that each start with CONTENT."""
     return [CONTENT + line for line in neutralise(text).splitlines()] or [CONTENT]
 
 

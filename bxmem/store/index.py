@@ -118,7 +118,6 @@ class Index:
             raise IndexUnavailable(f"{exc.filename}: {exc.strerror}") from None
 
     def db(self) -> sqlite3.Connection:
-        """A writable connection; the file and its schema are made if new."""
         if self._db is None:
             self._check_files()
             if not self.path.exists():
@@ -230,7 +229,6 @@ class Index:
     # --- reads --------------------------------------------------------------------
 
     def search(self, query: str, limit: int) -> list[LocalHit]:
-        """The best `limit` documents for `query`, as store/search.py ranks them."""
         from bxmem.store.search import search  # deferred: lean (decide and mirror write the index, never search it)
 
         try:

@@ -128,7 +128,6 @@ class Ledger:
         return st.st_size
 
     def append(self, events: Sequence[Mapping[str, object]]) -> int:
-        """Append whole lines under the lock, fsync, and return the new size."""
         if not events:
             return self.size()
         return append_lines(self.path, events, "ledger")

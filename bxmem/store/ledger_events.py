@@ -351,7 +351,6 @@ def decided_card(
 
 
 def is_decided(ev: dict, kind: str) -> bool:
-    """A `decided` line about a turn, an edit or a card (`kind`)."""
     return ev.get("ev") == DECIDED and ev.get("kind") == kind
 
 

@@ -131,7 +131,6 @@ class Outbox:
     # --- the fold -----------------------------------------------------------------
 
     def apply(self, ev: dict, offset: int = 0, raw: bytes = b"") -> None:
-        """Fold one event, the line at `offset` whose bytes are `raw`."""
         kind = ev.get("ev")
         item: str = ev.get("item", "")  # every kind that names an item has one
         if kind in (ATTEMPT, SENT, CREATED):  # before the item leaves the outbox: its decided role is still here

@@ -36,7 +36,6 @@ class Box(Protocol):
 
 
 def knows(known_turns: dict[str, list[list[int]]], known_other: set[str], item: str) -> bool:
-    """Whether `item` is among those decided (the outbox's known sets)."""
     kind, _, rest = item.partition(":")
     session, _, number = rest.rpartition(":")
     if kind == TURN and session and number.isascii() and number.isdigit():

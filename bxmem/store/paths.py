@@ -66,8 +66,6 @@ def load_toml(path: Path, named_by: str | None = None) -> dict:
 
 
 class Paths:
-    """The Boxmaker home and the run directory, and everything under them."""
-
     __slots__ = ("home", "run")
 
     def __init__(self, home: Path, run: Path) -> None:
@@ -100,7 +98,6 @@ class Paths:
 
     @property
     def state(self) -> Path:
-        """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
         return Path(locations.state_dir(self.home))
 
     @property
@@ -159,7 +156,6 @@ def make_home(home: Path) -> tuple[list[Path], list[Path]]:
 
 
 def home_problem(home: Path) -> str | None:
-    """Why `home` is not a Boxmaker home bxmem may use, or None."""
     try:
         st = os.lstat(home)
     except FileNotFoundError:

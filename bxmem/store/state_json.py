@@ -98,5 +98,4 @@ def say_unusable(path: Path, why: str, instead: str) -> None:
 
 
 def write_json(path: Path, value: dict, *, durable: bool = True) -> None:
-    """A JSON state file, sealed (`seal_json`), written whole (`write_bytes`)."""
     write_bytes(path, seal_json(path.name, value), durable=durable)

@@ -14,7 +14,6 @@ def text_hash(content: str) -> str:
 
 
 def qualified(metadata: dict, content: str, agent: str) -> dict:
-    """A message's metadata with the writing agent and the content's hash added."""
     return {**metadata, "bxmem_agent": agent, "bxmem_sha256": text_hash(content)}
 
 

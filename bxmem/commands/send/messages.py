@@ -60,7 +60,6 @@ def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | No
 
 
 def valid_time(value: object) -> bool:
-    """Whether a turn's time may go to Honcho as its messages' `created_at`."""
     return parse_time(value) is not None
 
 
@@ -90,7 +89,6 @@ class Messages:
         return self._events[item["item"]]
 
     def of(self, item: dict) -> list[dict]:
-        """The turn's messages, its texts read back from its loopd log by byte span."""
         key = item["item"]
         if key in self._messages:
             return self._messages[key]

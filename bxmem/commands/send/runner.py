@@ -317,7 +317,6 @@ class Sender:
         self.outcomes.succeeded()
 
     def _open(self, group: Group) -> None:
-        """Set up the group's new Honcho session (done ahead, or now) and record it."""
         if not group.new_session:
             return
         missing = missing_peers(self.box, group)
