@@ -119,7 +119,6 @@ class AuditReport:
         return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
 
     def summary(self, at: str) -> dict:
-        """What `bxmem sync` shows of this run (memory/bxmem/audit.json)."""
         kinds: dict[str, int] = {}
         for d in self.discrepancies:
             kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
@@ -132,9 +131,8 @@ class AuditReport:
 
 @dataclass
 class Expected:
-    """What the ledger says: where each item was decided to go (its first
-    decision: a second one is ignored, as the outbox ignores it), and the message
-    ids Honcho gave each item sent."""
+    """What the ledger says: where each item was decided to go (its first decision, as the outbox takes it) and the
+    message ids Honcho gave each item sent."""
 
     decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role), rerouted too
     sent: dict[str, tuple[str | None, list[str | None]]] = field(default_factory=dict)  # item -> (ws, ids by part)

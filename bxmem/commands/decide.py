@@ -105,8 +105,8 @@ class DecideReport:
         return out
 
     def summary(self, config: Config) -> list[str]:
-        """The run's lines (info: a run by hand, or with -v, always says why it exits 3;
-        the journal, at notice, hears of brokerd's outage once, as a warning)."""
+        """The run's lines (info: a run by hand, or with -v, says why it exits 3; the journal hears of brokerd's
+        outage once)."""
         if self.busy:
             return []
         why = self.why()[1:] if self.broker_warned and self.undecided else self.why()  # the warning said it

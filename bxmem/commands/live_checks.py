@@ -170,7 +170,6 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
 
 
 def age(ts: str | None, now: float) -> float | None:
-    """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
     at = parse_time(ts)
     return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
 

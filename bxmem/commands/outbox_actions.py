@@ -173,8 +173,6 @@ class Survey:
 
 @dataclass
 class ActionResult:
-    """What `bxmem outbox ACTION` did (or would do: `dry_run`), item by item."""
-
     action: str
     dry_run: bool
     items: list[dict] = field(default_factory=list)  # {"item", "workspace", "was", "to"?, "note"?}

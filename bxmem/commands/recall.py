@@ -263,8 +263,8 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
 
 
 def run_sources(sources: list[tuple[str, float, Callable[[], list[Hit]]]], k: int) -> RecallResult:
-    """Each source on a daemon thread with its own deadline from the same start:
-    a source that does not answer in time is abandoned, never waited for."""
+    """Each source on a daemon thread, its deadline from the same start: one that does not answer in time is
+    abandoned, never waited for."""
     outcomes: dict[str, list[Hit] | str] = {}  # a source's hits, or why it has none
 
     def work(name: str, fn: Callable[[], list[Hit]]) -> None:
@@ -308,8 +308,6 @@ def _fitting(units: list[list[Hit]], k: int) -> list[list[Hit]]:
 
 
 def _units(hits: list[Hit]) -> list[list[Hit]]:
-    """A source's hits as the units the round robin takes in turn: a retracted
-    note with the retraction _pair_retractions placed right after it, or one hit."""
     units: list[list[Hit]] = []
     for hit in hits:
         if units and units[-1][0].retracted and len(units[-1]) == 1 and hit.text.startswith("retracted: "):

@@ -27,7 +27,6 @@ class UndoResult:
     written: bool
     effects: list[str] = field(default_factory=list)
 
-    # What the command prints (cli/output.py's show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return {
             "schema": SCHEMA,

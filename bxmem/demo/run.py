@@ -45,7 +45,6 @@ class DemoResult:
 
 
 def new_run_id() -> str:
-    """Sortable by time, unique by its random tail (two runs in one second differ)."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
@@ -58,7 +57,6 @@ def checked_url(honcho_url: str) -> str:
 
 
 def run_demo(honcho_url: str | None, keep: Path | None = None, broker_wait: float = TIMEOUT_S) -> DemoResult:
-    """`broker_wait`: how long decide waits for the stand-in brokerd (decide's own default)."""
     if honcho_url is not None:
         honcho_url = checked_url(honcho_url)
     if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):

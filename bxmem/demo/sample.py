@@ -105,8 +105,6 @@ def broker_states() -> dict[str, tuple[str, bool]]:
 
 
 def workspaces(run_id: str) -> dict[str, str]:
-    """The demo's workspaces, named for its run: a rerun never adds to an earlier
-    run's data, and never to the workspaces a real agent uses."""
     return {role: f"bxmem-demo-{run_id}-{role}" for role in ("trusted", "untrusted", "fleet")}
 
 

@@ -80,8 +80,7 @@ def metadata(value: object, where: str) -> dict:
 
 
 def created_ids(body: object, count: int) -> list[str]:
-    """The ids of what a create made (messages, conclusions): one object per thing
-    asked for, in order, each with its own Honcho id."""
+    """The ids of what a create made: one object per thing asked for, in order, each with its own Honcho id."""
     items = array(body)
     if len(items) != count:
         raise AnswerProblem("the answer", f"lists {len(items)} item(s) for the {count} sent")
@@ -92,8 +91,7 @@ def created_ids(body: object, count: int) -> list[str]:
 
 
 def configuration(body: object) -> dict | None:
-    """A workspace's stored configuration (None: the answer holds none). Its sections
-    are compared, value by value, by api.configuration_applied."""
+    """A workspace's stored configuration (None: the answer holds none), compared by api.configuration_applied."""
     found = obj(body).get("configuration")
     return None if found is None else obj(found, "configuration")
 
@@ -110,7 +108,6 @@ def page(body: object, size: int, asked: int) -> tuple[list, bool]:
 
 
 def listed_message(raw: object, where: str) -> dict:
-    """A message from messages/list, as the in-doubt lookup and audit read it."""
     found = obj(raw, where)
     return {
         "id": honcho_id(found.get("id"), _at(where, "id")),
@@ -121,7 +118,6 @@ def listed_message(raw: object, where: str) -> dict:
 
 
 def listed_conclusion(raw: object, where: str) -> dict:
-    """A conclusion from conclusions/list, as the in-doubt lookup and audit read it."""
     found = obj(raw, where)
     return {
         "id": honcho_id(found.get("id"), _at(where, "id")),
@@ -137,7 +133,6 @@ def listed_id(raw: object, where: str) -> str:
 
 
 def search_hits(body: object, limit: int) -> list[dict]:
-    """Messages from search, as recall shows them: at most `limit`, as asked."""
     hits = []
     for n, raw in enumerate(array(body)[:limit]):
         found, where = obj(raw, f"[{n}]"), f"[{n}]"
@@ -153,12 +148,10 @@ def search_hits(body: object, limit: int) -> list[dict]:
 
 
 def conclusion_hits(body: object, limit: int) -> list[dict]:
-    """Conclusions from conclusions/query, as recall shows them: at most `limit`."""
     return [conclusion_hit(raw, f"[{n}]") for n, raw in enumerate(array(body)[:limit])]
 
 
 def conclusion_hit(raw: object, where: str) -> dict:
-    """One conclusion as recall shows it, from conclusions/query or a page of conclusions/list."""
     found = obj(raw, where)
     return {
         "content": text(found.get("content"), _at(where, "content")),
@@ -169,7 +162,6 @@ def conclusion_hit(raw: object, where: str) -> dict:
 
 
 def chat_content(body: object) -> str | None:
-    """A chat's answer text (None: the dialectic gave none)."""
     return optional_text(obj(body).get("content"), "content")
 
 

@@ -23,8 +23,6 @@ JOBS = tuple(c.name for c in _ALL if c.timer_job)
 
 
 class Parsed:
-    """A command line the lean path runs: the command and its options by key."""
-
     __slots__ = ("command", "options")
 
     def __init__(self, command: str, options: dict) -> None:
@@ -35,7 +33,6 @@ class Parsed:
 
 
 def parse(argv: list[str]) -> Parsed | None:
-    """`argv` (program name first) as a Parsed, or None for typer to handle."""
     words = argv[1:]
     command: str | None = None
     options: dict = {}

@@ -54,10 +54,8 @@ def state_dir(home_dir: str | os.PathLike[str]) -> str:
 
 
 def shipped(folder: str) -> str:
-    """A data folder bxmem ships (`runbook`, `systemd`). Its source is the top of the
-    checkout; a wheel carries a copy inside the package (scripts/build_shipped.py).
-    The copy when there is one (pipx, uv, pip), else the checkout's own (./dev's
-    editable install, or a checkout run in place)."""
+    """A data folder bxmem ships (`runbook`, `systemd`): the package's copy when there is one (a wheel carries it:
+    scripts/build_shipped.py), else the checkout's own."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     inside = os.path.join(package, folder)
     return inside if os.path.isdir(inside) else os.path.join(os.path.dirname(package), folder)

@@ -308,8 +308,7 @@ def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
 
 
 def check_regular(path: str | os.PathLike[str]) -> None:
-    """NotRegularFile unless `path` is a regular file or absent: for a file another
-    library opens (SQLite: the index and its -wal and -shm)."""
+    """For a file another library opens (SQLite: the index, its -wal and -shm)."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

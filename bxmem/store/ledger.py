@@ -164,8 +164,6 @@ class Ledger:
             os.close(fd)
 
     def changed(self, offset: int, mark: dict | None) -> str | None:
-        """Why the ledger is no longer the one a reader read up to `offset` (a few words),
-        or None when it is, as far as `mark` tells (None: a state that kept none)."""
         if offset <= 0:
             return None
         try:

@@ -117,6 +117,4 @@ def ledger_tag(secret: bytes | None, raw: bytes) -> int:
 
 
 def window_mac(secret: bytes | None, raw: bytes) -> str:
-    """The hash a reader's cursor keeps of a few bytes of a file it does not
-    write (sources/cursor.py): keyed when a key is at hand."""
     return hashlib.blake2b(raw, digest_size=16, key=secret or b"", person=b"bxmem cursor").hexdigest()

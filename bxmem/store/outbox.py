@@ -223,8 +223,6 @@ class Outbox:
             self.stopped.pop(ev.get("ws", ""), None)
 
     def _reroute(self, item: str, ws: object) -> None:
-        """A held or failed item goes to `ws` now, the workspace that has its role
-        (bxmem outbox reroute checked that): a failed one back into the outbox."""
         if not isinstance(ws, str):
             return
         record = self.pending.get(item)

@@ -22,9 +22,6 @@ MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a
 
 
 class LocalHit:
-    """A document found, and why: its bm25 score (FTS5's: lower is better) and the query's
-    words it holds (as the query wrote them), for recall's explanation of each hit."""
-
     __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text", "who", "score", "matched", "follows")
 
     def __init__(
@@ -198,9 +195,8 @@ class _Doc:
 
 
 def _documents(db, ranked: list[tuple[int, float]], top: int, terms: list[Term]) -> tuple[list[_Doc], int]:
-    """The documents of the ranked passages, each at its best passage, in rank order: the
-    best `top`, and the best IDENTITY_EXTRA identity entries below them. Also how many
-    documents the passages held in all."""
+    """The documents of the ranked passages, each at its best passage, in rank order: the best `top`, then the best
+    IDENTITY_EXTRA identity entries below them; and how many documents the passages held."""
     ids = [pid for pid, _s in ranked]
     if not ids:
         return [], 0
@@ -300,8 +296,6 @@ def _exact(text: str, who: str | None, idf: dict[str, float]) -> float:
 
 
 def _window(doc: _Doc) -> tuple[int, str]:
-    """Where in the document the scratch copy starts, and the copy: the best passage and
-    enough around it for a snippet (the whole text when it is short)."""
     if len(doc.text) <= 4 * SNIPPET_CHARS:
         return 0, doc.text
     start = max(0, doc.start - 2 * SNIPPET_CHARS)

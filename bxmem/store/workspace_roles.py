@@ -56,8 +56,6 @@ def written(roles: Roles, ws: str) -> dict[str, str]:
 
 
 def other_role(roles: Roles, ws: str, role: str) -> tuple[str, str] | None:
-    """A role other than `role` that bxmem has written `ws` as, with the first item
-    written so; None when everything written there was written as `role`."""
     for other, item in sorted(written(roles, ws).items()):
         if other != role:
             return other, item

@@ -107,7 +107,6 @@ class Outcomes:
             )
 
     def fail_here(self, item: dict, reason: str, quiet: bool = False) -> None:
-        """The planner's refusal of an item (plan.Planner); `quiet` when it was said already."""
         self.fail([item], None, reason, level=logging.INFO if quiet else logging.WARNING)
 
     def session_gone(self, group: Group) -> None:

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 
 class Tally(Protocol):
-    """What a run counts (send.SendReport), as the runner and the edit actions see it."""
-
     sent: int
     messages: int
     requests: int
@@ -167,7 +165,6 @@ def missing_peers(box: Outbox, group: Group) -> list[str]:
 
 
 def opening(group: Group, missing: list[str], agent: str) -> list[tuple]:
-    """The requests that set up a group's new session: its unknown peers, then the session."""
     calls: list[tuple] = [("create_peer", peer, peer != agent) for peer in missing]
     calls.append(
         (

@@ -104,7 +104,6 @@ class SendReport:
         return sum(g["turns"] + g["edits"] + g.get("cards", 0) for g in self.held_by_config)
 
     def summary(self, config=None) -> list[str]:
-        """The run's lines: what it sent, then everything that holds items up, every run."""
         if self.local_only or self.busy:
             return []
         out = []
@@ -238,7 +237,6 @@ def outage_line(backoff: dict, pending: int | None, now: float) -> str:
 
 
 def holding_lines(report: Tally, now: float) -> list[str]:
-    """What holds items up, one line each (text and journal alike: no message text, no key)."""
     out = []
     said = report.said
     if report.backoff and ("outage",) not in said:
