@@ -344,7 +344,7 @@ def render_json(result: AskResult) -> dict:
         "label": {"untrusted": result.untrusted, "class": result.trust_class},
         "text": render_plain(result),
         "answers": [a.as_json() for a in result.answers],
-        # `workspace` is the Honcho workspace, as in `answers` (bxmem.ask/1 gave the name as asked there).
+        # `workspace` is the Honcho workspace, as in `answers`
         "unavailable": [
             {"name": n, "workspace": result.workspace_of.get(n, n), "reason": r} for n, r in result.unavailable.items()
         ],

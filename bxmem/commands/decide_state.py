@@ -35,7 +35,6 @@ STATE_FILE = "decide.json"
 # A log that cannot be read (permission denied, an I/O error) is tried again this
 # often, and at once when its mode or owner changes: never on every 5 s run.
 RETRY_UNREADABLE_S = 60.0
-# 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
 # A state of another version is read again from the logs and the ledger.
 STATE_VERSION = 2
 

@@ -118,8 +118,7 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
 def _client(config: Config, role: str):
     assert config.honcho is not None  # recall() adds the Honcho sources only when [honcho] is set
     workspace = config.workspace(role)
-    # Connect first: when Honcho is down (the common failure), the source is
-    # unavailable at once, without loading the HTTP stack for nothing.
+    # Connect first: when Honcho is down, the source is unavailable at once (api.reach).
     reach(config.honcho.url, HONCHO_TIMEOUT_S, workspace.name)
     from bxmem.honcho.client import ReadClient  # deferred: lean
 
@@ -205,7 +204,6 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
         return []
     with _client(config, "fleet") as client:
         found = client.search(asked, remote.CANDIDATES)
-        # Our own notes are dropped: the local index holds the same text with exact labels.
         candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
         ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
         ws = config.workspace("fleet").name

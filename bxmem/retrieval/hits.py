@@ -92,18 +92,18 @@ class Hit:
         date: str | None = None,
         why: Why | None = None,
     ) -> None:
-        self.source = source  # "local", an agent's name, or "fleet"
-        self.tag = tag  # identity | memory | memory-tainted
+        self.source = source
+        self.tag = tag
         self.trust_class = trust_class
         self.text = text
-        self.agent = agent  # whose workspace (read sources)
-        self.peer = peer  # who wrote it (Honcho sources)
-        self.where = where  # a session and turn, or an entry kind
+        self.agent = agent
+        self.peer = peer
+        self.where = where
         self.retracted = retracted
-        self.workspace = workspace  # the Honcho workspace it came from (None: the local index)
+        self.workspace = workspace
         self.session = session
-        self.date = date  # ISO 8601, when known
-        self.why = why  # how it was found (None: not said)
+        self.date = date
+        self.why = why
 
     def as_json(self) -> dict:
         return {

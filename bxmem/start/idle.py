@@ -17,7 +17,7 @@ from bxmem.start.marshal_seal import seal, unmarshal
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one: raised whenever what a summary holds changes, or what a real run must redo (the local
 # index's schema: that run rebuilds it, and the idle path never opens it).
-SUMMARY_VERSION = 6  # 6: the JSON state files sealed (store/state_json.py): the first run after the upgrade seals them
+SUMMARY_VERSION = 6
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:

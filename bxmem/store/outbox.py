@@ -48,7 +48,7 @@ NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # trust/
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: every send run loads and saves it, and JSON was too slow at that for a large
 # outbox (docs/performance.md, "Start-up"). It is a cache of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger (8: `withdrawn`)
+CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:

@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from bxmem.commands.send.plan import Tally
 
-SCHEMA = "bxmem.send/2"  # /2: times in ISO 8601; outage, keys_refused and in_doubt as objects
+SCHEMA = "bxmem.send/2"
 
 
 @dataclass
@@ -40,7 +40,7 @@ class SendReport:
     # What holds the outbox up after the run (Sender.note_state), whatever this run did:
     backoff: dict | None = None  # the outage as send recorded it: {"since", "until", "error"?}
     refused: list[dict] = field(default_factory=list)  # every workspace whose sends are stopped, and why
-    in_doubt: list[dict] = field(default_factory=list)  # in_doubt, below
+    in_doubt: list[dict] = field(default_factory=list)
     # What this run's warnings said already, so its summary does not say it twice: ("outage",), ("refused", ws),
     # ("held", key), ("doubt", key).
     said: set = field(default_factory=set)
