@@ -70,8 +70,9 @@ def test_a_mistake_stops_each_entry_path_as_a_process(config_file, text, expecte
 
 @pytest.mark.parametrize("name", ["local", "own", "untrusted", "fleet", "artifacts"])
 def test_a_read_agent_may_not_take_a_name_recall_or_ask_gives_its_own_sources(config_file, name):
-    """Failed before: accepted, and an agent named `fleet` was what `ask -w fleet` asked,
-    one named `local` shared recall's outcome slot with the local index."""
+    """An agent of [[honcho.read]] may not be named as one of recall's or ask's own sources:
+    one named `fleet` would be what `ask -w fleet` asks, one named `local` would share
+    recall's outcome slot with the local index."""
     config_file.write_text(GOOD + f'[[honcho.read]]\nagent = "{name}"\nworkspace = "x-trusted"\n')
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78

@@ -88,8 +88,8 @@ def test_mode_400_is_as_good_as_600(tmp_path):
 
 
 def test_a_fifo_is_refused_at_once_and_never_opened(tmp_path):
-    """Failed before: the file was opened (blocking) before it was checked, and the
-    command waited for a writer forever."""
+    """A key file is checked before it is opened: a FIFO is refused at once, never waited on
+    for a writer."""
     path = tmp_path / "fifo.key"
     os.mkfifo(path, 0o600)
     outcome = read_in_thread(path)
@@ -124,7 +124,7 @@ def test_a_symbolic_link_is_refused_and_names_its_target(tmp_path):
 
 
 def test_a_file_owned_by_another_user_is_refused(tmp_path):
-    """Failed before: the owner was never checked."""
+    """A key file owned by another user is refused."""
     if os.geteuid() != 0:
         pytest.skip("chown to another uid needs root (CI runs as root)")
     path = write_key(tmp_path / "k", b"k\n")
@@ -150,7 +150,8 @@ def test_any_group_or_other_bit_is_refused(tmp_path, mode, can):
 
 
 def test_a_key_over_the_bound_is_refused_never_cut(tmp_path):
-    """Failed before: only the first 64 KiB were read, so a longer key was cut and sent."""
+    """A key file over MAX_KEY_BYTES is refused whole: no prefix of it (the first 64 KiB, say)
+    is ever sent as the key."""
     for size in (MAX_KEY_BYTES + 1, 65_536, 70_000):
         path = write_key(tmp_path / "k", b"x" * size)
         assert refusal(path) == f"is {size} bytes; a key file holds one key of at most {MAX_KEY_BYTES} bytes"
@@ -176,8 +177,8 @@ def test_a_key_over_the_bound_is_refused_never_cut(tmp_path):
     ],
 )
 def test_anything_but_one_line_of_printable_ascii_is_refused(tmp_path, data, problem):
-    """Failed before: NUL, ESC and DEL passed (only whitespace was looked for), and the
-    header they made failed every request of the run as an outage."""
+    """A key is one line of printable ASCII: NUL, ESC, DEL or a second line is refused, never
+    put in a header that would fail every request of the run as an outage."""
     assert refusal(write_key(tmp_path / "k", data)) == problem
 
 
@@ -205,8 +206,8 @@ def test_no_refusal_shows_the_key(tmp_path):
 
 
 def test_a_process_holding_a_key_cannot_be_dumped_or_read_by_its_user(tmp_path):
-    """PR_SET_DUMPABLE 0 from the moment a key is read (failed before: dumpable 1);
-    nothing of ctypes is loaded by a process that reads no key."""
+    """PR_SET_DUMPABLE 0 from the moment a key is read; nothing of ctypes is loaded by a
+    process that reads no key."""
     path = write_key(tmp_path / "k", b"k\n")
     script = (
         "import sys\n"
@@ -239,7 +240,8 @@ def secrets(**files: Path) -> str:
 
 
 def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
-    """Failed before: `config check` (and send, sync, ask) waited forever on the FIFO."""
+    """`config check` (as send, sync and ask) refuses a FIFO as a key file at once, with
+    one line, never waiting on it."""
     fifo = tmp_path / "t.key"
     os.mkfifo(fifo, 0o600)
     configure(honcho.url, extra=secrets(honcho_trusted=fifo))
@@ -255,9 +257,9 @@ def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
 
 
 def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path, honcho, configure, two_sessions):
-    """A trusted key holding ESC: failed before, when the header it made failed the
-    first request as "Honcho unreachable ... LocalProtocolError", put every workspace
-    into one backoff, and sync still called the key "ok"."""
+    """A trusted key holding ESC stops its own workspace only: never a request failed as
+    "Honcho unreachable ... LocalProtocolError", never every workspace in one backoff,
+    and sync never calls the key "ok"."""
     honcho.keys["bm0-trusted"] = GOOD_KEY
     bad = write_key(tmp_path / "t.key", f"{GOOD_KEY}\x1b".encode())
     configure(honcho.url, extra=secrets(honcho_trusted=bad))
