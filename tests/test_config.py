@@ -6,6 +6,7 @@ import json
 
 import pytest
 from helpers import bxmem_inprocess, bxmem_main, honcho_config, run_bxmem
+from runbook_lines import cites
 
 GOOD = honcho_config("http://127.0.0.1:8000")
 
@@ -49,7 +50,7 @@ def assert_one_line_78(result, expected: str, command: list[str]) -> None:
     assert result.returncode == 78, (command, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], lines
-    assert "(see: bxmem runbook honcho-config-invalid)" in lines[0]
+    assert lines[0].endswith(cites("honcho-config-invalid"))
     assert "Traceback" not in result.stderr
 
 

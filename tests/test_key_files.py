@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bxmem_inprocess, ledger_events, register_secret, run_bxmem, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send
@@ -120,7 +121,7 @@ def test_a_symbolic_link_is_refused_and_names_its_target(tmp_path):
     with pytest.raises(KeyFileInvalid) as caught:
         read_key(workspace(link))
     assert caught.value.problem == "is a symbolic link; bxmem reads only a regular file as a key, never through a link"
-    assert caught.value.one_line().endswith(f"name the file itself ({real}) (see: bxmem runbook honcho-config-invalid)")
+    assert caught.value.one_line().endswith(f"name the file itself ({real})" + cites("honcho-config-invalid"))
 
 
 def test_a_file_owned_by_another_user_is_refused(tmp_path):
@@ -251,8 +252,8 @@ def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
         pytest.fail("bxmem config check hung on a FIFO key file")
     assert result.returncode == 78
     assert result.stderr.strip().splitlines() == [
-        f"bxmem: error: secrets.honcho_trusted: key file {fifo} is a named pipe (FIFO), not a regular file "
-        "(see: bxmem runbook honcho-config-invalid)"
+        f"bxmem: error: secrets.honcho_trusted: key file {fifo} is a named pipe (FIFO), not a regular file"
+        + cites("honcho-config-invalid")
     ]
 
 
@@ -272,7 +273,7 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     problem = "has a control character (0x1b) at byte 19; a key is one line of printable ASCII"
     assert first.stderr.strip().splitlines() == [
         f"bxmem send: error: secrets.honcho_trusted: key file {bad} {problem}; sends to bm0-trusted stop until "
-        "secrets.honcho_trusted changes, the other workspaces go on (see: bxmem runbook honcho-key-refused)"
+        "secrets.honcho_trusted changes, the other workspaces go on" + cites("honcho-key-refused")
     ]
     assert honcho.messages_in("bm0-untrusted") and not honcho.messages_in("bm0-trusted")
     assert not any("bm0-trusted" in r.path for r in honcho.requests)  # never sent with a broken header
@@ -289,8 +290,8 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     )
     assert "key for bm0-trusted refused by bxmem since " in status.stdout
     assert (
-        f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed "
-        "(see: bxmem runbook honcho-key-refused)"
+        f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed"
+        + cites("honcho-key-refused")
     ) in status.stdout
 
     # logged once: the next run does not try again, nor warn again (-q, as the units run it:
@@ -301,8 +302,8 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     assert len(honcho.requests) == calls and again.returncode == 3
     assert again.stderr.strip().splitlines() == [
         f"bxmem send: sends to bm0-trusted stopped since {refused[0]['ts']}: bxmem refused its key file: "
-        f"secrets.honcho_trusted: key file {bad} {problem}; its items wait until secrets.honcho_trusted changes "
-        "(see: bxmem runbook honcho-key-refused)"
+        f"secrets.honcho_trusted: key file {bad} {problem}; its items wait until secrets.honcho_trusted changes"
+        + cites("honcho-key-refused")
     ]
     still = json.loads(bxmem_inprocess("send", "--json").stdout)
     assert still["stopped"] == ["bm0-trusted"] and still["keys_refused"][0]["problem"] == refused[0]["problem"]
@@ -350,7 +351,7 @@ def test_a_bad_key_for_another_agents_workspace_does_not_stop_send(home, tmp_pat
     status = bxmem_inprocess("sync")
     assert (
         f"attention: secrets.honcho_read_boxmaker1: key file {bad} has mode 0644: group or others can read it "
-        "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed (see: bxmem runbook honcho-key-refused)"
+        "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed" + cites("honcho-key-refused")
     ) in status.stdout
 
 
