@@ -143,14 +143,22 @@ ARGS = {
 }
 
 
+# The runs known to break a documented bound, each a strict xfail: the run that keeps it
+# again makes its entry XPASS, which forces the entry out.
+OVER_BOUND = {
+    "recall-settled-.-huge-chunked": "recall, every source answering without end, peaks at 133-147 MB "
+    "(over the documented 120 MB) with the sources' deadlines shortened to 1 s",
+}
+
+
 def scenarios():
     for command, setups in ROUTES.items():
         for setup, routes in setups.items():
             for route in routes:
                 for mode in GENERIC:
-                    yield pytest.param(
-                        command, setup, route, mode, None, id=f"{command}-{setup}-{route.strip()}-{mode}"
-                    )
+                    name = f"{command}-{setup}-{route.strip()}-{mode}"
+                    marks = [pytest.mark.xfail(strict=True, reason=OVER_BOUND[name])] if name in OVER_BOUND else []
+                    yield pytest.param(command, setup, route, mode, None, id=name, marks=marks)
                 for n, body in enumerate(typed_bodies(route)):
                     yield pytest.param(
                         command, setup, route, "typed", body, id=f"{command}-{setup}-{route.strip()}-typed{n}"
