@@ -83,6 +83,11 @@ def edit(home, n: str, entry: str, op: str = "identity_add") -> None:
     mirror.run(load())
 
 
+def note(n: str, trust: str, entry: str) -> dict:
+    """A note of the journal."""
+    return {"id": n, "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "note", "trust": trust, "entry": entry}
+
+
 def delete_session(honcho, ws: str, session: str) -> None:
     """As the owner would, on the server: DELETE /v3/workspaces/{ws}/sessions/{session}."""
     import httpx
@@ -497,19 +502,7 @@ def test_items_held_by_a_read_source_are_rerouted_where_their_role_is_now_never_
     write_log(home, "s-clean", turn_lines(1, "the owner's words", "a clean reply"))
     write_log(home, "s-web", turn_lines(1, "read that page", "the page says", results=UNTRUSTED))
     brokerd.states["s-web"] = ("private", True)
-    write_journal(
-        home,
-        [
-            {
-                "id": "n1",
-                "ts": "2026-09-27T10:00:00Z",
-                "session": "s1",
-                "op": "note",
-                "trust": "trusted",
-                "entry": "a trusted note",
-            }
-        ],
-    )
+    write_journal(home, [note("n1", "trusted", "a trusted note")])
     decide.run(load())
     mirror.run(load())
     config_file.write_text(trusted_made_a_read_source(honcho.url, tmp_path))
