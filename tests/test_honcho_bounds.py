@@ -22,6 +22,7 @@ from bxmem.commands.send import runner as send_runner
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.honcho import api as honcho_module
+from bxmem.honcho import http
 from bxmem.honcho.client import Unavailable, WorkspaceClient
 from bxmem.honcho.http import cap_messages
 
@@ -61,6 +62,39 @@ def test_an_answer_past_its_cap_is_refused_and_not_read_on(honcho, mode):
     if mode == "huge":  # announced: refused before a byte of the body is read
         assert attack.written < 16 << 20
     assert attack.written < 800_000_000
+
+
+def test_the_answers_read_at_once_share_one_budget(honcho, monkeypatch):
+    """Each answer is within its own cap, but what a process reads at once is held to one budget: the answer
+    that would pass it is refused and named so, and every answer gives back its bytes once parsed.
+    Failed before: recall's six answers at once each read up to its own cap, 115 MB in all."""
+    budget = http.Budget(4_096)
+    monkeypatch.setattr(http, "ANSWERS", budget)
+    other = budget.share()  # an answer another thread is reading
+    other.take(4_090)
+    with WorkspaceClient(honcho.url, "bm0-trusted", None) as client:
+        with pytest.raises(Unavailable) as caught:
+            list(client.list_messages("s"))
+        assert caught.value.kind == "the answers read at once were larger than 4,096 bytes; this one was not read on"
+        assert budget.used == 4_090  # the refused answer gave back what it took
+        other.release()
+        assert list(client.list_messages("s")) == []
+    assert budget.used == 0
+
+
+def test_a_budget_gives_each_share_what_is_left_and_no_more():
+    budget = http.Budget(1_000)
+    first, second = budget.share(), budget.share()
+    first.take(600)
+    second.take(400)
+    with pytest.raises(http.AnswerTooLarge) as caught:
+        second.take(1)
+    assert caught.value.shared and caught.value.cap == 1_000
+    first.release()
+    second.take(600)
+    assert budget.used == 1_000
+    second.release()
+    assert budget.used == 0
 
 
 def test_a_compressed_answer_is_refused_before_it_is_inflated(honcho):

@@ -1,6 +1,8 @@
 """A deadline per request and a cap per answer. httpx's timeouts apply to each read, so a server sending a
 byte every few seconds never trips them; here each socket operation gets only the time left. No compression
 is asked for and a compressed answer is refused: a small gzip body can inflate a thousandfold past any cap.
+The answers a process reads at once share one byte budget besides: each cap is a single answer's worst case,
+and a command asking several things at once (recall) would otherwise hold the sum of them.
 """
 
 from __future__ import annotations
@@ -44,10 +46,64 @@ def cap_conclusions(count: int) -> int:
     return count * CONCLUSION_BYTES + PAGE_OVERHEAD
 
 
+# What the answers read at once may hold in all, each until it is parsed: room for the largest
+# single answer asked for (recall's 50 conclusions, 20.5 MB) twice, and within bench/hostile.py's
+# 120 MB peak with a command's own ~50 MB (docs/performance.md).
+ANSWERS_BUDGET = 40 << 20
+
+
 class AnswerTooLarge(Exception):
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        super().__init__(f"the answer was larger than {cap:,} bytes, and not read on")
+    def __init__(self, cap: int, shared: bool = False) -> None:
+        self.cap, self.shared = cap, shared
+        if shared:
+            super().__init__(f"the answers read at once were larger than {cap:,} bytes; this one was not read on")
+        else:
+            super().__init__(f"the answer was larger than {cap:,} bytes, and not read on")
+
+
+class Budget:
+    """Bytes the answers being read or parsed at once hold, shared by every thread of the process."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.used = size, 0
+        self._lock = threading.Lock()
+
+    def share(self) -> Share:
+        return Share(self)
+
+    def _take(self, n: int) -> bool:
+        with self._lock:
+            if self.used + n > self.size:
+                return False
+            self.used += n
+            return True
+
+    def _give(self, n: int) -> None:
+        with self._lock:
+            self.used -= n
+
+
+class Share:
+    """One answer's part of a Budget: taken as its bytes arrive, given back whole by release()."""
+
+    def __init__(self, budget: Budget) -> None:
+        self._budget, self.held = budget, 0
+
+    def take(self, n: int) -> None:
+        """AnswerTooLarge (shared) when the budget has not `n` bytes left."""
+        if not self._budget._take(n):
+            raise AnswerTooLarge(self._budget.size, shared=True)
+        self.held += n
+
+    def release(self) -> None:
+        self._budget._give(self.held)
+        self.held = 0
+
+
+ANSWERS = Budget(ANSWERS_BUDGET)
+# One answer parsed at a time: parsing holds the GIL anyway, and a parse costs a few times its
+# bytes (a str of the whole body, then the objects), which two at once would double.
+_PARSING = threading.Lock()
 
 
 class AnswerEncoded(Exception):
@@ -134,9 +190,9 @@ class BoundedTransport(httpx.HTTPTransport):
         )
 
 
-def read_capped(response: httpx.Response, cap: int) -> bytearray:
-    """The body of a streamed response, refused past `cap` bytes (AnswerTooLarge)
-    or when it is compressed (AnswerEncoded)."""
+def read_capped(response: httpx.Response, cap: int, share: Share | None = None) -> bytearray:
+    """The body of a streamed response, refused past `cap` bytes or past what `share` can take of its budget
+    (AnswerTooLarge), or when it is compressed (AnswerEncoded). The caller releases the share."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise AnswerEncoded
@@ -144,10 +200,16 @@ def read_capped(response: httpx.Response, cap: int) -> bytearray:
     if declared is not None and declared.strip().isdigit() and int(declared) > cap:
         raise AnswerTooLarge(cap)
     body = bytearray()
-    for chunk in response.iter_raw():
-        body += chunk
-        if len(body) > cap:
-            raise AnswerTooLarge(cap)
+    try:
+        for chunk in response.iter_raw():
+            if share is not None:
+                share.take(len(chunk))
+            body += chunk
+            if len(body) > cap:
+                raise AnswerTooLarge(cap)
+    except BaseException:
+        del body  # not kept alive by the traceback the error carries
+        raise
     return body  # json.loads takes it as it is: no copy
 
 
@@ -206,7 +268,28 @@ def fetch(
     seen: dict | None = None,
 ) -> tuple[int, Any]:
     """One bounded request: (status, the decoded answer or None); a HonchoError for anything but a 2xx, never with a
-    body in its text. `seen` gets the answer's `Date` header (the server's clock, whatever the status), or None."""
+    body in its text. `seen` gets the answer's `Date` header (the server's clock, whatever the status), or None.
+    The answer's bytes count against the process's ANSWERS budget until it is parsed."""
+    share = ANSWERS.share()
+    try:
+        return _fetch(http, workspace, operation, method, path, body, params, cap, ends, seen, share)
+    finally:
+        share.release()
+
+
+def _fetch(
+    http: httpx.Client,
+    workspace: str,
+    operation: str,
+    method: str,
+    path: str,
+    body: Any,
+    params: dict | None,
+    cap: int,
+    ends: float,
+    seen: dict | None,
+    share: Share,
+) -> tuple[int, Any]:
     try:
         with bounded(ends):
             response = http.send(http.build_request(method, path, json=body, params=params), stream=True)
@@ -219,7 +302,7 @@ def fetch(
                     error.no_route = _no_route(response)
                 if error is not None:
                     raise error  # no other error's body is read: nothing in it is used
-                raw = read_capped(response, cap)
+                raw = read_capped(response, cap, share)
             finally:
                 response.close()
     except httpx.HTTPError as exc:
@@ -238,7 +321,8 @@ def fetch(
         return status, None
     try:
         # Strict JSON, as every reader of outside input: NaN and Infinity are no JSON a server may send.
-        return status, json.loads(raw, parse_constant=refuse_constant)
+        with _PARSING:
+            return status, json.loads(raw, parse_constant=refuse_constant)
     except (ValueError, RecursionError):  # nested too deep is no answer either
         raise Unavailable(workspace, operation, "the answer was not JSON", status) from None
 
