@@ -97,6 +97,56 @@ def test_a_budget_gives_each_share_what_is_left_and_no_more():
     assert budget.used == 0
 
 
+def _mixed(items: int, control: int, astral: str) -> bytearray:
+    """An answer of escaped control characters (six bytes each) with an astral character in each item."""
+    return bytearray(json.dumps(["\x01" * control + astral] * items, ensure_ascii=False).encode())
+
+
+def test_an_answer_with_a_few_astral_characters_is_parsed_narrow():
+    """json.loads decodes a whole answer to one str: one character past U+FFFF makes it four bytes a character.
+    The answer is parsed with those characters escaped, to the same value.
+    Failed before: parsing this answer took 5 times its bytes (the str alone 4), now 2."""
+    raw = _mixed(100, 2_000, "\U0001f600")
+    tracemalloc.start()
+    try:
+        parsed = json.loads(http.narrow(raw))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert parsed == json.loads(raw) and parsed[0].endswith("\U0001f600")
+    assert peak < 3.5 * len(raw), peak / len(raw)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"a\U0001f600b"',  # alone
+        '["\\\\\U0001f600"]',  # after an escaped backslash: left as it is
+        '{"k\U0001f600": "\\ud83d\U0001f600\U0010ffff"}',  # in a key, after a lone high surrogate's escape
+        "\U0001f600[1]",  # outside a string: no JSON either way
+        '"\\\U0001f600"',  # an escape of it: no JSON either way
+    ],
+)
+def test_an_answer_narrowed_reads_as_it_was(text):
+    raw = bytearray((text + " " * 1_000).encode("utf-8"))  # long enough to be narrowed
+    narrowed = http.narrow(raw)
+    if "\\\U0001f600" not in text:  # a backslash right before it: left as it is
+        assert b"\xf0" not in narrowed
+
+    def parsed(body):
+        try:
+            return json.loads(body)
+        except ValueError:
+            return ValueError
+
+    assert parsed(narrowed) == parsed(raw)
+
+
+def test_an_answer_of_many_astral_characters_is_left_as_it_is():
+    raw = _mixed(10, 10, "\U0001f600" * 50)
+    assert http.narrow(raw) is raw  # escaping them would cost more than the wide str
+
+
 def test_a_compressed_answer_is_refused_before_it_is_inflated(honcho):
     arm(honcho, Attack("gzip", r"/messages/list$"))
     tracemalloc.start()

@@ -8,6 +8,7 @@ and a command asking several things at once (recall) would otherwise hold the su
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import threading
 from collections.abc import Iterator
@@ -213,6 +214,33 @@ def read_capped(response: httpx.Response, cap: int, share: Share | None = None) 
     return body  # json.loads takes it as it is: no copy
 
 
+# A character past U+FFFF written as itself (four bytes of UTF-8), not after a backslash, where an escape
+# of it would read differently.
+_ASTRAL = re.compile(rb"(?<!\\)[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _escaped(match: re.Match[bytes]) -> bytes:
+    try:
+        code = ord(match.group().decode("utf-8")) - 0x10000
+    except UnicodeDecodeError:  # left as it is, for the answer's decoding to refuse
+        return match.group()
+    return b"\\u%04x\\u%04x" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+
+
+def narrow(raw: bytearray) -> bytearray | bytes:
+    """The answer with its few characters past U+FFFF written as JSON escapes, which json.loads reads back as the
+    same characters. json.loads decodes the whole answer to one str first, and one such character makes it four
+    bytes a character: a 16 MB answer of escaped control characters and one emoji took 64 MB more. Left as it is
+    when such characters are many (1 in 44 of its characters or more), where the escapes would cost more."""
+    if not _ASTRAL.search(raw) or json.detect_encoding(raw) != "utf-8":
+        return raw
+    most = len(raw) // 44  # a character is at most 4 bytes: fewer than this are fewer than 1 in 11 characters
+    for count, _match in enumerate(_ASTRAL.finditer(raw), 1):
+        if count > most:
+            return raw
+    return _ASTRAL.sub(_escaped, raw)
+
+
 _TLS: ssl.SSLContext | None = None
 
 
@@ -322,8 +350,11 @@ def _fetch(
     try:
         # Strict JSON, as every reader of outside input: NaN and Infinity are no JSON a server may send.
         with _PARSING:
-            return status, json.loads(raw, parse_constant=refuse_constant)
+            text: bytes | bytearray = narrow(raw)
+            del raw  # the answer as read is let go, if a narrower copy replaces it
+            return status, json.loads(text, parse_constant=refuse_constant)
     except (ValueError, RecursionError):  # nested too deep is no answer either
+        text = b""  # not kept alive by the traceback the error carries
         raise Unavailable(workspace, operation, "the answer was not JSON", status) from None
 
 
