@@ -100,6 +100,12 @@ class Share:
         self._budget._give(self.held)
         self.held = 0
 
+    def __enter__(self) -> Share:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
 
 ANSWERS = Budget(ANSWERS_BUDGET)
 # One answer parsed at a time: parsing holds the GIL anyway, and a parse costs a few times its
@@ -298,64 +304,47 @@ def fetch(
     """One bounded request: (status, the decoded answer or None); a HonchoError for anything but a 2xx, never with a
     body in its text. `seen` gets the answer's `Date` header (the server's clock, whatever the status), or None.
     The answer's bytes count against the process's ANSWERS budget until it is parsed."""
-    share = ANSWERS.share()
-    try:
-        return _fetch(http, workspace, operation, method, path, body, params, cap, ends, seen, share)
-    finally:
-        share.release()
-
-
-def _fetch(
-    http: httpx.Client,
-    workspace: str,
-    operation: str,
-    method: str,
-    path: str,
-    body: Any,
-    params: dict | None,
-    cap: int,
-    ends: float,
-    seen: dict | None,
-    share: Share,
-) -> tuple[int, Any]:
-    try:
-        with bounded(ends):
-            response = http.send(http.build_request(method, path, json=body, params=params), stream=True)
-            try:
-                status = response.status_code
-                if seen is not None:
-                    seen["date"] = response.headers.get("date")
-                error = _status_error(workspace, operation, status)
-                if isinstance(error, Missing):
-                    error.no_route = _no_route(response)
-                if error is not None:
-                    raise error  # no other error's body is read: nothing in it is used
-                raw = read_capped(response, cap, share)
-            finally:
-                response.close()
-    except httpx.HTTPError as exc:
-        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed ({type(exc).__name__})"
-        error = Unavailable(workspace, operation, kind)
-        # Raised while connecting, before a byte of the request was written.
-        error.unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-        raise error from None
-    except AnswerTooLarge as exc:
-        raise Unavailable(workspace, operation, str(exc), status) from None
-    except AnswerEncoded:
-        raise Unavailable(
-            workspace, operation, "the answer came compressed, which bxmem does not ask for", status
-        ) from None
-    if status == 204 or not raw:
-        return status, None
-    try:
-        # Strict JSON, as every reader of outside input: NaN and Infinity are no JSON a server may send.
-        with _PARSING:
-            text: bytes | bytearray = narrow(raw)
-            del raw  # the answer as read is let go, if a narrower copy replaces it
-            return status, json.loads(text, parse_constant=refuse_constant)
-    except (ValueError, RecursionError):  # nested too deep is no answer either
-        text = b""  # not kept alive by the traceback the error carries
-        raise Unavailable(workspace, operation, "the answer was not JSON", status) from None
+    with ANSWERS.share() as share:
+        try:
+            with bounded(ends):
+                response = http.send(http.build_request(method, path, json=body, params=params), stream=True)
+                try:
+                    status = response.status_code
+                    if seen is not None:
+                        seen["date"] = response.headers.get("date")
+                    error = _status_error(workspace, operation, status)
+                    if isinstance(error, Missing):
+                        error.no_route = _no_route(response)
+                    if error is not None:
+                        raise error  # no other error's body is read: nothing in it is used
+                    raw = read_capped(response, cap, share)
+                finally:
+                    response.close()
+        except httpx.HTTPError as exc:
+            kind = (
+                "timed out" if isinstance(exc, httpx.TimeoutException) else f"connection failed ({type(exc).__name__})"
+            )
+            error = Unavailable(workspace, operation, kind)
+            # Raised while connecting, before a byte of the request was written.
+            error.unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
+            raise error from None
+        except AnswerTooLarge as exc:
+            raise Unavailable(workspace, operation, str(exc), status) from None
+        except AnswerEncoded:
+            raise Unavailable(
+                workspace, operation, "the answer came compressed, which bxmem does not ask for", status
+            ) from None
+        if status == 204 or not raw:
+            return status, None
+        try:
+            # Strict JSON, as every reader of outside input: NaN and Infinity are no JSON a server may send.
+            with _PARSING:
+                text: bytes | bytearray = narrow(raw)
+                del raw  # the answer as read is let go, if a narrower copy replaces it
+                return status, json.loads(text, parse_constant=refuse_constant)
+        except (ValueError, RecursionError):  # nested too deep is no answer either
+            text = b""  # not kept alive by the traceback the error carries
+            raise Unavailable(workspace, operation, "the answer was not JSON", status) from None
 
 
 # What FastAPI (Starlette) answers for a path it has no route for.
