@@ -184,7 +184,7 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
     return sorted(found, key=lambda f: -f["ahead_s"])
 
 
-def age(ts: str | None, now: float) -> float | None:
+def age(ts: object, now: float) -> float | None:
     """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
     at = parse_time(ts)
     return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
