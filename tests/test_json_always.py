@@ -246,7 +246,7 @@ SPECIFIC = {
     ("outbox reroute", 5): lambda c: (c.held(), ["outbox", "reroute", "turn:x:9"])[1],
     ("outbox reroute", 6): lambda c: (c.honcho_on(), c.decided(), BASE["outbox reroute"])[2],
     ("doctor", 0): lambda c: _doctor(c, lambda c: c.honcho_on()),
-    ("doctor", 4): lambda c: _doctor(c, lambda c: (c.honcho_on(), c.brokerd.stop())),  # type: ignore[attr-defined]
+    ("doctor", 4): lambda c: _doctor(c, lambda c: (c.honcho_on(), c.brokerd.stop())),
     ("doctor", 7): lambda c: _doctor(c, Case.down),
 }
 # Exits whose stdout is the command's own document; every other one is an error document.

@@ -94,8 +94,10 @@ def test_every_command_with_json_output_has_a_schema_and_bxmem_schema_lists_them
 
     def commands(group: typer.Typer, prefix: str = ""):
         for info in group.registered_commands:
+            assert info.callback is not None
             yield prefix + (info.name or info.callback.__name__), info.callback
         for sub in group.registered_groups:
+            assert sub.typer_instance is not None and sub.name is not None
             yield from commands(sub.typer_instance, prefix + sub.name + " ")
 
     with_json = []

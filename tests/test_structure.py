@@ -549,7 +549,7 @@ def test_import_contract(contract: Contract, name: str, path: Path):
 
 def test_every_expected_failure_names_a_module_and_a_contract_it_holds():
     contracts = {contract.name: contract for contract in CONTRACTS}
-    stale = [
+    stale: list[tuple[str, str] | str] = [
         key
         for key in BROKEN
         if key[0] not in contracts or key[1] not in MODULES or not contracts[key[0]].applies(key[1])
