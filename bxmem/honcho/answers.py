@@ -126,26 +126,23 @@ def page(body: object, size: int, asked: int) -> tuple[list, bool]:
     return items[:size], bool(items) and pages is not None and asked < pages
 
 
+def _listed(raw: object, where: str, fields: tuple[str, ...]) -> dict:
+    found = obj(raw, where)
+    listed = {"id": honcho_id(found.get("id"), _at(where, "id"))}
+    listed.update({field: text(found.get(field), _at(where, field)) for field in fields})
+    return listed
+
+
 def listed_message(raw: object, where: str) -> dict:
     """A message from messages/list, as the in-doubt lookup and audit read it."""
-    found = obj(raw, where)
-    return {
-        "id": honcho_id(found.get("id"), _at(where, "id")),
-        "peer_id": text(found.get("peer_id"), _at(where, "peer_id")),
-        "content": text(found.get("content"), _at(where, "content")),
-        "metadata": metadata(found.get("metadata"), _at(where, "metadata")),
-    }
+    listed = _listed(raw, where, ("peer_id", "content"))
+    listed["metadata"] = metadata(obj(raw, where).get("metadata"), _at(where, "metadata"))
+    return listed
 
 
 def listed_conclusion(raw: object, where: str) -> dict:
     """A conclusion from conclusions/list, as the in-doubt lookup and audit read it."""
-    found = obj(raw, where)
-    return {
-        "id": honcho_id(found.get("id"), _at(where, "id")),
-        "content": text(found.get("content"), _at(where, "content")),
-        "observer_id": text(found.get("observer_id"), _at(where, "observer_id")),
-        "observed_id": text(found.get("observed_id"), _at(where, "observed_id")),
-    }
+    return _listed(raw, where, ("content", "observer_id", "observed_id"))
 
 
 def listed_id(raw: object, where: str) -> str:

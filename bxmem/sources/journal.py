@@ -26,7 +26,7 @@ from typing import IO
 
 from bxmem.errors import StorageError
 from bxmem.sources.cursor import moved, remember
-from bxmem.sources.jsonline import complete_lines, is_blank, parse_object, why_too_long
+from bxmem.sources.jsonline import complete_lines, is_blank, read_record
 from bxmem.store.append import append_locked
 from bxmem.store.files import Flock, open_fd, open_file
 from bxmem.store.local_key import key_id, line_mac
@@ -56,12 +56,7 @@ def _problem(record: dict) -> str | None:
 
 def read_line(raw: bytes | None) -> dict | str:
     """One journal line as an edit's record, or why it is not one."""
-    if raw is None:
-        return why_too_long()
-    record = parse_object(raw)
-    if isinstance(record, str):
-        return record
-    return _problem(record) or record
+    return read_record(raw, _problem)
 
 
 def lines(f: IO[bytes], pos: int = 0, *, tail: bool = False) -> Iterator[tuple[int, int, bytes | None]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
@@ -171,3 +171,14 @@ def parse_object(raw: bytes) -> dict | str:
 
 def why_too_long() -> str:
     return f"longer than {MAX_LINE_BYTES:,} bytes"
+
+
+def read_record(raw: bytes | None, problem: Callable[[dict], str | None]) -> dict | str:
+    """One line as a record, or why it cannot be read: too long, not a JSON object, or
+    what `problem` finds in its fields."""
+    if raw is None:
+        return why_too_long()
+    record = parse_object(raw)
+    if isinstance(record, str):
+        return record
+    return problem(record) or record

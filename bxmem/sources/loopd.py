@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bxmem.formats import turn_ranges
 from bxmem.sources.cursor import moved, remember
-from bxmem.sources.jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
+from bxmem.sources.jsonline import JSON_WHITESPACE, complete_lines, read_record
 from bxmem.sources.turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
 from bxmem.store.files import open_file
 from bxmem.store.local_key import key_id, line_mac
@@ -111,12 +111,7 @@ def record_problem(record: Mapping) -> str | None:
 
 def read_line(raw: bytes | None) -> dict | str:
     """One line of a log as a record bxmem can use, or why it cannot be read."""
-    if raw is None:
-        return why_too_long()
-    record = parse_object(raw)
-    if isinstance(record, str):
-        return record
-    return record_problem(record) or record
+    return read_record(raw, record_problem)
 
 
 def new_cursor() -> dict:

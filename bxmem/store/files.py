@@ -136,10 +136,19 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
+def write_bytes(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: int | None = None,
+    durable: bool = True,
+    exclusive: bool = False,
+    doing: str = "write",
+) -> bool:
     """`data` in place of `path`, whole or not at all: a temporary file in the same
     folder, renamed over it. Mode 600, or `mode` (set whatever the umask); not
-    `durable`: no fsync, for a file a crash may lose (the next run writes it again)."""
+    `durable`: no fsync, for a file a crash may lose (the next run writes it again).
+    `exclusive`: linked into place, never over a file that is there (False then)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -152,7 +161,15 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
         if durable:
             fsync_dir(path.parent)
     except OSError as exc:
@@ -160,7 +177,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
             tmp.unlink()
         except OSError:
             pass
-        raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+        raise StorageError(f"cannot {doing} {path}: {exc.strerror}") from None
+    return True
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

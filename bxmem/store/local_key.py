@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bxmem.errors import StorageError
 from bxmem.log import log
-from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
+from bxmem.store.files import Unreadable, read_state, write_bytes
 
 KEY_FILE = "entry.key"
 KEY_BYTES = 32
@@ -77,32 +77,13 @@ def _read(path: Path) -> bytes:
 
 def _create(path: Path, *, replace: bool) -> bytes:
     secret = os.urandom(KEY_BYTES)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            write_all(fd, secret)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if replace:  # not a key bxmem wrote whole: a crash while an older version wrote it, or something else
-            os.replace(tmp, path)
-            fsync_dir(path.parent)
-            return secret
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return _read(path)  # another job made it first: theirs is the key
-        finally:
-            os.unlink(tmp)
-        fsync_dir(path.parent)  # the name too: a key lost in a crash leaves every hash made with it uncheckable
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise StorageError(f"cannot create {path}: {exc.strerror}") from None
-    return secret
+    # Replaced only when it is not a key bxmem wrote whole (a crash while an older version
+    # wrote it, or something else); otherwise linked, and if another job made it first, theirs
+    # is the key. The name is fsynced too: a key lost in a crash leaves every hash made with
+    # it uncheckable.
+    if write_bytes(path, secret, exclusive=not replace, doing="create"):
+        return secret
+    return _read(path)
 
 
 def key_id(secret: bytes) -> str:
