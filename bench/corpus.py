@@ -25,65 +25,135 @@ def _words(text: str) -> list[str]:
     return text.split()
 
 
-PEOPLE = _words("kyle maria dev priya tom aisha ben chen dana eli fatima greg hana ivan jo kofi lena marco nina omar "
-          "paula quinn rosa sam tariq uma vik wen xavi yuki zoe alex bea carlos dmitri emma felix gita hugo isla")
-PROJECTS = sorted(set(_words(
-    "gecko heron otter lynx marmot ibis tapir okapi serval caracal dingo wombat koala quokka numbat bilby puffin "
-    "badger ferret falcon kestrel osprey pelican walrus narwhal beluga orca manatee iguana cobra viper mamba gazelle "
-    "impala kudu eland oryx bison yak llama alpaca vicuna panda lemur loris gibbon macaque mandrill baboon jackal "
-    "coyote beaver shrew hedgehog porcupine armadillo sloth anteater aardvark meerkat mongoose civet genet ocelot "
-    "margay cheetah jaguar puma cougar leopard raven magpie finch robin wren swallow egret stork crane flamingo "
-    "albatross petrel gannet cormorant tern plover curlew snipe dunlin avocet lapwing bittern moorhen coot grebe "
-    "loon eider teal wigeon pintail scaup merganser goshawk buzzard harrier condor vulture kakapo kea kiwi emu "
-    "cassowary rhea ostrich tortoise newt axolotl salamander toad skink gharial caiman marlin tuna salmon trout "
-    "pike perch carp squid octopus cuttlefish nautilus urchin starfish krill shrimp lobster barnacle")))
+PEOPLE = _words(
+    "kyle maria dev priya tom aisha ben chen dana eli fatima greg hana ivan jo kofi lena marco nina omar "
+    "paula quinn rosa sam tariq uma vik wen xavi yuki zoe alex bea carlos dmitri emma felix gita hugo isla"
+)
+PROJECTS = sorted(
+    set(
+        _words(
+            "gecko heron otter lynx marmot ibis tapir okapi serval caracal dingo wombat koala quokka numbat bilby puffin "
+            "badger ferret falcon kestrel osprey pelican walrus narwhal beluga orca manatee iguana cobra viper mamba gazelle "
+            "impala kudu eland oryx bison yak llama alpaca vicuna panda lemur loris gibbon macaque mandrill baboon jackal "
+            "coyote beaver shrew hedgehog porcupine armadillo sloth anteater aardvark meerkat mongoose civet genet ocelot "
+            "margay cheetah jaguar puma cougar leopard raven magpie finch robin wren swallow egret stork crane flamingo "
+            "albatross petrel gannet cormorant tern plover curlew snipe dunlin avocet lapwing bittern moorhen coot grebe "
+            "loon eider teal wigeon pintail scaup merganser goshawk buzzard harrier condor vulture kakapo kea kiwi emu "
+            "cassowary rhea ostrich tortoise newt axolotl salamander toad skink gharial caiman marlin tuna salmon trout "
+            "pike perch carp squid octopus cuttlefish nautilus urchin starfish krill shrimp lobster barnacle"
+        )
+    )
+)
 # noun, verb, gerund, past participle
-EVENTS = (("migration", "migrate", "migrating", "migrated"), ("launch", "launch", "launching", "launched"),
-          ("upgrade", "upgrade", "upgrading", "upgraded"), ("audit", "audit", "auditing", "audited"),
-          ("rollout", "roll out", "rolling out", "rolled out"), ("review", "review", "reviewing", "reviewed"),
-          ("release", "release", "releasing", "released"), ("deployment", "deploy", "deploying", "deployed"),
-          ("demo", "demo", "demoing", "demoed"), ("cutover", "cut over", "cutting over", "cut over"),
-          ("handover", "hand over", "handing over", "handed over"),
-          ("decommissioning", "decommission", "decommissioning", "decommissioned"),
-          ("load test", "load test", "load testing", "load tested"), ("renewal", "renew", "renewing", "renewed"),
-          ("rebuild", "rebuild", "rebuilding", "rebuilt"), ("shutdown", "shut down", "shutting down", "shut down"))
-THINGS = ("database", "wiki", "photos", "mail", "home directories", "git repos", "dashboards", "logs",
-          "media library", "config files", "vm images", "chat history")
-SERVICES = _words("redis postgres nginx grafana prometheus kafka elasticsearch jenkins gitlab vault minio rabbitmq "
-            "memcached haproxy loki mysql mongodb traefik consul etcd")
+EVENTS = (
+    ("migration", "migrate", "migrating", "migrated"),
+    ("launch", "launch", "launching", "launched"),
+    ("upgrade", "upgrade", "upgrading", "upgraded"),
+    ("audit", "audit", "auditing", "audited"),
+    ("rollout", "roll out", "rolling out", "rolled out"),
+    ("review", "review", "reviewing", "reviewed"),
+    ("release", "release", "releasing", "released"),
+    ("deployment", "deploy", "deploying", "deployed"),
+    ("demo", "demo", "demoing", "demoed"),
+    ("cutover", "cut over", "cutting over", "cut over"),
+    ("handover", "hand over", "handing over", "handed over"),
+    ("decommissioning", "decommission", "decommissioning", "decommissioned"),
+    ("load test", "load test", "load testing", "load tested"),
+    ("renewal", "renew", "renewing", "renewed"),
+    ("rebuild", "rebuild", "rebuilding", "rebuilt"),
+    ("shutdown", "shut down", "shutting down", "shut down"),
+)
+THINGS = (
+    "database",
+    "wiki",
+    "photos",
+    "mail",
+    "home directories",
+    "git repos",
+    "dashboards",
+    "logs",
+    "media library",
+    "config files",
+    "vm images",
+    "chat history",
+)
+SERVICES = _words(
+    "redis postgres nginx grafana prometheus kafka elasticsearch jenkins gitlab vault minio rabbitmq "
+    "memcached haproxy loki mysql mongodb traefik consul etcd"
+)
 # setting, unit, how a person asks for it
-SETTINGS = (("retention", "days", "how long does the {P} {S} keep its data?"),
-            ("timeout", "seconds", "how long before requests to the {P} {S} time out?"),
-            ("max connections", "", "how many connections can the {P} {S} take?"),
-            ("replica count", "", "how many replicas does the {P} {S} run?"),
-            ("memory limit", "gb", "how much memory is the {P} {S} allowed?"),
-            ("worker count", "", "how many workers does the {P} {S} have?"),
-            ("cache size", "mb", "how big is the cache on the {P} {S}?"))
+SETTINGS = (
+    ("retention", "days", "how long does the {P} {S} keep its data?"),
+    ("timeout", "seconds", "how long before requests to the {P} {S} time out?"),
+    ("max connections", "", "how many connections can the {P} {S} take?"),
+    ("replica count", "", "how many replicas does the {P} {S} run?"),
+    ("memory limit", "gb", "how much memory is the {P} {S} allowed?"),
+    ("worker count", "", "how many workers does the {P} {S} have?"),
+    ("cache size", "mb", "how big is the cache on the {P} {S}?"),
+)
 RELATIONS = ("dog", "cat", "son", "daughter", "parrot", "horse", "tortoise", "rabbit")
-NAMES = _words("biscuit pepper luna milo nova juniper olive pickles mochi ziggy clementine otis hazel tofu waffles "
-         "rusty poppy bramble sprout noodle maple ember fig basil cosmo pixel")
-TOPICS = (("coffee", "oat flat white|black americano|double espresso|cold brew|decaf latte|cortado"),
-          ("editor", "vim|emacs|vs code|helix|sublime text|nano"),
-          ("meeting time", "mornings before ten|right after lunch|late afternoons|tuesdays only"),
-          ("units", "metric units|imperial units"),
-          ("lunch", "the thai place|sushi|salads from the deli|whatever is fastest"),
-          ("shell", "zsh|fish|bash|nushell"),
-          ("notification channel", "email|a mattermost dm|sms|a phone call"),
-          ("programming language", "python|go|rust|typescript|elixir"),
-          ("keyboard layout", "dvorak|colemak|qwerty"),
-          ("music for focus", "lo-fi beats|classical piano|silence|jazz"))
+NAMES = _words(
+    "biscuit pepper luna milo nova juniper olive pickles mochi ziggy clementine otis hazel tofu waffles "
+    "rusty poppy bramble sprout noodle maple ember fig basil cosmo pixel"
+)
+TOPICS = (
+    ("coffee", "oat flat white|black americano|double espresso|cold brew|decaf latte|cortado"),
+    ("editor", "vim|emacs|vs code|helix|sublime text|nano"),
+    ("meeting time", "mornings before ten|right after lunch|late afternoons|tuesdays only"),
+    ("units", "metric units|imperial units"),
+    ("lunch", "the thai place|sushi|salads from the deli|whatever is fastest"),
+    ("shell", "zsh|fish|bash|nushell"),
+    ("notification channel", "email|a mattermost dm|sms|a phone call"),
+    ("programming language", "python|go|rust|typescript|elixir"),
+    ("keyboard layout", "dvorak|colemak|qwerty"),
+    ("music for focus", "lo-fi beats|classical piano|silence|jazz"),
+)
 # purpose, how a person asks about it
-PURPOSES = (("log shipping", "shipping logs"), ("secrets management", "managing secrets"), ("monitoring", "monitoring"),
-            ("ci pipeline", "running ci"), ("alerting", "alerting"), ("config management", "managing config"),
-            ("dns hosting", "hosting dns"), ("ticketing", "tracking tickets"), ("load balancing", "balancing load"),
-            ("object storage", "storing objects"))
-TOOLS = _words("vector fluent-bit loki vault sops prometheus zabbix gitlab-ci jenkins drone alertmanager ansible salt "
-         "terraform powerdns cloudflare jira redmine haproxy envoy minio ceph")
-ITEMS = ("spare keys", "laptop charger", "yubikey", "router manual", "hdmi adapter", "spare ssd", "label printer",
-         "rack key", "installer usb stick", "ethernet cables", "badge", "passport", "camera", "headphones", "tripod")
-PLACES = ("the top drawer of the blue cabinet", "the box under the desk", "the server closet", "the kitchen shelf",
-          "the safe", "the glovebox of the van", "the shoebox in the hallway", "the second shelf in the garage",
-          "the grey backpack", "the filing cabinet by the window")
+PURPOSES = (
+    ("log shipping", "shipping logs"),
+    ("secrets management", "managing secrets"),
+    ("monitoring", "monitoring"),
+    ("ci pipeline", "running ci"),
+    ("alerting", "alerting"),
+    ("config management", "managing config"),
+    ("dns hosting", "hosting dns"),
+    ("ticketing", "tracking tickets"),
+    ("load balancing", "balancing load"),
+    ("object storage", "storing objects"),
+)
+TOOLS = _words(
+    "vector fluent-bit loki vault sops prometheus zabbix gitlab-ci jenkins drone alertmanager ansible salt "
+    "terraform powerdns cloudflare jira redmine haproxy envoy minio ceph"
+)
+ITEMS = (
+    "spare keys",
+    "laptop charger",
+    "yubikey",
+    "router manual",
+    "hdmi adapter",
+    "spare ssd",
+    "label printer",
+    "rack key",
+    "installer usb stick",
+    "ethernet cables",
+    "badge",
+    "passport",
+    "camera",
+    "headphones",
+    "tripod",
+)
+PLACES = (
+    "the top drawer of the blue cabinet",
+    "the box under the desk",
+    "the server closet",
+    "the kitchen shelf",
+    "the safe",
+    "the glovebox of the van",
+    "the shoebox in the hallway",
+    "the second shelf in the garage",
+    "the grey backpack",
+    "the filing cabinet by the window",
+)
 REGIONS = ("eu-west-1", "us-east-2", "ap-south-1", "eu-central-1", "us-west-1")
 MONTHS = _words("january february march april may june july august september october november december")
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
@@ -144,14 +214,18 @@ class _Writer:
         lines = []
         for _ in range(r.randrange(8, 14)):
             p, (e, _v, g, _past), s = r.choice(PROJECTS), r.choice(EVENTS), r.choice(SERVICES)
-            lines.append(r.choice((
-                f"- {self.person()} gave an update on the {p} {e}; no date yet, more next week.",
-                f"- the {p} {s} dashboards were reviewed; nothing unusual apart from a slow disk.",
-                f"- {self.person()} raised the question of {g} {p} before the holidays.",
-                f"- action: {self.person()} to write up the {p} {s} runbook and share it in the wiki.",
-                f"- discussion about the backups of the {p} {r.choice(THINGS)}; they take too long.",
-                f"- {self.person()} and {self.person()} will pair on the {p} {s} alerts.",
-            )))
+            lines.append(
+                r.choice(
+                    (
+                        f"- {self.person()} gave an update on the {p} {e}; no date yet, more next week.",
+                        f"- the {p} {s} dashboards were reviewed; nothing unusual apart from a slow disk.",
+                        f"- {self.person()} raised the question of {g} {p} before the holidays.",
+                        f"- action: {self.person()} to write up the {p} {s} runbook and share it in the wiki.",
+                        f"- discussion about the backups of the {p} {r.choice(THINGS)}; they take too long.",
+                        f"- {self.person()} and {self.person()} will pair on the {p} {s} alerts.",
+                    )
+                )
+            )
         if inner is not None:
             lines.insert(r.randrange(2, len(lines) - 1), f"- {inner}.")
         return "notes from today's sync, please keep them:\n" + "\n".join(lines)
@@ -206,7 +280,9 @@ class Kind:
         """A near miss as different people put it: the same question is rarely typed twice alike."""
         text, reply = turn
         r = self.r
-        before = r.choice(("", "", "", "quick one: ", "sorry to bother, ", f"{self.w.person()} wants to know: ", "hey, "))
+        before = r.choice(
+            ("", "", "", "quick one: ", "sorry to bother, ", f"{self.w.person()} wants to know: ", "hey, ")
+        )
         after = r.choice(("", "", "", " today", " this week", " again", ", any idea", " before friday"))
         asked = text.endswith("?")
         return before + text.removesuffix("?") + after + ("?" if asked else ""), reply
@@ -246,8 +322,10 @@ class EventDate(Kind):
 
     def restated(self, subject, d, own):
         p, (e, _v, _g, _past) = subject
-        return self.pick((f"reminder that the {p} {e} is {d}", "Thanks for the reminder."),
-                         (f"still on for {d} with {p}?", f"Yes, the {p} {e} is still {d}."))
+        return self.pick(
+            (f"reminder that the {p} {e} is {d}", "Thanks for the reminder."),
+            (f"still on for {d} with {p}?", f"Yes, the {p} {e} is still {d}."),
+        )
 
     def lead_in(self, subject):
         p, (e, _v, _g, _past) = subject
@@ -258,9 +336,17 @@ class EventDate(Kind):
 
     def questions(self, subject, speaker):
         p, (e, v, g, past) = subject
-        return [f"when is the {p} {e}?", f"what date did we settle on for the {p} {e}?", f"when are we {g} {p}?",
-                f"when does {p} get {past}?", f"when did {speaker} say we'd {v} {p}?", f"what's the date for {p}'s {e}?",
-                f"has the {p} {e} been scheduled?", f"do we have a date to {v} {p}?", f"when did we say {p} would be {past}?"]
+        return [
+            f"when is the {p} {e}?",
+            f"what date did we settle on for the {p} {e}?",
+            f"when are we {g} {p}?",
+            f"when does {p} get {past}?",
+            f"when did {speaker} say we'd {v} {p}?",
+            f"what's the date for {p}'s {e}?",
+            f"has the {p} {e} been scheduled?",
+            f"do we have a date to {v} {p}?",
+            f"when did we say {p} would be {past}?",
+        ]
 
     def near_miss(self, subject):
         p, (e, _v, g, _past) = subject
@@ -296,8 +382,10 @@ class Owner(Kind):
 
     def corrected(self, subject, o, own):
         p, (e, _v, _g, _past), _ = subject
-        return self.pick((f"actually {o} is in charge of the {p} {e} now", f"Updated: {o}."),
-                         (f"{o} took over the {p} {e} last week", "Noted."))
+        return self.pick(
+            (f"actually {o} is in charge of the {p} {e} now", f"Updated: {o}."),
+            (f"{o} took over the {p} {e} last week", "Noted."),
+        )
 
     def lead_in(self, subject):
         p, (e, _v, _g, _past), _ = subject
@@ -308,15 +396,24 @@ class Owner(Kind):
 
     def questions(self, subject, speaker):
         p, (e, _v, g, _past), _ = subject
-        return [f"who owns the {p} {e}?", f"who is in charge of {g} {p}?", f"who's responsible for the {p} {e}?",
-                f"who did {speaker} hand the {p} {e} to?", f"who should I talk to about {g} {p}?",
-                f"who's taking care of the {p} {e}?", f"who took over {g} {p}?", f"who got the {p} {e} in the end?"]
+        return [
+            f"who owns the {p} {e}?",
+            f"who is in charge of {g} {p}?",
+            f"who's responsible for the {p} {e}?",
+            f"who did {speaker} hand the {p} {e} to?",
+            f"who should I talk to about {g} {p}?",
+            f"who's taking care of the {p} {e}?",
+            f"who took over {g} {p}?",
+            f"who got the {p} {e} in the end?",
+        ]
 
     def near_miss(self, subject):
         p, (e, _v, _g, _past), _ = subject
-        return self.pick((f"the {p} {e} checklist is in the wiki", "Thanks, I'll read it before the meeting."),
-                         (f"who's going to own the {p} {e}?", "Nobody has picked it up yet."),
-                         (f"the {p} {e} needs an owner", "I'll raise it at the standup."))
+        return self.pick(
+            (f"the {p} {e} checklist is in the wiki", "Thanks, I'll read it before the meeting."),
+            (f"who's going to own the {p} {e}?", "Nobody has picked it up yet."),
+            (f"the {p} {e} needs an owner", "I'll raise it at the standup."),
+        )
 
 
 class BackupTarget(Kind):
@@ -327,9 +424,17 @@ class BackupTarget(Kind):
 
     def value(self, subject):
         r = self.r
-        return r.choice((f"the {r.choice(PROJECTS)} nas", f"an s3 bucket in {r.choice(REGIONS)}", "backblaze b2",
-                         f"the offsite box at {self.w.person()}'s house", "the tape library",
-                         "the old dell server in the basement", "the hetzner storage box"))
+        return r.choice(
+            (
+                f"the {r.choice(PROJECTS)} nas",
+                f"an s3 bucket in {r.choice(REGIONS)}",
+                "backblaze b2",
+                f"the offsite box at {self.w.person()}'s house",
+                "the tape library",
+                "the old dell server in the basement",
+                "the hetzner storage box",
+            )
+        )
 
     def stated(self, subject, loc, own):
         p, t = subject
@@ -344,8 +449,10 @@ class BackupTarget(Kind):
 
     def corrected(self, subject, loc, own):
         p, t = subject
-        return self.pick((f"we moved the {p} {t} backups to {loc}", f"Done, {loc} from tonight."),
-                         (f"switching the {p} {t} backup target to {loc}", "Switched."))
+        return self.pick(
+            (f"we moved the {p} {t} backups to {loc}", f"Done, {loc} from tonight."),
+            (f"switching the {p} {t} backup target to {loc}", "Switched."),
+        )
 
     def lead_in(self, subject):
         p, t = subject
@@ -356,17 +463,24 @@ class BackupTarget(Kind):
 
     def questions(self, subject, speaker):
         p, t = subject
-        return [f"where do the {p} {t} backups go?", f"where are we backing up the {p} {t}?",
-                f"where's the {p} {t} backed up to?", f"what did {speaker} say about the {p} {t} backups?",
-                f"if the {p} {t} dies, where do I restore it from?", f"which storage holds the {p} {t} copies?",
-                f"where did we point the {p} {t} backup?"]
+        return [
+            f"where do the {p} {t} backups go?",
+            f"where are we backing up the {p} {t}?",
+            f"where's the {p} {t} backed up to?",
+            f"what did {speaker} say about the {p} {t} backups?",
+            f"if the {p} {t} dies, where do I restore it from?",
+            f"which storage holds the {p} {t} copies?",
+            f"where did we point the {p} {t} backup?",
+        ]
 
     def near_miss(self, subject):
         p, t = subject
-        return self.pick((f"the {p} {t} backup failed again last night", "I restarted the job; it finished at 3am."),
-                         (f"I think the {p} {t} backups are too slow", "They take about two hours; compression would help."),
-                         (f"how big are the {p} {t} backups?", "About 40 GB a snapshot."),
-                         (f"where do the {p} {t} backups go?", "I'm not sure; check with whoever set it up."))
+        return self.pick(
+            (f"the {p} {t} backup failed again last night", "I restarted the job; it finished at 3am."),
+            (f"I think the {p} {t} backups are too slow", "They take about two hours; compression would help."),
+            (f"how big are the {p} {t} backups?", "About 40 GB a snapshot."),
+            (f"where do the {p} {t} backups go?", "I'm not sure; check with whoever set it up."),
+        )
 
 
 class Setting(Kind):
@@ -391,8 +505,10 @@ class Setting(Kind):
 
     def corrected(self, subject, amount, own):
         p, s, (name, _unit, _ask) = subject
-        return self.pick((f"that was too much, change the {p} {s} {name} to {amount}", f"Reverted to {amount}."),
-                         (f"we lowered the {p} {s} {name} to {amount} after the incident", "Noted."))
+        return self.pick(
+            (f"that was too much, change the {p} {s} {name} to {amount}", f"Reverted to {amount}."),
+            (f"we lowered the {p} {s} {name} to {amount} after the incident", "Noted."),
+        )
 
     def lead_in(self, subject):
         p, s, (name, _unit, _ask) = subject
@@ -403,15 +519,25 @@ class Setting(Kind):
 
     def questions(self, subject, speaker):
         p, s, (name, _unit, ask) = subject
-        return [f"what is the {name} on the {p} {s}?", f"what did we set the {p} {s} {name} to?",
-                ask.format(P=p, S=s), f"what value did {speaker} pick for the {p} {s} {name}?",
-                f"what's the current {p} {s} {name}?", f"did anyone change the {name} of {p}'s {s}? to what?"]
+        return [
+            f"what is the {name} on the {p} {s}?",
+            f"what did we set the {p} {s} {name} to?",
+            ask.format(P=p, S=s),
+            f"what value did {speaker} pick for the {p} {s} {name}?",
+            f"what's the current {p} {s} {name}?",
+            f"did anyone change the {name} of {p}'s {s}? to what?",
+        ]
 
     def near_miss(self, subject):
         p, s, (name, _unit, _ask) = subject
-        return self.pick((f"can you check why the {p} {s} alerts fired?", f"The disk on the {p} {s} host filled up; I cleaned old logs."),
-                         (f"did the {p} {s} restart cleanly?", "Yes, it came back in about a minute."),
-                         (f"should we change the {p} {s} {name}?", "Maybe; let's look at the metrics first."))
+        return self.pick(
+            (
+                f"can you check why the {p} {s} alerts fired?",
+                f"The disk on the {p} {s} host filled up; I cleaned old logs.",
+            ),
+            (f"did the {p} {s} restart cleanly?", "Yes, it came back in about a minute."),
+            (f"should we change the {p} {s} {name}?", "Maybe; let's look at the metrics first."),
+        )
 
 
 class PetName(Kind):
@@ -427,12 +553,15 @@ class PetName(Kind):
     def stated(self, subject, n, own):
         who, rel = subject
         if own:
-            return self.pick((f"my {rel} is called {n}", f"What a lovely name, {n}!"),
-                             (f"I named my new {rel} {n}", f"Congratulations! {n} is a great name."),
-                             (f"{n} kept me up all night, silly {rel}", "Oh no, I hope you get some sleep."),
-                             (f"we finally picked a name for the {rel}: {n}", f"{n}, lovely."))
-        return self.pick((f"{who}'s {rel} is named {n}", f"Noted, {n}."),
-                         (f"met {who}'s {rel} today, {n} is adorable", "Cute!"))
+            return self.pick(
+                (f"my {rel} is called {n}", f"What a lovely name, {n}!"),
+                (f"I named my new {rel} {n}", f"Congratulations! {n} is a great name."),
+                (f"{n} kept me up all night, silly {rel}", "Oh no, I hope you get some sleep."),
+                (f"we finally picked a name for the {rel}: {n}", f"{n}, lovely."),
+            )
+        return self.pick(
+            (f"{who}'s {rel} is named {n}", f"Noted, {n}."), (f"met {who}'s {rel} today, {n} is adorable", "Cute!")
+        )
 
     def corrected(self, subject, n, own):
         who, rel = subject
@@ -442,14 +571,21 @@ class PetName(Kind):
 
     def questions(self, subject, speaker):
         who, rel = subject
-        return [f"what is {who}'s {rel} called?", f"what's the name of {who}'s {rel}?", f"what did {who} name their {rel}?",
-                f"does {who} have a {rel}? what's it called?", f"what do they call {who}'s {rel}?",
-                f"remind me of {who}'s {rel}'s name"]
+        return [
+            f"what is {who}'s {rel} called?",
+            f"what's the name of {who}'s {rel}?",
+            f"what did {who} name their {rel}?",
+            f"does {who} have a {rel}? what's it called?",
+            f"what do they call {who}'s {rel}?",
+            f"remind me of {who}'s {rel}'s name",
+        ]
 
     def near_miss(self, subject):
         who, rel = subject
-        return self.pick((f"{who}'s {rel} was in the video call again", "Always a highlight."),
-                         (f"{who} is looking for a {rel} sitter", "I can ask around."))
+        return self.pick(
+            (f"{who}'s {rel} was in the video call again", "Always a highlight."),
+            (f"{who} is looking for a {rel} sitter", "I can ask around."),
+        )
 
 
 class Preference(Kind):
@@ -465,11 +601,15 @@ class Preference(Kind):
     def stated(self, subject, v, own):
         who, (topic, _values) = subject
         if own:
-            return self.pick((f"I prefer {v} for {topic}", f"Noted: {v}."),
-                             (f"for {topic}, always {v} for me please", "Will remember."),
-                             (f"just so you know, my go-to {topic} is {v}", "Noted."))
-        return self.pick((f"{who} said they prefer {v} for {topic}", "Noted."),
-                         (f"{who} only likes {v}, don't get anything else for {topic}", "Understood."))
+            return self.pick(
+                (f"I prefer {v} for {topic}", f"Noted: {v}."),
+                (f"for {topic}, always {v} for me please", "Will remember."),
+                (f"just so you know, my go-to {topic} is {v}", "Noted."),
+            )
+        return self.pick(
+            (f"{who} said they prefer {v} for {topic}", "Noted."),
+            (f"{who} only likes {v}, don't get anything else for {topic}", "Understood."),
+        )
 
     def corrected(self, subject, v, own):
         who, (topic, _values) = subject
@@ -479,13 +619,20 @@ class Preference(Kind):
 
     def questions(self, subject, speaker):
         who, (topic, _values) = subject
-        return [f"what {topic} does {who} prefer?", f"what's {who}'s preferred {topic}?", f"which {topic} does {who} like?",
-                f"what should I get {who} for {topic}?", f"what does {who} usually go for when it comes to {topic}?"]
+        return [
+            f"what {topic} does {who} prefer?",
+            f"what's {who}'s preferred {topic}?",
+            f"which {topic} does {who} like?",
+            f"what should I get {who} for {topic}?",
+            f"what does {who} usually go for when it comes to {topic}?",
+        ]
 
     def near_miss(self, subject):
         who, (topic, _values) = subject
-        return self.pick((f"we argued about {topic} with {who} again", "Everyone has opinions about that."),
-                         (f"{who} complained about the {topic} at the offsite", "Noted for next time."))
+        return self.pick(
+            (f"we argued about {topic} with {who} again", "Everyone has opinions about that."),
+            (f"{who} complained about the {topic} at the offsite", "Noted for next time."),
+        )
 
 
 class Decision(Kind):
@@ -499,26 +646,37 @@ class Decision(Kind):
 
     def stated(self, subject, tool, own):
         p, (purpose, _ask) = subject
-        return self.pick((f"we decided to use {tool} for the {p} {purpose}", f"Recorded: {tool}."),
-                         (f"final call: {tool} for {purpose} on {p}", "Recorded the decision."),
-                         (f"let's go with {tool} for {p} {purpose}", "Agreed, I'll set it up."),
-                         (f"after the trial, {tool} won for {p}'s {purpose}", "Good choice."))
+        return self.pick(
+            (f"we decided to use {tool} for the {p} {purpose}", f"Recorded: {tool}."),
+            (f"final call: {tool} for {purpose} on {p}", "Recorded the decision."),
+            (f"let's go with {tool} for {p} {purpose}", "Agreed, I'll set it up."),
+            (f"after the trial, {tool} won for {p}'s {purpose}", "Good choice."),
+        )
 
     def corrected(self, subject, tool, own):
         p, (purpose, _ask) = subject
-        return self.pick((f"we're dropping the old choice for {p} {purpose}, switching to {tool}", "Noted the switch."),
-                         (f"{tool} replaces what we had for {p} {purpose}", "Updated."))
+        return self.pick(
+            (f"we're dropping the old choice for {p} {purpose}, switching to {tool}", "Noted the switch."),
+            (f"{tool} replaces what we had for {p} {purpose}", "Updated."),
+        )
 
     def questions(self, subject, speaker):
         p, (purpose, ask) = subject
-        return [f"what did we decide for {p} {purpose}?", f"which tool did we pick for {ask} on {p}?",
-                f"what are we using for the {p} {purpose}?", f"what did {speaker} choose for {p} {purpose}?",
-                f"what was decided about {purpose} for {p}?", f"which option won for {p}'s {purpose}?"]
+        return [
+            f"what did we decide for {p} {purpose}?",
+            f"which tool did we pick for {ask} on {p}?",
+            f"what are we using for the {p} {purpose}?",
+            f"what did {speaker} choose for {p} {purpose}?",
+            f"what was decided about {purpose} for {p}?",
+            f"which option won for {p}'s {purpose}?",
+        ]
 
     def near_miss(self, subject):
         p, (purpose, _ask) = subject
-        return self.pick((f"we still have to decide on {purpose} for {p}", "Let's put it on next week's agenda."),
-                         (f"the {p} {purpose} setup is flaky", "I'll look into it."))
+        return self.pick(
+            (f"we still have to decide on {purpose} for {p}", "Let's put it on next week's agenda."),
+            (f"the {p} {purpose} setup is flaky", "I'll look into it."),
+        )
 
 
 class Whereabouts(Kind):
@@ -534,10 +692,15 @@ class Whereabouts(Kind):
     def stated(self, subject, place, own):
         who, item = subject
         if own:
-            return self.pick((f"I put my {item} in {place}", "Noted."), (f"my {item} is in {place} now", "OK."),
-                             (f"if anyone needs my {item}: {place}", "Good to know."))
-        return self.pick((f"{who}'s {item} is in {place}", "Noted."),
-                         (f"found {who}'s {item}, it was in {place}", "Great, I'll tell them."))
+            return self.pick(
+                (f"I put my {item} in {place}", "Noted."),
+                (f"my {item} is in {place} now", "OK."),
+                (f"if anyone needs my {item}: {place}", "Good to know."),
+            )
+        return self.pick(
+            (f"{who}'s {item} is in {place}", "Noted."),
+            (f"found {who}'s {item}, it was in {place}", "Great, I'll tell them."),
+        )
 
     def corrected(self, subject, place, own):
         who, item = subject
@@ -547,13 +710,21 @@ class Whereabouts(Kind):
 
     def questions(self, subject, speaker):
         who, item = subject
-        return [f"where is {who}'s {item}?", f"where did {who} put the {item}?", f"where does {who} keep their {item}?",
-                f"I need {who}'s {item}, where is it?", f"where would {who}'s {item} be?", f"where was {who}'s {item} put?"]
+        return [
+            f"where is {who}'s {item}?",
+            f"where did {who} put the {item}?",
+            f"where does {who} keep their {item}?",
+            f"I need {who}'s {item}, where is it?",
+            f"where would {who}'s {item} be?",
+            f"where was {who}'s {item} put?",
+        ]
 
     def near_miss(self, subject):
         who, item = subject
-        return self.pick((f"has anyone seen {who}'s {item}?", "Not since last week."),
-                         (f"{who} lost the {item} again", "It'll turn up."))
+        return self.pick(
+            (f"has anyone seen {who}'s {item}?", "Not since last week."),
+            (f"{who} lost the {item} again", "It'll turn up."),
+        )
 
 
 class Plans(Kind):
@@ -563,30 +734,58 @@ class Plans(Kind):
     personal = True
     # what, its values, how it is said (own, by another), how it is asked
     WHAT = (
-        ("holiday", "lisbon|the coast|japan|the mountains|her parents' place|iceland|a lake cabin",
-         ("I'm off to {v} for my holiday", "{w} is going to {v} on holiday"),
-         ("where is {w} going on holiday?", "where's {w} travelling for the holidays?", "what are {w}'s holiday plans?")),
-        ("dentist appointment", "DATE",
-         ("my dentist appointment is {v}", "{w} has the dentist on {v}"),
-         ("when is {w}'s dentist appointment?", "when does {w} see the dentist?")),
-        ("birthday", "DATE",
-         ("my birthday is {v}, in case anyone asks", "{w}'s birthday is {v}"),
-         ("when is {w}'s birthday?", "when was {w} born?", "what day should we celebrate {w}?")),
-        ("new job", "a bank|a startup downtown|the hospital|the city council|a game studio|the university",
-         ("I start my new job at {v} next month", "{w} got a new job at {v}"),
-         ("where does {w} work now?", "where is {w}'s new job?", "who hired {w}?")),
-        ("move", "the north side|a flat near the station|the suburbs|across town|a house with a garden",
-         ("we're moving to {v}", "{w} is moving to {v}"),
-         ("where is {w} moving?", "where will {w} live after the move?")),
-        ("race", "DATE",
-         ("my first half marathon is {v}", "{w} runs the half marathon on {v}"),
-         ("when is {w}'s race?", "when is {w} running the half marathon?")),
-        ("car", "the garage on main street|the dealer|a friend's workshop",
-         ("my car is at {v} until thursday", "{w}'s car is being fixed at {v}"),
-         ("where is {w}'s car being repaired?", "who is fixing {w}'s car?")),
-        ("course", "spanish|pottery|welding|the guitar|sign language|japanese",
-         ("I signed up for a {v} course", "{w} started learning {v}"),
-         ("what is {w} learning?", "what course did {w} sign up for?", "which class is {w} taking?")),
+        (
+            "holiday",
+            "lisbon|the coast|japan|the mountains|her parents' place|iceland|a lake cabin",
+            ("I'm off to {v} for my holiday", "{w} is going to {v} on holiday"),
+            (
+                "where is {w} going on holiday?",
+                "where's {w} travelling for the holidays?",
+                "what are {w}'s holiday plans?",
+            ),
+        ),
+        (
+            "dentist appointment",
+            "DATE",
+            ("my dentist appointment is {v}", "{w} has the dentist on {v}"),
+            ("when is {w}'s dentist appointment?", "when does {w} see the dentist?"),
+        ),
+        (
+            "birthday",
+            "DATE",
+            ("my birthday is {v}, in case anyone asks", "{w}'s birthday is {v}"),
+            ("when is {w}'s birthday?", "when was {w} born?", "what day should we celebrate {w}?"),
+        ),
+        (
+            "new job",
+            "a bank|a startup downtown|the hospital|the city council|a game studio|the university",
+            ("I start my new job at {v} next month", "{w} got a new job at {v}"),
+            ("where does {w} work now?", "where is {w}'s new job?", "who hired {w}?"),
+        ),
+        (
+            "move",
+            "the north side|a flat near the station|the suburbs|across town|a house with a garden",
+            ("we're moving to {v}", "{w} is moving to {v}"),
+            ("where is {w} moving?", "where will {w} live after the move?"),
+        ),
+        (
+            "race",
+            "DATE",
+            ("my first half marathon is {v}", "{w} runs the half marathon on {v}"),
+            ("when is {w}'s race?", "when is {w} running the half marathon?"),
+        ),
+        (
+            "car",
+            "the garage on main street|the dealer|a friend's workshop",
+            ("my car is at {v} until thursday", "{w}'s car is being fixed at {v}"),
+            ("where is {w}'s car being repaired?", "who is fixing {w}'s car?"),
+        ),
+        (
+            "course",
+            "spanish|pottery|welding|the guitar|sign language|japanese",
+            ("I signed up for a {v} course", "{w} started learning {v}"),
+            ("what is {w} learning?", "what course did {w} sign up for?", "which class is {w} taking?"),
+        ),
     )
 
     def subject(self):
@@ -614,9 +813,11 @@ class Plans(Kind):
 
     def near_miss(self, subject):
         who, (what, _values, _said, _asks) = subject
-        return self.pick((f"{who} talked about the {what} all morning", "Sounds exciting."),
-                         (f"did {who} mention the {what}?", "Not to me."),
-                         (f"I should ask {who} about the {what}", "Good idea."))
+        return self.pick(
+            (f"{who} talked about the {what} all morning", "Sounds exciting."),
+            (f"did {who} mention the {what}?", "Not to me."),
+            (f"I should ask {who} about the {what}", "Good idea."),
+        )
 
 
 KINDS = (Plans, EventDate, Owner, BackupTarget, Setting, PetName, Preference, Decision, Whereabouts)
@@ -626,32 +827,43 @@ def _filler(w: _Writer) -> tuple[str, str]:
     r = w.r
     p, (e, _v, g, _past), s, t = r.choice(PROJECTS), r.choice(EVENTS), r.choice(SERVICES), r.choice(THINGS)
     person, item, rel = w.person(), r.choice(ITEMS), r.choice(RELATIONS)
-    return r.choice((
-        ("thanks!", "You're welcome."),
-        (f"remind me to call {person} tomorrow", "Will do."),
-        (f"what did {person} say in the standup?", f"Mostly about the {p} {e}; nothing decided yet."),
-        ("what's on my calendar today?", f"Two meetings: the {p} sync and a call with {person}."),
-        (f"let's talk about the {p} {e} tomorrow", "Sure, I'll put it on the agenda."),
-        (f"write a short note to {person} about the {p} {e}", f"Draft: Hi {person}, a quick update on the {p} {e}: we are on track."),
-        (f"how do I restart the {s} service?", f"Run `systemctl restart {s}` and check the journal."),
-        (f"is the {p} {s} up?", "Yes, all checks are green."),
-        ("what did we decide about the backups?", "Nothing new on backups this week."),
-        (f"did {person} say anything about the {t} backups?", "Not that I saw."),
-        (f"the {s} logs are noisy again", f"I can lower the {s} log level if you want."),
-        (f"ping {person} about {g} {p}", f"Sent {person} a message."),
-        ("what's the weather tomorrow?", "Sunny in the morning, rain after four."),
-        (f"why is the {p} {t} so big?", "Old snapshots; pruning would free about 40%."),
-        ("summarise this for me: " + w.long_note(), f"Summary: updates on several projects; {person} has the action items."),
-        (f"can you explain how {s} replication works?", f"{s} copies each write to its replicas; reads can go to any of them."),
-        (f"what's a good name for a {rel}?", "Classic picks: biscuit, luna, milo."),
-        (f"where can I buy a new {item}?", "The electronics shop on the corner has them."),
-        (f"who wrote the {p} {s} runbook?", f"{person}, last spring."),
-        (f"set a timer for {r.randrange(2, 30)} minutes", "Timer set."),
-        ("what's the date today?", "It's in the top right of your screen, but: a weekday."),
-        (f"how do I change the {s} settings?", f"Edit the {s} config file and reload the service."),
-        (f"{person} is out sick today", "I'll move their meetings."),
-        (f"where did we put the notes from the {p} {e} meeting?", "In the shared drive, folder meetings."),
-    ))
+    return r.choice(
+        (
+            ("thanks!", "You're welcome."),
+            (f"remind me to call {person} tomorrow", "Will do."),
+            (f"what did {person} say in the standup?", f"Mostly about the {p} {e}; nothing decided yet."),
+            ("what's on my calendar today?", f"Two meetings: the {p} sync and a call with {person}."),
+            (f"let's talk about the {p} {e} tomorrow", "Sure, I'll put it on the agenda."),
+            (
+                f"write a short note to {person} about the {p} {e}",
+                f"Draft: Hi {person}, a quick update on the {p} {e}: we are on track.",
+            ),
+            (f"how do I restart the {s} service?", f"Run `systemctl restart {s}` and check the journal."),
+            (f"is the {p} {s} up?", "Yes, all checks are green."),
+            ("what did we decide about the backups?", "Nothing new on backups this week."),
+            (f"did {person} say anything about the {t} backups?", "Not that I saw."),
+            (f"the {s} logs are noisy again", f"I can lower the {s} log level if you want."),
+            (f"ping {person} about {g} {p}", f"Sent {person} a message."),
+            ("what's the weather tomorrow?", "Sunny in the morning, rain after four."),
+            (f"why is the {p} {t} so big?", "Old snapshots; pruning would free about 40%."),
+            (
+                "summarise this for me: " + w.long_note(),
+                f"Summary: updates on several projects; {person} has the action items.",
+            ),
+            (
+                f"can you explain how {s} replication works?",
+                f"{s} copies each write to its replicas; reads can go to any of them.",
+            ),
+            (f"what's a good name for a {rel}?", "Classic picks: biscuit, luna, milo."),
+            (f"where can I buy a new {item}?", "The electronics shop on the corner has them."),
+            (f"who wrote the {p} {s} runbook?", f"{person}, last spring."),
+            (f"set a timer for {r.randrange(2, 30)} minutes", "Timer set."),
+            ("what's the date today?", "It's in the top right of your screen, but: a weekday."),
+            (f"how do I change the {s} settings?", f"Edit the {s} config file and reload the service."),
+            (f"{person} is out sick today", "I'll move their meetings."),
+            (f"where did we put the notes from the {p} {e} meeting?", "In the shared drive, folder meetings."),
+        )
+    )
 
 
 def generate(turns: int, seed: int = 19) -> Corpus:
@@ -673,11 +885,16 @@ def generate(turns: int, seed: int = 19) -> Corpus:
         if key in used or slots[first] is not None or slots[first + 1] is not None:
             continue
         used.add(key)
-        steps = ["stated"] + [step for step, p in (("restated", 0.3), ("corrected", 0.3), ("restated", 0.2)) if r.random() < p]
+        steps = ["stated"] + [
+            step for step, p in (("restated", 0.3), ("corrected", 0.3), ("restated", 0.2)) if r.random() < p
+        ]
         places = [first]
         for _step in steps[1:]:
-            later = [s for s in (r.randrange(places[-1] + 2, turns) for _ in range(4) if places[-1] + 2 < turns)
-                     if slots[s] is None and slots[s - 1] is None]
+            later = [
+                s
+                for s in (r.randrange(places[-1] + 2, turns) for _ in range(4) if places[-1] + 2 < turns)
+                if slots[s] is None and slots[s - 1] is None
+            ]
             if later:
                 places.append(min(later))
         value = kind.value(subject)
@@ -723,8 +940,10 @@ def generate(turns: int, seed: int = 19) -> Corpus:
         speaker = r.choice(current)[1]
         newest = max(slot for slot, _s in current)
         answers = [(history[slot].session, history[slot].n) for slot, _s in current]
-        corpus.questions.extend(Question(q, answers, newest / max(1, turns - 1), kind.name, (kind.name, *subject), value)
-                                for q in kind.questions(subject, speaker))
+        corpus.questions.extend(
+            Question(q, answers, newest / max(1, turns - 1), kind.name, (kind.name, *subject), value)
+            for q in kind.questions(subject, speaker)
+        )
     return corpus
 
 

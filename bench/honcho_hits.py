@@ -30,7 +30,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from bxmem.policy.relevance import stems
+from bxmem.retrieval.relevance import stems
 
 from .corpus import Corpus, Question, generate
 
@@ -58,6 +58,8 @@ def one_word_before(query: str, text: str) -> bool:
         return {w[:5] for w in re.findall(r"\w+", t.casefold()) if w not in _BEFORE_STOP}
 
     return not cut(query).isdisjoint(cut(text))
+
+
 DISTANCES = (0.4, 0.5, 0.6)
 
 
@@ -69,9 +71,11 @@ def _words_filters(query: str, hits: list[tuple[str, str]]) -> dict[str, list[st
     def held(author: str, text: str) -> set[str]:
         return stems(text) | stems(author.replace("_", " "))
 
-    return {"one word (before)": [t for _a, t in hits if one_word_before(query, t)],
-            "two words (now)": [t for a, t in hits if relevant(query, t, a)],
-            "half the query's words": [t for a, t in hits if asked and 2 * len(asked & held(a, t)) >= len(asked)]}
+    return {
+        "one word (before)": [t for _a, t in hits if one_word_before(query, t)],
+        "two words (now)": [t for a, t in hits if relevant(query, t, a)],
+        "half the query's words": [t for a, t in hits if asked and 2 * len(asked & held(a, t)) >= len(asked)],
+    }
 
 
 @dataclass
@@ -99,14 +103,19 @@ class Report:
         return self.tallies.setdefault(target, {}).setdefault(name, (Tally(), Tally()))
 
     def lines(self) -> list[str]:
-        out = ["| workspace, hits | filter | answer kept (answer there) | hits kept that are no answer, a question | "
-               "questions about the never-said with a hit kept |", "| --- | --- | ---: | ---: | ---: |"]
+        out = [
+            "| workspace, hits | filter | answer kept (answer there) | hits kept that are no answer, a question | "
+            "questions about the never-said with a hit kept |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
         for target, filters in self.tallies.items():
             for name, (present, absent) in filters.items():
                 noise = (present.noise + absent.noise) / max(1, present.asked + absent.asked)
-                out.append(f"| {target} | {name} | {present.answered}/{present.asked} "
-                           f"({100 * present.answered / max(1, present.asked):.0f} %) | {noise:.2f} | "
-                           f"{absent.shown}/{absent.asked} ({100 * absent.shown / max(1, absent.asked):.0f} %) |")
+                out.append(
+                    f"| {target} | {name} | {present.answered}/{present.asked} "
+                    f"({100 * present.answered / max(1, present.asked):.0f} %) | {noise:.2f} | "
+                    f"{absent.shown}/{absent.asked} ({100 * absent.shown / max(1, absent.asked):.0f} %) |"
+                )
         return out
 
 
@@ -131,7 +140,7 @@ class _Honcho:
 
     def messages(self, ws: str, session: str, messages: list[dict]) -> None:
         for first in range(0, len(messages), 100):
-            self.post(f"/workspaces/{ws}/sessions/{session}/messages", {"messages": messages[first:first + 100]})
+            self.post(f"/workspaces/{ws}/sessions/{session}/messages", {"messages": messages[first : first + 100]})
 
     def search(self, ws: str, query: str, limit: int) -> list[str]:
         return [content for _peer, content in self.search_by(ws, query, limit)]
@@ -139,7 +148,11 @@ class _Honcho:
     def search_by(self, ws: str, query: str, limit: int) -> list[tuple[str, str]]:
         """(who wrote it, what it says) of each message found."""
         found = self.post(f"/workspaces/{ws}/search", {"query": query, "limit": limit})
-        return [(str(m.get("peer_id") or ""), str(m.get("content") or "")) for m in found] if isinstance(found, list) else []
+        return (
+            [(str(m.get("peer_id") or ""), str(m.get("content") or "")) for m in found]
+            if isinstance(found, list)
+            else []
+        )
 
     def conclusions(self, ws: str, query: str, peer: str, distance: float | None) -> list[str]:
         body: dict = {"query": query, "top_k": K, "filters": {"observer_id": peer, "observed_id": peer}}
@@ -154,7 +167,9 @@ def _said(corpus: Corpus, question: Question) -> set[str]:
     return {turns[a].text for a in question.answers} | {turns[a].reply for a in question.answers}
 
 
-def _plant(honcho: _Honcho, run: str, other: Corpus, fleet: Corpus) -> tuple[str, str, dict[str, dict[tuple, set[str]]]]:
+def _plant(
+    honcho: _Honcho, run: str, other: Corpus, fleet: Corpus
+) -> tuple[str, str, dict[str, dict[tuple, set[str]]]]:
     """Agent `agentb`'s workspace (its turns as messages, but one fact in two stated only as
     a conclusion of its own, as mirror writes an identity entry) and the fleet (notes of three
     peers). Returns the workspaces and, per place, by subject, the texts that answer there."""
@@ -178,7 +193,9 @@ def _plant(honcho: _Honcho, run: str, other: Corpus, fleet: Corpus) -> tuple[str
         for t in turns:
             subject = answer_of.get((t.session, t.n))
             if subject in concluded:
-                conclusions.append({"content": t.text, "observer_id": "agentb", "observed_id": "agentb", "session_id": session})
+                conclusions.append(
+                    {"content": t.text, "observer_id": "agentb", "observed_id": "agentb", "session_id": session}
+                )
                 places["agent's conclusions"].setdefault(subject, set()).add(t.text)
                 continue
             messages += [{"peer_id": t.speaker, "content": t.text}, {"peer_id": "agentb", "content": t.reply}]
@@ -187,7 +204,7 @@ def _plant(honcho: _Honcho, run: str, other: Corpus, fleet: Corpus) -> tuple[str
         if messages:
             honcho.messages(b, session, messages)
     for first in range(0, len(conclusions), 50):
-        honcho.post(f"/workspaces/{b}/conclusions", {"conclusions": conclusions[first:first + 50]})
+        honcho.post(f"/workspaces/{b}/conclusions", {"conclusions": conclusions[first : first + 50]})
     peers = ["agentc", "agentd", "owner"]
     honcho.workspace(f, set(peers))
     honcho.session(f, "notes", set(peers))
@@ -233,6 +250,7 @@ def measure(url: str, turns: int = 300, seed: int = 190) -> Report:
 
 # --- what the agent sees: recall's interleaved top k, with each filter ------------------------
 
+
 def _before(query: str, text: str, _author: str) -> bool:
     return one_word_before(query, text)
 
@@ -254,8 +272,10 @@ class Seen:
     foreign: int = 0  # hits from Honcho that answer nothing
 
     def line(self) -> str:
-        return (f"{self.answered}/{self.asked} ({100 * self.answered / max(1, self.asked):.0f} %), "
-                f"{self.foreign / max(1, self.asked):.1f}")
+        return (
+            f"{self.answered}/{self.asked} ({100 * self.answered / max(1, self.asked):.0f} %), "
+            f"{self.foreign / max(1, self.asked):.1f}"
+        )
 
 
 def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed: int = 190) -> list[str]:
@@ -276,24 +296,45 @@ def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed:
         for subject, texts in here.items():
             remote.setdefault(subject, set()).update(snippet(t) for t in texts)
     local_subjects = {q.subject for q in mine.questions}
-    groups = {"answer in the local index": [q for q in mine.questions[::3]],
-              "answer in the other agent's workspace": [q for q in other.questions if q.subject in remote],
-              "answer in the fleet": [q for q in fleet.questions if q.subject in remote],
-              "never said anywhere": [q for q in absent_from.questions
-                                      if q.subject not in remote and q.subject not in local_subjects][::2]}
+    groups = {
+        "answer in the local index": [q for q in mine.questions[::3]],
+        "answer in the other agent's workspace": [q for q in other.questions if q.subject in remote],
+        "answer in the fleet": [q for q in fleet.questions if q.subject in remote],
+        "never said anywhere": [
+            q for q in absent_from.questions if q.subject not in remote and q.subject not in local_subjects
+        ][::2],
+    }
     seen = {(policy, group): Seen() for policy in POLICIES for group in groups}
     with tempfile.TemporaryDirectory() as tmp:
         index = Index(Path(tmp) / "index.sqlite3")
         db = index.db()
         db.execute("BEGIN")
         for t in mine.turns:
-            index.add(f"turn:{t.session}:{t.n}", "turn", "memory", "private", t.text, reply=t.reply, session=t.session,
-                      ts=t.ts, who=t.speaker)
+            index.add(
+                f"turn:{t.session}:{t.n}",
+                "turn",
+                "memory",
+                "private",
+                t.text,
+                reply=t.reply,
+                session=t.session,
+                ts=t.ts,
+                who=t.speaker,
+            )
         db.execute("COMMIT")
         for group, questions in groups.items():
             for q in questions:
-                local = [Hit("local", h.tag, h.trust_class, h.text, where=f"turn {h.key.rsplit(':', 1)[1]}", session=h.session)
-                         for h in index.search(q.text, K)]
+                local = [
+                    Hit(
+                        "local",
+                        h.tag,
+                        h.trust_class,
+                        h.text,
+                        where=f"turn {h.key.rsplit(':', 1)[1]}",
+                        session=h.session,
+                    )
+                    for h in index.search(q.text, K)
+                ]
                 messages = honcho.search_by(b, q.text, K)
                 concluded = {None: honcho.conclusions(b, q.text, "agentb", None)}
                 for distance in {p[2] for p in POLICIES.values() if p[2] is not None}:
@@ -303,16 +344,26 @@ def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed:
                 texts = remote.get(q.subject, set()) if group != "answer in the local index" else set()
                 for policy, (words, concluding, distance) in POLICIES.items():
                     kept_messages = [m for a, m in messages if words is None or words(q.text, m, a)]
-                    kept_conclusions = [c for c in concluded[distance] if concluding is None or concluding(q.text, c, "agentb")]
+                    kept_conclusions = [
+                        c for c in concluded[distance] if concluding is None or concluding(q.text, c, "agentb")
+                    ]
                     merged = [x for pair in zip(kept_messages, kept_conclusions, strict=False) for x in pair]
                     longer = kept_messages if len(kept_messages) > len(kept_conclusions) else kept_conclusions
-                    merged += longer[min(len(kept_messages), len(kept_conclusions)):]
+                    merged += longer[min(len(kept_messages), len(kept_conclusions)) :]
                     read = [Hit("agentb", "memory", "private", snippet(t)) for t in merged][:K]
-                    fleet_hits = [Hit("fleet", "memory-tainted", "private", snippet(t)) for a, t in notes
-                                  if words is None or words(q.text, t, a)][:K]
-                    result = run_sources([("local", 1.0, lambda local=local: local),
-                                          ("agentb", 1.0, lambda read=read: read),
-                                          ("fleet", 1.0, lambda fleet_hits=fleet_hits: fleet_hits)], K)
+                    fleet_hits = [
+                        Hit("fleet", "memory-tainted", "private", snippet(t))
+                        for a, t in notes
+                        if words is None or words(q.text, t, a)
+                    ][:K]
+                    result = run_sources(
+                        [
+                            ("local", 1.0, lambda local=local: local),
+                            ("agentb", 1.0, lambda read=read: read),
+                            ("fleet", 1.0, lambda fleet_hits=fleet_hits: fleet_hits),
+                        ],
+                        K,
+                    )
                     tally = seen[(policy, group)]
                     tally.asked += 1
                     hit = False

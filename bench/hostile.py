@@ -34,8 +34,13 @@ BOUNDS = {  # the documented bound of each command, at its real timeouts
     "sync": 5.5,  # checks: HONCHO_TIMEOUT_S, and the half second it allows a thread to report
     "demo": 150.0 * 2 + 5.0 + 5.5,  # a send that stops at its deadline, its follow-up, sync's checks, recall
 }
-ARGS = {"send": ["send"], "recall": ["recall", "--json", "backups"], "ask": ["ask", "--json", "-w", "own", "-w", "boxmaker1",
-        "where are the backups?"], "audit": ["audit", "--json"], "sync": ["sync", "--json"]}
+ARGS = {
+    "send": ["send"],
+    "recall": ["recall", "--json", "backups"],
+    "ask": ["ask", "--json", "-w", "own", "-w", "boxmaker1", "where are the backups?"],
+    "audit": ["audit", "--json"],
+    "sync": ["sync", "--json"],
+}
 
 
 def _run(command: str, mode: str, results: list) -> None:
@@ -51,10 +56,20 @@ def _run(command: str, mode: str, results: list) -> None:
         args = ["demo", "--honcho", fake.url] if command == "demo" else ARGS[command]
         peak_file = Path(tmp) / "peak"
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **env, "BXMEM_TEST_AS_BYTES": str(4 << 30), "BXMEM_TEST_SCALE": "{}",
-                                     "BXMEM_TEST_PEAK_FILE": str(peak_file)})
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={
+                **os.environ,
+                **env,
+                "BXMEM_TEST_AS_BYTES": str(4 << 30),
+                "BXMEM_TEST_SCALE": "{}",
+                "BXMEM_TEST_PEAK_FILE": str(peak_file),
+            },
+        )
         err = proc.stderr.read() if proc.stderr else ""
         code = proc.wait()
         took = time.monotonic() - started
@@ -75,13 +90,17 @@ def bench_hostile(verdict) -> None:
     for thread in threads:
         thread.join()
     for command, mode, took, rss, code, traceback in sorted(results):
-        print(f"{command:6} {mode:16} {took:7.2f} s  peak RSS {rss:6.1f} MB  exit {code}"
-              + ("  TRACEBACK" if traceback else ""))
+        print(
+            f"{command:6} {mode:16} {took:7.2f} s  peak RSS {rss:6.1f} MB  exit {code}"
+            + ("  TRACEBACK" if traceback else "")
+        )
     for command, bound in BOUNDS.items():
         mine = [r for r in results if r[0] == command]
         worst_time = max(mine, key=lambda r: r[2])
         worst_rss = max(mine, key=lambda r: r[3])
-        verdict(f"`{command}` against a hostile Honcho: worst wall time, peak RSS",
-                f"≤ {bound:g} s + start-up, ≤ {RSS_TARGET_MB} MB, no traceback",
-                f"{worst_time[2]:.1f} s ({worst_time[1]}), {worst_rss[3]:.1f} MB ({worst_rss[1]})",
-                worst_time[2] <= bound + STARTUP_S and worst_rss[3] <= RSS_TARGET_MB and not any(r[5] for r in mine))
+        verdict(
+            f"`{command}` against a hostile Honcho: worst wall time, peak RSS",
+            f"≤ {bound:g} s + start-up, ≤ {RSS_TARGET_MB} MB, no traceback",
+            f"{worst_time[2]:.1f} s ({worst_time[1]}), {worst_rss[3]:.1f} MB ({worst_rss[1]})",
+            worst_time[2] <= bound + STARTUP_S and worst_rss[3] <= RSS_TARGET_MB and not any(r[5] for r in mine),
+        )

@@ -90,9 +90,11 @@ def _agent(base: Path, name: str, url: str, prefix: str, reads: str = "") -> dic
     (home / "logs").mkdir(parents=True)
     (home / "memory").mkdir(parents=True)
     config = base / name / "bxmem.toml"
-    config.write_text(f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{url}"\nagent = "{name}"\nowner = "kyle"\n'
-                      f'trusted = "{prefix}-{name}-trusted"\nuntrusted = "{prefix}-{name}-untrusted"\n'
-                      f'fleet = "{prefix}-fleet"\n' + reads)
+    config.write_text(
+        f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{url}"\nagent = "{name}"\nowner = "kyle"\n'
+        f'trusted = "{prefix}-{name}-trusted"\nuntrusted = "{prefix}-{name}-untrusted"\n'
+        f'fleet = "{prefix}-fleet"\n' + reads
+    )
     return {**os.environ, "BOXMAKER_HOME": str(home), "BXMEM_CONFIG": str(config)}
 
 
@@ -103,18 +105,29 @@ def _write(env: dict, bxmem: list[str], corpus: Corpus, notes: Corpus, concluded
     home = Path(env["BOXMAKER_HOME"])
     journal = []
     for t in corpus.turns:
-        lines = [{"type": "user", "turn": t.n, "ts": t.ts, "speaker": t.speaker, "text": t.text},
-                 {"type": "assistant", "turn": t.n, "ts": t.ts, "final": True, "text": t.reply},
-                 {"type": "turn_end", "turn": t.n, "ts": t.ts, "status": "completed"}]
+        lines = [
+            {"type": "user", "turn": t.n, "ts": t.ts, "speaker": t.speaker, "text": t.text},
+            {"type": "assistant", "turn": t.n, "ts": t.ts, "final": True, "text": t.reply},
+            {"type": "turn_end", "turn": t.n, "ts": t.ts, "status": "completed"},
+        ]
         if (t.session, t.n) in concluded:  # said as B's own note, and the turn only acknowledges it
-            journal.append({"id": f"c-{t.session}-{t.n}", "ts": t.ts, "session": t.session, "op": "note",
-                            "trust": "trusted", "entry": f"{t.speaker}: {t.text} / {t.reply}"})
+            journal.append(
+                {
+                    "id": f"c-{t.session}-{t.n}",
+                    "ts": t.ts,
+                    "session": t.session,
+                    "op": "note",
+                    "trust": "trusted",
+                    "entry": f"{t.speaker}: {t.text} / {t.reply}",
+                }
+            )
             lines[0]["text"], lines[1]["text"] = "(a note for you)", "Noted."
         with open(home / "logs" / f"{t.session}.jsonl", "a") as f:
             f.write("".join(json.dumps(line) + "\n" for line in lines))
     for n, t in enumerate(notes.turns):
-        journal.append({"id": f"f-{n}", "ts": t.ts, "session": "fleet-notes", "op": "note", "trust": "untrusted",
-                        "entry": t.text})
+        journal.append(
+            {"id": f"f-{n}", "ts": t.ts, "session": "fleet-notes", "op": "note", "trust": "untrusted", "entry": t.text}
+        )
     with open(home / "memory" / "journal.jsonl", "w") as f:
         f.write("".join(json.dumps(line) + "\n" for line in journal))
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
@@ -136,6 +149,7 @@ def _lines(url: str, workspace: str) -> list[tuple[str, str]]:
 
     out: list[tuple[str, str]] = []
     with httpx.Client(base_url=url.rstrip("/") + "/v3", timeout=60) as http:
+
         def pages(path: str, body: dict):
             page = 1
             while True:
@@ -146,7 +160,10 @@ def _lines(url: str, workspace: str) -> list[tuple[str, str]]:
                 page += 1
 
         for session in pages(f"/workspaces/{workspace}/sessions/list", {}):
-            out += [(m["peer_id"], m["content"]) for m in pages(f"/workspaces/{workspace}/sessions/{session['id']}/messages/list", {})]
+            out += [
+                (m["peer_id"], m["content"])
+                for m in pages(f"/workspaces/{workspace}/sessions/{session['id']}/messages/list", {})
+            ]
         out += [(c["observer_id"], c["content"]) for c in pages(f"/workspaces/{workspace}/conclusions/list", {})]
     return out
 
@@ -212,8 +229,9 @@ def _search(answers: Answers, url: str, workspace: str, query: str, limit: int =
     import httpx
 
     def ask():
-        return httpx.post(f"{url.rstrip('/')}/v3/workspaces/{workspace}/search", json={"query": query, "limit": limit},
-                          timeout=60).json()
+        return httpx.post(
+            f"{url.rstrip('/')}/v3/workspaces/{workspace}/search", json={"query": query, "limit": limit}, timeout=60
+        ).json()
 
     return [(m["peer_id"], m["content"]) for m in answers.get([workspace, "raw search", query, limit], ask)]
 
@@ -230,16 +248,23 @@ def _before(answers: Answers, url: str, workspace: str, query: str, read: bool) 
         return messages[:K]
     concluded: list[str] = []
     for peer in ("agentb", "kyle"):
+
         def ask(peer=peer):
-            answer = httpx.post(f"{url.rstrip('/')}/v3/workspaces/{workspace}/conclusions/query", timeout=60,
-                                json={"query": query, "top_k": K, "filters": {"observer_id": peer, "observed_id": peer}})
+            answer = httpx.post(
+                f"{url.rstrip('/')}/v3/workspaces/{workspace}/conclusions/query",
+                timeout=60,
+                json={"query": query, "top_k": K, "filters": {"observer_id": peer, "observed_id": peer}},
+            )
             return answer.json() if answer.status_code == 200 else []
 
-        concluded += [c["content"] for c in answers.get([workspace, "raw conclusions", query, peer, K], ask)
-                      if relevant_before(query, c["content"], peer)]
+        concluded += [
+            c["content"]
+            for c in answers.get([workspace, "raw conclusions", query, peer, K], ask)
+            if relevant_before(query, c["content"], peer)
+        ]
     merged = [x for pair in zip(messages, concluded, strict=False) for x in pair]
     longer = messages if len(messages) > len(concluded) else concluded
-    return (merged + longer[min(len(messages), len(concluded)):])[:K]
+    return (merged + longer[min(len(messages), len(concluded)) :])[:K]
 
 
 def _answer_lines(corpus: Corpus, question: Question) -> list[str]:
@@ -293,8 +318,16 @@ class Setup:
         return {a for n, subject in enumerate(sorted(by_subject)) if n % 4 == 0 for a in by_subject[subject][0].answers}
 
 
-def write(url: str, base: Path, bxmem: list[str], turns: int, seed: int, split: str = "held-out",
-          corpus: str = "dialogue", prefix: str = "bxmem-bench") -> Setup:
+def write(
+    url: str,
+    base: Path,
+    bxmem: list[str],
+    turns: int,
+    seed: int,
+    split: str = "held-out",
+    corpus: str = "dialogue",
+    prefix: str = "bxmem-bench",
+) -> Setup:
     """Agent B's bxmem writes the history, its notes and its own facts into a fresh pair of workspaces."""
     setup = Setup(f"{prefix}-{secrets.token_hex(3)}", turns, seed, split, corpus)
     history, notes, _never = setup.corpora()
@@ -308,8 +341,13 @@ def write(url: str, base: Path, bxmem: list[str], turns: int, seed: int, split: 
 def reader(url: str, base: Path, setup: Setup) -> dict:
     """Agent A's home: nothing local, B's workspace read as trusted, the fleet as its own."""
     ws_b, _fleet = setup.workspaces
-    return _agent(base, "agenta", url, setup.prefix,
-                  f'\n[[honcho.read]]\nagent = "agentb"\nworkspace = "{ws_b}"\ntrust = "trusted"\n')
+    return _agent(
+        base,
+        "agenta",
+        url,
+        setup.prefix,
+        f'\n[[honcho.read]]\nagent = "agentb"\nworkspace = "{ws_b}"\ntrust = "trusted"\n',
+    )
 
 
 def replay(setup: Setup, env: dict, answers: Answers, url: str | None, questions: list[Question]) -> list[dict]:
@@ -338,10 +376,12 @@ def replay(setup: Setup, env: dict, answers: Answers, url: str | None, questions
 
 def live(env: dict, bxmem: list[str], questions: list[Question]) -> tuple[list[dict], list[float]]:
     """recall's JSON for each question through the real CLI, one process each, and its wall time."""
+
     def one(q: Question) -> tuple[dict, float]:
         started = time.monotonic()
-        done = subprocess.run([*bxmem, "recall", "--json", "-k", str(K), "--", q.text], env=env, capture_output=True,
-                              text=True)
+        done = subprocess.run(
+            [*bxmem, "recall", "--json", "-k", str(K), "--", q.text], env=env, capture_output=True, text=True
+        )
         return json.loads(done.stdout), time.monotonic() - started
 
     out = [one(q) for q in questions]  # one at a time: the latency is recall's own, not two recalls' at once
@@ -354,9 +394,12 @@ def score(url: str, setup: Setup, answers: Answers, results: list[dict], seconds
     and the rule before (their answers kept in `answers` too)."""
     history, notes, never = setup.corpora()
     ws_b, ws_fleet = setup.workspaces
-    lines = {"agentb": answers.get([ws_b, "every line"], lambda: _lines(url, ws_b)),
-             "fleet": [(p, t) for p, t in answers.get([ws_fleet, "every line"], lambda: _lines(url, ws_fleet))
-                       if p != "agenta"]}
+    lines = {
+        "agentb": answers.get([ws_b, "every line"], lambda: _lines(url, ws_b)),
+        "fleet": [
+            (p, t) for p, t in answers.get([ws_fleet, "every line"], lambda: _lines(url, ws_fleet)) if p != "agenta"
+        ],
+    }
     bm25 = {place: BM25([f"{p} {t}" for p, t in held]) for place, held in lines.items()}
     shape = Shape(setup.turns, workspaces=(ws_b, ws_fleet), seconds=list(seconds or []))
 
@@ -391,13 +434,25 @@ def score(url: str, setup: Setup, answers: Answers, results: list[dict], seconds
 def asked(setup: Setup) -> list[tuple[Question, str | None, Corpus | None]]:
     """Every question, where its answer is (None: never said there) and the corpus that holds it."""
     history, notes, never = setup.corpora()
-    return [(q, "agentb", history) for q in history.questions] + [(q, "fleet", notes) for q in notes.questions] + \
-        [(q, None, None) for q in never]
+    return (
+        [(q, "agentb", history) for q in history.questions]
+        + [(q, "fleet", notes) for q in notes.questions]
+        + [(q, None, None) for q in never]
+    )
 
 
-def run(url: str, base: Path, bxmem: list[str], turns: int = 1_000, seed: int = 26, reuse: Path | None = None,
-        end_to_end: bool = True, split: str = "held-out", corpus: str = "dialogue",
-        prefix: str = "bxmem-bench") -> tuple[Shape, Shape | None]:
+def run(
+    url: str,
+    base: Path,
+    bxmem: list[str],
+    turns: int = 1_000,
+    seed: int = 26,
+    reuse: Path | None = None,
+    end_to_end: bool = True,
+    split: str = "held-out",
+    corpus: str = "dialogue",
+    prefix: str = "bxmem-bench",
+) -> tuple[Shape, Shape | None]:
     """Write (or reuse) the workspaces, replay every question in process against the kept
     answers (asking Honcho what is not kept), then, if `end_to_end`, once more through the CLI.
     Returns the replayed shape and the live one."""
@@ -407,9 +462,15 @@ def run(url: str, base: Path, bxmem: list[str], turns: int = 1_000, seed: int = 
     else:
         setup = write(url, base, bxmem, turns, seed, split, corpus, prefix)
     answers = Answers(base / "honcho-answers.json")
-    a = reader(url, base / "reader", setup) if not (base / "reader" / "agenta").exists() else \
-        {**os.environ, "BOXMAKER_HOME": str(base / "reader" / "agenta" / "home"),
-         "BXMEM_CONFIG": str(base / "reader" / "agenta" / "bxmem.toml")}
+    a = (
+        reader(url, base / "reader", setup)
+        if not (base / "reader" / "agenta").exists()
+        else {
+            **os.environ,
+            "BOXMAKER_HOME": str(base / "reader" / "agenta" / "home"),
+            "BXMEM_CONFIG": str(base / "reader" / "agenta" / "bxmem.toml"),
+        }
+    )
     questions = [q for q, _place, _corpus in asked(setup)]
     replayed = score(url, setup, answers, replay(setup, a, answers, url, questions))
     answers.save()
@@ -420,16 +481,22 @@ def run(url: str, base: Path, bxmem: list[str], turns: int = 1_000, seed: int = 
 
 
 def table(shapes: list[Shape]) -> list[str]:
-    lines = ["| turns | place | system | hit@8 | never-said: hits a question | never-said: with any hit |",
-             "| ---: | --- | --- | ---: | ---: | ---: |"]
+    lines = [
+        "| turns | place | system | hit@8 | never-said: hits a question | never-said: with any hit |",
+        "| ---: | --- | --- | ---: | ---: | ---: |",
+    ]
     for s in shapes:
         for place, systems in s.tallies.items():
             for system, t in systems.items():
-                lines.append(f"| {s.turns:,} | {'another agent (read)' if place == 'agentb' else 'the fleet'} | {system} | "
-                             f"{t.rate:.1f} % ({t.hit}/{t.asked}) | {t.noise_mean:.2f} | {t.noise_any:.0f} % |")
+                lines.append(
+                    f"| {s.turns:,} | {'another agent (read)' if place == 'agentb' else 'the fleet'} | {system} | "
+                    f"{t.rate:.1f} % ({t.hit}/{t.asked}) | {t.noise_mean:.2f} | {t.noise_any:.0f} % |"
+                )
     return lines
 
 
 def latency(shape: Shape) -> str:
-    return (f"recall, whole process, two Honcho sources: median {statistics.median(shape.seconds) * 1000:.0f} ms, "
-            f"p95 {shape.p95() * 1000:.0f} ms, worst {max(shape.seconds) * 1000:.0f} ms ({len(shape.seconds)} questions)")
+    return (
+        f"recall, whole process, two Honcho sources: median {statistics.median(shape.seconds) * 1000:.0f} ms, "
+        f"p95 {shape.p95() * 1000:.0f} ms, worst {max(shape.seconds) * 1000:.0f} ms ({len(shape.seconds)} questions)"
+    )

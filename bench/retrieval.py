@@ -82,8 +82,10 @@ def write_home(base: Path) -> dict:
     home = base / "home"
     (home / "logs").mkdir(parents=True)
     config = base / "bxmem.toml"
-    config.write_text('[honcho]\nurl = "http://127.0.0.1:9"\nagent = "boxmaker0"\nowner = "kyle"\n'
-                      'trusted = "t"\nuntrusted = "u"\nfleet = "f"\n')
+    config.write_text(
+        '[honcho]\nurl = "http://127.0.0.1:9"\nagent = "boxmaker0"\nowner = "kyle"\n'
+        'trusted = "t"\nuntrusted = "u"\nfleet = "f"\n'
+    )
     return {**os.environ, "BOXMAKER_HOME": str(home), "BXMEM_CONFIG": str(config)}
 
 
@@ -106,12 +108,14 @@ def index_home(bxmem: list[str], env: dict, history: list[list], chunks: int = 2
     step = max(1, -(-len(history) // chunks))
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         for first in range(0, len(history), step):
-            for turns in history[first:first + step]:
+            for turns in history[first : first + step]:
                 with open(logs / f"{turns[0].session}.jsonl", "w") as f:
                     for t in turns:
-                        for line in ({"type": "user", "turn": t.n, "ts": t.ts, "speaker": t.speaker, "text": t.text},
-                                     {"type": "assistant", "turn": t.n, "ts": t.ts, "final": True, "text": t.reply},
-                                     {"type": "turn_end", "turn": t.n, "ts": t.ts, "status": "completed"}):
+                        for line in (
+                            {"type": "user", "turn": t.n, "ts": t.ts, "speaker": t.speaker, "text": t.text},
+                            {"type": "assistant", "turn": t.n, "ts": t.ts, "final": True, "text": t.reply},
+                            {"type": "turn_end", "turn": t.n, "ts": t.ts, "status": "completed"},
+                        ):
                             f.write(json.dumps(line) + "\n")
             subprocess.run([*bxmem, "decide"], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -132,8 +136,9 @@ def index_facts(env: dict) -> tuple[int, int]:
 
 def recall(bxmem: list[str], env: dict, question: str) -> list[tuple[str, int]]:
     """The local turns `bxmem recall` answers with, in its order, as (session, turn)."""
-    out = subprocess.run([*bxmem, "recall", "--json", "-k", str(K), "--", question], env=env,
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [*bxmem, "recall", "--json", "-k", str(K), "--", question], env=env, capture_output=True, text=True, check=False
+    )
     if out.returncode != 0:
         raise RuntimeError(f"bxmem recall exited {out.returncode}: {out.stderr.strip()[-300:]}")
     found = []
@@ -154,7 +159,9 @@ def baseline(corpus: Corpus) -> Score:
     return score
 
 
-def through_cli(bxmem: list[str], env: dict, questions: list[Question], workers: int = 2) -> list[list[tuple[str, int]]]:
+def through_cli(
+    bxmem: list[str], env: dict, questions: list[Question], workers: int = 2
+) -> list[list[tuple[str, int]]]:
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(lambda q: recall(bxmem, env, q.text), questions))
 
@@ -205,8 +212,15 @@ def run(size: int, base: Path, bxmem: list[str], seed: int = 19, which: str | No
     docs, size_bytes = index_facts(env)
     if docs != len(corpus.turns):
         raise RuntimeError(f"the index holds {docs} documents, the history {len(corpus.turns)} turns")
-    result = Run(size, len(corpus.questions), Score(), baseline(corpus), size_bytes, env=env,
-                 sample=[q.text for q in corpus.questions[:: max(1, len(corpus.questions) // 60)]])
+    result = Run(
+        size,
+        len(corpus.questions),
+        Score(),
+        baseline(corpus),
+        size_bytes,
+        env=env,
+        sample=[q.text for q in corpus.questions[:: max(1, len(corpus.questions) // 60)]],
+    )
     forward = through_cli(bxmem, env, corpus.questions)
     for question, found in zip(corpus.questions, forward, strict=True):
         result.recall.add(question, found)
@@ -222,20 +236,28 @@ def run(size: int, base: Path, bxmem: list[str], seed: int = 19, which: str | No
 
 
 def table(runs: list[Run]) -> list[str]:
-    lines = ["| turns | questions | system | hit@8 | all@8 | oldest tenth | newest tenth | index |",
-             "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| turns | questions | system | hit@8 | all@8 | oldest tenth | newest tenth | index |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in runs:
         for name, s in (("bxmem recall", r.recall), ("BM25 baseline", r.baseline)):
             size = f"{r.index_bytes / 2**20:.1f} MiB" if name == "bxmem recall" else ""
-            lines.append(f"| {r.turns:,} | {r.questions:,} | {name} | {s.hit_rate:.1f} % | {s.all_rate:.1f} % | "
-                         f"{s.tenth(0):.1f} % | {s.tenth(9):.1f} % | {size} |")
+            lines.append(
+                f"| {r.turns:,} | {r.questions:,} | {name} | {s.hit_rate:.1f} % | {s.all_rate:.1f} % | "
+                f"{s.tenth(0):.1f} % | {s.tenth(9):.1f} % | {size} |"
+            )
     return lines
 
 
 def age_table(runs: list[Run]) -> list[str]:
-    lines = ["| turns | questions | hit@8, answers oldest | hit@8, the same answers newest | gap |",
-             "| ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| turns | questions | hit@8, answers oldest | hit@8, the same answers newest | gap |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in runs:
-        lines.append(f"| {r.turns:,} | {r.when_oldest.asked:,} | {r.when_oldest.hit_rate:.1f} % | "
-                     f"{r.when_newest.hit_rate:.1f} % | {r.age_gap:+.1f} points |")
+        lines.append(
+            f"| {r.turns:,} | {r.when_oldest.asked:,} | {r.when_oldest.hit_rate:.1f} % | "
+            f"{r.when_newest.hit_rate:.1f} % | {r.age_gap:+.1f} points |"
+        )
     return lines

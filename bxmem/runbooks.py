@@ -1,8 +1,5 @@
-"""The runbook: what to do about each state bxmem reports. Its source is the
-checkout's top-level `runbook/*.md`, and every install carries it (start/where.py's
-`shipped`), so `bxmem runbook NAME` can print an entry wherever bxmem is installed
-(pipx, uv, a checkout). Every log line, error and `sync` attention line that cites
-an entry names that command (errors.cite_runbook).
+"""The runbook's entries (top-level `runbook/*.md`, carried by every install, so `bxmem runbook NAME` works
+wherever bxmem is installed), and how a line cites one (errors.cite_runbook).
 """
 
 from __future__ import annotations
@@ -10,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bxmem.errors import NotFound
-from bxmem.start.where import shipped
+from bxmem.start.locations import shipped
 
 # Each entry, and what it is about in one line (`bxmem runbook` lists them).
 ENTRIES = {
@@ -58,4 +55,3 @@ def text(entry: str) -> str:
     if entry not in ENTRIES:
         raise NotFound(f"no runbook entry {entry!r}; the entries are: {', '.join(ENTRIES)}")
     return (folder() / f"{entry}.md").read_text(encoding="utf-8")
-

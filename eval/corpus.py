@@ -86,15 +86,23 @@ class Ctx:
         run = agent.cli(*args, timeout=400)
         result = observe.ask(run.stdout)
         long = [len(a.text) for a in result.answers if len(a.text) > observe.ANSWER_CHARS]
-        self.check("-", f"{agent.name}'s ask answers within {observe.ANSWER_CHARS} chars", not long, "bound",
-                   f"{len(long)} over")
+        self.check(
+            "-",
+            f"{agent.name}'s ask answers within {observe.ANSWER_CHARS} chars",
+            not long,
+            "bound",
+            f"{len(long)} over",
+        )
         return result, run.seconds, run.code
 
 
 def has(result: observe.Recall, needle: str, **labels) -> list[observe.Hit]:
     """The hits whose text holds `needle` (and whose fields equal `labels`)."""
-    return [h for h in result.hits if needle.lower() in h.text.lower()
-            and all(getattr(h, k) == v for k, v in labels.items())]
+    return [
+        h
+        for h in result.hits
+        if needle.lower() in h.text.lower() and all(getattr(h, k) == v for k, v in labels.items())
+    ]
 
 
 def outputs(agents: list[Agent], skip=lambda agent, run: False) -> str:

@@ -30,8 +30,14 @@ class Backend:
     """The fake Honcho (one per case, fresh) or a real server (one per run,
     workspace names made unique by a run id, since it keeps its data)."""
 
-    def __init__(self, kind: str, url: str | None = None, admin_jwt: str | None = None,
-                 keys_dir: Path | None = None, run_id: str = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        url: str | None = None,
+        admin_jwt: str | None = None,
+        keys_dir: Path | None = None,
+        run_id: str = "",
+    ) -> None:
         self.kind = kind  # fake | fake-auth | real | real-auth
         self.url = url
         self.admin_jwt = admin_jwt
@@ -75,9 +81,14 @@ class Backend:
         if self.keys_dir is not None and (self.keys_dir / f"{workspace}.key").exists():
             return (self.keys_dir / f"{workspace}.key").read_text().strip()
         if not self.admin_jwt:
-            raise RuntimeError(f"no key for {workspace}: set BXMEM_EVAL_HONCHO_ADMIN_JWT or put {workspace}.key in the keys dir")
-        request = urllib.request.Request(f"{self.url}/v3/keys?workspace_id={workspace}", method="POST",
-                                         headers={"Authorization": f"Bearer {self.admin_jwt}"})
+            raise RuntimeError(
+                f"no key for {workspace}: set BXMEM_EVAL_HONCHO_ADMIN_JWT or put {workspace}.key in the keys dir"
+            )
+        request = urllib.request.Request(
+            f"{self.url}/v3/keys?workspace_id={workspace}",
+            method="POST",
+            headers={"Authorization": f"Bearer {self.admin_jwt}"},
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())["key"]
 
@@ -128,11 +139,15 @@ class Agent:
 
     def write_config(self) -> None:
         url = self.honcho_url or self.backend.url
-        text = (f'[paths]\nhome = "{self.home}"\n\n[honcho]\nurl = "{url}"\nagent = "{self.name}"\nowner = "{OWNER}"\n'
-                f'trusted = "{self.trusted}"\nuntrusted = "{self.untrusted}"\nfleet = "{self.fleet}"\n')
+        text = (
+            f'[paths]\nhome = "{self.home}"\n\n[honcho]\nurl = "{url}"\nagent = "{self.name}"\nowner = "{OWNER}"\n'
+            f'trusted = "{self.trusted}"\nuntrusted = "{self.untrusted}"\nfleet = "{self.fleet}"\n'
+        )
         for source in self.reads:
-            text += (f'\n[[honcho.read]]\nagent = "{source["agent"]}"\nworkspace = "{source["workspace"]}"\n'
-                     f'trust = "{source.get("trust", "untrusted")}"\n')
+            text += (
+                f'\n[[honcho.read]]\nagent = "{source["agent"]}"\nworkspace = "{source["workspace"]}"\n'
+                f'trust = "{source.get("trust", "untrusted")}"\n'
+            )
         if self.backend.auth:
             keys = self.root / "keys"
             keys.mkdir(exist_ok=True, mode=0o700)
@@ -206,7 +221,9 @@ class Agent:
             try:
                 report = json.loads(run.stdout)
             except ValueError:
-                raise RuntimeError(f"{self.name}: send printed no JSON (exit {run.code}): {run.stderr[-300:]}") from None
+                raise RuntimeError(
+                    f"{self.name}: send printed no JSON (exit {run.code}): {run.stderr[-300:]}"
+                ) from None
             if report.get("failed"):
                 raise RuntimeError(f"{self.name}: send failed {report['failed']} item(s): {run.stderr[-300:]}")
             if report.get("outage"):
@@ -219,14 +236,33 @@ class Agent:
         return self.cli("undo", "--json", edit_id)
 
 
-def turn(n: int, text: str, reply: str, speaker: str = OWNER, untrusted_result: bool = False,
-         ts: str | None = None) -> list[dict]:
+def turn(
+    n: int, text: str, reply: str, speaker: str = OWNER, untrusted_result: bool = False, ts: str | None = None
+) -> list[dict]:
     """One finished turn as loopd logs it."""
     ts = ts or f"2026-09-27T10:{n % 60:02d}:00Z"
     lines: list[dict] = [{"type": "user", "turn": n, "ts": ts, "speaker": speaker, "text": text}]
     if untrusted_result:
-        lines.append({"type": "tool_call", "turn": n, "ts": ts, "id": f"c{n}", "tool": "fetch", "args": {"url": "https://example.org"}})
-        lines.append({"type": "tool_result", "turn": n, "ts": ts, "id": f"c{n}", "label": {"untrusted": True, "class": "public"}, "text": "<page>"})
+        lines.append(
+            {
+                "type": "tool_call",
+                "turn": n,
+                "ts": ts,
+                "id": f"c{n}",
+                "tool": "fetch",
+                "args": {"url": "https://example.org"},
+            }
+        )
+        lines.append(
+            {
+                "type": "tool_result",
+                "turn": n,
+                "ts": ts,
+                "id": f"c{n}",
+                "label": {"untrusted": True, "class": "public"},
+                "text": "<page>",
+            }
+        )
     lines.append({"type": "assistant", "turn": n, "ts": ts, "final": True, "text": reply})
     lines.append({"type": "turn_end", "turn": n, "ts": ts, "status": "completed"})
     return lines

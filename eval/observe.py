@@ -4,7 +4,7 @@ Every case asserts on what this module extracts, never on the JSON directly,
 so when the output contract changes only this file is re-pointed. It reads
 the output contract: bxmem/schemas/recall.schema.json (`bxmem.recall/1`)
 and ask.schema.json (`bxmem.ask/2`), whose `text` is the model-facing text
-framed as bxmem/policy/render.py describes (a nonce fence, `[n] ` headers, every
+framed as bxmem/retrieval/render.py describes (a nonce fence, `[n] ` headers, every
 stored line behind CONTENT). Any other shape does not parse: a case that
 reads it fails rather than guessing.
 """
@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from bxmem.policy.tokens import bound as token_bound
+from bxmem.retrieval.token_bound import bound as token_bound
 
 # The output contract's bounds on what the model sees (bxmem/schemas/recall.schema.json).
 MAX_K = 8
@@ -25,7 +25,7 @@ ANSWER_CHARS = 4_000
 
 # Characters neutralise() must have removed from anything shown to the agent.
 INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# The frame (bxmem/policy/render.py): a header starts a line with "[n] "; a stored text's
+# The frame (bxmem/retrieval/render.py): a header starts a line with "[n] "; a stored text's
 # every line starts with CONTENT; the fences carry a 16-hex-digit nonce.
 HIT_HEADER = re.compile(r"^\[(\d+)\] ")
 CONTENT = "  | "
@@ -35,7 +35,7 @@ TAIL = re.compile(r"^(?:[A-Za-z0-9_.:,@+=/ -]+: unavailable \([^\n]*\)|\(no hits
 
 
 def estimate_tokens(text: str) -> int:
-    """The contract's bound is in o200k_base tokens: policy/tokens.py's bound, never below the
+    """The contract's bound is in o200k_base tokens: retrieval/token_bound.py's bound, never below the
     real count for any text (tests/test_tokens.py holds it to the real tokenizer)."""
     return token_bound(text)
 
@@ -111,22 +111,34 @@ def recall(stdout: str) -> Recall:
     untrusted, trust_class = _label(data)
     hits = []
     for item in data.get("hits") or []:
-        hits.append(Hit(
-            text=str(item.get("text") or ""),
-            tag=item.get("tag"),
-            trust_class=item.get("class"),
-            source=item.get("source"),
-            workspace=item.get("workspace"),
-            agent=item.get("agent"),
-            peer=item.get("peer"),
-            session=item.get("session"),
-            date=item.get("date"),
-            retracted=bool(item.get("retracted")),
-            where=item.get("where"),
-        ))
+        hits.append(
+            Hit(
+                text=str(item.get("text") or ""),
+                tag=item.get("tag"),
+                trust_class=item.get("class"),
+                source=item.get("source"),
+                workspace=item.get("workspace"),
+                agent=item.get("agent"),
+                peer=item.get("peer"),
+                session=item.get("session"),
+                date=item.get("date"),
+                retracted=bool(item.get("retracted")),
+                where=item.get("where"),
+            )
+        )
     unavailable = {str(e.get("source")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
-    return Recall(True, hits, untrusted, trust_class, list(data.get("answered") or []), unavailable, len(stdout),
-                  data["schema"], str(data.get("text") or ""), int(data.get("omitted") or 0))
+    return Recall(
+        True,
+        hits,
+        untrusted,
+        trust_class,
+        list(data.get("answered") or []),
+        unavailable,
+        len(stdout),
+        data["schema"],
+        str(data.get("text") or ""),
+        int(data.get("omitted") or 0),
+    )
 
 
 def _peers_of(item: dict) -> list[str]:
@@ -139,8 +151,12 @@ def ask(stdout: str) -> Ask:
     if data is None:
         return Ask(ok=False, raw_chars=len(stdout))
     untrusted, trust_class = _label(data)
-    answers = [Answer(str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""),
-                      _peers_of(a)) for a in data.get("answers") or []]
+    answers = [
+        Answer(
+            str(a.get("name")), a.get("workspace"), a.get("tag"), a.get("class"), str(a.get("text") or ""), _peers_of(a)
+        )
+        for a in data.get("answers") or []
+    ]
     unavailable = {str(e.get("name")): str(e.get("reason") or "") for e in data.get("unavailable") or []}
     return Ask(True, answers, untrusted, trust_class, unavailable, len(stdout), str(data.get("text") or ""))
 
@@ -162,7 +178,7 @@ def count_of(text: str) -> int:
 def stored_lines(text: str) -> list[str]:
     """The stored text as shown: every CONTENT line, its prefix removed. A case
     checks that what it planted is here, so the frame checks are not vacuous."""
-    return [line[len(CONTENT):] for line in text.split("\n") if line.startswith(CONTENT)]
+    return [line[len(CONTENT) :] for line in text.split("\n") if line.startswith(CONTENT)]
 
 
 def fence_problems(text: str, hits: int) -> list[str]:
@@ -219,4 +235,6 @@ def resolved(stdout: str) -> dict | None:
 
 
 # resolve's own lines between its header and the card's stored lines (bxmem/commands/artifact_doc.py).
-RESOLVE_LINES = re.compile(r"^(?:path: /\S.*|bytes [0-9,]+ \| sha256 verified \S+ \| \S+ \| freshness [a-z_]+|warning: [^\n]+)$")
+RESOLVE_LINES = re.compile(
+    r"^(?:path: /\S.*|bytes [0-9,]+ \| sha256 verified \S+ \| \S+ \| freshness [a-z_]+|warning: [^\n]+)$"
+)

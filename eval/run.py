@@ -31,22 +31,106 @@ from .homes import ROOT, Backend
 
 # id, function, title, what must be found, what must not be
 CASES = [
-    ("01", memory_cases.c01_preference, "owner preference", "in a later session; by a reader of the trusted ws", "by an agent not reading it"),
-    ("02", memory_cases.c02_tainted, "untrusted session", "as memory-tainted, label untrusted; clean as memory", "tainted fact as memory, or in trusted ws"),
-    ("03", memory_cases.c03_replace, "replaced identity", "new text as identity, locally and in Honcho", "old text, locally or in conclusions"),
-    ("04", memory_cases.c04_undo, "undone edits", "fleet note beside its retraction", "undone entry, locally or in Honcho"),
-    ("05", memory_cases.c05_injection, "stored injection", "turn, note, fleet message, labelled", "invisible chars, fence imitation, forged hits"),
+    (
+        "01",
+        memory_cases.c01_preference,
+        "owner preference",
+        "in a later session; by a reader of the trusted ws",
+        "by an agent not reading it",
+    ),
+    (
+        "02",
+        memory_cases.c02_tainted,
+        "untrusted session",
+        "as memory-tainted, label untrusted; clean as memory",
+        "tainted fact as memory, or in trusted ws",
+    ),
+    (
+        "03",
+        memory_cases.c03_replace,
+        "replaced identity",
+        "new text as identity, locally and in Honcho",
+        "old text, locally or in conclusions",
+    ),
+    (
+        "04",
+        memory_cases.c04_undo,
+        "undone edits",
+        "fleet note beside its retraction",
+        "undone entry, locally or in Honcho",
+    ),
+    (
+        "05",
+        memory_cases.c05_injection,
+        "stored injection",
+        "turn, note, fleet message, labelled",
+        "invisible chars, fence imitation, forged hits",
+    ),
     ("06", memory_cases.c06_secret, "secret text", "clean turn through Honcho", "secret session or key in any output"),
-    ("07", retrieval_cases.c07_absent, "evidence absent", "the fact where it was said", "any hit for the never-said; near misses"),
-    ("08", retrieval_cases.c08_down, "Honcho down", "local hits in time; each source named", "Honcho hits; answers from ask"),
+    (
+        "07",
+        retrieval_cases.c07_absent,
+        "evidence absent",
+        "the fact where it was said",
+        "any hit for the never-said; near misses",
+    ),
+    (
+        "08",
+        retrieval_cases.c08_down,
+        "Honcho down",
+        "local hits in time; each source named",
+        "Honcho hits; answers from ask",
+    ),
     ("09", retrieval_cases.c09_long, "long history", "planted fact; median/p95 wall", "any output over its bounds"),
-    ("10", retrieval_cases.c10_two_agents, "two agents", "each other's fleet note, tainted, named", "the other's trusted turns (unless read)"),
-    ("11", retrieval_cases.c11_ask, "ask", "each ws named, labelled; peers named", "unknown ws asked; keyless ws as bad input"),
-    ("12", retrieval_cases.c12_supersede, "correction supersedes", "new entry first; old text dated", "old text as identity"),
-    ("13", artifact_cases.c13_found_later, "artifact found later", "card in a later session; exact bytes, fresh/stale", "by an agent not reading it"),
-    ("14", artifact_cases.c14_other_agent, "another agent's card", "in ea's trusted ws, tainted, bytes elsewhere", "resolved there; tainted/secret cards"),
-    ("15", artifact_cases.c15_corrupt, "corrupt artifact", "exit 8 each; verify names them; re-record repairs", "a path or bytes for any"),
-    ("16", artifact_cases.c16_card_injection, "card injection", "card found, labelled; planted lines shown", "fence imitation, forged hits"),
+    (
+        "10",
+        retrieval_cases.c10_two_agents,
+        "two agents",
+        "each other's fleet note, tainted, named",
+        "the other's trusted turns (unless read)",
+    ),
+    (
+        "11",
+        retrieval_cases.c11_ask,
+        "ask",
+        "each ws named, labelled; peers named",
+        "unknown ws asked; keyless ws as bad input",
+    ),
+    (
+        "12",
+        retrieval_cases.c12_supersede,
+        "correction supersedes",
+        "new entry first; old text dated",
+        "old text as identity",
+    ),
+    (
+        "13",
+        artifact_cases.c13_found_later,
+        "artifact found later",
+        "card in a later session; exact bytes, fresh/stale",
+        "by an agent not reading it",
+    ),
+    (
+        "14",
+        artifact_cases.c14_other_agent,
+        "another agent's card",
+        "in ea's trusted ws, tainted, bytes elsewhere",
+        "resolved there; tainted/secret cards",
+    ),
+    (
+        "15",
+        artifact_cases.c15_corrupt,
+        "corrupt artifact",
+        "exit 8 each; verify names them; re-record repairs",
+        "a path or bytes for any",
+    ),
+    (
+        "16",
+        artifact_cases.c16_card_injection,
+        "card injection",
+        "card found, labelled; planted lines shown",
+        "fence imitation, forged hits",
+    ),
 ]
 AUTH_CASES = {"11"}  # run with keys on the fake too: "no key" needs a server that wants keys
 
@@ -79,8 +163,10 @@ def table(label: str, cases: list[Case]) -> str:
         passed = sum(1 for x in c.checks if x.ok)
         result = "PASS" if c.passed else "FAIL"
         figures = ", ".join(f"{k}={v}" for k, v in c.figures.items())
-        rows.append(f"{c.id + ' ' + c.title:<24} {_short(c.finds, 46):<46} {_short(c.refuses, 42):<42} {result:<7} "
-                    f"{passed}/{len(c.checks)} checks, {c.seconds:.1f} s" + (f", {figures}" if figures else ""))
+        rows.append(
+            f"{c.id + ' ' + c.title:<24} {_short(c.finds, 46):<46} {_short(c.refuses, 42):<42} {result:<7} "
+            f"{passed}/{len(c.checks)} checks, {c.seconds:.1f} s" + (f", {figures}" if figures else "")
+        )
         for x in c.checks:
             if not x.ok:
                 rows.append(f"{'':<24}   failed {x.side} {x.what}" + (f" ({x.why})" if x.why else ""))
@@ -107,9 +193,18 @@ def backends(args, run_id: str) -> list[tuple[str, Backend]]:
     if auth:
         jwt_file = os.environ.get("BXMEM_EVAL_HONCHO_ADMIN_JWT")
         keys = os.environ.get("BXMEM_EVAL_KEYS_DIR")
-        out.append((f"real Honcho, auth on ({auth})", Backend(
-            "real-auth", auth.rstrip("/"), admin_jwt=Path(jwt_file).read_text().strip() if jwt_file else None,
-            keys_dir=Path(keys) if keys else None, run_id=run_id)))
+        out.append(
+            (
+                f"real Honcho, auth on ({auth})",
+                Backend(
+                    "real-auth",
+                    auth.rstrip("/"),
+                    admin_jwt=Path(jwt_file).read_text().strip() if jwt_file else None,
+                    keys_dir=Path(keys) if keys else None,
+                    run_id=run_id,
+                ),
+            )
+        )
     return out or [("fake Honcho (tests/fake_honcho.py)", Backend("fake"))]
 
 
@@ -119,11 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--honcho", metavar="URL", help="a real Honcho with auth off")
     parser.add_argument("--honcho-auth", metavar="URL", help="a real Honcho with auth on (keys: see above)")
     parser.add_argument("--case", action="append", default=[], metavar="ID", help="run only these cases (01..16)")
-    parser.add_argument("--results", metavar="DIR", default=str(ROOT / "eval" / "results"), help="where to store the JSON")
+    parser.add_argument(
+        "--results", metavar="DIR", default=str(ROOT / "eval" / "results"), help="where to store the JSON"
+    )
     args = parser.parse_args(argv)
     run_id = time.strftime("%m%d%H%M%S")
     chosen = [s for s in CASES if not args.case or s[0] in {c.zfill(2) for c in args.case}]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
     report = {"run": run_id, "commit": commit, "fast": args.fast, "machine": os.uname().nodename, "backends": []}
     ok = True
     tmp = Path(tempfile.mkdtemp(prefix="bxeval-"))
@@ -137,9 +236,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"gate: {gate}: {'met' if passed else 'NOT MET'}")
             print(f"({time.monotonic() - start:.1f} s, commit {commit})\n")
             ok = ok and all(met.values())
-            report["backends"].append({"backend": backend.kind, "gates": met, "seconds": round(time.monotonic() - start, 1),
-                                       "cases": [{"id": c.id, "passed": c.passed, "seconds": c.seconds, "figures": c.figures,
-                                                  "error": c.error, "checks": [vars(x) for x in c.checks]} for c in cases]})
+            report["backends"].append(
+                {
+                    "backend": backend.kind,
+                    "gates": met,
+                    "seconds": round(time.monotonic() - start, 1),
+                    "cases": [
+                        {
+                            "id": c.id,
+                            "passed": c.passed,
+                            "seconds": c.seconds,
+                            "figures": c.figures,
+                            "error": c.error,
+                            "checks": [vars(x) for x in c.checks],
+                        }
+                        for c in cases
+                    ],
+                }
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = Path(args.results)

@@ -4,7 +4,7 @@
 `bxmem units` fills in) live at the top of the checkout, where the owner's design
 puts them and where they are edited; a wheel (pipx, uv, pip) carries a copy of each
 under `bxmem/`. An editable install (./dev) and a plain checkout read them where
-they are (start/where.py's `shipped`). setuptools runs this as its `build_py`
+they are (start/locations.py's `shipped`). setuptools runs this as its `build_py`
 (pyproject.toml, `[tool.setuptools] cmdclass`).
 """
 

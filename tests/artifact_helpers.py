@@ -17,23 +17,32 @@ UNTRUSTED = {"untrusted": True, "class": "public"}
 def session(home: Path, name: str = "s1", *, untrusted: bool = False, lines: list[dict] | None = None) -> Path:
     """A running session: its log (a turn done, the next one open), and its exports/ folder, mode 0700."""
     done = turn_lines(1, "compute the cohort table", "done", results=[UNTRUSTED] if untrusted else None)
-    write_log(home, name, lines if lines is not None else done + [{"type": "user", "turn": 2, "text": "keep it",
-                                                                     "speaker": "kyle"}])
+    write_log(
+        home,
+        name,
+        lines if lines is not None else done + [{"type": "user", "turn": 2, "text": "keep it", "speaker": "kyle"}],
+    )
     folder = home / "sessions" / name / "exports"
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     return folder
 
 
-def export(home: Path, name: str = "table.csv", data: bytes = b"cohort,response\na,0.4\nb,0.6\n",
-           session_name: str = "s1") -> Path:
+def export(
+    home: Path, name: str = "table.csv", data: bytes = b"cohort,response\na,0.4\nb,0.6\n", session_name: str = "s1"
+) -> Path:
     path = home / "sessions" / session_name / "exports" / name
     path.write_bytes(data)
     return path
 
 
-def record(name: str = "table.csv", *more: str, session_name: str = "s1", summary: str = "Response by cohort.",
-           title: str = "Cohort table"):
+def record(
+    name: str = "table.csv",
+    *more: str,
+    session_name: str = "s1",
+    summary: str = "Response by cohort.",
+    title: str = "Cohort table",
+):
     """`bxmem artifact record --json` as the host runs it: options after the name."""
     args = ["artifact", "record", "--session", session_name, "--json", "--", name]
     if title is not None:
@@ -66,7 +75,9 @@ def left_behind(home: Path) -> dict[str, list[str]]:
     root = store(home)
     out = {}
     for folder in ("objects", "cards", "projections", "pending", "tmp"):
-        found = sorted(str(p.relative_to(root)) for p in (root / folder).rglob("*") if p.is_file()) if root.exists() else []
+        found = (
+            sorted(str(p.relative_to(root)) for p in (root / folder).rglob("*") if p.is_file()) if root.exists() else []
+        )
         if found:
             out[folder] = found
     return out

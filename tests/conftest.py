@@ -120,8 +120,6 @@ def output_contract(monkeypatch: pytest.MonkeyPatch):
     yield
 
 
-
-
 @pytest.fixture(autouse=True, scope="session")
 def typer_command_built_once():
     """cli.app.run_cli has typer build its click command on every call, which a

@@ -31,7 +31,9 @@ import referencing.jsonschema
 
 # The real 3.0.12 server's document, kept in the repository so a bare clone
 # tests itself (provenance: tests/fixtures/README.md); BXMEM_OPENAPI tries another.
-OPENAPI = Path(os.environ.get("BXMEM_OPENAPI") or Path(__file__).resolve().parent / "fixtures" / "honcho-3.0.12-openapi.json")
+OPENAPI = Path(
+    os.environ.get("BXMEM_OPENAPI") or Path(__file__).resolve().parent / "fixtures" / "honcho-3.0.12-openapi.json"
+)
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 # Routes of later Honcho versions that bxmem probes on purpose: 3.0.12's document
 # lacks them and its server answers 404 (the fake does too, unless told it has
@@ -50,7 +52,9 @@ class OpenAPIChecker:
 
     def __init__(self, path: Path = OPENAPI) -> None:
         self.doc = json.loads(path.read_text())
-        resource = referencing.Resource.from_contents(self.doc, default_specification=referencing.jsonschema.DRAFT202012)
+        resource = referencing.Resource.from_contents(
+            self.doc, default_specification=referencing.jsonschema.DRAFT202012
+        )
         self.registry = referencing.Registry().with_resource("urn:openapi", resource)
         self.routes = []
         for template, ops in self.doc["paths"].items():
@@ -182,8 +186,9 @@ class FakeHoncho:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def inject(self, action: str, match: str = ".", times: int = 1, status: int = 500, seconds: float = 0.0,
-               after: int = 0) -> None:
+    def inject(
+        self, action: str, match: str = ".", times: int = 1, status: int = 500, seconds: float = 0.0, after: int = 0
+    ) -> None:
         with self.lock:
             self.faults.append(Fault(action, match, times, status, seconds, after))
 
@@ -221,7 +226,9 @@ class FakeHoncho:
 
     def messages_in(self, ws: str, session: str | None = None) -> list[dict]:
         with self.lock:
-            return [m for m in self.messages if m["workspace_id"] == ws and (session is None or m["session_id"] == session)]
+            return [
+                m for m in self.messages if m["workspace_id"] == ws and (session is None or m["session_id"] == session)
+            ]
 
     def conclusions_in(self, ws: str) -> list[dict]:
         with self.lock:
@@ -288,7 +295,13 @@ class FakeHoncho:
             if configuration is not None:
                 self.peers[key]["configuration"] = configuration
             return False
-        self.peers[key] = {"id": peer, "workspace_id": ws, "metadata": {}, "configuration": configuration or {}, "created_at": _now()}
+        self.peers[key] = {
+            "id": peer,
+            "workspace_id": ws,
+            "metadata": {},
+            "configuration": configuration or {},
+            "created_at": _now(),
+        }
         return True
 
     def _route(self, method: str, ws: str, rest: list[str], query: dict, body) -> tuple[int, object]:
@@ -338,8 +351,11 @@ class FakeHoncho:
             observed = filters.get("observed_id", filters.get("observed"))
             if not observer or not observed:
                 return 422, {"detail": "observer and observed must be specified for semantic search."}
-            held = [c for c in self.conclusions.values() if c["workspace_id"] == ws and c["observer_id"] == observer
-                    and c["observed_id"] == observed]
+            held = [
+                c
+                for c in self.conclusions.values()
+                if c["workspace_id"] == ws and c["observer_id"] == observer and c["observed_id"] == observed
+            ]
             return 200, _nearest(held, body["query"], body.get("top_k", 10))
         if len(rest) == 2 and rest[0] == "conclusions" and method == "DELETE":
             found = self.conclusions.get(rest[1])
@@ -360,8 +376,11 @@ class FakeHoncho:
             return self._chat(f"peer {rest[1]} in {ws}", body)
         if rest == ["queue", "status"] and method == "GET":  # a read: creates nothing
             counts = {"pending": 0, "in_progress": 0, "completed": 0, **self.queue.get(ws, {})}
-            return 200, {**{f"{k}_work_units": v for k, v in counts.items()},
-                         "total_work_units": sum(counts.values()), "sessions": None}
+            return 200, {
+                **{f"{k}_work_units": v for k, v in counts.items()},
+                "total_work_units": sum(counts.values()),
+                "sessions": None,
+            }
         if rest == ["peers", "list"] and method == "POST":
             return 200, _page([p for (w, _), p in self.peers.items() if w == ws], query)  # creates nothing
         return 404, {"detail": "Not Found"}
@@ -407,7 +426,15 @@ class FakeHoncho:
             return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
         created = existing is None
         if created:
-            existing = self.sessions[(ws, sid)] = {"id": sid, "workspace_id": ws, "is_active": True, "metadata": body.get("metadata") or {}, "configuration": body.get("configuration") or {}, "created_at": _now(), "peers": {}}
+            existing = self.sessions[(ws, sid)] = {
+                "id": sid,
+                "workspace_id": ws,
+                "is_active": True,
+                "metadata": body.get("metadata") or {},
+                "configuration": body.get("configuration") or {},
+                "created_at": _now(),
+                "peers": {},
+            }
         elif body.get("metadata") is not None:
             existing["metadata"] = body["metadata"]
         for peer, config in (body.get("peers") or {}).items():
@@ -423,7 +450,15 @@ class FakeHoncho:
         if session is not None and not session["is_active"]:
             return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
         if session is None:
-            session = self.sessions[(ws, sid)] = {"id": sid, "workspace_id": ws, "is_active": True, "metadata": {}, "configuration": {}, "created_at": _now(), "peers": {}}
+            session = self.sessions[(ws, sid)] = {
+                "id": sid,
+                "workspace_id": ws,
+                "is_active": True,
+                "metadata": {},
+                "configuration": {},
+                "created_at": _now(),
+                "peers": {},
+            }
         out = []
         for m in body["messages"]:
             self._ensure_peer(ws, m["peer_id"])
@@ -489,7 +524,11 @@ def _page(items: list, query: dict) -> dict:
 
 
 def _contains(stored: dict, wanted: dict) -> bool:
-    return all(k in stored and (_contains(stored[k], v) if isinstance(v, dict) and isinstance(stored[k], dict) else stored[k] == v) for k, v in wanted.items())
+    return all(
+        k in stored
+        and (_contains(stored[k], v) if isinstance(v, dict) and isinstance(stored[k], dict) else stored[k] == v)
+        for k, v in wanted.items()
+    )
 
 
 def _filter_messages(items: list[dict], filters: dict | None) -> list[dict]:
@@ -622,7 +661,9 @@ def _make_handler(fake: FakeHoncho):
                 record.status = 422
                 self._reply(422, {"detail": [{"msg": p} for p in problems]})
                 return
-            delay = fake.latency + fake.latency_per_message * len((body or {}).get("messages", []) if isinstance(body, dict) else [])
+            delay = fake.latency + fake.latency_per_message * len(
+                (body or {}).get("messages", []) if isinstance(body, dict) else []
+            )
             if delay:
                 time.sleep(delay)
             try:

@@ -31,7 +31,7 @@ SHORT = {
     "bxmem.commands.send.runner.RUN_BUDGET_S": 3.0,
     "bxmem.commands.send.runner.RUN_DEADLINE_S": 5.0,
     "bxmem.commands.recall.HONCHO_TIMEOUT_S": 1.0,
-    "bxmem.commands.checks.HONCHO_TIMEOUT_S": 1.0,
+    "bxmem.commands.live_checks.HONCHO_TIMEOUT_S": 1.0,
     "bxmem.commands.audit.DEADLINE_S": 5.0,
     "bxmem.commands.ask.ASK_TIMEOUT_S": 4.0,
     "bxmem.commands.ask.LIST_TIMEOUT_S": 1.0,

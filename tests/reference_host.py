@@ -20,8 +20,12 @@ TIMEOUTS = {"recall": 15.0, "ask_memory": 165.0, "artifact_record": 120.0, "arti
 KILL_AFTER = 2.0  # section 4: SIGTERM, then SIGKILL this much later
 DOCUMENT_EXITS = (0, 7)
 NOTHING_READ_EXITS = (2, 6, 78)
-SCHEMA_OF = {"recall": "recall", "ask_memory": "ask", "artifact_record": "artifact-record",
-             "artifact_resolve": "artifact-resolve"}
+SCHEMA_OF = {
+    "recall": "recall",
+    "ask_memory": "ask",
+    "artifact_record": "artifact-record",
+    "artifact_resolve": "artifact-resolve",
+}
 ARTIFACT_LINE_EXITS = (2, 5, 6, 8)  # section 8: the one line goes to the model, labelled as nothing read
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -76,8 +80,17 @@ class Host:
 
     def argv(self, tool: str, call: dict, session: str | None = None) -> list[str]:
         if tool == "artifact_record":  # section 3: the session is the host's, never the model's
-            argv = ["artifact", "record", "--session", str(session), "--json", "--", self.clean(call["file"]),
-                    "--summary", self.clean(call["summary"])]
+            argv = [
+                "artifact",
+                "record",
+                "--session",
+                str(session),
+                "--json",
+                "--",
+                self.clean(call["file"]),
+                "--summary",
+                self.clean(call["summary"]),
+            ]
             if "title" in call:
                 argv += ["--title", self.clean(call["title"])]
             for tag in call.get("tags", []):
@@ -136,9 +149,16 @@ class Host:
         return data if validator.is_valid(data) else None
 
     def _run(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
-        process = subprocess.Popen([*self.bxmem, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, env=self.env, text=True, encoding="utf-8",
-                                   errors="surrogateescape")
+        process = subprocess.Popen(
+            [*self.bxmem, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self.env,
+            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+        )
         self.running = process  # for tests that signal it
         try:
             out, err = process.communicate(timeout=timeout)

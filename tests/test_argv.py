@@ -1,10 +1,10 @@
 """One grammar for the lean path and typer (issue 14, item 1).
 
-start/grammar.py describes the lean commands' options once. Every command line it
+start/lean_argv.py describes the lean commands' options once. Every command line it
 accepts, generated here from its tables, must run the same way through the
 lean path (bxmem.start.entry.main) and through typer forced (cli.run_cli): the same
 stdout, the same stderr, the same exit code. The argv shapes come from the
-tables, so an option added to start/grammar.py is tested without touching this file.
+tables, so an option added to start/lean_argv.py is tested without touching this file.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typer
 from bxmem.cli import app as cli
 from bxmem.commands import recall
 from bxmem.start import entry
-from bxmem.start.grammar import COMMANDS, GLOBAL, POSITIONAL, VALUED, parse
+from bxmem.start.lean_argv import COMMANDS, GLOBAL, POSITIONAL, VALUED, parse
 
 MISSING = "/nonexistent/bxmem.toml"
 
@@ -29,7 +29,7 @@ def _value(key: str, config: str) -> str:
 
 
 def _forms(name: str, key: str, config: str) -> list[list[str]]:
-    """Each way start/grammar.py accepts the option written: flag, NAME VALUE, --NAME=VALUE."""
+    """Each way start/lean_argv.py accepts the option written: flag, NAME VALUE, --NAME=VALUE."""
     if name not in VALUED:
         return [[name]]
     value = _value(key, config)
@@ -51,15 +51,30 @@ def argv_shapes(config: str) -> list[list[str]]:
     and the positional before, after or behind `--`."""
     shapes = []
     for command, own in COMMANDS.items():
-        options = [(name, key, "global") for name, key in GLOBAL.items()] + [(name, key, "own") for name, key in own.items()]
+        options = [(name, key, "global") for name, key in GLOBAL.items()] + [
+            (name, key, "own") for name, key in own.items()
+        ]
         positional = POSITIONAL.get(command)
         # several words are one query, options may fall between them, and `--` takes the rest
-        tails = [[]] if not positional else [["backups"], ["backup", "plan"], ["backup", "-k", "5", "plan"],
-                                             ["--", "-dash-query"], ["backup", "--", "-k", "plan"], [""]]
+        tails = (
+            [[]]
+            if not positional
+            else [
+                ["backups"],
+                ["backup", "plan"],
+                ["backup", "-k", "5", "plan"],
+                ["--", "-dash-query"],
+                ["backup", "--", "-k", "plan"],
+                [""],
+            ]
+        )
 
         singles = [[(form, where)] for name, key, where in options for form in _forms(name, key, config)]
-        pairs = [[(_forms(a, ka, config)[-1], wa), (_forms(b, kb, config)[0], wb)]
-                 for (a, ka, wa), (b, kb, wb) in itertools.combinations(options, 2) if ka != kb]
+        pairs = [
+            [(_forms(a, ka, config)[-1], wa), (_forms(b, kb, config)[0], wb)]
+            for (a, ka, wa), (b, kb, wb) in itertools.combinations(options, 2)
+            if ka != kb
+        ]
         for chosen in [[]] + singles + pairs:
             for tail in tails:
                 for globals_first in (True, False):
@@ -72,7 +87,7 @@ def test_the_shapes_are_what_the_lean_path_accepts(config_file):
     shapes = argv_shapes(str(config_file))
     assert len(shapes) > 200
     declined = [s for s in shapes if parse(s) is None]
-    assert not declined, f"the generator made command lines start/grammar.py declines: {declined[:3]}"
+    assert not declined, f"the generator made command lines start/lean_argv.py declines: {declined[:3]}"
 
 
 def _run(fn, argv, capsys, home) -> tuple[str, str, int]:
@@ -113,24 +128,38 @@ def test_typer_declares_every_option_of_the_grammar():
     assert k.default is None and f"default {recall.DEFAULT_K}" in k.help  # absent is absent on both paths
 
 
-@pytest.mark.parametrize("argv, blamed", [
-    (["decide", "-q", "--bogus"], "No such option: --bogus"),  # typer blamed -q
-    (["recall", "foo", "--config", "X", "-k", "x"], "-k must be a whole number from 1 to 100, not 'x'"),  # typer said "No such option: --config"
-    (["send", "--json", "-v", "--bogus"], "No such option: --bogus"),
-])
+@pytest.mark.parametrize(
+    "argv, blamed",
+    [
+        (["decide", "-q", "--bogus"], "No such option: --bogus"),  # typer blamed -q
+        (
+            ["recall", "foo", "--config", "X", "-k", "x"],
+            "-k must be a whole number from 1 to 100, not 'x'",
+        ),  # typer said "No such option: --config"
+        (["send", "--json", "-v", "--bogus"], "No such option: --bogus"),
+    ],
+)
 def test_typer_blames_the_wrong_word_not_a_global_option(argv, blamed, capsys):
     assert parse(["bxmem", *argv]) is None
     assert entry.main(["bxmem", *argv]) == 2
     assert blamed in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [
-    ["recall", "q", "-k=3"],  # click reads "=3"
-    ["recall", "q", "-k", "²"],  # a digit int() refuses
-    ["decide", "--config="], ["decide", "--config", ""], ["decide", "--config", "-q"],
-    ["--json", "decide"],  # a command's option before the command
-    ["recall"], ["recall", "--"], ["decide", "--json=yes"], ["-q", "--", "send"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recall", "q", "-k=3"],  # click reads "=3"
+        ["recall", "q", "-k", "²"],  # a digit int() refuses
+        ["decide", "--config="],
+        ["decide", "--config", ""],
+        ["decide", "--config", "-q"],
+        ["--json", "decide"],  # a command's option before the command
+        ["recall"],
+        ["recall", "--"],
+        ["decide", "--json=yes"],
+        ["-q", "--", "send"],
+    ],
+)
 def test_shapes_typer_reads_otherwise_are_left_to_typer(argv):
     assert parse(["bxmem", *argv]) is None
 
@@ -140,8 +169,11 @@ def test_a_bad_k_is_one_line_on_every_path(k, capsys):
     """Failed before: typer's 4-line usage block for a non-integer (`Invalid value for '-k':
     Input should be a valid integer...`), and another message for 0 or 101 on the lean path."""
     expected = f"bxmem: error: -k must be a whole number from 1 to 100, not {k!r}\n"
-    for argv in (["bxmem", "recall", "-k", k, "--", "q"], ["bxmem", "recall", "--json", "q", "-k", k],
-                 ["bxmem", "recall", f"-k={k}", "q"]):
+    for argv in (
+        ["bxmem", "recall", "-k", k, "--", "q"],
+        ["bxmem", "recall", "--json", "q", "-k", k],
+        ["bxmem", "recall", f"-k={k}", "q"],
+    ):
         for run in (entry.main, lambda a: cli.run_cli(a[1:])):
             code = run(argv)
             out, err = capsys.readouterr()
@@ -154,19 +186,24 @@ def test_a_bad_k_is_one_line_on_every_path(k, capsys):
 
 
 def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys):
-    for argv, line in ((["ask"], "ask: Missing argument 'QUESTION' (bxmem ask --help)"),
-                       (["recall", "--bogus", "q"], "recall: No such option: --bogus"),
-                       (["nosuch"], "No such command 'nosuch' (bxmem --help)")):
+    for argv, line in (
+        (["ask"], "ask: Missing argument 'QUESTION' (bxmem ask --help)"),
+        (["recall", "--bogus", "q"], "recall: No such option: --bogus"),
+        (["nosuch"], "No such command 'nosuch' (bxmem --help)"),
+    ):
         assert cli.run_cli(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"bxmem: error: {line}") and err.count("\n") == 1, err
 
 
-@pytest.mark.parametrize("argv, query", [
-    (["recall", "backup", "plan"], "backup plan"),  # as a person types it: one query, not two arguments
-    (["recall", "backup", "--json", "plan"], "backup plan"),
-    (["recall", "--", "-k", "3"], "-k 3"),  # after `--` every word is the query's
-    (["recall", "--json", "--", "what is -k?"], "what is -k?"),  # the agent's form, unchanged
-])
+@pytest.mark.parametrize(
+    "argv, query",
+    [
+        (["recall", "backup", "plan"], "backup plan"),  # as a person types it: one query, not two arguments
+        (["recall", "backup", "--json", "plan"], "backup plan"),
+        (["recall", "--", "-k", "3"], "-k 3"),  # after `--` every word is the query's
+        (["recall", "--json", "--", "what is -k?"], "what is -k?"),  # the agent's form, unchanged
+    ],
+)
 def test_several_words_are_one_query(argv, query):
     assert parse(["bxmem", *argv]).options["query"] == query

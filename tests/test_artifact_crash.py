@@ -20,7 +20,7 @@ import pytest
 from artifact_helpers import ARTIFACTS, export, session, store
 from helpers import ROOT, bxmem_inprocess, decisions, ledger_events
 
-from bxmem.policy.artifacts import artifact_id
+from bxmem.trust.artifact_rules import artifact_id
 
 pytestmark = pytest.mark.slow  # dozens of real processes: CI and ./dev test --all run it
 
@@ -46,12 +46,30 @@ CHILD = textwrap.dedent("""
 
 
 def child(action: str, at: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, action, at, *args], cwd=ROOT, env=dict(os.environ),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, action, at, *args],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def record_args(name: str = "table.csv") -> list[str]:
-    return ["artifact", "record", "--session", "s1", "--json", "--", name, "--title", "T", "--summary", "Cohort results."]
+    return [
+        "artifact",
+        "record",
+        "--session",
+        "s1",
+        "--json",
+        "--",
+        name,
+        "--title",
+        "T",
+        "--summary",
+        "Cohort results.",
+    ]
 
 
 @pytest.fixture

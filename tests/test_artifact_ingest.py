@@ -55,8 +55,11 @@ def test_a_symbolic_link_on_the_way_is_refused(home, brokerd, honcho, configure,
     (elsewhere / "s1" / "exports").mkdir(parents=True)
     (elsewhere / "s1" / "exports" / "table.csv").write_text("x")
     os.chmod(elsewhere / "s1" / "exports", 0o700)
-    target = {"exports": home / "sessions" / "s1" / "exports", "session": home / "sessions" / "s1",
-              "sessions": home / "sessions"}[which]
+    target = {
+        "exports": home / "sessions" / "s1" / "exports",
+        "session": home / "sessions" / "s1",
+        "sessions": home / "sessions",
+    }[which]
     linked_to = {"exports": elsewhere / "s1" / "exports", "session": elsewhere / "s1", "sessions": elsewhere}[which]
     import shutil
 
@@ -92,8 +95,9 @@ def test_a_hard_link_is_refused(agent, tmp_path):
     refused(agent, record("copy.csv")[0], ExitCode.REFUSED, "has 2 links")
 
 
-@pytest.mark.parametrize("name", ["..", ".", "../s2/exports/x.csv", "a/b.csv", "/etc/passwd", "x\ny.csv", "\x1b[31m.csv",
-                                  "a" * 256 + ".csv"])
+@pytest.mark.parametrize(
+    "name", ["..", ".", "../s2/exports/x.csv", "a/b.csv", "/etc/passwd", "x\ny.csv", "\x1b[31m.csv", "a" * 256 + ".csv"]
+)
 def test_a_hostile_name_is_refused_before_anything_is_opened(agent, name):
     result = record(name)[0]
     refused(agent, result, ExitCode.USAGE, "the file name")

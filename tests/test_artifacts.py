@@ -37,7 +37,12 @@ def test_a_record_is_durable_and_in_the_outbox_before_it_returns(agent, honcho):
     validate_output("artifact-record", doc)
     data = b"cohort,response\na,0.4\nb,0.6\n"
     assert doc["sha256"] == hashlib.sha256(data).hexdigest() and doc["bytes"] == len(data)
-    assert (doc["local_saved"], doc["honcho_queued"], doc["index_state"], doc["deduplicated"]) == (True, True, "queued", False)
+    assert (doc["local_saved"], doc["honcho_queued"], doc["index_state"], doc["deduplicated"]) == (
+        True,
+        True,
+        "queued",
+        False,
+    )
     assert doc["label"] == {"untrusted": False, "class": "public"}  # the result carries nothing from memory
     obj = object_file(agent, doc["artifact_id"])
     assert obj.read_bytes() == data and stat.S_IMODE(obj.stat().st_mode) == 0o400
@@ -45,8 +50,13 @@ def test_a_record_is_durable_and_in_the_outbox_before_it_returns(agent, honcho):
     assert card["title"] == "Cohort table" and card["tags"] == ["cohort"] and card["session"] == "s1"
     assert card["label"] == {"untrusted": False, "class": "private"}
     assert [e["state"] for e in card["remote"]] == ["queued"]
-    (_item, decided), = card_decisions(agent).items()
-    assert (decided["ws"], decided["role"], decided["reason"], decided["kind"]) == ("bm0-trusted", "trusted", "clean", "card")
+    ((_item, decided),) = card_decisions(agent).items()
+    assert (decided["ws"], decided["role"], decided["reason"], decided["kind"]) == (
+        "bm0-trusted",
+        "trusted",
+        "clean",
+        "card",
+    )
     assert "Cohort table" not in json.dumps(decided)  # the ledger names texts, never holds them
     assert not honcho.messages  # Honcho is the next send's business
     assert left_behind(agent).keys() == {"objects", "cards", "projections"}
@@ -61,7 +71,11 @@ def test_send_writes_the_card_as_the_agents_own_unobserved_message_once(agent, h
     assert message["content"].startswith("[artifact card] Cohort table\nResponse by cohort.\n")
     meta = message["metadata"]
     assert (meta["role"], meta["experiment"], meta["artifact"], meta["bxmem_agent"]) == (
-        "card", doc["experiment_id"], doc["artifact_id"], "boxmaker0")
+        "card",
+        doc["experiment_id"],
+        doc["artifact_id"],
+        "boxmaker0",
+    )
     # Nothing of the host's: no path, no file name, no session folder, no bytes.
     for never in ("table.csv", "sessions/", str(agent), "cohort,response"):
         assert never not in message["content"] and never not in json.dumps(meta)
@@ -71,13 +85,18 @@ def test_send_writes_the_card_as_the_agents_own_unobserved_message_once(agent, h
     assert bxmem_main("audit").returncode == 0  # the card is one of this agent's own, recorded
 
 
-@pytest.mark.parametrize(("state", "untrusted_log", "where", "reason"), [
-    (("private", False), False, "bm0-trusted", "clean"),
-    (("private", True), False, "bm0-untrusted", "untrusted-session"),
-    (("public", False), True, "bm0-untrusted", "untrusted-session"),
-    (("secret", False), False, None, "secret-session"),
-])
-def test_the_card_goes_where_a_turn_of_its_session_would(home, brokerd, honcho, configure, state, untrusted_log, where, reason):
+@pytest.mark.parametrize(
+    ("state", "untrusted_log", "where", "reason"),
+    [
+        (("private", False), False, "bm0-trusted", "clean"),
+        (("private", True), False, "bm0-untrusted", "untrusted-session"),
+        (("public", False), True, "bm0-untrusted", "untrusted-session"),
+        (("secret", False), False, None, "secret-session"),
+    ],
+)
+def test_the_card_goes_where_a_turn_of_its_session_would(
+    home, brokerd, honcho, configure, state, untrusted_log, where, reason
+):
     configure(honcho.url, extra=ARTIFACTS)
     session(home, untrusted=untrusted_log)
     export(home)
@@ -135,10 +154,15 @@ def test_a_secret_or_an_empty_summary_records_locally_and_says_why(agent, honcho
 def test_the_same_bytes_again_converge_on_one_object_one_card_one_decision(agent):
     _r, first = record()
     _r, again = record()
-    assert again["deduplicated"] and (again["experiment_id"], again["artifact_id"]) == (first["experiment_id"], first["artifact_id"])
+    assert again["deduplicated"] and (again["experiment_id"], again["artifact_id"]) == (
+        first["experiment_id"],
+        first["artifact_id"],
+    )
     assert len(card_decisions(agent)) == 1
     assert len(list((store(agent) / "objects").rglob("art_*"))) == 1
-    assert json.loads(card_file(agent, first["experiment_id"]).read_text())["revision"] == 3  # written, queued, re-recorded
+    assert (
+        json.loads(card_file(agent, first["experiment_id"]).read_text())["revision"] == 3
+    )  # written, queued, re-recorded
 
 
 def test_a_new_description_is_a_new_projection_of_the_same_experiment(agent, honcho):
@@ -149,7 +173,9 @@ def test_a_new_description_is_a_new_projection_of_the_same_experiment(agent, hon
     assert len(card_decisions(agent)) == 2
     bxmem_main("send")
     assert [m["content"].split("\n")[0] for m in honcho.messages_in("bm0-trusted")] == [
-        "[artifact card] Cohort table", "[artifact card] Cohort table, corrected"]
+        "[artifact card] Cohort table",
+        "[artifact card] Cohort table, corrected",
+    ]
 
 
 def test_a_projection_decided_nowhere_is_decided_again_by_a_record_that_can_send_it(home, brokerd, honcho, configure):
@@ -210,7 +236,11 @@ def test_resolve_checks_size_and_sha256_and_labels_the_bytes(agent):
     assert result.returncode == 0
     validate_output("artifact-resolve", resolved)
     assert Path(resolved["path"]).read_bytes() == b"cohort,response\na,0.4\nb,0.6\n"
-    assert (resolved["freshness"], resolved["tag"], resolved["label"]) == ("fresh", "memory", {"untrusted": False, "class": "private"})
+    assert (resolved["freshness"], resolved["tag"], resolved["label"]) == (
+        "fresh",
+        "memory",
+        {"untrusted": False, "class": "private"},
+    )
     assert resolve(doc["artifact_id"], "--source-version", "v2")[1]["freshness"] == "stale"
     assert "for comparison only" in resolve(doc["artifact_id"], "--source-version", "v2")[1]["text"]
     assert resolve(doc["artifact_id"], "--source-version", "unknown")[1]["freshness"] == "unverifiable"
@@ -247,8 +277,14 @@ def test_an_object_that_is_not_its_bytes_never_resolves(agent, honcho, configure
         assert str(agent) not in result.stderr  # no path in the line
         assert "artifact-integrity-failed" in result.stderr
     verified = bxmem_inprocess("artifact", "verify", "--json")
-    assert verified.returncode == ExitCode.INTEGRITY and json.loads(verified.stdout)["failures"][0]["artifact"] == doc["artifact_id"]
-    assert bxmem_inprocess("artifact", "export", doc["artifact_id"], "--to", str(agent / "out")).returncode == ExitCode.INTEGRITY
+    assert (
+        verified.returncode == ExitCode.INTEGRITY
+        and json.loads(verified.stdout)["failures"][0]["artifact"] == doc["artifact_id"]
+    )
+    assert (
+        bxmem_inprocess("artifact", "export", doc["artifact_id"], "--to", str(agent / "out")).returncode
+        == ExitCode.INTEGRITY
+    )
     assert not (agent / "out").exists()
 
 
@@ -275,8 +311,11 @@ def test_a_damaged_or_future_card_is_never_guessed_at(agent):
     _r, doc = record()
     path = card_file(agent, doc["experiment_id"])
     card = json.loads(path.read_text())
-    for bad in ({**card, "schema": "bxmem.artifact-card/2"}, {**card, "experiment_id": "exp_" + "a" * 52},
-                {**card, "label": {"untrusted": "no", "class": "private"}}):
+    for bad in (
+        {**card, "schema": "bxmem.artifact-card/2"},
+        {**card, "experiment_id": "exp_" + "a" * 52},
+        {**card, "label": {"untrusted": "no", "class": "private"}},
+    ):
         path.write_text(json.dumps(bad))
         result, _out = resolve(doc["experiment_id"])
         assert result.returncode == ExitCode.INTEGRITY, bad
@@ -380,8 +419,15 @@ def test_artifact_memory_off_refuses_the_host_and_offers_no_tools(home, brokerd,
 
 
 def test_bounds_above_the_defaults_are_refused(home, configure):
-    for bad in ("max_artifact_bytes = 1073741825", "max_total_bytes = 21474836481", "max_cards = 10001",
-                "max_cards = 0", 'integrity = "never"', "max_artifact_bytes = 100\nmax_total_bytes = 10", "colour = 1"):
+    for bad in (
+        "max_artifact_bytes = 1073741825",
+        "max_total_bytes = 21474836481",
+        "max_cards = 10001",
+        "max_cards = 0",
+        'integrity = "never"',
+        "max_artifact_bytes = 100\nmax_total_bytes = 10",
+        "colour = 1",
+    ):
         configure("http://127.0.0.1:9", extra=f"\n[artifacts]\n{bad}\n")
         result = bxmem_inprocess("config", "check")
         assert result.returncode == ExitCode.CONFIG and "artifacts" in result.stderr, bad
@@ -421,8 +467,9 @@ def test_the_outbox_commands_take_a_card_item_as_any_other(agent, honcho):
 def test_a_held_card_waits_when_its_workspace_changes_role(agent, honcho, configure):
     record()
     configure(honcho.url, extra=ARTIFACTS + "")
-    (agent.parent / "bxmem.toml").write_text((agent.parent / "bxmem.toml").read_text().replace(
-        'trusted = "bm0-trusted"', 'trusted = "bm0-other"'))
+    (agent.parent / "bxmem.toml").write_text(
+        (agent.parent / "bxmem.toml").read_text().replace('trusted = "bm0-trusted"', 'trusted = "bm0-other"')
+    )
     result = bxmem_main("send")
     assert result.returncode == ExitCode.ATTENTION and not honcho.messages
     held = json.loads(bxmem_inprocess("sync", "--json").stdout)["held"]

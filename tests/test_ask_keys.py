@@ -57,7 +57,8 @@ def test_ask_of_only_the_keyless_workspace_is_unavailable_not_bad_input(honcho, 
     result = bxmem_inprocess("ask", "--json", "-w", "boxmaker1", "--", "when is it due?")
     assert (result.returncode, result.stderr) == (7, "")
     assert json.loads(result.stdout)["unavailable"] == [
-        {"name": "boxmaker1", "workspace": "bm1-trusted", "reason": "HTTP 401"}]
+        {"name": "boxmaker1", "workspace": "bm1-trusted", "reason": "HTTP 401"}
+    ]
 
 
 def test_recall_follows_the_same_rule(honcho, config_file, tmp_path):
@@ -70,14 +71,18 @@ def test_recall_follows_the_same_rule(honcho, config_file, tmp_path):
 def test_config_check_and_sync_warn_and_neither_needs_attention_for_it(honcho, config_file, tmp_path, brokerd):
     """Failed before: neither said anything about a partial key set."""
     config_file.write_text(honcho_config(honcho.url) + READ + _key(tmp_path, "honcho_trusted.key"))
-    warning = ("warning: keys are configured for some workspaces but not for bm0-untrusted ([secrets.honcho_untrusted]), "
-               "fleet ([secrets.honcho_fleet]), bm1-trusted ([secrets.honcho_read_boxmaker1]): every command uses them "
-               "without a key, which a Honcho server with auth on refuses (401); auth is on or off for the whole server, "
-               "so add the missing keys, or remove the others if auth is off")
+    warning = (
+        "warning: keys are configured for some workspaces but not for bm0-untrusted ([secrets.honcho_untrusted]), "
+        "fleet ([secrets.honcho_fleet]), bm1-trusted ([secrets.honcho_read_boxmaker1]): every command uses them "
+        "without a key, which a Honcho server with auth on refuses (401); auth is on or off for the whole server, "
+        "so add the missing keys, or remove the others if auth is off"
+    )
     check = bxmem_inprocess("config", "check")
     assert (check.returncode, check.stderr) == (0, "")
     assert check.stdout.splitlines()[-1] == warning
-    assert json.loads(bxmem_inprocess("config", "check", "--json").stdout)["warnings"] == [warning.removeprefix("warning: ")]
+    assert json.loads(bxmem_inprocess("config", "check", "--json").stdout)["warnings"] == [
+        warning.removeprefix("warning: ")
+    ]
     sync = bxmem_inprocess("sync")
     assert sync.returncode == 0, sync.stdout
     assert warning in sync.stdout.splitlines()
@@ -88,8 +93,10 @@ def test_no_warning_when_every_workspace_or_none_has_a_key(honcho, config_file, 
     config_file.write_text(honcho_config(honcho.url) + READ)  # a server with auth off
     assert config_module.load().keyless_among_keyed() == []
     assert not [line for line in bxmem_inprocess("config", "check").stdout.splitlines() if line.startswith("warning")]
-    every = "".join(_key(tmp_path, f"{name}.key") for name in
-                    ("honcho_trusted", "honcho_untrusted", "honcho_fleet", "honcho_read_boxmaker1"))
+    every = "".join(
+        _key(tmp_path, f"{name}.key")
+        for name in ("honcho_trusted", "honcho_untrusted", "honcho_fleet", "honcho_read_boxmaker1")
+    )
     config_file.write_text(honcho_config(honcho.url) + READ + every)
     assert config_module.load().keyless_among_keyed() == []
     assert json.loads(bxmem_inprocess("config", "check", "--json").stdout)["warnings"] == []

@@ -19,7 +19,9 @@ def audit():
 
 
 def kinds(report):
-    return sorted((d["kind"], d.get("item") or d.get("conclusion") or d.get("message")) for d in report["discrepancies"])
+    return sorted(
+        (d["kind"], d.get("item") or d.get("conclusion") or d.get("message")) for d in report["discrepancies"]
+    )
 
 
 def test_a_clean_sync_audits_clean(synced):
@@ -58,9 +60,18 @@ def test_conclusions_are_held_against_live_entries(synced):
     with synced.lock:
         victim = next(iter(synced.conclusions))
         del synced.conclusions[victim]
-        synced.conclusions["extra-1"] = {"id": "extra-1", "content": "x", "observer_id": "kyle", "observed_id": "kyle",
-                                         "session_id": "s-clean", "workspace_id": "bm0-trusted", "level": "explicit",
-                                         "created_at": "2026-01-01T00:00:00Z", "source_ids": None, "times_derived": None}
+        synced.conclusions["extra-1"] = {
+            "id": "extra-1",
+            "content": "x",
+            "observer_id": "kyle",
+            "observed_id": "kyle",
+            "session_id": "s-clean",
+            "workspace_id": "bm0-trusted",
+            "level": "explicit",
+            "created_at": "2026-01-01T00:00:00Z",
+            "source_ids": None,
+            "times_derived": None,
+        }
     _, report = audit()
     assert ("missing-conclusion", victim) in kinds(report) and ("unexpected-conclusion", "extra-1") in kinds(report)
 

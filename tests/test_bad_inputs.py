@@ -44,7 +44,9 @@ def test_long_texts_are_split_exactly(live, honcho, length, parts):
 def test_nul_lone_surrogates_bidi_and_zero_width_survive_the_whole_path(live, honcho):
     nasty = "a\u0000b \ud800 c\u202e d\u200b e"
     write_log(live, "s", turn_lines(1, nasty, "reply \udfff"))
-    write_journal(live, [{"id": "n1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "note \ud83d"}])
+    write_journal(
+        live, [{"id": "n1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "note \ud83d"}]
+    )
     result = bxmem_main("decide")
     assert result.returncode == 0, result.stderr
     assert bxmem_main("mirror").returncode == 0

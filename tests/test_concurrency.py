@@ -18,8 +18,14 @@ pytestmark = pytest.mark.slow  # overlapping real jobs: CI and ./dev test --all 
 
 
 def spawn(*args):
-    return subprocess.Popen([sys.executable, "-m", "bxmem", *args], cwd=ROOT, env=dict(os.environ),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bxmem", *args],
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_overlapping_jobs_keep_everything_once(home, brokerd, honcho, configure):
@@ -29,8 +35,20 @@ def test_overlapping_jobs_keep_everything_once(home, brokerd, honcho, configure)
     for round_ in range(3):
         for s in range(8):
             write_log(home, f"c{s}", turn_lines(round_ + 1, f"round {round_} question {s}", f"answer {s}"))
-        write_journal(home, [{"id": f"e{round_}-{k}", "ts": "t", "session": f"c{k}", "op": "identity_add", "file": "memory.md",
-                              "entry": f"fact {round_} {k}"} for k in range(4)])
+        write_journal(
+            home,
+            [
+                {
+                    "id": f"e{round_}-{k}",
+                    "ts": "t",
+                    "session": f"c{k}",
+                    "op": "identity_add",
+                    "file": "memory.md",
+                    "entry": f"fact {round_} {k}",
+                }
+                for k in range(4)
+            ],
+        )
         procs = [spawn(job) for job in ("decide", "mirror", "send") for _ in range(3)]
         procs += [spawn("undo", f"e{round_}-0"), spawn("undo", f"e{round_}-0")]  # an impatient owner, twice
         started = time.monotonic()
@@ -66,19 +84,27 @@ def test_undo_waits_for_a_writer_holding_the_journals_flock(home, configure):
     """memoryd appends to the journal under flock (as portalocker takes it); bxmem's
     own lock is the same flock, so an undo waits for memoryd's line and comes after it."""
     configure("http://127.0.0.1:9")
-    write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "memory.md", "entry": "a fact"}])
+    write_journal(
+        home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "memory.md", "entry": "a fact"}]
+    )
     journal = home / "memory" / "journal.jsonl"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import fcntl, sys\n"
-         "f = open(sys.argv[1], 'ab')\n"
-         "fcntl.flock(f.fileno(), fcntl.LOCK_EX)\n"
-         "print('held', flush=True)\n"
-         "sys.stdin.readline()\n"
-         "f.write(b'{\"id\":\"e2\",\"ts\":\"t\",\"session\":\"s\",\"op\":\"note\",\"trust\":\"trusted\",\"entry\":\"memoryd\"}\\n')\n"
-         "f.flush()\n",
-         str(journal)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys\n"
+            "f = open(sys.argv[1], 'ab')\n"
+            "fcntl.flock(f.fileno(), fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.readline()\n"
+            'f.write(b\'{"id":"e2","ts":"t","session":"s","op":"note","trust":"trusted","entry":"memoryd"}\\n\')\n'
+            "f.flush()\n",
+            str(journal),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     undo = spawn("undo", "e1")
     time.sleep(0.5)

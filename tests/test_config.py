@@ -18,7 +18,10 @@ GOOD = honcho_config("http://127.0.0.1:8000")
         (GOOD.replace('trusted = "bm0-trusted"', 'trusted = "bm0 trusted"'), "honcho.trusted: must be"),
         (GOOD.replace('owner = "kyle"\n', ""), "honcho.owner: is required"),
         (GOOD + "colour = 'blue'\n", "honcho.colour: unknown key"),
-        (GOOD.replace('url = "http://127.0.0.1:8000"', 'url = "ftp://x"'), "honcho.url: must be an http:// or https:// URL"),
+        (
+            GOOD.replace('url = "http://127.0.0.1:8000"', 'url = "ftp://x"'),
+            "honcho.url: must be an http:// or https:// URL",
+        ),
         (GOOD.replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-trusted"'), "three different workspaces"),
         (GOOD.replace('owner = "kyle"', 'owner = "boxmaker0"'), "agent and owner must be different"),
         (GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\ntrust = "maybe"\n', "honcho.read.0.trust"),
@@ -29,7 +32,6 @@ GOOD = honcho_config("http://127.0.0.1:8000")
         (GOOD.replace("127.0.0.1:8000", "127.0.0.1:0"), "honcho.url: port '0' is out of range"),
         (GOOD.replace("127.0.0.1:8000", "[::1]:70000"), "honcho.url: port '70000' is out of range"),
         (GOOD + "[surprise]\n", "surprise: unknown key"),
-
         ("[honcho\n", "not valid TOML"),
     ],
 )
@@ -52,10 +54,14 @@ def assert_one_line_78(result, expected: str, command: list[str]) -> None:
 
 
 @pytest.mark.parametrize("command", ENTRY_PATHS, ids=" ".join)
-@pytest.mark.parametrize("text, expected", [
-    (GOOD.replace('agent = "boxmaker0"', 'agent = "box.maker"'), "honcho.agent: must be 1 to 512 characters"),
-    ("[honcho\n", "not valid TOML"),
-], ids=["schema", "toml"])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GOOD.replace('agent = "boxmaker0"', 'agent = "box.maker"'), "honcho.agent: must be 1 to 512 characters"),
+        ("[honcho\n", "not valid TOML"),
+    ],
+    ids=["schema", "toml"],
+)
 def test_a_mistake_stops_each_entry_path_as_a_process(config_file, text, expected, command):
     """The same through the console script: what each path prints and exits with as a process."""
     config_file.write_text(text)
@@ -69,8 +75,10 @@ def test_a_read_agent_may_not_take_a_name_recall_or_ask_gives_its_own_sources(co
     config_file.write_text(GOOD + f'[[honcho.read]]\nagent = "{name}"\nworkspace = "x-trusted"\n')
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78
-    assert (f"read: agent '{name}' is a name recall or ask gives a source of its own (local, own, untrusted, fleet, "
-            "artifacts)") in result.stderr
+    assert (
+        f"read: agent '{name}' is a name recall or ask gives a source of its own (local, own, untrusted, fleet, "
+        "artifacts)"
+    ) in result.stderr
 
 
 def test_read_sources_default_to_untrusted_and_private(config_file):
@@ -140,10 +148,14 @@ def test_a_stale_or_garbage_config_cache_is_a_miss_never_an_error(config_file, h
     state = home / "memory" / "bxmem"
     state.mkdir(parents=True)
     key = config._cache_key(config_file, None)
-    from bxmem.start.sealed import seal
+    from bxmem.start.marshal_seal import seal
 
-    for junk in (b"garbage", seal(marshal.dumps({"key": key, "data": {"honcho": None}})), seal(marshal.dumps([1, 2])),
-                 marshal.dumps({"key": key, "data": {"honcho": None}})):
+    for junk in (
+        b"garbage",
+        seal(marshal.dumps({"key": key, "data": {"honcho": None}})),
+        seal(marshal.dumps([1, 2])),
+        marshal.dumps({"key": key, "data": {"honcho": None}}),
+    ):
         (state / config.CACHE_FILE).write_bytes(junk)
         assert config.load().honcho.agent == "boxmaker0"
 

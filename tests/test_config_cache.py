@@ -11,7 +11,7 @@ import logging
 import marshal
 
 from bxmem.config import loader as config_module
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.marshal_seal import seal, unseal
 
 READ = '\n[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\nclass = "public"\n'
 

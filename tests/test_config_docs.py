@@ -55,7 +55,9 @@ def test_docs_config_describes_every_key_the_schema_accepts():
     paths = _section(text, "[paths]")
     for key in ("home", "run"):
         assert f"| `{key}` |" in paths
-    assert set(RawConfig.model_fields) == {"paths", "honcho", "secrets", "send", "artifacts"}, "a new section: document it"
+    assert set(RawConfig.model_fields) == {"paths", "honcho", "secrets", "send", "artifacts"}, (
+        "a new section: document it"
+    )
     # [paths] accepts exactly what docs/config.md lists (the schema's check names the rest unknown).
     with pytest.raises(ConfigInvalid, match="unknown key 'state'"):
         validate({"paths": {"state": "/x"}}, Path("bxmem.toml"))
@@ -69,9 +71,9 @@ def test_the_documented_home_precedence_is_the_code_s(monkeypatch, tmp_path):
     assert resolve_paths(raw).home == tmp_path / "from-file"
     # ...and both documents say so (the README once said the file came first).
     for name, path in DOCS.items():
-        assert re.search(r"\$BOXMAKER_HOME[^\n]*\(the environment wins\)|`\$BOXMAKER_HOME`, when set, wins", path.read_text()), (
-            f"{name} does not say that $BOXMAKER_HOME wins over [paths] home"
-        )
+        assert re.search(
+            r"\$BOXMAKER_HOME[^\n]*\(the environment wins\)|`\$BOXMAKER_HOME`, when set, wins", path.read_text()
+        ), f"{name} does not say that $BOXMAKER_HOME wins over [paths] home"
         assert "else $BOXMAKER_HOME" not in path.read_text()
 
 

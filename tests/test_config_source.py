@@ -15,22 +15,38 @@ from bxmem.demo.sample import turn_lines, write_journal
 # Every command that reads the configuration, with the arguments it needs.
 # decide, mirror, send and recall take the lean path; the rest go through typer.
 COMMANDS = [
-    ["decide"], ["mirror"], ["send"], ["recall", "backups"], ["sync"], ["audit"], ["ask", "what"],
-    ["undo", "e1"], ["config", "check"], ["index", "rebuild"],
-    ["decide", "--json"], ["send", "--json"], ["sync", "--json"],
+    ["decide"],
+    ["mirror"],
+    ["send"],
+    ["recall", "backups"],
+    ["sync"],
+    ["audit"],
+    ["ask", "what"],
+    ["undo", "e1"],
+    ["config", "check"],
+    ["index", "rebuild"],
+    ["decide", "--json"],
+    ["send", "--json"],
+    ["sync", "--json"],
 ]
 
 
 def digest(home) -> dict:
     """Every file under the home by content: a command that decided nothing leaves it as it was."""
-    return {str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(home.rglob("*")) if p.is_file() and not p.is_socket()}
+    return {
+        str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and not p.is_socket()
+    }
 
 
 @pytest.fixture
 def finished_turns(home, brokerd):
     write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "more", "yes"))
-    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}])
+    write_journal(
+        home,
+        [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}],
+    )
     return home
 
 
@@ -52,12 +68,16 @@ def test_a_named_config_that_does_not_exist_stops_every_command(finished_turns, 
     home = finished_turns
     before = digest(home)
     missing = tmp_path / "typo.toml"
-    assert_stopped(bxmem_main(*command, env={"BXMEM_CONFIG": str(missing)}), str(missing), "$BXMEM_CONFIG", "does not exist")
+    assert_stopped(
+        bxmem_main(*command, env={"BXMEM_CONFIG": str(missing)}), str(missing), "$BXMEM_CONFIG", "does not exist"
+    )
     assert_stopped(bxmem_main("--config", str(missing), *command), str(missing), "--config", "does not exist")
     assert digest(home) == before and ledger_events(home) == []
 
 
-def test_the_typo_of_the_issue_decides_nothing_then_the_right_path_sends_everything(finished_turns, honcho, config_file):
+def test_the_typo_of_the_issue_decides_nothing_then_the_right_path_sends_everything(
+    finished_turns, honcho, config_file
+):
     home = finished_turns
     config_file.write_text(honcho_config(honcho.url))
     typo = str(config_file) + ".typo"

@@ -46,15 +46,28 @@ def closed_stdout_run(*args: str, env: dict | None = None) -> subprocess.Complet
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        return subprocess.run([sys.executable, "-m", "bxmem", *args], stdout=write_end, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, **BUFFERED, **(env or {})}, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "bxmem", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **BUFFERED, **(env or {})},
+            timeout=60,
+        )
     finally:
         os.close(write_end)
 
 
 @pytest.mark.parametrize("buffered", [True, False])
-@pytest.mark.parametrize("args", [("recall", "--json", "backups"), ("recall", "backups"),  # the lean path
-                                  ("artifact", "list", "--json"), ("config", "check", "--json")])  # typer's
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("recall", "--json", "backups"),
+        ("recall", "backups"),  # the lean path
+        ("artifact", "list", "--json"),
+        ("config", "check", "--json"),
+    ],
+)  # typer's
 def test_a_closed_stdout_is_quiet_not_a_traceback(args, buffered, tmp_path):
     """`bxmem ... | head -1` as click and coreutils have it: nothing on stderr, the run's exit code or 1."""
     env = {"BXMEM_CONFIG": str(tmp_path / "artifacts.toml"), "PYTHONUNBUFFERED": "" if buffered else "1"}
@@ -67,7 +80,8 @@ def test_a_closed_stdout_is_quiet_not_a_traceback(args, buffered, tmp_path):
 
 def test_a_failed_run_into_a_closed_stdout_keeps_its_line_and_exit_code(tmp_path):
     (tmp_path / "artifacts.toml").write_text("[artifacts]\n")
-    result = closed_stdout_run("artifact", "resolve", "--json", "art_" + "a" * 52,
-                               env={"BXMEM_CONFIG": str(tmp_path / "artifacts.toml")})
+    result = closed_stdout_run(
+        "artifact", "resolve", "--json", "art_" + "a" * 52, env={"BXMEM_CONFIG": str(tmp_path / "artifacts.toml")}
+    )
     assert result.stderr == f"bxmem: error: art_{'a' * 52} is not on this host\n"
     assert result.returncode == ExitCode.NOT_FOUND

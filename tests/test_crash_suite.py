@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow  # many trials of real subprocesses: CI and ./dev 
 
 
 def crash_suite(*args: str) -> str:
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "crash-suite"), *args],
-                            capture_output=True, text=True, timeout=1800)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "crash-suite"), *args], capture_output=True, text=True, timeout=1800
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 

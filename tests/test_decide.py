@@ -63,7 +63,11 @@ def test_no_text_in_the_ledger(home, brokerd, honcho_url_config):
 
 
 def test_untrusted_sticks_for_later_turns(home, brokerd, honcho_url_config):
-    write_log(home, "s", turn_lines(1, "a", "b") + turn_lines(2, "fetch it", "ok", results=FETCHED) + turn_lines(3, "thanks", "np"))
+    write_log(
+        home,
+        "s",
+        turn_lines(1, "a", "b") + turn_lines(2, "fetch it", "ok", results=FETCHED) + turn_lines(3, "thanks", "np"),
+    )
     run_decide()
     got = {k: v["role"] for k, v in decisions(home).items()}
     assert got == {"turn:s:1": "trusted", "turn:s:2": "untrusted", "turn:s:3": "untrusted"}
@@ -161,7 +165,11 @@ def test_malformed_lines_are_skipped_counted_and_named(home, honcho_url_config, 
     assert f"{path}:4: not valid UTF-8" in result.stderr
     # Skipped for their content, and tainting: the turn they fall in goes nowhere, naming the first.
     decided = decisions(home)["turn:s:1"]
-    assert (decided["role"], decided["reason"], decided["unreadable"]) == (None, "log-unreadable", {"line": 2, "why": "not valid JSON"})
+    assert (decided["role"], decided["reason"], decided["unreadable"]) == (
+        None,
+        "log-unreadable",
+        {"line": 2, "why": "not valid JSON"},
+    )
 
 
 def test_a_log_whose_name_is_not_a_session_id_is_ignored_once(home, honcho_url_config, brokerd):
@@ -250,9 +258,23 @@ def test_a_state_from_before_exact_sets_is_read_again_and_finds_the_turns_it_los
     ledger = home / "memory" / "honcho.jsonl"
     kept = [line for line in ledger.read_text().splitlines(keepends=True) if '"turn:s:3"' in line]
     ledger.write_text("".join(kept))
-    old_state = {"ledger_size": ledger.stat().st_size, "undecided": {}, "broker_down_since": None, "logs_missing": False,
-                 "logs": {"s": {"offset": path.stat().st_size, "line": 12, "ino": path.stat().st_ino, "untrusted": False,
-                                "class": "public", "open": {}, "seen": 3}}}
+    old_state = {
+        "ledger_size": ledger.stat().st_size,
+        "undecided": {},
+        "broker_down_since": None,
+        "logs_missing": False,
+        "logs": {
+            "s": {
+                "offset": path.stat().st_size,
+                "line": 12,
+                "ino": path.stat().st_ino,
+                "untrusted": False,
+                "class": "public",
+                "open": {},
+                "seen": 3,
+            }
+        },
+    }
     (home / "memory" / "bxmem" / "decide.json").write_text(json.dumps(old_state))
     (home / "memory" / "bxmem" / "idle-decide.marshal").unlink()
     run_decide()

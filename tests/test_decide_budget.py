@@ -102,10 +102,17 @@ def test_sync_shows_a_slow_brokerd_and_the_sessions_waiting(home, sessions, brok
     last = status["broker"]["last_run"]
     assert last["sessions_waiting"] == report.sessions_waiting > 0 and last["broker_slowest_s"] >= 0.25
     lines = sync.lines(status)
-    assert any(line.startswith(f"decide's last run (at {last['at']}): {last['broker_questions']} brokerd question(s), "
-                               f"the slowest took {last['broker_slowest_s']:g} s; {last['sessions_waiting']} session(s) "
-                               "wait for the next run (0.5 s budget spent)") for line in lines), lines
-    assert any("decide ran out of time" in line and "runbook broker-state-unavailable" in line for line in status["attention"])
+    assert any(
+        line.startswith(
+            f"decide's last run (at {last['at']}): {last['broker_questions']} brokerd question(s), "
+            f"the slowest took {last['broker_slowest_s']:g} s; {last['sessions_waiting']} session(s) "
+            "wait for the next run (0.5 s budget spent)"
+        )
+        for line in lines
+    ), lines
+    assert any(
+        "decide ran out of time" in line and "runbook broker-state-unavailable" in line for line in status["attention"]
+    )
     assert sync.exit_code(status) == ExitCode.ATTENTION
     while decide.run(load()).sessions_waiting:
         pass
@@ -120,8 +127,10 @@ DECIDE_UNDER_A_BUDGET = (
 )
 # The run timed from when the interpreter hands the script control, to its exit: how long
 # a loaded machine takes to start Python is not what the budget bounds.
-TIMED = ("import sys, time, atexit; started = time.monotonic(); "
-         "atexit.register(lambda: sys.stderr.write(f'\\nran_s {time.monotonic() - started:.3f}\\n')); ")
+TIMED = (
+    "import sys, time, atexit; started = time.monotonic(); "
+    "atexit.register(lambda: sys.stderr.write(f'\\nran_s {time.monotonic() - started:.3f}\\n')); "
+)
 
 
 def test_killed_by_the_unit_s_timeout_is_what_a_budget_prevents(home, sessions, brokerd):
@@ -129,8 +138,13 @@ def test_killed_by_the_unit_s_timeout_is_what_a_budget_prevents(home, sessions, 
     answering in 0.3 s): every run ends by itself and writes what it decided."""
     brokerd.delay = 0.3
     for _ in range(6):
-        result = subprocess.run([sys.executable, "-c", TIMED + DECIDE_UNDER_A_BUDGET, "1.0"], cwd=ROOT,
-                                capture_output=True, text=True, timeout=30)
+        result = subprocess.run(
+            [sys.executable, "-c", TIMED + DECIDE_UNDER_A_BUDGET, "1.0"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert result.returncode in (ExitCode.OK, ExitCode.DEGRADED), result.stderr
         ran_s = float(result.stderr.rsplit("ran_s ", 1)[1])
         assert ran_s < 2.5, f"the run took {ran_s} s: the unit would have killed it"
@@ -149,8 +163,9 @@ def test_the_issue_s_figures_forty_sessions_and_a_brokerd_at_1_9_s(home, brokerd
     while True:
         runs += 1
         started = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "bxmem", "decide"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=60)  # systemd/bxmem-decide.service: TimeoutStartSec=60
+        result = subprocess.run(
+            [sys.executable, "-m", "bxmem", "decide"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )  # systemd/bxmem-decide.service: TimeoutStartSec=60
         assert time.monotonic() - started < decide.RUN_BUDGET_S + 10, result.stderr
         if result.returncode == ExitCode.OK:
             break

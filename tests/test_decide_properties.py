@@ -64,15 +64,28 @@ def session_lines(turns: list[dict]) -> list[tuple[bytes, dict]]:
 WRONG_VALUES = {
     "type": [5, None, ["user"], {"t": 1}, True],
     "turn": ["1", 0, -3, 1.0, True, None, 2**64, "missing"],
-    "label": ["missing", None, "clean", [False, "public"], {"untrusted": "no", "class": "public"},
-              {"untrusted": False}, {"class": "public"}, {"untrusted": False, "class": "internal"}],
+    "label": [
+        "missing",
+        None,
+        "clean",
+        [False, "public"],
+        {"untrusted": "no", "class": "public"},
+        {"untrusted": False},
+        {"class": "public"},
+        {"untrusted": False, "class": "internal"},
+    ],
     "text": [5, None, ["x"], "missing"],
     "final": ["true", 1, None, "missing"],
     "status": [0, None, ["completed"], "missing"],
     "speaker": [7, ["kyle"], {"name": "kyle"}],
 }
-FIELDS_OF = {"user": ["type", "turn", "text", "speaker"], "assistant": ["type", "turn", "text", "final"],
-             "tool_result": ["type", "turn", "label"], "tool_call": ["type", "turn"], "turn_end": ["type", "turn", "status"]}
+FIELDS_OF = {
+    "user": ["type", "turn", "text", "speaker"],
+    "assistant": ["type", "turn", "text", "final"],
+    "tool_result": ["type", "turn", "label"],
+    "tool_call": ["type", "turn"],
+    "turn_end": ["type", "turn", "status"],
+}
 
 
 @st.composite
@@ -112,8 +125,18 @@ def unreadable(draw, lines: list[tuple[bytes, dict]]) -> tuple[str, int, bytes |
         key = draw(st.sampled_from(sorted(record)))
         return how, at, dumps(record)[:-1] + b"," + dumps(key) + b":" + dumps(record[key]) + b"}"
     if how == "huge":
-        return how, at, dumps({"type": "tool_result", "turn": 1, "label": {"untrusted": False, "class": "public"},
-                               "text": "x" * LINE_BOUND})
+        return (
+            how,
+            at,
+            dumps(
+                {
+                    "type": "tool_result",
+                    "turn": 1,
+                    "label": {"untrusted": False, "class": "public"},
+                    "text": "x" * LINE_BOUND,
+                }
+            ),
+        )
     if how == "nul":
         return how, at, b"\x00" * draw(st.integers(1, 40))
     return how, at, dumps(draw(st.sampled_from([[1, 2], "tool_result", 42, None, 1.5])))
@@ -123,9 +146,20 @@ def unreadable(draw, lines: list[tuple[bytes, dict]]) -> tuple[str, int, bytes |
 def session(draw) -> list[tuple[bytes, dict]]:
     """A session's lines, with what the generator knows of each: `bad` for a line
     made unreadable, `turn_end` for an intact end of a turn."""
-    turns = draw(st.lists(st.fixed_dictionaries({"results": st.lists(
-        st.tuples(st.sampled_from([False, False, True]), st.sampled_from(["public", "private"])),
-        max_size=2)}), min_size=1, max_size=5))
+    turns = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "results": st.lists(
+                        st.tuples(st.sampled_from([False, False, True]), st.sampled_from(["public", "private"])),
+                        max_size=2,
+                    )
+                }
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
     lines = session_lines(turns)
     for _ in range(draw(st.integers(0, 3))):
         how, at, new = draw(unreadable(lines))
@@ -146,7 +180,7 @@ def session(draw) -> list[tuple[bytes, dict]]:
 
 def _decidable_at(turn: int, lines: list[tuple[bytes, dict]], upto: int) -> bool:
     """Whether, with the lines before `upto` read, every lower-numbered turn read so far
-    has ended (policy/turn_order.turns_to_decide): only then is a turn decided in that run."""
+    has ended (trust/turn_order.turns_to_decide): only then is a turn decided in that run."""
     seen = {meta["turn"] for _raw, meta in lines[:upto] if "turn" in meta and meta["turn"] < turn}
     ended = {meta["turn"] for _raw, meta in lines[:upto] if meta.get("type") == "turn_end"}
     return seen <= ended
@@ -165,8 +199,10 @@ def expectations(lines: list[tuple[bytes, dict]], late_upto: int) -> dict[int, d
     for index, (_raw, meta) in enumerate(lines):
         if meta.get("type") == "turn_end" and meta["turn"] not in due:
             late = index < late_upto and _decidable_at(meta["turn"], lines, late_upto)
-            due[meta["turn"]] = {"tainted": bad_before or (late and bad_anywhere),
-                                 "untrusted": untrusted_before or (late and untrusted_anywhere)}
+            due[meta["turn"]] = {
+                "tainted": bad_before or (late and bad_anywhere),
+                "untrusted": untrusted_before or (late and untrusted_anywhere),
+            }
         bad_before = bad_before or "bad" in meta
         untrusted_before = untrusted_before or bool(meta.get("untrusted"))
     return due
@@ -183,13 +219,18 @@ def patched(obj, name, value):
 
 
 def check(sessions: list[list[tuple[bytes, dict]]], split: float, late: bool, crash_at: int | None) -> None:
-    with tempfile.TemporaryDirectory() as tmp, patched(jsonline, "MAX_LINE_BYTES", LINE_BOUND), \
-            patched(index_module, "refresh", lambda paths, progress=None, deadline=None: None):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        patched(jsonline, "MAX_LINE_BYTES", LINE_BOUND),
+        patched(index_module, "refresh", lambda paths, progress=None, deadline=None: None),
+    ):
         home = Path(tmp)
         (home / "logs").mkdir()
         config_path = home / "bxmem.toml"
-        config_path.write_text('[honcho]\nurl = "http://127.0.0.1:9"\nagent = "boxmaker0"\nowner = "kyle"\n'
-                               'trusted = "t"\nuntrusted = "u"\nfleet = "f"\n')
+        config_path.write_text(
+            '[honcho]\nurl = "http://127.0.0.1:9"\nagent = "boxmaker0"\nowner = "kyle"\n'
+            'trusted = "t"\nuntrusted = "u"\nfleet = "f"\n'
+        )
         config = config_module.load(config_path, home=home)
         cut = {name: int(len(lines) * split) for name, lines in zip(names(sessions), sessions, strict=True)}
         broker = StubBrokerd(home / "run" / "memory-broker" / "state.sock")
@@ -203,7 +244,9 @@ def check(sessions: list[list[tuple[bytes, dict]]], split: float, late: bool, cr
         if late:
             broker.start()
         try:
-            with Crash(home / "memory" / "honcho.jsonl", crash_at) if crash_at is not None else contextlib.nullcontext():
+            with (
+                Crash(home / "memory" / "honcho.jsonl", crash_at) if crash_at is not None else contextlib.nullcontext()
+            ):
                 decide.run(config, broker_timeout=0.5)
         except Killed:
             pass
@@ -262,16 +305,19 @@ def test_a_turn_waiting_behind_an_open_one_while_brokerd_was_down_is_not_a_late_
     """Turn 2's end is read in the first run, but turn 1 is still open then, so turn 2
     waits by turn order, not for brokerd: the later run decides it where turn 1 ends,
     before the unreadable lines that follow (the oracle once called it late)."""
+
     def line(record: dict) -> tuple[bytes, dict]:
         return json.dumps(record).encode(), {"type": record["type"], "turn": record["turn"]}
 
     ts = "2026-09-27T10:01:00Z"
-    lines = [line({"type": "assistant", "turn": 1, "ts": ts, "final": False, "text": "let me think"}),
-             line({"type": "turn_end", "turn": 2, "ts": ts, "status": "completed"}),
-             line({"type": "assistant", "turn": 1, "ts": ts, "final": True, "text": "answer 1"}),
-             line({"type": "turn_end", "turn": 1, "ts": ts, "status": "completed"}),
-             (b'{"type":5,"turn":1}', {"bad": "wrong"}),
-             line({"type": "user", "turn": 2, "ts": ts, "text": "question 2", "speaker": "kyle"})]
+    lines = [
+        line({"type": "assistant", "turn": 1, "ts": ts, "final": False, "text": "let me think"}),
+        line({"type": "turn_end", "turn": 2, "ts": ts, "status": "completed"}),
+        line({"type": "assistant", "turn": 1, "ts": ts, "final": True, "text": "answer 1"}),
+        line({"type": "turn_end", "turn": 1, "ts": ts, "status": "completed"}),
+        (b'{"type":5,"turn":1}', {"bad": "wrong"}),
+        line({"type": "user", "turn": 2, "ts": ts, "text": "question 2", "speaker": "kyle"}),
+    ]
     assert expectations(lines, late_upto=2)[2] == {"tainted": False, "untrusted": False}
     assert expectations(lines, late_upto=4)[2]["tainted"]  # decidable in the first run: late
     check([lines], 2 / len(lines), True, None)

@@ -52,7 +52,8 @@ def test_a_sent_turn_decided_again_is_not_sent_again_and_it_is_said_once(home, b
     assert code == 0 and status["ledger_repeated_decisions"] == {"ignored": 1, "first": "turn:s:1"}
     assert status["sent_items"] == 1
     assert "ledger: 1 second decision(s) ignored, the first decision stands (first turn:s:1)" in (
-        bxmem_inprocess("sync").stdout.splitlines())
+        bxmem_inprocess("sync").stdout.splitlines()
+    )
 
 
 def test_a_pending_turn_decided_again_elsewhere_goes_only_where_it_was_first_decided(home, brokerd, honcho, configure):
@@ -86,7 +87,9 @@ def test_the_index_keeps_the_first_decisions_labels(home, brokerd, honcho, confi
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "the zebrafish page", "it says things", results=UNTRUSTED))
     decide.run(load())
-    decide_again(home, "turn:s:1", ws="bm0-trusted", role="trusted", reason="clean", untrusted_by=[], **{"class": "private"})
+    decide_again(
+        home, "turn:s:1", ws="bm0-trusted", role="trusted", reason="clean", untrusted_by=[], **{"class": "private"}
+    )
     config = load()
     index_fold.update(config.paths, rebuild=True)
     hits = index.Index.for_state(config.paths.state).open_readonly().search("zebrafish", 5)
@@ -113,7 +116,9 @@ def test_the_known_items_are_exactly_the_items_decided_whatever_the_order(decide
         box.apply({"ev": "decided", "item": item, "kind": "turn", "ws": None})
         seen.add(item)
     assert box.repeated == len(decided) - len(seen)
-    held = {f"turn:{s}:{n}" for s, ranges in box.known_turns.items() for low, high in ranges for n in range(low, high + 1)}
+    held = {
+        f"turn:{s}:{n}" for s, ranges in box.known_turns.items() for low, high in ranges for n in range(low, high + 1)
+    }
     assert held == seen
     for ranges in box.known_turns.values():  # sorted, disjoint, never adjacent
         assert all(a[1] + 1 < b[0] for a, b in pairwise(ranges))

@@ -17,8 +17,8 @@ from bxmem.commands import decide, index_fold, mirror, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 from bxmem.store.ledger import Ledger
 
 DEPTHS = {"2KB": 1_100, "100k": 100_000}
@@ -32,7 +32,7 @@ def marshalled_lists(depth: int) -> bytes:
     """marshal's bytes for a list holding a list ... `depth` deep: marshal.dumps
     itself refuses past 2,000 levels, a file on disk need not. Sealed, as bxmem seals what it
     writes, so it is marshal's own depth limit that is met, not the seal."""
-    from bxmem.start.sealed import seal
+    from bxmem.start.marshal_seal import seal
 
     return seal(b"[\x01\x00\x00\x00" * depth + b"N")
 
@@ -69,7 +69,9 @@ def test_a_log_line(home, brokerd, configure, depth, caplog):
 
 @pytest.mark.parametrize("depth", DEPTHS.values(), ids=DEPTHS.keys())
 def test_a_journal_line_loses_neither_the_edits_before_it_nor_after(home, depth, caplog):
-    path = write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "one"}])
+    path = write_journal(
+        home, [{"id": "e1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "one"}]
+    )
     with open(path, "a") as f:
         f.write('{"id":"e2","op":"note","x":' + brackets(depth) + "}\n")
     write_journal(home, [{"id": "e3", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "three"}])
@@ -90,7 +92,9 @@ def test_a_brokerd_reply(home, brokerd, configure, depth):
     brokerd.raw_reply = brackets(depth).encode() + b"\n"
     report = decide.run(config_module.load())
     # Within brokerd's 4 KiB reply bound the depth is what refuses it; past it, the length.
-    assert report.broker_problem == ("the reply did not parse" if len(brokerd.raw_reply) <= 4096 else "the reply is too long")
+    assert report.broker_problem == (
+        "the reply did not parse" if len(brokerd.raw_reply) <= 4096 else "the reply is too long"
+    )
     assert report.undecided == 1 and report.exit_code == 3 and not decisions(home)
 
 
@@ -132,7 +136,9 @@ def test_decide_json(decided_home, depth, caplog):
 def test_mirror_json(decided_home, depth, caplog):
     state = decided_home / "memory" / "bxmem" / "mirror.json"
     state.write_text('{"cursor":' + brackets(depth) + "}")
-    write_journal(decided_home, [{"id": "e2", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "two"}])
+    write_journal(
+        decided_home, [{"id": "e2", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "two"}]
+    )
     report = mirror.run(config_module.load())
     assert dict(report.decided) == {"trusted/trusted-note": 1}
     assert [m for m in warnings(caplog) if m.startswith(f"{state}: ") and "rebuilt" in m]
@@ -176,7 +182,9 @@ def test_the_config_file(config_file, depth):
     config_file.write_text("[paths]\nx = " + brackets(depth) + "\n")
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78
-    assert result.stderr == (f"bxmem: error: {config_file}: not valid TOML: arrays or tables nested too deep to read "
-                             "(see: bxmem runbook honcho-config-invalid)\n")
+    assert result.stderr == (
+        f"bxmem: error: {config_file}: not valid TOML: arrays or tables nested too deep to read "
+        "(see: bxmem runbook honcho-config-invalid)\n"
+    )
     config_file.write_text("[paths]\nx = " + "{a = " * depth + "1" + "}" * depth + "\n")
     assert bxmem_inprocess("decide").returncode == 78

@@ -32,7 +32,9 @@ BROKER_WAIT_S = 0.2
 
 @pytest.fixture(autouse=True)
 def quick_broker(monkeypatch):
-    monkeypatch.setattr(bxmem.demo.run, "run_demo", functools.partial(bxmem.demo.run.run_demo, broker_wait=BROKER_WAIT_S))
+    monkeypatch.setattr(
+        bxmem.demo.run, "run_demo", functools.partial(bxmem.demo.run.run_demo, broker_wait=BROKER_WAIT_S)
+    )
 
 
 def demo(*args: str, tmpdir: Path | None = None):
@@ -71,7 +73,11 @@ def test_demo_sends_to_workspaces_of_its_own_and_prints_them(honcho, tmpdir_for_
     # Never the README's example names, which a real agent may be using.
     assert not names & {"boxmaker0-trusted", "boxmaker0-untrusted", "fleet"}
     assert all(name.startswith("bxmem-demo-") for name in names)
-    assert {c["content"] for c in honcho.conclusions.values()} == {"Kyle prefers metric units", "backups run nightly", "the NAS is at 10.0.0.5"}
+    assert {c["content"] for c in honcho.conclusions.values()} == {
+        "Kyle prefers metric units",
+        "backups run nightly",
+        "the NAS is at 10.0.0.5",
+    }
 
 
 def test_two_demo_runs_never_share_a_workspace(honcho, tmpdir_for_demo):
@@ -124,8 +130,17 @@ def test_demo_never_writes_into_a_directory_that_holds_something(tmp_path, tmpdi
     assert sorted(p.name for p in kept.rglob("*")) == ["home", "logs", "s-clean.jsonl"]
 
 
-@pytest.mark.parametrize("url", ["notaurl", "ftp://example.org", "http://user@example.org", "http://127.0.0.1:99999", "",
-                                 "http://example.org/?q=1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "notaurl",
+        "ftp://example.org",
+        "http://user@example.org",
+        "http://127.0.0.1:99999",
+        "",
+        "http://example.org/?q=1",
+    ],
+)
 def test_a_honcho_option_that_is_not_a_url_is_a_usage_error_naming_it(url, tmpdir_for_demo, monkeypatch):
     from bxmem.demo.run import run_demo
     from bxmem.errors import UsageError
@@ -144,8 +159,9 @@ def test_the_usage_error_is_one_line_and_exit_2(tmpdir_for_demo):
     # As a process: the demo's exit code and its one line, from the console script's boundary.
     result = run_bxmem("demo", "--honcho", "notaurl", env={"TMPDIR": str(tmpdir_for_demo)})
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr == ("bxmem: error: --honcho 'notaurl': must be an http:// or https:// URL with no user, "
-                             "query or fragment\n")
+    assert result.stderr == (
+        "bxmem: error: --honcho 'notaurl': must be an http:// or https:// URL with no user, query or fragment\n"
+    )
 
 
 def test_a_honcho_that_does_not_answer_is_not_called_a_success(tmpdir_for_demo):
@@ -153,7 +169,10 @@ def test_a_honcho_that_does_not_answer_is_not_called_a_success(tmpdir_for_demo):
     out = " ".join(result.stdout.split())
     assert result.returncode == 3, result.stderr  # DEGRADED: Honcho did not answer
     assert "send: Honcho at http://127.0.0.1:9 did not answer (" in out
-    assert "15 item(s) not sent; they were in this demo's outbox, in its temporary home, which is removed now with them" in out
+    assert (
+        "15 item(s) not sent; they were in this demo's outbox, in its temporary home, which is removed now with them"
+        in out
+    )
     assert "send: 0 items" not in out and "the outbox keeps everything" not in out
     assert "has been removed" in out and list(tmpdir_for_demo.iterdir()) == []
 
@@ -163,9 +182,13 @@ def test_a_kept_demo_keeps_what_honcho_was_not_sent_and_says_how_to_send_it(tmp_
     result = demo("--honcho", "http://127.0.0.1:9", "--keep", str(kept), tmpdir=tmpdir_for_demo)
     out = " ".join(result.stdout.split())
     assert result.returncode == 3, result.stderr
-    assert (f"15 item(s) not sent; they wait in this demo's outbox under {kept / 'home'}; "
-            f"`bxmem --config {kept / 'bxmem.toml'} send` sends them once Honcho answers") in out
-    status = bxmem_inprocess("--config", str(kept / "bxmem.toml"), "sync", "--json", env={"BOXMAKER_HOME": str(kept / "home")})
+    assert (
+        f"15 item(s) not sent; they wait in this demo's outbox under {kept / 'home'}; "
+        f"`bxmem --config {kept / 'bxmem.toml'} send` sends them once Honcho answers"
+    ) in out
+    status = bxmem_inprocess(
+        "--config", str(kept / "bxmem.toml"), "sync", "--json", env={"BOXMAKER_HOME": str(kept / "home")}
+    )
     import json
 
     pending = sum(w["pending_turns"] + w["pending_edits"] for w in json.loads(status.stdout)["workspaces"].values())

@@ -98,7 +98,9 @@ def test_units_verify_clean_and_are_hardened(tmp_path):
     verify = subprocess.run(["systemd-analyze", "verify", *names], capture_output=True, text=True)
     assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
     for service in units.glob("*.service"):
-        out = subprocess.run(["systemd-analyze", "security", "--offline=true", str(service)], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["systemd-analyze", "security", "--offline=true", str(service)], capture_output=True, text=True
+        ).stdout
         level = float(re.search(r"Overall exposure level for \S+: ([0-9.]+)", out).group(1))
         assert level <= 2.0, (service.name, level)
 
@@ -111,7 +113,9 @@ def test_send_unit_outlasts_a_send_run():
 
     text = (ROOT / "systemd" / "bxmem-send.service").read_text()
     timeout = int(re.search(r"TimeoutStartSec=(\d+)", text).group(1))
-    assert send_runner.RUN_BUDGET_S + honcho.request_deadline_s() > send_runner.RUN_DEADLINE_S > send_runner.RUN_BUDGET_S
+    assert (
+        send_runner.RUN_BUDGET_S + honcho.request_deadline_s() > send_runner.RUN_DEADLINE_S > send_runner.RUN_BUDGET_S
+    )
     assert timeout >= 2 * send_runner.RUN_DEADLINE_S
 
 
@@ -122,7 +126,9 @@ def test_units_accept_exactly_the_exits_that_lose_nothing():
 
     for job in ("decide", "mirror", "send"):
         text = (ROOT / "systemd" / f"bxmem-{job}.service").read_text()
-        accepted = {int(code) for line in re.findall(r"^SuccessExitStatus=(.*)$", text, flags=re.M) for code in line.split()}
+        accepted = {
+            int(code) for line in re.findall(r"^SuccessExitStatus=(.*)$", text, flags=re.M) for code in line.split()
+        }
         assert {3, 4} & set(COMMAND_EXITS[job]) <= accepted <= {3, 4}, (job, accepted)
 
 
@@ -133,7 +139,7 @@ def test_agent_tools_lists_exactly_the_codes_recall_and_ask_can_return():
 
     text = (ROOT / "docs" / "agent-tools.md").read_text()
     start = text.index("### Exit codes")
-    section = text[start:text.index("\n## ", start)]
+    section = text[start : text.index("\n## ", start)]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, flags=re.M)}
     assert documented == set(COMMAND_EXITS["recall"]) | set(COMMAND_EXITS["ask"])
 
@@ -145,7 +151,7 @@ def test_the_owner_reads_what_goes_nowhere_means_on_the_host():
     assert "is sent to no Honcho workspace. It does not leave the host, but it stays on it" in readme
     assert "and a turn holding a key (the key included), back to the agent, labelled `secret`" in readme
     design = (ROOT / "docs" / "design.md").read_text()
-    threats = " ".join(design[design.index("## Threat model"):].split())
+    threats = " ".join(design[design.index("## Threat model") :].split())
     assert "on the host, nothing is withheld from this agent by class." in threats
     assert "the key's text included, labelled `secret`" in threats
 
@@ -155,7 +161,7 @@ def test_agent_tools_section_8_lists_every_code_the_artifact_tools_can_return():
     from bxmem.errors import COMMAND_EXITS
 
     text = (ROOT / "docs" / "agent-tools.md").read_text()
-    section = text[text.index("## 8. The artifact tools"):]
+    section = text[text.index("## 8. The artifact tools") :]
     rows = re.findall(r"^\| ([0-9][0-9, ]*)[ ,|]", section, flags=re.M)
     documented = {int(code) for row in rows for code in re.findall(r"\d+", row)}
     assert set(COMMAND_EXITS["artifact record"]) | set(COMMAND_EXITS["artifact resolve"]) <= documented

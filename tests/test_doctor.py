@@ -49,11 +49,22 @@ def write_keys(tmp_path: Path, values: dict[str, str], mode: int = 0o600) -> str
 def healthy_units(manager: str = "user") -> dict:
     units = {}
     for job in ("decide", "mirror", "send"):
-        units[f"bxmem-{job}.timer"] = {"LoadState": "loaded", "UnitFileState": "enabled", "ActiveState": "active",
-                                       "SubState": "waiting", "LastTriggerUSec": "Wed 2026-12-02 04:00:00 UTC"}
-        units[f"bxmem-{job}.service"] = {"LoadState": "loaded", "UnitFileState": "static", "ActiveState": "inactive",
-                                         "SubState": "dead", "Result": "success", "ExecMainStatus": "0",
-                                         "ExecMainExitTimestamp": "Wed 2026-12-02 04:00:01 UTC"}
+        units[f"bxmem-{job}.timer"] = {
+            "LoadState": "loaded",
+            "UnitFileState": "enabled",
+            "ActiveState": "active",
+            "SubState": "waiting",
+            "LastTriggerUSec": "Wed 2026-12-02 04:00:00 UTC",
+        }
+        units[f"bxmem-{job}.service"] = {
+            "LoadState": "loaded",
+            "UnitFileState": "static",
+            "ActiveState": "inactive",
+            "SubState": "dead",
+            "Result": "success",
+            "ExecMainStatus": "0",
+            "ExecMainExitTimestamp": "Wed 2026-12-02 04:00:01 UTC",
+        }
         units[f"bxmem-{job}.path"] = {"LoadState": "loaded", "UnitFileState": "enabled", "ActiveState": "active"}
     return {manager: units}
 
@@ -88,8 +99,14 @@ def systemctl(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
     def answer(units: dict | None = None, unreachable: dict | None = None) -> None:
-        state.write_text(json.dumps({"units": units if units is not None else healthy_units(),
-                                     "unreachable": unreachable or {"system": "System has not been booted with systemd"}}))
+        state.write_text(
+            json.dumps(
+                {
+                    "units": units if units is not None else healthy_units(),
+                    "unreachable": unreachable or {"system": "System has not been booted with systemd"},
+                }
+            )
+        )
 
     answer()
     return answer
@@ -123,8 +140,21 @@ def test_a_sound_setup_passes_every_check_and_says_when(setup):
     code, report, text = doctor()
     assert code == 0 and report["counts"]["failed"] == 0, failed(report)
     kinds = [c["check"] for c in report["checks"]]
-    for kind in ("config", "home", "key-file", "honcho", "clock", "version", "chat", "auth", "key", "queue", "brokerd",
-                 "units", "outbox"):
+    for kind in (
+        "config",
+        "home",
+        "key-file",
+        "honcho",
+        "clock",
+        "version",
+        "chat",
+        "auth",
+        "key",
+        "queue",
+        "brokerd",
+        "units",
+        "outbox",
+    ):
         assert kind in kinds, kind
     assert [c["subject"] for c in report["checks"] if c["check"] == "key"] == ["bm0-trusted", "bm0-untrusted", "fleet"]
     assert by(report, "auth")["status"] == "ok"
@@ -162,16 +192,24 @@ def test_a_key_minted_for_another_workspace_is_caught_and_named(setup, tmp_path,
     configure(setup.url, extra=write_keys(tmp_path, {**KEYS, "fleet": other}))
     code, report, text = doctor()
     assert code == 4 and failed(report) == [("key", "fleet", "honcho-key-refused")]
-    assert by(report, "key", "fleet")["line"].endswith("refused (HTTP 401): the key was minted for workspace bm0-elsewhere")
+    assert by(report, "key", "fleet")["line"].endswith(
+        "refused (HTTP 401): the key was minted for workspace bm0-elsewhere"
+    )
     assert other not in text
 
 
 def test_a_key_file_of_the_wrong_mode_is_caught_and_not_sent(setup, tmp_path, configure):
-    configure(setup.url, extra=write_keys(tmp_path, {"bm0-trusted": TRUSTED_KEY})
-              + write_keys(tmp_path, {"bm0-untrusted": UNTRUSTED_KEY, "fleet": FLEET_KEY}, mode=0o644))
+    configure(
+        setup.url,
+        extra=write_keys(tmp_path, {"bm0-trusted": TRUSTED_KEY})
+        + write_keys(tmp_path, {"bm0-untrusted": UNTRUSTED_KEY, "fleet": FLEET_KEY}, mode=0o644),
+    )
     code, report, _text = doctor()
     assert code == 4
-    assert failed(report) == [("key-file", "bm0-untrusted", "honcho-key-refused"), ("key-file", "fleet", "honcho-key-refused")]
+    assert failed(report) == [
+        ("key-file", "bm0-untrusted", "honcho-key-refused"),
+        ("key-file", "fleet", "honcho-key-refused"),
+    ]
     assert "mode 0644: group or others can read it" in by(report, "key-file", "fleet")["line"]
     assert by(report, "key", "fleet")["status"] == "not-checked"
     sent = {r.headers.get("authorization") for r in setup.requests}
@@ -190,16 +228,26 @@ def test_honcho_down_is_caught_and_exits_7(setup):
     code, report, text = doctor()
     assert code == 7
     assert failed(report) == [("honcho", None, "honcho-unreachable")]
-    assert by(report, "honcho")["line"].startswith(f"Honcho at {setup.url}: not answering: health check: connection failed")
+    assert by(report, "honcho")["line"].startswith(
+        f"Honcho at {setup.url}: not answering: health check: connection failed"
+    )
     assert by(report, "clock")["status"] == "not-checked"
     assert "not checked: keys on Honcho, its queue: Honcho did not answer" in text
 
 
-@pytest.mark.parametrize("state, problem", [
-    ({"UnitFileState": "disabled", "ActiveState": "inactive"},
-     "bxmem-send.timer is not enabled (UnitFileState=disabled): systemctl --user enable --now bxmem-send.timer"),
-    ({"ActiveState": "inactive"}, "bxmem-send.timer is enabled but inactive: systemctl --user start bxmem-send.timer"),
-])
+@pytest.mark.parametrize(
+    "state, problem",
+    [
+        (
+            {"UnitFileState": "disabled", "ActiveState": "inactive"},
+            "bxmem-send.timer is not enabled (UnitFileState=disabled): systemctl --user enable --now bxmem-send.timer",
+        ),
+        (
+            {"ActiveState": "inactive"},
+            "bxmem-send.timer is enabled but inactive: systemctl --user start bxmem-send.timer",
+        ),
+    ],
+)
 def test_a_unit_not_enabled_or_not_running_is_caught(setup, systemctl, state, problem):
     units = healthy_units()
     units["user"]["bxmem-send.timer"].update(state)
@@ -215,7 +263,10 @@ def test_a_failed_last_run_is_caught_with_its_status(setup, systemctl):
     systemctl(units)
     code, report, _text = doctor()
     assert code == 4 and failed(report) == [("units", "decide", "honcho-config-invalid")]
-    assert "(Result=exit-code, status 78): journalctl --user -u bxmem-decide.service" in by(report, "units", "decide")["line"]
+    assert (
+        "(Result=exit-code, status 78): journalctl --user -u bxmem-decide.service"
+        in by(report, "units", "decide")["line"]
+    )
 
 
 def test_a_run_that_failed_before_bxmem_started_is_caught(setup, systemctl):
@@ -236,8 +287,10 @@ def test_a_run_in_progress_is_not_called_never_run(setup, systemctl):
     code, report, _text = doctor()
     line = by(report, "units", "mirror")["line"]
     assert code == 0 and "not run yet" not in line
-    assert line == ("units of mirror (user manager): bxmem-mirror.timer enabled, waiting; bxmem-mirror.service "
-                    "running now (activating); bxmem-mirror.path enabled")
+    assert line == (
+        "units of mirror (user manager): bxmem-mirror.timer enabled, waiting; bxmem-mirror.service "
+        "running now (activating); bxmem-mirror.path enabled"
+    )
 
 
 def test_a_timer_missing_from_both_managers_is_caught_but_metrics_is_optional(setup, systemctl):
@@ -260,8 +313,10 @@ def test_units_are_not_checked_without_systemctl_or_a_manager(setup, systemctl, 
     systemctl(unreachable={"user": "Failed to connect to bus: No medium found", "system": "System has not been booted"})
     code, report, _text = doctor()
     assert code == 0 and by(report, "units")["status"] == "not-checked"
-    assert by(report, "units")["line"] == ("units: systemctl --user: Failed to connect to bus: No medium found; "
-                                           "systemctl --system: System has not been booted")
+    assert by(report, "units")["line"] == (
+        "units: systemctl --user: Failed to connect to bus: No medium found; "
+        "systemctl --system: System has not been booted"
+    )
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -277,7 +332,9 @@ def test_a_clock_off_by_minutes_is_caught(setup, offset):
     clock = by(report, "clock")
     assert abs(clock["data"]["offset_s"] + offset) < 3
     side = "behind" if offset > 0 else "ahead of"
-    assert clock["line"].startswith("clock against Honcho's: this host's is ") and f" s {side} Honcho's" in clock["line"]
+    assert (
+        clock["line"].startswith("clock against Honcho's: this host's is ") and f" s {side} Honcho's" in clock["line"]
+    )
 
 
 def test_a_clock_within_the_limit_passes(setup):
@@ -289,14 +346,18 @@ def test_a_clock_within_the_limit_passes(setup):
 def test_auth_off_is_a_warning_and_a_missing_key_with_auth_on_a_failure(setup, tmp_path, configure):
     setup.keys.clear()  # the server takes any key
     code, report, text = doctor()
-    assert code == 0 and by(report, "auth")["status"] == "warning" and by(report, "auth")["runbook"] == "honcho-auth-off"
+    assert (
+        code == 0 and by(report, "auth")["status"] == "warning" and by(report, "auth")["runbook"] == "honcho-auth-off"
+    )
     assert "(auth is off: any key would be)" in by(report, "key", "fleet")["line"]
     assert "(see: bxmem runbook honcho-auth-off)" in text
     setup.keys.update(KEYS)
     configure(setup.url, extra=write_keys(tmp_path, {"bm0-trusted": TRUSTED_KEY, "bm0-untrusted": UNTRUSTED_KEY}))
     code, report, _text = doctor()
     assert code == 4 and ("key", "fleet", "honcho-key-refused") in failed(report)
-    assert by(report, "key", "fleet")["line"].startswith("no key for fleet: Honcho refuses requests without one (HTTP 401)")
+    assert by(report, "key", "fleet")["line"].startswith(
+        "no key for fleet: Honcho refuses requests without one (HTTP 401)"
+    )
     assert by(report, "keys")["status"] == "warning"  # the partial key set, as config check says it
 
 

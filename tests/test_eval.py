@@ -23,8 +23,13 @@ KNOWN_FAILING: dict[str, str] = {}
 
 @pytest.mark.slow  # the whole corpus through the real CLI: about 30 s
 def test_fast_corpus_runs_with_no_leak_and_only_the_known_failures(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "eval.run", "--fast", "--results", str(tmp_path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.run", "--fast", "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     stored = list(tmp_path.glob("*.json"))
     assert len(stored) == 1, done.stderr[-2000:]
     report = json.loads(stored[0].read_text())
@@ -45,8 +50,13 @@ def test_fast_corpus_runs_with_no_leak_and_only_the_known_failures(tmp_path):
 
 @pytest.mark.slow
 def test_stored_results_hold_no_conversation_text(tmp_path):
-    subprocess.run([sys.executable, "-m", "eval.run", "--fast", "--case", "2", "--results", str(tmp_path)],
-                   capture_output=True, text=True, cwd=ROOT, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "eval.run", "--fast", "--case", "2", "--results", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     text = next(tmp_path.glob("*.json")).read_text()
     for word in ("wombat firmware", "numbat firmware", "vendor page"):
         assert word not in text
@@ -90,14 +100,24 @@ def test_the_fence_check_sees_each_way_out_of_the_frame():
     }
     assert {name: observe.fence_problems(text, 1) for name, text in cases.items()} == expect
     assert observe.fence_problems(honest + "\n[2] local | identity | private", 1)[:1] == [
-        "the text does not end with its closing fence"]
+        "the text does not end with its closing fence"
+    ]
     assert observe.fence_problems(honest, 2) == ["1 hit headers for 2 hits"]
     assert observe.fence_problems("Recalled memory: data\n[1] x", 1) == ["the text does not open with a fence line"]
 
 
 def _contract(hits: list[dict], text: str = "") -> str:
-    return json.dumps({"schema": "bxmem.recall/1", "label": {"untrusted": False, "class": "private"}, "text": text,
-                       "hits": hits, "omitted": 0, "answered": ["local"], "unavailable": []})
+    return json.dumps(
+        {
+            "schema": "bxmem.recall/1",
+            "label": {"untrusted": False, "class": "private"},
+            "text": text,
+            "hits": hits,
+            "omitted": 0,
+            "answered": ["local"],
+            "unavailable": [],
+        }
+    )
 
 
 def test_the_bounds_check_sees_too_many_hits_too_long_hits_and_too_many_tokens():

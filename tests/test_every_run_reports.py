@@ -13,9 +13,9 @@ from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho import api as honcho_module
 from bxmem.honcho.api import settle_wait_s
-from bxmem.policy.ledger_time import format_time
 from bxmem.store.outbox import Outbox
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -59,12 +59,20 @@ def test_every_run_during_an_outage_says_since_when_and_the_next_try(home, broke
     [line] = text.stderr.strip().splitlines()
     assert re.fullmatch(
         rf"bxmem send: Honcho unreachable since {re.escape(since)} \(honcho .* connection failed \(ConnectError\)\); "
-        r"next try at \S+Z \(in \d+ s\); 2 item\(s\) wait \(see: bxmem runbook honcho-unreachable\)", line), line
+        r"next try at \S+Z \(in \d+ s\); 2 item\(s\) wait \(see: bxmem runbook honcho-unreachable\)",
+        line,
+    ), line
     assert bxmem_inprocess("-q", "send").stderr == ""  # the units' journal heard of it once, at its start
     status = sync.status(load(), check=False)
-    assert status["outage"]["next_try_at"] == waiting["outage"]["next_try_at"] and "connection failed" in status["outage"]["error"]
-    assert any(line.startswith(f"Honcho as send recorded: unreachable since {since} (") and
-               f"next try at {waiting['outage']['next_try_at']}" in line for line in sync.lines(status))
+    assert (
+        status["outage"]["next_try_at"] == waiting["outage"]["next_try_at"]
+        and "connection failed" in status["outage"]["error"]
+    )
+    assert any(
+        line.startswith(f"Honcho as send recorded: unreachable since {since} (")
+        and f"next try at {waiting['outage']['next_try_at']}" in line
+        for line in sync.lines(status)
+    )
 
 
 def test_an_item_in_doubt_and_the_turns_behind_it_show_in_send_and_sync(home, brokerd, honcho, configure, monkeypatch):
@@ -83,18 +91,33 @@ def test_an_item_in_doubt_and_the_turns_behind_it_show_in_send_and_sync(home, br
     report = send.run(load(), clock=lambda: 1e6 + 10)  # past the backoff, before the lookup
     assert report.exit_code == 3 and report.sent == 0
     [doubt] = report.as_json()["in_doubt"]
-    assert doubt == {"workspace": "bm0-trusted", "session": "s", "hsession": "s", "kind": "turn", "items": ["turn:s:1"],
-                     "attempted_at": format_time(1e6), "lookup_at": lookup, "waiting_behind": 1}
-    assert any(line.startswith("in doubt: 1 turn(s) of session s in bm0-trusted (first turn:s:1), sent at "
-                               f"{format_time(1e6)} with no answer; looked up in Honcho at {lookup}") and
-               "1 later item(s) wait behind them (see: bxmem runbook honcho-in-doubt)" in line for line in report.summary())
+    assert doubt == {
+        "workspace": "bm0-trusted",
+        "session": "s",
+        "hsession": "s",
+        "kind": "turn",
+        "items": ["turn:s:1"],
+        "attempted_at": format_time(1e6),
+        "lookup_at": lookup,
+        "waiting_behind": 1,
+    }
+    assert any(
+        line.startswith(
+            "in doubt: 1 turn(s) of session s in bm0-trusted (first turn:s:1), sent at "
+            f"{format_time(1e6)} with no answer; looked up in Honcho at {lookup}"
+        )
+        and "1 later item(s) wait behind them (see: bxmem runbook honcho-in-doubt)" in line
+        for line in report.summary()
+    )
     status = sync.status(load(), now=1e6 + 10, check=False)
     ws = status["workspaces"]["bm0-trusted"]
     assert (ws["pending_turns"], ws["in_doubt"], ws["waiting_behind"]) == (2, 1, 1)
     assert status["in_doubt"] == [doubt]
     text = sync.lines(status)
-    assert "outbox bm0-trusted (trusted): 2 turn(s) and 0 edit(s) pending (1 in doubt, 1 waiting behind them), 0 failed; " \
-           "oldest turn:s:1 (" in "\n".join(text)
+    assert (
+        "outbox bm0-trusted (trusted): 2 turn(s) and 0 edit(s) pending (1 in doubt, 1 waiting behind them), 0 failed; "
+        "oldest turn:s:1 (" in "\n".join(text)
+    )
     assert sum(1 for line in text if line.startswith("in doubt: ")) == 1
     # once looked up: found in Honcho, recorded sent, and the one behind it goes
     done = send.run(load(), clock=lambda: 1e6 + settle_wait_s() + 1)
@@ -110,11 +133,28 @@ def test_sync_counts_each_item_sent_once(home, configure):
     configure("http://127.0.0.1:9")
     ledger = Ledger(home / "memory" / "honcho.jsonl")
     (home / "memory").mkdir(exist_ok=True)
-    decision = decided_turn(session="s", turn=1, role="trusted", ws="bm0-trusted", reason="clean", peer="kyle",
-                            trust_class="private", untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]],
-                            reply=[10, 20], at=None)
-    ledger.append([decision, sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"]),
-                   sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"], settled=True)])
+    decision = decided_turn(
+        session="s",
+        turn=1,
+        role="trusted",
+        ws="bm0-trusted",
+        reason="clean",
+        peer="kyle",
+        trust_class="private",
+        untrusted_by=[],
+        secret_rule=None,
+        log="s.jsonl",
+        user=[[0, 10]],
+        reply=[10, 20],
+        at=None,
+    )
+    ledger.append(
+        [
+            decision,
+            sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"]),
+            sent_turn("turn:s:1", "bm0-trusted", "trusted", "s", ["m1", "m2"], settled=True),
+        ]
+    )
     assert Outbox.load(home / "memory" / "bxmem", ledger).sent_count == 1
 
 
@@ -132,7 +172,9 @@ def test_held_items_are_said_once_to_the_journal_and_their_end_too(home, brokerd
     again = bxmem_inprocess("-q", "send")
     assert again.returncode == 4 and again.stderr == ""  # still held: nothing new to say
     by_hand = bxmem_inprocess("send")  # the command's own output says it every run
-    assert by_hand.returncode == 4 and by_hand.stderr.startswith("bxmem send: held: 1 item(s) held that would write to bm0-trusted")
+    assert by_hand.returncode == 4 and by_hand.stderr.startswith(
+        "bxmem send: held: 1 item(s) held that would write to bm0-trusted"
+    )
     held = json.loads(bxmem_inprocess("send", "--json").stdout)["held_by_config"]
     assert [(g["workspace"], g["reason"], g["oldest"]) for g in held] == [("bm0-trusted", "not-configured", "turn:s:1")]
     assert ISO.match(held[0]["oldest_at"])
@@ -140,7 +182,8 @@ def test_held_items_are_said_once_to_the_journal_and_their_end_too(home, brokerd
     back = bxmem_inprocess("-q", "send")
     assert back.returncode == 0
     assert back.stderr.strip().splitlines() == [
-        "bxmem send: notice: nothing is held any more that would write to bm0-trusted as trusted (not-configured)"]
+        "bxmem send: notice: nothing is held any more that would write to bm0-trusted as trusted (not-configured)"
+    ]
 
 
 def test_items_in_doubt_are_said_once_to_the_journal(home, brokerd, honcho, configure, monkeypatch):
@@ -166,7 +209,8 @@ def test_items_in_doubt_are_said_once_to_the_journal(home, brokerd, honcho, conf
     assert len(said) == 1 and said[0].startswith("bxmem send: warning: in doubt: 1 turn(s) of session s in bm0-trusted")
     send.run(load(), clock=lambda: 1e6 + settle_wait_s() + 1)
     assert stream.getvalue().splitlines()[-1] == (
-        f"bxmem send: notice: the items in doubt since {format_time(1e6)} (session s in bm0-trusted) are settled")
+        f"bxmem send: notice: the items in doubt since {format_time(1e6)} (session s in bm0-trusted) are settled"
+    )
     log.setLevel(logging.NOTSET)
 
 
@@ -181,7 +225,9 @@ def test_every_decide_that_exits_3_says_why(home, configure, brokerd):
         again = bxmem_main(*args)
         assert again.returncode == 3
         lines = [line for line in again.stderr.splitlines() if "wait undecided" in line]
-        assert len(lines) == 1 and lines[0].startswith("bxmem decide: 1 turn(s) wait undecided: brokerd cannot answer since ")
+        assert len(lines) == 1 and lines[0].startswith(
+            "bxmem decide: 1 turn(s) wait undecided: brokerd cannot answer since "
+        )
         assert "(see: bxmem runbook broker-state-unavailable)" in lines[0]
     assert bxmem_main("-q", "decide").stderr == ""  # the timer's journal: said once, at the start
     report = json.loads(bxmem_main("decide", "--json").stdout)

@@ -20,9 +20,16 @@ from bxmem.errors import COMMAND_EXITS, MEANINGS, ExitCode
 ROOT = Path(__file__).resolve().parents[1]
 
 # The arguments each command needs to get past its own command line.
-ARGS = {"undo": ["e1"], "recall": ["backups"], "ask": ["what changed?"], "schema": ["ask"],
-        "artifact record": ["--session", "s", "--", "table.csv"], "artifact resolve": ["art_" + "a" * 52],
-        "artifact export": ["art_" + "a" * 52, "--to", "/nonexistent/out"], "artifact rm": ["art_" + "a" * 52]}
+ARGS = {
+    "undo": ["e1"],
+    "recall": ["backups"],
+    "ask": ["what changed?"],
+    "schema": ["ask"],
+    "artifact record": ["--session", "s", "--", "table.csv"],
+    "artifact resolve": ["art_" + "a" * 52],
+    "artifact export": ["art_" + "a" * 52, "--to", "/nonexistent/out"],
+    "artifact rm": ["art_" + "a" * 52],
+}
 
 
 def leaf_commands() -> list[str]:
@@ -54,10 +61,21 @@ def test_every_command_has_a_row_and_every_code_a_meaning():
         assert f"| `bxmem {command}` | {', '.join(str(c) for c in sorted(codes))} |" in docs
 
 
-CLI_MODULES = {"cli": "cli/app", "cli_owner": "cli/owner", "cli_agent": "cli/agent", "cli_host": "cli/host",
-               "cli_artifacts": "cli/artifacts"}
-GROUPS = {"app": "", "config_app": "config ", "index_app": "index ", "outbox_app": "outbox ", "units_app": "units ",
-          "artifact_app": "artifact "}
+CLI_MODULES = {
+    "cli": "cli/app",
+    "cli_owner": "cli/owner",
+    "cli_agent": "cli/agent",
+    "cli_host": "cli/host",
+    "cli_artifacts": "cli/artifacts",
+}
+GROUPS = {
+    "app": "",
+    "config_app": "config ",
+    "index_app": "index ",
+    "outbox_app": "outbox ",
+    "units_app": "units ",
+    "artifact_app": "artifact ",
+}
 
 
 def _declared(tree: ast.Module) -> dict[str, str]:
@@ -70,8 +88,13 @@ def _declared(tree: ast.Module) -> dict[str, str]:
                 if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
                     name = decorator.args[0].value if decorator.args else node.name
                     found[GROUPS[decorator.func.value.id] + name] = node.name
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and \
-                getattr(node.func.func, "attr", "") == "command" and node.args and isinstance(node.args[0], ast.Attribute | ast.Name):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Call)
+            and getattr(node.func.func, "attr", "") == "command"
+            and node.args
+            and isinstance(node.args[0], ast.Attribute | ast.Name)
+        ):
             group = GROUPS[node.func.func.value.id]
             function = node.args[0].attr if isinstance(node.args[0], ast.Attribute) else node.args[0].id
             found[group + node.func.args[0].value] = function
@@ -80,13 +103,23 @@ def _declared(tree: ast.Module) -> dict[str, str]:
 
 def _functions() -> dict[str, list[ast.FunctionDef]]:
     """Each command's own code: its function in cli/ (app.py, owner.py, agent.py, host.py),
-    and for the timer jobs and recall the functions both paths run (commands/run.py), with
+    and for the timer jobs and recall the functions both paths run (commands/lean_commands.py), with
     the job report's exit_code."""
     reports = {"decide": "decide", "mirror": "mirror", "send": "send_report"}
-    files = {**CLI_MODULES, "jobs": "commands/run", "decide": "commands/decide",
-             "mirror": "commands/mirror", "send_report": "commands/send/report"}
+    files = {
+        **CLI_MODULES,
+        "jobs": "commands/lean_commands",
+        "decide": "commands/decide",
+        "mirror": "commands/mirror",
+        "send_report": "commands/send/report",
+    }
     trees = {name: ast.parse((ROOT / "bxmem" / f"{files[name]}.py").read_text()) for name in files}
-    defs = {(mod, node.name): node for mod, tree in trees.items() for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    defs = {
+        (mod, node.name): node
+        for mod, tree in trees.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+    }
     functions = {name: node for (mod, name), node in defs.items() if mod in CLI_MODULES}
     out: dict[str, list[ast.FunctionDef]] = {}
     for mod in CLI_MODULES:
@@ -94,7 +127,9 @@ def _functions() -> dict[str, list[ast.FunctionDef]]:
             out[command] = [functions[function]]
     for job, module in reports.items():
         out[job] += [defs[("jobs", job)], defs[("jobs", "finish")]]
-        out[job] += [node for node in ast.walk(trees[module]) if isinstance(node, ast.FunctionDef) and node.name == "exit_code"]
+        out[job] += [
+            node for node in ast.walk(trees[module]) if isinstance(node, ast.FunctionDef) and node.name == "exit_code"
+        ]
     out["recall"].append(defs[("jobs", "recall")])
     return out
 
@@ -134,8 +169,12 @@ def a_user_of_its_own(tmp_path: Path) -> dict:
     fake.mkdir(exist_ok=True)
     (fake / "systemctl").write_text("#!/bin/sh\nexit 0\n")
     (fake / "systemctl").chmod(0o755)
-    return {"HOME": str(tmp_path / "user"), "XDG_CONFIG_HOME": str(tmp_path / "user" / ".config"),
-            "XDG_STATE_HOME": str(tmp_path / "user" / "state"), "PATH": f"{fake}:{os.environ['PATH']}"}
+    return {
+        "HOME": str(tmp_path / "user"),
+        "XDG_CONFIG_HOME": str(tmp_path / "user" / ".config"),
+        "XDG_STATE_HOME": str(tmp_path / "user" / "state"),
+        "PATH": f"{fake}:{os.environ['PATH']}",
+    }
 
 
 @pytest.mark.parametrize("command", sorted(COMMAND_EXITS))
@@ -151,7 +190,9 @@ def test_every_command_keeps_to_its_row_local_only_and_on_mistakes(turns, tmp_pa
         assert named.exists()
         check(command, bxmem_main("init", "--local-only"), ExitCode.REFUSED)  # one is there
     else:
-        check(command, bxmem_main(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG)
+        check(
+            command, bxmem_main(*argv(command), env={"BXMEM_CONFIG": str(tmp_path / "missing.toml")}), ExitCode.CONFIG
+        )
         check(command, bxmem_main(*argv(command)))  # local-only
     mistake = bxmem_main(*argv(command, "--no-such-option"))
     check(command, mistake, ExitCode.USAGE)

@@ -13,9 +13,9 @@ from helpers import ledger_events, run_bxmem, write_log
 
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle as _is_idle
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.lean_argv import parse
+from bxmem.start.marshal_seal import seal, unseal
 
 
 def is_idle(argv: list[str]) -> bool:
@@ -85,7 +85,7 @@ def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
 def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
     import platformdirs
 
-    from bxmem.start import where
+    from bxmem.start import locations
 
     for xdg in (None, "", str(tmp_path / "xdg")):
         for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
@@ -93,8 +93,8 @@ def test_fast_path_defaults_match_platformdirs(monkeypatch, tmp_path):
                 monkeypatch.delenv(variable, raising=False)
             else:
                 monkeypatch.setenv(variable, xdg)
-        assert where.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
-        assert where.default_home() == platformdirs.user_data_dir("boxmaker")
+        assert locations.default_config_path() == os.path.join(platformdirs.user_config_dir("boxmaker"), "bxmem.toml")
+        assert locations.default_home() == platformdirs.user_data_dir("boxmaker")
 
 
 def test_fast_path_finds_home_through_the_config_file(home, brokerd, configure, monkeypatch, config_file):
@@ -280,8 +280,14 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
     assert is_idle(["bxmem", "decide"])  # a timer run would wait for the sweep
     controller, terminal = pty.openpty()
     try:
-        result = subprocess.run([sys.executable, "-m", "bxmem", "decide"], stderr=terminal, stdout=subprocess.DEVNULL,
-                                env=os.environ, cwd=ROOT, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "bxmem", "decide"],
+            stderr=terminal,
+            stdout=subprocess.DEVNULL,
+            env=os.environ,
+            cwd=ROOT,
+            timeout=60,
+        )
     finally:
         os.close(terminal)
         os.close(controller)
@@ -290,7 +296,7 @@ def test_a_person_at_a_terminal_gets_the_real_job(home, dormant_home):
 
 
 def test_the_fast_path_expands_a_home_named_with_a_tilde(home, brokerd, monkeypatch, tmp_path):
-    """The home's precedence is where.home for every path: the fast path looked
+    """The home's precedence is locations.home for every path: the fast path looked
     for "~/h/memory/bxmem" literally, found no summary, and ran the job every time."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("BOXMAKER_HOME", "~/h")
@@ -308,11 +314,14 @@ GLANCED = [
     ('[honcho]\nurl = "http://h:8000"\nagent = "boxmaker0"\n', None),
     ('[paths]\nhome = "/srv/box"\n', "/srv/box"),
     ("[paths]\nhome = '/srv/box'   # literal\n", "/srv/box"),
-    ('# the home\n  [ paths ]  # mine\n  home="/a#b" # a comment\nrun = "/run/x"\n[honcho]\nhome = "/not/this"\n', "/a#b"),
+    (
+        '# the home\n  [ paths ]  # mine\n  home="/a#b" # a comment\nrun = "/run/x"\n[honcho]\nhome = "/not/this"\n',
+        "/a#b",
+    ),
     ('[paths]\nrun = "/run/x"\n[[honcho.read]]\nagent = "b1"\n', None),
     ('[honcho]\nurl = "u"\n[paths]\nhome = ""\n', ""),
-    ("[paths]\r\nhome = \"/crlf\"\r\n", "/crlf"),
-    ('# no [paths] here, only the word: paths\n[send]\nbatch = 5\n', None),
+    ('[paths]\r\nhome = "/crlf"\r\n', "/crlf"),
+    ("# no [paths] here, only the word: paths\n[send]\nbatch = 5\n", None),
     ('[honcho]\npaths = "a honcho key named paths"\n', None),
 ]
 UNSURE = [
@@ -326,7 +335,7 @@ UNSURE = [
     '[paths]\nhome = """/multi\nline"""\n',
     "[honcho]\nnote = '''\n[paths]\nhome = \"/inside\"\n'''\n",
     '[paths]\nhome = "/a" "/b"\n',
-    '[paths.sub]\nx = 1\n',
+    "[paths.sub]\nx = 1\n",
     '[honcho]\nx = [\n "[paths]",\n]\n',
 ]
 
@@ -356,8 +365,11 @@ def test_every_config_the_docs_show_is_read_at_a_glance_as_tomllib_reads_it():
     from bxmem.start.idle import _glance_home
 
     root = Path(__file__).resolve().parents[1]
-    blocks = [b for doc in ("README.md", "docs/config.md")
-              for b in re.findall(r"```toml\n(.*?)```", (root / doc).read_text(), flags=re.S)]
+    blocks = [
+        b
+        for doc in ("README.md", "docs/config.md")
+        for b in re.findall(r"```toml\n(.*?)```", (root / doc).read_text(), flags=re.S)
+    ]
     assert len(blocks) >= 2
     for block in blocks:
         try:
@@ -367,8 +379,9 @@ def test_every_config_the_docs_show_is_read_at_a_glance_as_tomllib_reads_it():
         assert _glance_home(block.encode()) == (True, home), block[:80]
 
 
-def test_a_config_whose_home_the_glance_gets_wrong_costs_a_real_run_never_skips_one(home, brokerd, monkeypatch,
-                                                                                   config_file, tmp_path):
+def test_a_config_whose_home_the_glance_gets_wrong_costs_a_real_run_never_skips_one(
+    home, brokerd, monkeypatch, config_file, tmp_path
+):
     """The summary found in the home the glance names counts only if a run that read this
     very config version (and resolved that home) wrote it: a home no such run used has none."""
     from bxmem.start import idle

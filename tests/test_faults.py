@@ -15,10 +15,10 @@ from bxmem.commands import decide
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho import api as honcho_module
 from bxmem.honcho.api import settle_wait_s
-from bxmem.policy.ledger_time import format_time
-from bxmem.start.sealed import unseal
+from bxmem.start.marshal_seal import unseal
 
 
 def load():
@@ -81,8 +81,19 @@ def test_a_409_on_create_of_the_session_for_a_conclusion_means_it_exists(home, h
     from bxmem.demo.sample import write_journal
 
     configure(honcho.url)
-    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "identity_add",
-                          "file": "user.md", "entry": "likes tea"}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s1",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": "likes tea",
+            }
+        ],
+    )
     mirror.run(load())
     honcho.inject("store-then-status", match=r"/sessions$", status=409)
     assert send.run(load()).sent == 1
@@ -147,7 +158,8 @@ def test_a_request_stored_late_is_looked_up_only_once_honcho_is_done_with_it(lat
     assert report.held == 2
     # Said in the report (send's output and --json), with when it will be looked up.
     assert [(d["items"], d["lookup_at"], d["waiting_behind"]) for d in report.in_doubt] == [
-        (["turn:s:1"], format_time(1e6 + settle_wait_s()), 1)]
+        (["turn:s:1"], format_time(1e6 + settle_wait_s()), 1)
+    ]
     # Only held items are left: the idle fast path sleeps until they may be looked up.
     summary = marshal.loads(unseal((late_store / "memory" / "bxmem" / "idle-send.marshal").read_bytes()))
     assert summary["wake_at"] == 1e6 + settle_wait_s()

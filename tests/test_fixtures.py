@@ -22,7 +22,11 @@ def test_the_default_openapi_document_is_the_one_in_the_repository():
     env = {k: v for k, v in os.environ.items() if k != "BXMEM_OPENAPI"}
     out = subprocess.run(
         [sys.executable, "-c", "import fake_honcho; print(fake_honcho.OPENAPI)"],
-        cwd=ROOT / "tests", env=env, capture_output=True, text=True, check=True,
+        cwd=ROOT / "tests",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert Path(out) == OPENAPI_FIXTURE
     assert Path(out).is_relative_to(ROOT)
@@ -48,7 +52,12 @@ def test_the_workspace_chat_excerpt_matches_its_provenance():
     assert list(doc["paths"]) == ["/v3/workspaces/{workspace_id}/chat"]
     assert "261d885c5cd9c415441a16c2b3504c4f359a7ee1" in provenance
     checker = fake_honcho.OpenAPIChecker(fake_honcho.LATER_OPENAPI)
-    assert checker.check("POST", "/v3/workspaces/w/chat", {}, {"query": "hi", "reasoning_level": "minimal", "stream": False}) == []
+    assert (
+        checker.check(
+            "POST", "/v3/workspaces/w/chat", {}, {"query": "hi", "reasoning_level": "minimal", "stream": False}
+        )
+        == []
+    )
     assert checker.check("POST", "/v3/workspaces/w/chat", {}, {"query": "hi", "reasoning_level": "none"})
     assert checker.check("POST", "/v3/workspaces/w/chat", {}, {"query": ""})
 
@@ -61,7 +70,14 @@ def test_nothing_in_the_repository_reads_outside_it():
         files += [ROOT / "dev"]
     else:
         files = [ROOT / line for line in tracked.stdout.splitlines()]
-    code = [p for p in files if p.suffix in ("", ".py", ".sh") and p.is_file() and "fixtures" not in p.parts and p.name != Path(__file__).name]
+    code = [
+        p
+        for p in files
+        if p.suffix in ("", ".py", ".sh")
+        and p.is_file()
+        and "fixtures" not in p.parts
+        and p.name != Path(__file__).name
+    ]
     reads = []
     for path in code:
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):

@@ -17,8 +17,8 @@ from bxmem.commands import decide
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.policy.retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
 from bxmem.store.outbox import read_checkpoint
+from bxmem.trust.send_retry import FIRST_DELAY_S, MAX_DELAY_S, jittered
 
 HOMES = 12
 T0 = 1_000_000.0
@@ -92,7 +92,9 @@ def test_a_fleet_comes_back_spread_out_and_loses_or_doubles_nothing(tmp_path, ho
 
     # Nothing lost, nothing doubled: each agent's three turns, two parts each, once.
     for n in range(HOMES):
-        parts = Counter((m["metadata"]["bxmem_item"], m["metadata"]["part"]) for m in honcho.messages_in(f"a{n}-trusted"))
+        parts = Counter(
+            (m["metadata"]["bxmem_item"], m["metadata"]["part"]) for m in honcho.messages_in(f"a{n}-trusted")
+        )
         assert parts == Counter({(f"turn:s{s}:{s + 1}", p): 1 for s in range(3) for p in range(2)}), (n, parts)
     assert len(honcho.messages) == HOMES * 6
 
@@ -103,4 +105,7 @@ def test_the_jitter_keeps_within_bounds_and_spreads():
         waits = [jittered(delay, rng) for _ in range(2000)]
         assert min(waits) >= FIRST_DELAY_S and max(waits) <= MAX_DELAY_S
         assert max(waits) - min(waits) > delay * 0.4  # spread, not a fixed step
-        assert abs(sum(waits) / len(waits) - (max(FIRST_DELAY_S, delay / 2) + min(MAX_DELAY_S, delay * 1.5)) / 2) < delay * 0.05
+        assert (
+            abs(sum(waits) / len(waits) - (max(FIRST_DELAY_S, delay / 2) + min(MAX_DELAY_S, delay * 1.5)) / 2)
+            < delay * 0.05
+        )

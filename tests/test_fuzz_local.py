@@ -53,8 +53,23 @@ def lines_bytes(records: list[dict]) -> bytes:
 
 # --- byte-level damage ---------------------------------------------------------------------------
 
-NASTY = [b"\x00", b"\xff", b"\xed\xa0\x80", b"\n", b"\r", b"[" * 1100, b'{"a":' * 300, b'"', b"\\", b"}", b"]",
-         b'"turn":"1"', b'"untrusted":true', b'"type":5', b"x" * 3000]
+NASTY = [
+    b"\x00",
+    b"\xff",
+    b"\xed\xa0\x80",
+    b"\n",
+    b"\r",
+    b"[" * 1100,
+    b'{"a":' * 300,
+    b'"',
+    b"\\",
+    b"}",
+    b"]",
+    b'"turn":"1"',
+    b'"untrusted":true',
+    b'"type":5',
+    b"x" * 3000,
+]
 
 
 @st.composite
@@ -95,7 +110,15 @@ def journal_bytes() -> bytes:
     edits = [
         {"id": "j1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "likes tea"},
         {"id": "j2", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "the NAS is at 10.0.0.5"},
-        {"id": "j3", "ts": "t", "session": "s", "op": "identity_replace", "file": "user.md", "old": "likes tea", "entry": "likes coffee"},
+        {
+            "id": "j3",
+            "ts": "t",
+            "session": "s",
+            "op": "identity_replace",
+            "file": "user.md",
+            "old": "likes tea",
+            "entry": "likes coffee",
+        },
         {"id": "j4", "ts": "t", "session": "s", "op": "note", "trust": "untrusted", "entry": "a page said so"},
         {"id": "j5", "ts": "t", "session": "owner", "op": "undo", "target": "j2"},
     ]
@@ -297,6 +320,7 @@ GOOD_REPLY = b'{"SessionStateReply":{"class":"private","untrusted":false}}\n'
 def strictly_clean(reply: bytes) -> bool:
     """Whether the reply says, beyond doubt, what a trusted decision needs: an independent
     strict read (one JSON line, no key twice, the documented shape)."""
+
     def no_duplicates(pairs):
         if len({k for k, _v in pairs}) != len(pairs):
             raise ValueError("a key twice")
@@ -307,8 +331,12 @@ def strictly_clean(reply: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     body = value.get("SessionStateReply") if isinstance(value, dict) else None
-    return (isinstance(body, dict) and body.get("untrusted") is False and type(body.get("untrusted")) is bool
-            and body.get("class") in ("public", "private"))
+    return (
+        isinstance(body, dict)
+        and body.get("untrusted") is False
+        and type(body.get("untrusted")) is bool
+        and body.get("class") in ("public", "private")
+    )
 
 
 def check_broker(monkeypatch, reply: bytes) -> None:
@@ -356,14 +384,27 @@ def test_brokerd_replies(monkeypatch, reply):
 
 # --- bxmem's own state files -------------------------------------------------------------------------
 
-STATE_FILES = ["decide.json", "mirror.json", "outbox.marshal", "config.marshal", "idle-decide.marshal",
-               "idle-mirror.marshal", "idle-send.marshal", "idle-decide-dormant.marshal", "entry.key", "index.sqlite3",
-               "workspace-roles.json"]
+STATE_FILES = [
+    "decide.json",
+    "mirror.json",
+    "outbox.marshal",
+    "config.marshal",
+    "idle-decide.marshal",
+    "idle-mirror.marshal",
+    "idle-send.marshal",
+    "idle-decide-dormant.marshal",
+    "entry.key",
+    "index.sqlite3",
+    "workspace-roles.json",
+]
 
 
 def check_state(monkeypatch, checker, name: str, draw_bytes) -> None:
-    with fresh_home(monkeypatch) as home, FakeHoncho(checker=checker) as honcho, \
-            StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
+    with (
+        fresh_home(monkeypatch) as home,
+        FakeHoncho(checker=checker) as honcho,
+        StubBrokerd(home / "run" / "memory-broker" / "state.sock"),
+    ):
         (home.parent / "bxmem.toml").write_text(honcho_config(honcho.url))
         for n in range(3):
             (home / "logs" / f"s{n}.jsonl").write_bytes(session_log(2))

@@ -65,7 +65,9 @@ def write_sessions(home: Path) -> None:
     for s, tainted_from in (("a", None), ("b", 2), ("c", 1)):
         records = []
         for n in (1, 2):
-            records += turn_lines(n, f"text {s}{n}", f"reply {s}{n}", results=UNTRUSTED if tainted_from and n >= tainted_from else None)
+            records += turn_lines(
+                n, f"text {s}{n}", f"reply {s}{n}", results=UNTRUSTED if tainted_from and n >= tainted_from else None
+            )
         (home / "logs" / f"{s}.jsonl").write_bytes(lines_bytes(records))
 
 
@@ -77,8 +79,11 @@ def rewrite_in_place(path: Path, data: bytes) -> None:
 
 def check_honcho(honcho: FakeHoncho, home: Path, decided_before: dict, ledger_now: dict) -> Counter:
     texts = texts_of(home)
-    parts = Counter((m["metadata"]["bxmem_item"], m["metadata"]["part"]) for m in honcho.messages
-                    if str(m["metadata"].get("bxmem_item", "")).startswith("turn:"))
+    parts = Counter(
+        (m["metadata"]["bxmem_item"], m["metadata"]["part"])
+        for m in honcho.messages
+        if str(m["metadata"].get("bxmem_item", "")).startswith("turn:")
+    )
     assert max(parts.values(), default=1) == 1, [p for p, n in parts.items() if n > 1]
     for m in honcho.messages:
         item = m["metadata"].get("bxmem_item", "")
@@ -92,10 +97,14 @@ def check_honcho(honcho: FakeHoncho, home: Path, decided_before: dict, ledger_no
 @contextmanager
 def sessions_and_honcho(monkeypatch):
     """A home of its own with three sessions' logs (clean, tainted part-way, tainted), brokerd and a fake Honcho."""
-    with fresh_home(monkeypatch) as home, FakeHoncho() as honcho, \
-            StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
-        (home.parent / "bxmem.toml").write_text((home.parent / "bxmem.toml").read_text().replace(
-            "http://127.0.0.1:9", honcho.url) + "\n[send]\nbatch = 2\n")
+    with (
+        fresh_home(monkeypatch) as home,
+        FakeHoncho() as honcho,
+        StubBrokerd(home / "run" / "memory-broker" / "state.sock"),
+    ):
+        (home.parent / "bxmem.toml").write_text(
+            (home.parent / "bxmem.toml").read_text().replace("http://127.0.0.1:9", honcho.url) + "\n[send]\nbatch = 2\n"
+        )
         write_sessions(home)
         yield home, honcho
 
@@ -147,6 +156,7 @@ def restore_or_move(rng: random.Random):
             data = b"".join(lines)
         rewrite_in_place(ledger, data)
         return True
+
     return change
 
 
@@ -166,6 +176,7 @@ def damage(data):
     def change(ledger: Path, _copies: list[bytes]) -> bool:
         rewrite_in_place(ledger, data.draw(mutated(ledger.read_bytes())))
         return False  # a line made unreadable may be a decision the owner's edit took away
+
     return change
 
 
@@ -186,16 +197,28 @@ def test_any_byte_of_the_ledger_changed_in_place(monkeypatch, data):
 
 # (job, clock offset in seconds, Honcho up): after a first decide on the right clock, so
 # that there is something to send, whatever order of jobs, offsets and outages.
-STEPS = st.lists(st.tuples(st.sampled_from(["decide", "mirror", "send", "send", "sync"]),
-                           st.sampled_from([-2 * 86400, -86400, -3600, -600, -60, 0, 60, 600, 3600, 86400, 2 * 86400]),
-                           st.booleans()), min_size=1, max_size=6).map(lambda steps: [("decide", 0, True), *steps])
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["decide", "mirror", "send", "send", "sync"]),
+        st.sampled_from([-2 * 86400, -86400, -3600, -600, -60, 0, 60, 600, 3600, 86400, 2 * 86400]),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=6,
+).map(lambda steps: [("decide", 0, True), *steps])
 
 
 def the_clock_stepped(monkeypatch, steps) -> None:
     with sessions_and_honcho(monkeypatch) as (home, honcho):
         real = time.time()
         for job, offset, honcho_up in steps:
-            (honcho.start if honcho_up and honcho._server is None else honcho.stop if not honcho_up else (lambda: None))()
+            (
+                honcho.start
+                if honcho_up and honcho._server is None
+                else honcho.stop
+                if not honcho_up
+                else (lambda: None)
+            )()
             with freeze_time(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(real + offset)), tick=True):
                 run_job(job)
         if honcho._server is None:

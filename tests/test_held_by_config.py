@@ -15,7 +15,7 @@ from bxmem.commands import decide, mirror, sync, undo
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.write_policy import (
+from bxmem.trust.write_policy import (
     BEHIND_HELD_EDIT,
     NOT_CONFIGURED,
     PEER_IS_THE_AGENT,
@@ -44,7 +44,14 @@ def note(n: str, trust: str, entry: str, op: str = "note", session: str = "s1") 
 
 
 def add(n: str, entry: str) -> dict:
-    return {"id": n, "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "identity_add", "file": "user.md", "entry": entry}
+    return {
+        "id": n,
+        "ts": "2026-09-27T10:00:00Z",
+        "session": "s1",
+        "op": "identity_add",
+        "file": "user.md",
+        "entry": entry,
+    }
 
 
 def remove(n: str, entry: str) -> dict:
@@ -55,8 +62,10 @@ def touched(honcho, ws: str) -> list[str]:
     """Every request that named `ws`: in its path, or as the id it creates."""
     out = []
     for r in honcho.requests:
-        if r.path.startswith(f"/v3/workspaces/{ws}/") or r.path == f"/v3/workspaces/{ws}" or (
-            r.path == "/v3/workspaces" and isinstance(r.body, dict) and r.body.get("id") == ws
+        if (
+            r.path.startswith(f"/v3/workspaces/{ws}/")
+            or r.path == f"/v3/workspaces/{ws}"
+            or (r.path == "/v3/workspaces" and isinstance(r.body, dict) and r.body.get("id") == ws)
         ):
             out.append(f"{r.method} {r.path}")
     return out
@@ -68,10 +77,12 @@ def swapped(url: str, tmp_path, read_key: str = "read-key-for-old-trusted-5d1c")
     key = tmp_path / "read.key"
     key.write_text(register_secret(read_key) + "\n")
     os.chmod(key, 0o600)
-    return (f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
-            'trusted = "bm0-untrusted"\nuntrusted = "bm0-untrusted-2"\nfleet = "fleet"\n'
-            '[[honcho.read]]\nagent = "boxmaker9"\nworkspace = "bm0-trusted"\n'
-            f'[secrets.honcho_read_boxmaker9]\nfile = "{key}"\n')
+    return (
+        f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
+        'trusted = "bm0-untrusted"\nuntrusted = "bm0-untrusted-2"\nfleet = "fleet"\n'
+        '[[honcho.read]]\nagent = "boxmaker9"\nworkspace = "bm0-trusted"\n'
+        f'[secrets.honcho_read_boxmaker9]\nfile = "{key}"\n'
+    )
 
 
 # --- the rule, as a table -------------------------------------------------------------
@@ -80,14 +91,28 @@ ROLES = roles_of([("trusted", "t"), ("untrusted", "u"), ("fleet", "f"), ("read:o
 NOW = Now(ROLES, {}, "boxmaker0", "kyle")
 
 
-@pytest.mark.parametrize(("ws", "role", "reason"), [
-    ("t", "trusted", None), ("u", "untrusted", None), ("f", "fleet", None),
-    ("r", "trusted", READ_SOURCE), ("r", "untrusted", READ_SOURCE), ("r", None, READ_SOURCE),
-    ("gone", "trusted", NOT_CONFIGURED), (None, "trusted", NOT_CONFIGURED), (42, "trusted", NOT_CONFIGURED),
-    ("t", "untrusted", ROLE_CHANGED), ("u", "trusted", ROLE_CHANGED), ("f", "trusted", ROLE_CHANGED),
-    ("t", "fleet", ROLE_CHANGED),
-    ("t", None, ROLE_UNKNOWN), ("t", "read:other", ROLE_UNKNOWN), ("u", "", ROLE_UNKNOWN), ("f", ["fleet"], ROLE_UNKNOWN),
-])
+@pytest.mark.parametrize(
+    ("ws", "role", "reason"),
+    [
+        ("t", "trusted", None),
+        ("u", "untrusted", None),
+        ("f", "fleet", None),
+        ("r", "trusted", READ_SOURCE),
+        ("r", "untrusted", READ_SOURCE),
+        ("r", None, READ_SOURCE),
+        ("gone", "trusted", NOT_CONFIGURED),
+        (None, "trusted", NOT_CONFIGURED),
+        (42, "trusted", NOT_CONFIGURED),
+        ("t", "untrusted", ROLE_CHANGED),
+        ("u", "trusted", ROLE_CHANGED),
+        ("f", "trusted", ROLE_CHANGED),
+        ("t", "fleet", ROLE_CHANGED),
+        ("t", None, ROLE_UNKNOWN),
+        ("t", "read:other", ROLE_UNKNOWN),
+        ("u", "", ROLE_UNKNOWN),
+        ("f", ["fleet"], ROLE_UNKNOWN),
+    ],
+)
 def test_the_rule_row_by_row(ws, role, reason):
     held = check_write(ws, role, ROLES)
     assert (held.reason if held else None) == reason
@@ -102,22 +127,35 @@ def test_an_edit_is_held_by_what_it_deletes_and_edits_naming_it_wait_behind_it()
         "edit:x": {"kind": "edit", "ws": "t", "role": "trusted", "actions": [{"do": "unconclude", "of": "edit:b#0"}]},
         "edit:y": {"kind": "edit", "ws": "t", "role": "trusted", "actions": [{"do": "unconclude", "of": "edit:a#0"}]},
         "edit:z": {"kind": "edit", "ws": "t", "role": "trusted", "actions": [{"do": "conclude"}]},
-        "edit:u": {"kind": "edit", "ws": "t", "role": "trusted", "target": "edit:y",
-                   "actions": [{"do": "reconclude", "of": "edit:a#0", "undoes": "edit:y#0"}]},
+        "edit:u": {
+            "kind": "edit",
+            "ws": "t",
+            "role": "trusted",
+            "target": "edit:y",
+            "actions": [{"do": "reconclude", "of": "edit:a#0", "undoes": "edit:y#0"}],
+        },
         "edit:v": {"kind": "edit", "ws": "t", "role": "trusted", "target": "edit:u", "actions": []},
         "edit:w": {"kind": "edit", "ws": "f", "role": "fleet", "actions": [{"do": "retract", "of": "edit:n#0"}]},
     }
     assert writes_of(decisions["edit:y"], conclusions, fleet) == [("t", "trusted"), ("r", "trusted")]
     assert writes_of(decisions["edit:w"], conclusions, fleet) == [("f", "fleet"), ("old-fleet", "fleet")]
-    pending = [("edit:x", "t", "trusted", "edit", None), ("turn:s:1", "u", "untrusted", "turn", "ana"),
-               ("edit:y", "t", "trusted", "edit", None), ("turn:s:2", "t", "trusted", "turn", "ana"),
-               ("edit:z", "t", "trusted", "edit", None), ("edit:u", "t", "trusted", "edit", None),
-               ("edit:v", "t", "trusted", "edit", None)]
+    pending = [
+        ("edit:x", "t", "trusted", "edit", None),
+        ("turn:s:1", "u", "untrusted", "turn", "ana"),
+        ("edit:y", "t", "trusted", "edit", None),
+        ("turn:s:2", "t", "trusted", "turn", "ana"),
+        ("edit:z", "t", "trusted", "edit", None),
+        ("edit:u", "t", "trusted", "edit", None),
+        ("edit:v", "t", "trusted", "edit", None),
+    ]
     holds = hold_pending(pending, NOW, decisions.__getitem__, conclusions, fleet)
     # y deletes a conclusion in a read source; u undoes y (and writes in the read source
     # too); v undoes u. x and z name nothing held: they go.
-    assert {k: v.reason for k, v in holds.held.items()} == {"edit:y": READ_SOURCE, "edit:u": READ_SOURCE,
-                                                             "edit:v": BEHIND_HELD_EDIT}
+    assert {k: v.reason for k, v in holds.held.items()} == {
+        "edit:y": READ_SOURCE,
+        "edit:u": READ_SOURCE,
+        "edit:v": BEHIND_HELD_EDIT,
+    }
     alone = hold_pending([("edit:w", "f", "fleet", "edit", None)], NOW, decisions.__getitem__, conclusions, fleet)
     assert alone.held["edit:w"].reason == NOT_CONFIGURED and alone.held["edit:w"].workspace == "old-fleet"
 
@@ -126,8 +164,17 @@ def test_the_runbook_explains_every_held_reason():
     from helpers import ROOT
 
     text = (ROOT / "runbook" / "honcho-held-by-config.md").read_text()
-    for reason in (READ_SOURCE, NOT_CONFIGURED, ROLE_CHANGED, ROLE_UNKNOWN, BEHIND_HELD_EDIT, WORKSPACE_REUSED,
-                   PEER_IS_THE_AGENT, PEER_LIKE_THE_OWNER, PEER_NOT_A_NAME):
+    for reason in (
+        READ_SOURCE,
+        NOT_CONFIGURED,
+        ROLE_CHANGED,
+        ROLE_UNKNOWN,
+        BEHIND_HELD_EDIT,
+        WORKSPACE_REUSED,
+        PEER_IS_THE_AGENT,
+        PEER_LIKE_THE_OWNER,
+        PEER_NOT_A_NAME,
+    ):
         assert f"| `{reason}` |" in text, reason
 
 
@@ -161,9 +208,13 @@ def test_a_swapped_configuration_sends_nothing_anywhere_it_was_not_decided_for(w
     # What may still go, went: the untrusted note is in the fleet, which is still the fleet.
     assert [m["metadata"]["bxmem_item"] for m in honcho.messages_in("fleet")] == ["edit:n2"]
 
-    held = {(g["workspace"], g["role"], g["now"], g["reason"], g["turns"], g["edits"]) for g in report["held_by_config"]}
-    assert held == {("bm0-trusted", "trusted", "read:boxmaker9", READ_SOURCE, 1, 1),
-                    ("bm0-untrusted", "untrusted", "trusted", ROLE_CHANGED, 1, 0)}
+    held = {
+        (g["workspace"], g["role"], g["now"], g["reason"], g["turns"], g["edits"]) for g in report["held_by_config"]
+    }
+    assert held == {
+        ("bm0-trusted", "trusted", "read:boxmaker9", READ_SOURCE, 1, 1),
+        ("bm0-untrusted", "untrusted", "trusted", ROLE_CHANGED, 1, 0),
+    }
     assert "runbook honcho-held-by-config" in result.stderr and "the owner's words" not in result.stderr
     kinds = {e["ev"] for e in ledger_events(waiting)} - {"decided", "created"}
     assert kinds <= {"attempt", "sent"}  # held: nothing failed, nothing cancelled
@@ -171,14 +222,20 @@ def test_a_swapped_configuration_sends_nothing_anywhere_it_was_not_decided_for(w
     code, status = sync_json()
     assert code == 4
     assert {(g["workspace"], g["role"], g["reason"], g["turns"] + g["edits"]) for g in status["held"]} == {
-        ("bm0-trusted", "trusted", READ_SOURCE, 2), ("bm0-untrusted", "untrusted", ROLE_CHANGED, 1)}
+        ("bm0-trusted", "trusted", READ_SOURCE, 2),
+        ("bm0-untrusted", "untrusted", ROLE_CHANGED, 1),
+    }
     assert set(status["workspaces"]) == {"bm0-untrusted", "bm0-untrusted-2", "fleet"}
     assert all(ws["pending_turns"] == ws["pending_edits"] == 0 for ws in status["workspaces"].values())
     assert len([a for a in status["attention"] if "honcho-held-by-config" in a]) == 2
     text = bxmem_inprocess("sync").stdout.splitlines()
-    assert ("held: 1 turn(s) and 0 edit(s) that would write to bm0-untrusted as untrusted (role-changed): bm0-untrusted "
-            "is now this agent's trusted workspace, not its untrusted one; oldest turn:s-web:1") in [t.rsplit(" (", 1)[0] for t in text]
-    assert any(t.startswith("attention: 2 item(s) held that would write to bm0-trusted as trusted (read-source)") for t in text)
+    assert (
+        "held: 1 turn(s) and 0 edit(s) that would write to bm0-untrusted as untrusted (role-changed): bm0-untrusted "
+        "is now this agent's trusted workspace, not its untrusted one; oldest turn:s-web:1"
+    ) in [t.rsplit(" (", 1)[0] for t in text]
+    assert any(
+        t.startswith("attention: 2 item(s) held that would write to bm0-trusted as trusted (read-source)") for t in text
+    )
 
     # A second run changes nothing; a timer's run (the idle fast path) does not spin
     # on held items: it answers at once, until the ledger or the configuration changes,
@@ -192,7 +249,9 @@ def test_a_swapped_configuration_sends_nothing_anywhere_it_was_not_decided_for(w
     assert bxmem_main("send").returncode == 4
 
 
-def test_putting_the_configuration_back_releases_them_where_they_were_decided(waiting, honcho, config_file, configure, tmp_path):
+def test_putting_the_configuration_back_releases_them_where_they_were_decided(
+    waiting, honcho, config_file, configure, tmp_path
+):
     config_file.write_text(swapped(honcho.url, tmp_path))
     send.run(load())
     configure(honcho.url)
@@ -209,7 +268,8 @@ def test_a_renamed_workspace_holds_its_items_and_needs_attention(waiting, honcho
     report = send.run(load())
     assert report.exit_code == 4
     assert [(g["workspace"], g["reason"], g["now"], g["turns"], g["edits"]) for g in report.held_by_config] == [
-        ("bm0-trusted", NOT_CONFIGURED, None, 1, 1)]
+        ("bm0-trusted", NOT_CONFIGURED, None, 1, 1)
+    ]
     assert touched(honcho, "bm0-trusted") == [] and touched(honcho, "bm0-trusted-v2") == []
     code, status = sync_json()
     assert code == 4 and status["held"][0]["reason"] == NOT_CONFIGURED
@@ -224,7 +284,8 @@ def test_local_only_after_honcho_holds_what_was_decided_for_it(waiting, configur
 
 
 def test_a_remove_of_a_conclusion_in_a_workspace_now_read_is_held_and_the_undo_waits_behind_it(
-        home, brokerd, honcho, configure, config_file, tmp_path):
+    home, brokerd, honcho, configure, config_file, tmp_path
+):
     configure(honcho.url)
     write_journal(home, [add("a1", "alpha")])
     mirror.run(load())
@@ -261,7 +322,8 @@ def test_a_retraction_beside_a_note_in_a_renamed_fleet_is_held(home, brokerd, ho
 
 
 def test_an_in_doubt_item_whose_workspace_became_a_read_source_is_not_even_looked_up(
-        waiting, honcho, config_file, tmp_path):
+    waiting, honcho, config_file, tmp_path
+):
     from bxmem.honcho import api as honcho_module
 
     honcho.inject("store-then-drop", match=r"/sessions/s-clean/messages$")
@@ -294,20 +356,26 @@ def test_the_client_itself_refuses_a_workspace_that_is_not_ours(waiting, honcho,
     assert touched(honcho, "bm0-trusted") == []
 
 
-def test_audit_reads_only_this_agents_workspaces_and_says_what_it_left(waiting, honcho, configure, config_file, tmp_path):
+def test_audit_reads_only_this_agents_workspaces_and_says_what_it_left(
+    waiting, honcho, configure, config_file, tmp_path
+):
     send.run(load())  # everything sent under the first configuration
     config_file.write_text(swapped(honcho.url, tmp_path))
     before = len(honcho.requests)
     report = audit_module.audit(load())
     assert not [r for r in honcho.requests[before:] if "bm0-trusted" in r.path]
-    assert report.not_audited["bm0-trusted"]["items"] == 2 and report.not_audited["bm0-trusted"]["now"] == "read:boxmaker9"
+    assert (
+        report.not_audited["bm0-trusted"]["items"] == 2 and report.not_audited["bm0-trusted"]["now"] == "read:boxmaker9"
+    )
     # The untrusted turn now sits in what the configuration calls trusted: the fleet must be told.
     assert ("role-changed", "turn:s-web:1") in {(d["kind"], d.get("item")) for d in report.discrepancies}
     assert report.exit_code == 4
     assert any(line.startswith("not audited: 2 item(s) sent to bm0-trusted") for line in report.lines())
 
 
-def test_a_decision_with_a_damaged_workspace_or_role_is_held_not_sent_and_stops_nothing(home, brokerd, honcho, configure):
+def test_a_decision_with_a_damaged_workspace_or_role_is_held_not_sent_and_stops_nothing(
+    home, brokerd, honcho, configure
+):
     from bxmem.store.ledger import Ledger
 
     configure(honcho.url)
@@ -323,7 +391,10 @@ def test_a_decision_with_a_damaged_workspace_or_role_is_held_not_sent_and_stops_
     Ledger(home / "memory" / "honcho.jsonl").append(lines)
     report = send.run(load())
     assert report.exit_code == 4
-    assert {(g["reason"], g["oldest"]) for g in report.held_by_config} == {(NOT_CONFIGURED, "turn:s:1"), (ROLE_UNKNOWN, "turn:s:2")}
+    assert {(g["reason"], g["oldest"]) for g in report.held_by_config} == {
+        (NOT_CONFIGURED, "turn:s:1"),
+        (ROLE_UNKNOWN, "turn:s:2"),
+    }
     assert [m["metadata"]["bxmem_item"] for m in honcho.messages_in("bm0-trusted")] == ["turn:s:3"] * 2
     code, status = sync_json()
     assert code == 4 and len(status["held"]) == 2

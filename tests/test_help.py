@@ -43,7 +43,8 @@ def test_bxmem_alone_says_where_to_start():
             "  bxmem demo           every job on built-in sample data, in a temporary home: nothing to set up\n"
             "  bxmem init           write bxmem.toml for this agent and make the Boxmaker home\n"
             "  bxmem units install  run the jobs under systemd, for the home and config you have\n\n"
-            "bxmem --help lists every command; bxmem COMMAND --help says more, with examples.\n")
+            "bxmem --help lists every command; bxmem COMMAND --help says more, with examples.\n"
+        )
 
 
 def test_bxmem_help_lists_every_command_in_its_group_with_its_whole_first_sentence():
@@ -89,13 +90,13 @@ def test_every_command_has_examples_that_parse_as_written(name):
     assert text.rstrip("\n").endswith("\n".join(f"  {e}" for e in examples))  # the last section, each line whole
     for example in examples:
         words = shlex.split(example.replace('"$(command -v bxmem)"', "bxmem"))
-        words = words[words.index("bxmem"):]  # after sudo
+        words = words[words.index("bxmem") :]  # after sudo
         cut = next((i for i, w in enumerate(words) if w in (">", "|")), len(words))
         rest = words[1:cut]
         while rest and rest[0].startswith("-"):  # global options before the command
             rest = rest[2:] if rest[0] == "--config" else rest[1:]
         assert " ".join(rest).startswith(name), (name, example)
-        leaf = command.make_context(name, rest[len(name.split()):], parent=None, resilient_parsing=False)
+        leaf = command.make_context(name, rest[len(name.split()) :], parent=None, resilient_parsing=False)
         assert leaf is not None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from bxmem.commands import checks
+from bxmem.commands import live_checks
 from bxmem.config import loader as config_module
 from bxmem.honcho import client as client_module
 
@@ -28,7 +28,7 @@ def test_sends_planning_reporting_and_the_honchos_limits_load_no_http_stack():
 
 def test_the_retry_rules_read_nothing_of_honcho_or_the_stores():
     code = (
-        "from bxmem.policy.retry import Hold, settle_at\n"
+        "from bxmem.trust.send_retry import Hold, settle_at\n"
         "attempt = {'ts': '1970-01-01T00:16:40.000Z'}\n"  # 1,000 s
         "assert settle_at(attempt, 1_001.0, 95.0) == 1_095.0\n"
         "assert Hold({'x': attempt}, 1_001.0, 95.0).waits({'item': 'x', 'ws': 'w', 'session': 's', 'kind': 'turn'})\n"
@@ -36,7 +36,7 @@ def test_the_retry_rules_read_nothing_of_honcho_or_the_stores():
     )
     out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, check=True)
     modules = eval(out.stderr)
-    assert [m for m in modules if not m.startswith("bxmem.policy")] == [], modules
+    assert [m for m in modules if not m.startswith(("bxmem.trust", "bxmem.formats"))] == [], modules
 
 
 def test_syncs_health_check_is_a_request_of_the_honcho_client(home, honcho, configure, monkeypatch):
@@ -49,6 +49,6 @@ def test_syncs_health_check_is_a_request_of_the_honcho_client(home, honcho, conf
         return request(self, method, path, operation, **kwargs)
 
     monkeypatch.setattr(client_module.WorkspaceClient, "request", recorded)
-    result = checks.services(config_module.load(), None)["honcho"]
+    result = live_checks.services(config_module.load(), None)["honcho"]
     assert result["ok"] is True and result["problem"] is None
     assert asked == [("(server)", "GET", "/health")]

@@ -138,10 +138,13 @@ def test_send_ends_by_its_run_deadline_however_slowly_honcho_answers(two_turns, 
     started = time.monotonic()
     report = send.run(load(), clock=lambda: 1e6)
     took = time.monotonic() - started
-    assert report.outage and report.outage.endswith(": timed out: the command's deadline has passed") and report.sent == 0
+    assert (
+        report.outage and report.outage.endswith(": timed out: the command's deadline has passed") and report.sent == 0
+    )
     assert took < 3.0 + 3.0, took
     assert {e["ev"] for e in ledger_events(two_turns)} >= {"attempt"} and not [
-        e for e in ledger_events(two_turns) if e["ev"] in ("sent", "failed")]
+        e for e in ledger_events(two_turns) if e["ev"] in ("sent", "failed")
+    ]
     disarm(honcho)
     monkeypatch.setattr(honcho_module, "CONNECT_TIMEOUT", 0.5)
     for _ in range(3):  # after the in-doubt wait, looked up, then sent: nothing lost, nothing doubled
@@ -160,15 +163,24 @@ def test_send_starts_no_request_once_its_deadline_has_passed(honcho):
 def test_audit_ends_by_its_deadline_on_a_server_that_pages_without_end(home, brokerd, honcho, configure, monkeypatch):
     configure(honcho.url)
     monkeypatch.setattr(audit, "DEADLINE_S", 2.0)
-    arm(honcho, Attack("typed", r"/sessions/list$",
-                       body={"items": [{"id": "s"}], "total": 10**9, "page": 1, "size": 100, "pages": 10**7}))
+    arm(
+        honcho,
+        Attack(
+            "typed",
+            r"/sessions/list$",
+            body={"items": [{"id": "s"}], "total": 10**9, "page": 1, "size": 100, "pages": 10**7},
+        ),
+    )
     started = time.monotonic()
     result = bxmem_inprocess("audit")
     assert result.returncode == 7
     # The request the deadline met was cut, or the next one never started.
-    assert result.stderr in ("bxmem: error: audit incomplete: honcho list sessions in bm0-trusted: not sent: the command's "
-                             "deadline has passed\n", "bxmem: error: audit incomplete: honcho list sessions in bm0-trusted: "
-                             "timed out: the command's deadline has passed\n")
+    assert result.stderr in (
+        "bxmem: error: audit incomplete: honcho list sessions in bm0-trusted: not sent: the command's "
+        "deadline has passed\n",
+        "bxmem: error: audit incomplete: honcho list sessions in bm0-trusted: "
+        "timed out: the command's deadline has passed\n",
+    )
     assert time.monotonic() - started < 2.0 + 3.0
 
 
@@ -180,14 +192,17 @@ def test_audit_ends_at_its_deadline_on_a_trickling_answer(home, brokerd, honcho,
     assert result.returncode == 7 and result.stderr.endswith(": timed out: the command's deadline has passed\n")
 
 
-def test_recall_and_ask_end_at_their_deadlines_with_the_connection_closed(home, brokerd, honcho, configure,
-                                                                        monkeypatch):
+def test_recall_and_ask_end_at_their_deadlines_with_the_connection_closed(
+    home, brokerd, honcho, configure, monkeypatch
+):
     configure(honcho.url)
     monkeypatch.setattr(recall, "HONCHO_TIMEOUT_S", 1.0)
     attack = Attack("trickle-body", r"/search$|/chat$|/peers/list$")
     arm(honcho, attack)
     result = bxmem_inprocess("recall", "--json", "backups")
-    assert {u["source"]: u["reason"] for u in json.loads(result.stdout)["unavailable"]}["fleet"] == "no answer within 1 s"
+    assert {u["source"]: u["reason"] for u in json.loads(result.stdout)["unavailable"]}[
+        "fleet"
+    ] == "no answer within 1 s"
     assert attack.ended.wait(2.0)  # the source's connection was closed at its deadline, not left reading
     attack.ended.clear()
     asked = bxmem_inprocess("ask", "--json", "--deadline", "2", "where are the backups?")
@@ -198,10 +213,10 @@ def test_recall_and_ask_end_at_their_deadlines_with_the_connection_closed(home, 
 
 
 def test_sync_ends_at_its_health_deadline_on_a_trickling_health_check(home, honcho, configure, monkeypatch):
-    from bxmem.commands import checks
+    from bxmem.commands import live_checks
 
     configure(honcho.url)
-    monkeypatch.setattr(checks, "HONCHO_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(live_checks, "HONCHO_TIMEOUT_S", 1.0)
     attack = Attack("trickle-headers", r"/health$")
     arm(honcho, attack)
     result = bxmem_inprocess("sync")

@@ -37,8 +37,19 @@ def trap():
 
 def _one_conclusion(home, honcho, configure, entry="Kyle prefers metric units", edit="a"):
     configure(honcho.url)
-    write_journal(home, [{"id": edit, "ts": "2026-12-01T10:00:00Z", "session": "s", "op": "identity_add",
-                          "file": "user.md", "entry": entry}])
+    write_journal(
+        home,
+        [
+            {
+                "id": edit,
+                "ts": "2026-12-01T10:00:00Z",
+                "session": "s",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": entry,
+            }
+        ],
+    )
     mirror.run(load())
 
 
@@ -74,13 +85,16 @@ def test_a_created_list_of_the_wrong_shape_fails_the_edit_in_doubt(home, honcho,
 
 
 @pytest.mark.parametrize("forged", ["..", 12345, "a/b", "\x1b[31m", "x" * 513], ids=repr)
-def test_forged_message_ids_fail_the_turns_in_doubt_and_a_retry_sends_nothing_twice(home, brokerd, honcho, configure,
-                                                                                     forged):
+def test_forged_message_ids_fail_the_turns_in_doubt_and_a_retry_sends_nothing_twice(
+    home, brokerd, honcho, configure, forged
+):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello there", "hi") + turn_lines(2, "and again", "yes"))
     decide.run(load())
-    arm(honcho, Attack("typed", r"POST .*/messages$", store=True,
-                       body=lambda sent: [{"id": forged} for _ in sent["messages"]]))
+    arm(
+        honcho,
+        Attack("typed", r"POST .*/messages$", store=True, body=lambda sent: [{"id": forged} for _ in sent["messages"]]),
+    )
     report = send.run(load(), clock=lambda: 1e6)
     assert report.failed == 2 and report.sent == 0  # one request, never re-sent one by one
     assert [r.path.endswith("/messages") for r in honcho.requests].count(True) == 1
@@ -108,17 +122,32 @@ def test_two_messages_given_one_id_is_not_an_answer(home, brokerd, honcho, confi
 def _record_conclusion_id(home, forged) -> None:
     """A ledger as an older bxmem wrote it from an unchecked answer: edit:a's conclusion id is `forged`."""
     ledger = Ledger(home / "memory" / "honcho.jsonl")
-    ledger.append([sent_edit("edit:a", "bm0-trusted", None, [{"i": 0, "do": "conclude", "id": forged, "hsession": "s"}])])
+    ledger.append(
+        [sent_edit("edit:a", "bm0-trusted", None, [{"i": 0, "do": "conclude", "id": forged, "hsession": "s"}])]
+    )
     ledger.close()
 
 
-@pytest.mark.parametrize("forged", [12345, "..", ".", "../bm0-untrusted", "a/b", "%2e%2e", [1], {"a": 1}, "\x1b[2J"],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "forged", [12345, "..", ".", "../bm0-untrusted", "a/b", "%2e%2e", [1], {"a": 1}, "\x1b[2J"], ids=repr
+)
 def test_an_undo_of_a_conclusion_recorded_with_a_forged_id_fails_named_and_the_rest_goes_on(
-        home, brokerd, honcho, configure, forged):
+    home, brokerd, honcho, configure, forged
+):
     configure(honcho.url)
-    write_journal(home, [{"id": "a", "ts": "2026-12-01T10:00:00Z", "session": "s", "op": "identity_add",
-                          "file": "user.md", "entry": "Kyle prefers metric units"}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "a",
+                "ts": "2026-12-01T10:00:00Z",
+                "session": "s",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": "Kyle prefers metric units",
+            }
+        ],
+    )
     mirror.run(load())
     send.run(load())  # created s and the workspace
     honcho.requests.clear()
@@ -131,11 +160,14 @@ def test_an_undo_of_a_conclusion_recorded_with_a_forged_id_fails_named_and_the_r
     decide.run(load())
     for _ in range(3):  # every retry the same: no crash, nothing waits behind it
         report = send.run(load())
-    assert not [r for r in honcho.requests if r.method == "DELETE"]  # nothing was sent for it, least of all a workspace delete
+    assert not [
+        r for r in honcho.requests if r.method == "DELETE"
+    ]  # nothing was sent for it, least of all a workspace delete
     (failed,) = [e for e in evs(home, "failed") if e["item"].startswith("edit:undo-")]
     assert failed["status"] is None
-    assert failed["reason"] == ("delete conclusion: the conclusion id recorded is not a Honcho id "
-                                "(1-512 of A-Z a-z 0-9 _ -); nothing was sent")
+    assert failed["reason"] == (
+        "delete conclusion: the conclusion id recorded is not a Honcho id (1-512 of A-Z a-z 0-9 _ -); nothing was sent"
+    )
     assert "turn:s2:1" in {e["item"] for e in evs(home, "sent")} and report.pending == 0
 
 
@@ -166,8 +198,9 @@ FORGED_MESSAGES = [
 
 
 @pytest.mark.parametrize("message", FORGED_MESSAGES, ids=repr)
-def test_a_lookup_that_lists_a_forged_message_fails_in_doubt_and_sends_nothing(home, brokerd, honcho, configure,
-                                                                              message):
+def test_a_lookup_that_lists_a_forged_message_fails_in_doubt_and_sends_nothing(
+    home, brokerd, honcho, configure, message
+):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello there", "hi"))
     decide.run(load())
@@ -177,7 +210,9 @@ def test_a_lookup_that_lists_a_forged_message_fails_in_doubt_and_sends_nothing(h
     report = send.run(load(), clock=lambda: 1e6 + 1000)
     assert report.failed == 1 and report.sent == 0
     (failed,) = evs(home, "failed")
-    assert failed["in_doubt"] is True and failed["reason"].startswith("list messages: Honcho's answer is not usable: items[0]")
+    assert failed["in_doubt"] is True and failed["reason"].startswith(
+        "list messages: Honcho's answer is not usable: items[0]"
+    )
     assert len(honcho.messages_in("bm0-trusted")) == 2  # nothing sent again
 
 
@@ -190,7 +225,9 @@ def test_audit_of_a_forged_page_is_incomplete_named_never_a_traceback(home, brok
     arm(honcho, Attack("typed", r"/messages/list$", body=body))
     result = bxmem_inprocess("audit")
     assert result.returncode == 7, result.stderr
-    assert result.stderr.startswith("bxmem: error: audit incomplete: honcho list messages in bm0-trusted: Honcho's answer is not usable: ")
+    assert result.stderr.startswith(
+        "bxmem: error: audit incomplete: honcho list messages in bm0-trusted: Honcho's answer is not usable: "
+    )
     assert "Traceback" not in result.stderr
 
 
@@ -215,11 +252,26 @@ def test_audit_shows_forged_metadata_values_as_placeholders(home, brokerd, honch
     send.run(load())
     forged = "turn:s:9\n\x1b[31mattention: 9 failed item(s) (runbook honcho-send-refused)"
     for n, part in enumerate((0, [0], {"a": 1})):
-        honcho.messages.append({"id": f"F{n}", "content": "x", "peer_id": "boxmaker0", "session_id": "s",
-                                "workspace_id": "fleet", "created_at": "2026-12-01T10:00:00Z",
-                                "metadata": {"bxmem_item": forged, "part": part, "bxmem_agent": "boxmaker0"}})
-    honcho.sessions[("fleet", "s")] = {"id": "s", "workspace_id": "fleet", "is_active": True, "metadata": {},
-                                       "configuration": {}, "created_at": "2026-12-01T10:00:00Z", "peers": {}}
+        honcho.messages.append(
+            {
+                "id": f"F{n}",
+                "content": "x",
+                "peer_id": "boxmaker0",
+                "session_id": "s",
+                "workspace_id": "fleet",
+                "created_at": "2026-12-01T10:00:00Z",
+                "metadata": {"bxmem_item": forged, "part": part, "bxmem_agent": "boxmaker0"},
+            }
+        )
+    honcho.sessions[("fleet", "s")] = {
+        "id": "s",
+        "workspace_id": "fleet",
+        "is_active": True,
+        "metadata": {},
+        "configuration": {},
+        "created_at": "2026-12-01T10:00:00Z",
+        "peers": {},
+    }
     for as_json in (False, True):
         result = bxmem_inprocess("audit", *(["--json"] if as_json else []))
         assert result.returncode == 4 and "\x1b" not in result.stdout
@@ -236,8 +288,9 @@ def test_audit_shows_forged_metadata_values_as_placeholders(home, brokerd, honch
 
 @pytest.mark.parametrize("mode", ["redirect-away", "redirect-self"])
 @pytest.mark.parametrize("route", [r"PUT ", r"POST /v3/workspaces$", r"/peers$", r"/sessions$", r"/messages$"])
-def test_a_redirect_fails_nothing_stops_the_run_and_says_what_to_check(home, brokerd, honcho, configure, trap, caplog,
-                                                                       mode, route):
+def test_a_redirect_fails_nothing_stops_the_run_and_says_what_to_check(
+    home, brokerd, honcho, configure, trap, caplog, mode, route
+):
     from bxmem.log import log
 
     log.propagate = True
@@ -251,7 +304,9 @@ def test_a_redirect_fails_nothing_stops_the_run_and_says_what_to_check(home, bro
     assert "a redirect, which bxmem does not follow" in report.outage
     assert not evs(home, "failed") and "turn:s:1" in decisions(home)
     (line,) = [r.getMessage() for r in caplog.records if "honcho-unreachable" in r.getMessage()]
-    assert line.startswith(f"Honcho at {honcho.url} answered with a redirect, which bxmem does not follow (check [honcho] url)")
+    assert line.startswith(
+        f"Honcho at {honcho.url} answered with a redirect, which bxmem does not follow (check [honcho] url)"
+    )
     disarm(honcho)
     assert send.run(load(), clock=lambda: 1e6 + 1000).sent == 1  # a POST redirected is in doubt: looked up first
     assert len(honcho.messages_in("bm0-trusted")) == 2
@@ -270,10 +325,14 @@ def test_an_edit_that_wrote_a_conclusion_then_failed_never_writes_it_again(home,
     refused. Retried, the first is recorded as done, not written a second time."""
     configure(honcho.url)
     entry = {"ts": "2026-12-01T10:00:00Z", "session": "s", "file": "memory.md"}
-    write_journal(home, [{**entry, "id": "a", "op": "identity_add", "entry": "the NAS is at 10.0.0.5"},
-                         {**entry, "id": "b", "op": "identity_add", "entry": "backups run nightly"},
-                         {**entry, "id": "c", "op": "consolidate", "dropped": ["the NAS is at 10.0.0.5",
-                                                                               "backups run nightly"]}])
+    write_journal(
+        home,
+        [
+            {**entry, "id": "a", "op": "identity_add", "entry": "the NAS is at 10.0.0.5"},
+            {**entry, "id": "b", "op": "identity_add", "entry": "backups run nightly"},
+            {**entry, "id": "c", "op": "consolidate", "dropped": ["the NAS is at 10.0.0.5", "backups run nightly"]},
+        ],
+    )
     mirror.run(load())
     send.run(load())
     assert honcho.conclusions_in("bm0-trusted") == []
@@ -283,5 +342,7 @@ def test_an_edit_that_wrote_a_conclusion_then_failed_never_writes_it_again(home,
     assert len(honcho.conclusions_in("bm0-trusted")) == 1
     sync.retry_failed(load())
     assert send.run(load()).sent == 1
-    assert sorted(c["content"] for c in honcho.conclusions_in("bm0-trusted")) == ["backups run nightly",
-                                                                                   "the NAS is at 10.0.0.5"]
+    assert sorted(c["content"] for c in honcho.conclusions_in("bm0-trusted")) == [
+        "backups run nightly",
+        "the NAS is at 10.0.0.5",
+    ]

@@ -51,16 +51,26 @@ BOUND_S = {  # with SHORT: what each command's documented bound comes to
     "recall": SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"],
     "ask": 5.0,  # --deadline 5
     "audit": SHORT["bxmem.commands.audit.DEADLINE_S"],
-    "sync": SHORT["bxmem.commands.checks.HONCHO_TIMEOUT_S"] + 0.5 + 2.0,  # Honcho's and brokerd's checks run at once
-    "demo": 2 * SHORT["bxmem.commands.send.runner.RUN_DEADLINE_S"] + SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"] + 3.5,
+    "sync": SHORT["bxmem.commands.live_checks.HONCHO_TIMEOUT_S"]
+    + 0.5
+    + 2.0,  # Honcho's and brokerd's checks run at once
+    "demo": 2 * SHORT["bxmem.commands.send.runner.RUN_DEADLINE_S"]
+    + SHORT["bxmem.commands.recall.HONCHO_TIMEOUT_S"]
+    + 3.5,
 }
 
 
 # --- the forged answers of each route --------------------------------------------------------
 
 FORGED_ID_VALUES = (12345, "..", "a/b", "\x1b[2J", "x" * 513)
-FORGED_MESSAGE = {"id": "..", "content": f"the backups {FORGED_TEXT}", "peer_id": "\x1b[31m\n", "session_id": "../x",
-                  "metadata": "bxmem_item=turn:s:1", "created_at": FORGED_DATE}
+FORGED_MESSAGE = {
+    "id": "..",
+    "content": f"the backups {FORGED_TEXT}",
+    "peer_id": "\x1b[31m\n",
+    "session_id": "../x",
+    "metadata": "bxmem_item=turn:s:1",
+    "created_at": FORGED_DATE,
+}
 
 
 def _page(items):
@@ -69,8 +79,10 @@ def _page(items):
 
 def typed_bodies(route: str) -> list[object]:
     """Wrong types and forged ids in every field bxmem reads from this route's answer."""
-    created = [lambda sent, forged=forged: [{"id": forged} for _ in (sent.get("messages") or sent.get("conclusions"))]
-               for forged in FORGED_ID_VALUES]
+    created = [
+        lambda sent, forged=forged: [{"id": forged} for _ in (sent.get("messages") or sent.get("conclusions"))]
+        for forged in FORGED_ID_VALUES
+    ]
     return {
         "PUT ": [{"configuration": "on"}, {"configuration": {"reasoning": "yes"}}, [], "x"],
         "POST /v3/workspaces$": [{"configuration": ["x"]}, {"configuration": {"reasoning": [1]}}, 5],
@@ -78,14 +90,30 @@ def typed_bodies(route: str) -> list[object]:
         "/sessions$": [{"id": ".."}, []],
         "/messages$": [*created, [], {"id": "A1"}],
         "/conclusions$": [*created, [{"id": 12345}]],
-        "/messages/list$": [_page([FORGED_MESSAGE]), _page([{**FORGED_MESSAGE, "id": "A1"}]), {"items": "x"},
-                            {"items": [], "pages": "2"}],
-        "/conclusions/list$": [_page([{"id": "..", "content": 5}]), _page([{"id": "A1", "content": "x",
-                                                                            "observer_id": [1]}])],
+        "/messages/list$": [
+            _page([FORGED_MESSAGE]),
+            _page([{**FORGED_MESSAGE, "id": "A1"}]),
+            {"items": "x"},
+            {"items": [], "pages": "2"},
+        ],
+        "/conclusions/list$": [
+            _page([{"id": "..", "content": 5}]),
+            _page([{"id": "A1", "content": "x", "observer_id": [1]}]),
+        ],
         "DELETE ": [{"id": ".."}, "x"],
         "/search$": [[FORGED_MESSAGE], [{**FORGED_MESSAGE, "content": 5}], {"items": []}],
-        "/conclusions/query$": [[{"content": f"backups {FORGED_TEXT}", "observer_id": "..", "session_id": "\x1b[2J",
-                                  "created_at": FORGED_DATE}], [{"content": "backups", "session_id": 5}], [5]],
+        "/conclusions/query$": [
+            [
+                {
+                    "content": f"backups {FORGED_TEXT}",
+                    "observer_id": "..",
+                    "session_id": "\x1b[2J",
+                    "created_at": FORGED_DATE,
+                }
+            ],
+            [{"content": "backups", "session_id": 5}],
+            [5],
+        ],
         "/peers/list$": [_page([{"id": ".."}]), _page([{"id": "\x1b[31m"}, {"id": "kyle"}]), {"items": 5}],
         "/chat$": [{"content": FORGED_TEXT * 1000}, {"content": 5}, {"content": ["x"]}, []],
         "/sessions/list$": [_page([{"id": ".."}]), _page([{"id": "s"}]), {"items": [{"id": 5}]}],
@@ -96,16 +124,22 @@ def typed_bodies(route: str) -> list[object]:
 
 # Each command's routes, the setup that makes it call them, and the command line.
 ROUTES = {  # ".": every route at once, so a command that goes on asking meets its own deadline (slow)
-    "send": {"fresh": ["PUT ", "POST /v3/workspaces$", "/peers$", "/sessions$", "/messages$", "/conclusions$", "."],
-             "settled": ["/messages$", "/messages/list$", "/conclusions/list$", "DELETE ", "."]},
+    "send": {
+        "fresh": ["PUT ", "POST /v3/workspaces$", "/peers$", "/sessions$", "/messages$", "/conclusions$", "."],
+        "settled": ["/messages$", "/messages/list$", "/conclusions/list$", "DELETE ", "."],
+    },
     "recall": {"settled": ["/search$", "/conclusions/query$", "."]},
     "ask": {"settled": ["/peers/list$", "/chat$", "."]},
     "audit": {"settled": ["/sessions/list$", "/messages/list$", "/conclusions/list$", "."]},
     "sync": {"settled": ["/health$"]},
 }
-ARGS = {"send": ["send"], "recall": ["recall", "--json", "backups"],
-        "ask": ["ask", "--json", "--deadline", "5", "-w", "own", "-w", "boxmaker1", "where are the backups?"],
-        "audit": ["audit", "--json"], "sync": ["sync", "--json"]}
+ARGS = {
+    "send": ["send"],
+    "recall": ["recall", "--json", "backups"],
+    "ask": ["ask", "--json", "--deadline", "5", "-w", "own", "-w", "boxmaker1", "where are the backups?"],
+    "audit": ["audit", "--json"],
+    "sync": ["sync", "--json"],
+}
 
 
 def scenarios():
@@ -113,9 +147,13 @@ def scenarios():
         for setup, routes in setups.items():
             for route in routes:
                 for mode in GENERIC:
-                    yield pytest.param(command, setup, route, mode, None, id=f"{command}-{setup}-{route.strip()}-{mode}")
+                    yield pytest.param(
+                        command, setup, route, mode, None, id=f"{command}-{setup}-{route.strip()}-{mode}"
+                    )
                 for n, body in enumerate(typed_bodies(route)):
-                    yield pytest.param(command, setup, route, "typed", body, id=f"{command}-{setup}-{route.strip()}-typed{n}")
+                    yield pytest.param(
+                        command, setup, route, "typed", body, id=f"{command}-{setup}-{route.strip()}-typed{n}"
+                    )
 
 
 # --- the homes ------------------------------------------------------------------------------------
@@ -131,15 +169,21 @@ def trap():
 # --- running and checking one command -----------------------------------------------------------
 
 
-def run_child(args: list[str], env: dict[str, str], kill_after: float) -> tuple[subprocess.CompletedProcess, float, int]:
+def run_child(
+    args: list[str], env: dict[str, str], kill_after: float
+) -> tuple[subprocess.CompletedProcess, float, int]:
     """The command in a subprocess: its result, how long it ran once the interpreter was up, and its
     peak RSS (kB, its own VmHWM)."""
     peak_file = Path(tempfile.mkdtemp(prefix="bxmem-peak-")) / "peak"
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env, "BXMEM_TEST_AS_BYTES": str(AS_LIMIT),
-                                 "BXMEM_TEST_PEAK_FILE": str(peak_file)})
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "hostile_child.py"), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env, "BXMEM_TEST_AS_BYTES": str(AS_LIMIT), "BXMEM_TEST_PEAK_FILE": str(peak_file)},
+    )
     try:
         try:
             out, err = proc.communicate(timeout=kill_after)
@@ -181,8 +225,11 @@ def check_outbox(home: Path, honcho) -> None:
         if ev["ev"] == "failed":
             assert ev["reason"], ev
         if ev["ev"] == "sent":
-            ids = list(ev.get("ids") or []) + [i for r in ev.get("results") or [] for i in
-                                                ([r["id"]] if r.get("id") else []) + list(r.get("ids") or [])]
+            ids = list(ev.get("ids") or []) + [
+                i
+                for r in ev.get("results") or []
+                for i in ([r["id"]] if r.get("id") else []) + list(r.get("ids") or [])
+            ]
             deleted = {r.get("deleted") for r in ev.get("results") or []}
             assert all(i in held or i in deleted or _deleted(events, i) for i in ids), ev
 
@@ -240,5 +287,7 @@ def test_demo_against_a_hostile_honcho_on_every_route(honcho, trap, mode):
 def test_zz_worst_time_and_peak_rss_per_command():
     """Printed for docs/performance.md (run with -s); runs last in this module."""
     for command, (took, rss, scenario) in sorted(WORST.items()):
-        print(f"hostile Honcho: {command:6} worst {took:5.2f} s (bound {BOUND_S[command]:g} s + start-up), "
-              f"peak RSS {rss / 1024:6.1f} MB ({scenario})")
+        print(
+            f"hostile Honcho: {command:6} worst {took:5.2f} s (bound {BOUND_S[command]:g} s + start-up), "
+            f"peak RSS {rss / 1024:6.1f} MB ({scenario})"
+        )

@@ -54,7 +54,7 @@ RECALL_SPARED = ("datetime", "sqlite3", "socket", "secrets", "logging", "typing"
 
 # typer itself imports pydantic (typer/_adapters.py) as it builds a command's
 # parameters, so every command typer runs pays for it; only a path around typer
-# (start/grammar.py's) can spare `--help` and `tools` that.
+# (start/lean_argv.py's) can spare `--help` and `tools` that.
 @dataclass(frozen=True)
 class Budget:
     name: str
@@ -154,24 +154,63 @@ BUDGETS = [
     Budget("idle mirror", ("mirror",), steps(refused_honcho, a_new_edit, mirrored), CLI + HTTP, path="idle"),
     Budget("idle send", ("send",), steps(answering_honcho, a_new_turn, decided, sent), CLI + HTTP, path="idle"),
     # As the units run them: the home found through the config file at its default path.
-    Budget("idle send, the owner's way", ("--quiet", "send"),
-           steps(answering_honcho, the_owners_way, a_new_turn, decided, sent), CLI + HTTP, path="idle"),
-    Budget("idle decide, local-only, the owner's way", ("--quiet", "decide"),
-           steps(local_only, the_owners_way, a_new_turn, decided), CLI + HTTP, path="idle"),
-    Budget("idle mirror, no config file", ("--quiet", "mirror"), steps(no_config_file, a_new_edit, mirrored),
-           CLI + HTTP, path="idle"),
-    Budget("lean recall, local only", ("recall", "restic backups", "--json"),
-           steps(local_only, a_new_turn, decided, load_config), CLI + HTTP + ("pydantic", *RECALL_SPARED)),
-    Budget("lean recall, Honcho refused", ("recall", "restic backups", "--json"),
-           steps(refused_honcho, a_new_turn, decided, load_config), CLI + HTTP + ("pydantic", *RECALL_SPARED)),
-    Budget("lean recall, Honcho answering", ("recall", "restic backups", "--json"),
-           steps(answering_honcho, a_new_turn, decided, load_config), CLI + ("pydantic",)),
-    Budget("lean decide with a new turn", ("decide",), steps(refused_honcho, decided, load_config, a_new_turn),
-           CLI + HTTP + ("pydantic",)),
-    Budget("lean mirror with a new edit", ("mirror",), steps(refused_honcho, mirrored, load_config, a_new_edit),
-           CLI + HTTP + ("pydantic",)),
-    Budget("lean send with a turn to send", ("send",), steps(answering_honcho, a_new_turn, decided, load_config),
-           CLI + ("pydantic",)),
+    Budget(
+        "idle send, the owner's way",
+        ("--quiet", "send"),
+        steps(answering_honcho, the_owners_way, a_new_turn, decided, sent),
+        CLI + HTTP,
+        path="idle",
+    ),
+    Budget(
+        "idle decide, local-only, the owner's way",
+        ("--quiet", "decide"),
+        steps(local_only, the_owners_way, a_new_turn, decided),
+        CLI + HTTP,
+        path="idle",
+    ),
+    Budget(
+        "idle mirror, no config file",
+        ("--quiet", "mirror"),
+        steps(no_config_file, a_new_edit, mirrored),
+        CLI + HTTP,
+        path="idle",
+    ),
+    Budget(
+        "lean recall, local only",
+        ("recall", "restic backups", "--json"),
+        steps(local_only, a_new_turn, decided, load_config),
+        CLI + HTTP + ("pydantic", *RECALL_SPARED),
+    ),
+    Budget(
+        "lean recall, Honcho refused",
+        ("recall", "restic backups", "--json"),
+        steps(refused_honcho, a_new_turn, decided, load_config),
+        CLI + HTTP + ("pydantic", *RECALL_SPARED),
+    ),
+    Budget(
+        "lean recall, Honcho answering",
+        ("recall", "restic backups", "--json"),
+        steps(answering_honcho, a_new_turn, decided, load_config),
+        CLI + ("pydantic",),
+    ),
+    Budget(
+        "lean decide with a new turn",
+        ("decide",),
+        steps(refused_honcho, decided, load_config, a_new_turn),
+        CLI + HTTP + ("pydantic",),
+    ),
+    Budget(
+        "lean mirror with a new edit",
+        ("mirror",),
+        steps(refused_honcho, mirrored, load_config, a_new_edit),
+        CLI + HTTP + ("pydantic",),
+    ),
+    Budget(
+        "lean send with a turn to send",
+        ("send",),
+        steps(answering_honcho, a_new_turn, decided, load_config),
+        CLI + ("pydantic",),
+    ),
     # No [honcho]: the first run of each job validates the file (pydantic), and
     # still loads nothing of HTTP to say nothing is sent.
     Budget("first local-only send", ("--quiet", "send"), steps(local_only, a_new_turn), CLI + HTTP),
@@ -181,8 +220,13 @@ BUDGETS = [
     # typer itself loads pydantic to coerce a command's parameters (typer/_adapters.py), so on
     # typer's paths the budget holds bxmem's own use of it, the configuration's schema: help
     # reads no configuration. tools does (its definitions name the configured workspaces).
-    Budget("bxmem decide --help", ("decide", "--help"), nothing, HTTP + ("rich", "bxmem.config.schema", "sqlite3"),
-           path="cli"),
+    Budget(
+        "bxmem decide --help",
+        ("decide", "--help"),
+        nothing,
+        HTTP + ("rich", "bxmem.config.schema", "sqlite3"),
+        path="cli",
+    ),
     Budget("bxmem tools", ("tools",), nothing, HTTP + ("rich", "sqlite3"), path="cli"),
 ]
 
@@ -190,8 +234,14 @@ BUDGETS = [
 def loaded_by(argv: tuple[str, ...], tmp_path: Path) -> tuple[int, list[str]]:
     """The exit code and every module the command line loaded, in a fresh interpreter."""
     out = tmp_path / "loaded.txt"
-    subprocess.run([sys.executable, "-c", PROBE, str(out), *argv], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    subprocess.run(
+        [sys.executable, "-c", PROBE, str(out), *argv],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
     code, loaded = ast.literal_eval(out.read_text())
     return code, loaded
 
@@ -200,20 +250,29 @@ def over_budget(budget: Budget, loaded: list[str]) -> list[str]:
     tops = {name.partition(".")[0] for name in loaded}
     found = sorted(name for name in budget.not_loaded if name in tops or name in loaded)
     if budget.path == "idle":
-        found += [name for name in loaded if name not in IDLE_ALLOWED and name != "bxmem"
-                  and not name.startswith("bxmem.start")]
+        found += [
+            name
+            for name in loaded
+            if name not in IDLE_ALLOWED and name != "bxmem" and not name.startswith("bxmem.start")
+        ]
     return found
 
 
-@pytest.mark.parametrize("budget", [
-    pytest.param(budget, id=budget.name, marks=[pytest.mark.xfail(strict=True, reason=budget.leak)] if budget.leak else [])
-    for budget in BUDGETS])
+@pytest.mark.parametrize(
+    "budget",
+    [
+        pytest.param(
+            budget, id=budget.name, marks=[pytest.mark.xfail(strict=True, reason=budget.leak)] if budget.leak else []
+        )
+        for budget in BUDGETS
+    ],
+)
 def test_each_start_up_path_loads_only_what_it_uses(budget: Budget, request, tmp_path):
     budget.setup(request)
     code, loaded = loaded_by(budget.argv, tmp_path)
     assert code == budget.code, (budget.name, code)
     # The run took the path the row is about: the idle check's answer, the lean run, or typer's.
-    took = "cli" if "bxmem.cli.app" in loaded else "lean" if "bxmem.start.lean" in loaded else "idle"
+    took = "cli" if "bxmem.cli.app" in loaded else "lean" if "bxmem.start.lean_path" in loaded else "idle"
     assert took == budget.path, (budget.name, took)
     assert over_budget(budget, loaded) == [], f"{budget.name} loaded {over_budget(budget, loaded)}"
 
@@ -227,4 +286,6 @@ def test_the_budget_catches_a_module_it_forbids():
     help_ = next(budget for budget in BUDGETS if budget.name == "bxmem decide --help")
     assert over_budget(help_, ["bxmem", "pydantic", "bxmem.config.schema"]) == ["bxmem.config.schema"]
     assert over_budget(idle, ["bxmem", "bxmem.start.idle", "marshal", "json", "bxmem.store.files"]) == [
-        "json", "bxmem.store.files"]
+        "json",
+        "bxmem.store.files",
+    ]

@@ -14,8 +14,8 @@ from helpers import write_log
 from bxmem.commands import decide, jobrun
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 from bxmem.store import index as index_module
 
 TURNS = 300

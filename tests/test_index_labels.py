@@ -12,13 +12,35 @@ from bxmem.demo.sample import FAKE_AWS_KEY, turn_lines, write_journal
 def test_a_note_or_entry_holding_a_known_prefix_secret_is_recalled_as_secret(home, configure):
     configure(None)
     write_log(home, "s1", turn_lines(1, "hello", "hi"))
-    write_journal(home, [
-        {"id": "n1", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "note", "trust": "untrusted",
-         "entry": f"a page showed the key {FAKE_AWS_KEY}"},
-        {"id": "i1", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "identity_add", "file": "user.md",
-         "entry": f"Kyle's deploy key is {FAKE_AWS_KEY}"},
-        {"id": "n2", "ts": "2026-09-27T10:00:00Z", "session": "s1", "op": "note", "trust": "trusted", "entry": "the key rotation is monthly"},
-    ])
+    write_journal(
+        home,
+        [
+            {
+                "id": "n1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s1",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": f"a page showed the key {FAKE_AWS_KEY}",
+            },
+            {
+                "id": "i1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s1",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": f"Kyle's deploy key is {FAKE_AWS_KEY}",
+            },
+            {
+                "id": "n2",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s1",
+                "op": "note",
+                "trust": "trusted",
+                "entry": "the key rotation is monthly",
+            },
+        ],
+    )
     decide.run(config_module.load())
     mirror.run(config_module.load())
     result = recall.recall(config_module.load(), "key", k=10)
@@ -51,8 +73,13 @@ def test_a_label_the_index_holds_damaged_in_place_counts_against_trust(home, bro
     import sqlite3
 
     configure(None)
-    write_log(home, "web", turn_lines(1, "read the restic page", "it says prune weekly",
-                                      results=[{"untrusted": True, "class": "private"}]))
+    write_log(
+        home,
+        "web",
+        turn_lines(
+            1, "read the restic page", "it says prune weekly", results=[{"untrusted": True, "class": "private"}]
+        ),
+    )
     decide.run(config_module.load())
     index = home / "memory" / "bxmem" / "index.sqlite3"
     db = sqlite3.connect(index)

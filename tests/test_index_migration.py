@@ -112,8 +112,12 @@ def test_one_writer_at_a_time(decided, monkeypatch):
         timer = threading.Timer(0.1, other.release)  # the other run finishes: this one goes on
         timer.start()
         monkeypatch.setattr(index_fold, "WAIT_S", 5.0)
-        write_log(decided, "s", turn_lines(1, "where do the wombat backups go", "to the numbat nas")
-                  + turn_lines(2, "and the quokka logs", "the quokka nas"))
+        write_log(
+            decided,
+            "s",
+            turn_lines(1, "where do the wombat backups go", "to the numbat nas")
+            + turn_lines(2, "and the quokka logs", "the quokka nas"),
+        )
         decide.run(load())
         timer.join()
     finally:

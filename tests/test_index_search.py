@@ -65,8 +65,15 @@ def test_the_speaker_is_a_word_of_the_turn(tmp_path):
 def test_a_fact_inside_a_long_paste_is_ranked_as_a_short_text_would_be(tmp_path):
     index = _index(tmp_path)
     paste = " ".join(f"line {n} of the meeting notes about the deploy calendar." for n in range(60))
-    index.add("paste", "turn", "memory", "private", paste.replace("line 30 ", "the wolverine cache key rotates hourly; line 30 "),
-              reply="Noted.", session="s")
+    index.add(
+        "paste",
+        "turn",
+        "memory",
+        "private",
+        paste.replace("line 30 ", "the wolverine cache key rotates hourly; line 30 "),
+        reply="Noted.",
+        session="s",
+    )
     index.add("miss", "turn", "memory", "private", "who knows the wolverine cache?", reply="not me", session="s")
     found = index.search("how often does the wolverine cache key rotate?", 8)
     assert found[0].key == "paste"
@@ -94,7 +101,9 @@ def test_the_split_by_rare_and_common_words_scores_as_one_bm25_over_all_of_them(
     index = _index(tmp_path)
     texts = []
     for _ in range(300):  # each common word in about a fifth of the turns: over BUDGET, under COMMON
-        words = [w for w in common for _ in range(rng.randrange(1, 3)) if rng.random() < 0.1] + ["filler"] * rng.randrange(1, 8)
+        words = [w for w in common for _ in range(rng.randrange(1, 3)) if rng.random() < 0.1] + [
+            "filler"
+        ] * rng.randrange(1, 8)
         if rng.random() < 0.05:
             words.append(rng.choice(rare))
         rng.shuffle(words)
@@ -109,7 +118,9 @@ def test_the_split_by_rare_and_common_words_scores_as_one_bm25_over_all_of_them(
     reference = db.execute(
         "SELECT d.key FROM docs_fts f JOIN passages p ON p.id = f.rowid JOIN docs d ON d.id = p.doc"
         " WHERE docs_fts MATCH ? AND f.rowid IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)"
-        " ORDER BY bm25(docs_fts), f.rowid DESC LIMIT 8", (every, rare_only)).fetchall()
+        " ORDER BY bm25(docs_fts), f.rowid DESC LIMIT 8",
+        (every, rare_only),
+    ).fetchall()
     assert keys(index, query) == [k for (k,) in reference]
 
 
@@ -117,8 +128,13 @@ def test_when_every_word_is_common_the_newest_matches_are_ranked_and_those_holdi
     monkeypatch.setattr(search, "BUDGET", 50)
     index = _index(tmp_path)
     index.add("both", "turn", "memory", "private", "we decided the backups go offsite", session="s")
-    _fill(index, [f"the backups ran, day {n}" for n in range(200)] + [f"we decided on lunch, day {n}" for n in range(200)]
-          + [f"nothing to see, day {n}" for n in range(1000)], start=1)
+    _fill(
+        index,
+        [f"the backups ran, day {n}" for n in range(200)]
+        + [f"we decided on lunch, day {n}" for n in range(200)]
+        + [f"nothing to see, day {n}" for n in range(1000)],
+        start=1,
+    )
     found = keys(index, "what did we decide about the backups?")
     assert found[0] == "both" and len(found) == 8
 
@@ -126,9 +142,18 @@ def test_when_every_word_is_common_the_newest_matches_are_ranked_and_those_holdi
 def test_query_syntax_in_a_word_is_matched_as_a_word(tmp_path):
     index = _index(tmp_path)
     index.add("a", "turn", "memory", "private", 'the NEAR report and "quotes" text: here', session="s")
-    for query in ['report" OR "x', "NEAR(report quotes)", "text:here", "report*", "-report", '""', "AND OR NOT", "^report"]:
+    for query in [
+        'report" OR "x',
+        "NEAR(report quotes)",
+        "text:here",
+        "report*",
+        "-report",
+        '""',
+        "AND OR NOT",
+        "^report",
+    ]:
         index.search(query, 8)  # never an FTS5 syntax error
-    assert keys(index, 'NEAR(report quotes)') == ["a"]
+    assert keys(index, "NEAR(report quotes)") == ["a"]
 
 
 def test_identity_entries_take_the_highest_rowids_as_search_expects(tmp_path):
@@ -154,11 +179,18 @@ def test_two_forms_of_one_word_in_a_query_count_once(tmp_path):
 
 def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
     from bxmem.commands import index_fold
-    from bxmem.policy import relevance, rules
+    from bxmem.retrieval import relevance
+    from bxmem.trust import rules
 
     index = _index(tmp_path)
-    decided = {"item": "turn:s:1", "session": "s", "at": "2026-09-27T10:00:00Z", "peer": rules.peer_name("ana.lima"),
-               "class": "private", "untrusted_by": []}
+    decided = {
+        "item": "turn:s:1",
+        "session": "s",
+        "at": "2026-09-27T10:00:00Z",
+        "peer": rules.peer_name("ana.lima"),
+        "class": "private",
+        "untrusted_by": [],
+    }
     index_fold.index_turn(index, decided, "my parrot is called pickles", "Lovely.")
     assert keys(index, "what is ana's parrot called?") == ["turn:s:1"]
     assert keys(index, "dot parrot") == ["turn:s:1"] and not keys(index, "dot")  # the escape is no word of the turn
@@ -178,9 +210,15 @@ def _talk(index: Index, session: str, turns: list[tuple[str, str, str]], first: 
 def _chatter(index: Index) -> None:
     """Turns that hold the question's words one or two at a time, in sessions of their own."""
     for n in range(40):
-        _talk(index, f"c{n}", [("dana", f"the summer sale starts on day {n}", "Noted."),
-                               ("omar", f"priya sent the report for week {n}", "Thanks."),
-                               ("eli", f"my holiday photos from week {n} are up", "Nice.")])
+        _talk(
+            index,
+            f"c{n}",
+            [
+                ("dana", f"the summer sale starts on day {n}", "Noted."),
+                ("omar", f"priya sent the report for week {n}", "Thanks."),
+                ("eli", f"my holiday photos from week {n} are up", "Nice."),
+            ],
+        )
 
 
 def test_an_answer_is_found_through_the_question_it_answers(tmp_path):
@@ -188,8 +226,14 @@ def test_an_answer_is_found_through_the_question_it_answers(tmp_path):
     someone else's question, does. The answer is ranked for it, and says so."""
     index = _index(tmp_path)
     _chatter(index)
-    _talk(index, "s", [("kyle", "priya, how was the summer holiday?", "Noted."),
-                       ("priya", "lisbon! loved every minute of it", "Sounds lovely.")])
+    _talk(
+        index,
+        "s",
+        [
+            ("kyle", "priya, how was the summer holiday?", "Noted."),
+            ("priya", "lisbon! loved every minute of it", "Sounds lovely."),
+        ],
+    )
     hits = {h.key: h for h in index.search("where did priya go on her summer holiday?", 8)[:2]}
     assert set(hits) == {"turn:s:1", "turn:s:2"}  # the exchange first: the question and its answer
     assert hits["turn:s:2"].follows == "turn:s:1" and hits["turn:s:2"].matched == ("priya",)  # the speaker's name alone
@@ -200,10 +244,22 @@ def test_a_turn_after_a_statement_by_someone_else_is_not_lifted(tmp_path):
     """Only a question and its answer, or one speaker going on, are read as one exchange."""
     index = _index(tmp_path)
     _chatter(index)
-    _talk(index, "s", [("kyle", "priya's summer holiday photos are on the wiki", "Noted."),
-                       ("omar", "lisbon is on my list too", "Nice.")])
-    _talk(index, "t", [("kyle", "took the summer holiday we kept talking about", "Noted."),
-                       ("kyle", "kyoto has the best coffee I've ever had", "Nice.")])
+    _talk(
+        index,
+        "s",
+        [
+            ("kyle", "priya's summer holiday photos are on the wiki", "Noted."),
+            ("omar", "lisbon is on my list too", "Nice."),
+        ],
+    )
+    _talk(
+        index,
+        "t",
+        [
+            ("kyle", "took the summer holiday we kept talking about", "Noted."),
+            ("kyle", "kyoto has the best coffee I've ever had", "Nice."),
+        ],
+    )
     found = {h.key: h for h in index.search("where did kyle go on the summer holiday?", 8)}
     assert "turn:s:2" not in found
     assert found["turn:t:2"].follows == "turn:t:1"  # the same speaker, going on
@@ -212,7 +268,13 @@ def test_a_turn_after_a_statement_by_someone_else_is_not_lifted(tmp_path):
 def test_a_word_as_the_query_wrote_it_counts_more_than_its_stem(tmp_path):
     """Failed before: the two turns scored alike by their stems, and the newer came first."""
     index = _index(tmp_path)
-    _talk(index, "s", [("kofi", "her name is bramble, after my aunt", "Noted."),
-                       ("dana", "they named it bramble, after my aunt", "Noted.")])
+    _talk(
+        index,
+        "s",
+        [
+            ("kofi", "her name is bramble, after my aunt", "Noted."),
+            ("dana", "they named it bramble, after my aunt", "Noted."),
+        ],
+    )
     _fill(index, [f"filler turn {n}" for n in range(30)])
     assert keys(index, "what is the name of the cat?")[0] == "turn:s:1"

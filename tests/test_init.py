@@ -53,8 +53,20 @@ def mode(path: Path) -> int:
 
 VARIANTS = {
     "honcho": ["--url", "http://127.0.0.1:9", "--agent", "boxmaker0", "--owner", "kyle"],
-    "workspaces named": ["--url", "https://honcho.example/", "--agent", "scout", "--owner", "kyle",
-                         "--trusted", "t-ws", "--untrusted", "u-ws", "--fleet", "all-of-us"],
+    "workspaces named": [
+        "--url",
+        "https://honcho.example/",
+        "--agent",
+        "scout",
+        "--owner",
+        "kyle",
+        "--trusted",
+        "t-ws",
+        "--untrusted",
+        "u-ws",
+        "--fleet",
+        "all-of-us",
+    ],
     "local-only": ["--local-only"],
 }
 
@@ -85,30 +97,38 @@ def test_what_init_writes_passes_config_check_and_every_job_runs_on_its_home(own
         "next:",
         "  bxmem doctor         check the setup end to end",
         "  bxmem units install  run the jobs under systemd, as you (--system: the system manager)",
-        "  bxmem sync           see where everything stands"]
+        "  bxmem sync           see where everything stands",
+    ]
 
 
 def test_keys_from_a_folder_are_checked_as_every_command_checks_them(owner_env, tmp_path):
     folder = keys_in(tmp_path / "keys")
-    result = bxmem_inprocess("init", "--url", "http://127.0.0.1:9", "--agent", "a0", "--owner", "kyle",
-                             "--keys", str(folder))
+    result = bxmem_inprocess(
+        "init", "--url", "http://127.0.0.1:9", "--agent", "a0", "--owner", "kyle", "--keys", str(folder)
+    )
     assert result.returncode == 0, result.stderr
     checked = json.loads(bxmem_inprocess("config", "check", "--json").stdout)
-    assert [w["key"] for w in checked["workspaces"]] == [str(folder / f"honcho-{r}.key") for r in
-                                                         ("trusted", "untrusted", "fleet")]
+    assert [w["key"] for w in checked["workspaces"]] == [
+        str(folder / f"honcho-{r}.key") for r in ("trusted", "untrusted", "fleet")
+    ]
     assert checked["warnings"] == []
     assert "key-for" not in config_of(owner_env).read_text()  # the file names the keys' files, never a key
 
 
-@pytest.mark.parametrize(("problem", "code", "said"), [
-    ("open to others", 78, "secrets.honcho_trusted: key file"),
-    ("missing", 6, "init: no key file"),
-])
+@pytest.mark.parametrize(
+    ("problem", "code", "said"),
+    [
+        ("open to others", 78, "secrets.honcho_trusted: key file"),
+        ("missing", 6, "init: no key file"),
+    ],
+)
 def test_a_key_file_bxmem_would_refuse_stops_init_before_anything_is_written(owner_env, tmp_path, problem, code, said):
     folder = keys_in(tmp_path / "keys", mode=0o644 if problem == "open to others" else 0o600)
     if problem == "missing":
         (folder / "honcho-untrusted.key").unlink()
-    result = bxmem_inprocess("init", "--url", "http://127.0.0.1:9", "--agent", "a0", "--owner", "kyle", "--keys", str(folder))
+    result = bxmem_inprocess(
+        "init", "--url", "http://127.0.0.1:9", "--agent", "a0", "--owner", "kyle", "--keys", str(folder)
+    )
     assert result.returncode == code and said in result.stderr and len(result.stderr.splitlines()) == 1
     assert not config_of(owner_env).exists() and not home_of(owner_env).exists()
 
@@ -119,8 +139,10 @@ def test_init_never_writes_over_a_configuration(owner_env):
     config.write_text("# mine\n")
     result = bxmem_inprocess("init", "--local-only")
     assert result.returncode == 6
-    assert result.stderr == (f"bxmem: error: {config} exists: bxmem init never writes over a configuration (bxmem "
-                             "config check shows what it holds)\n")
+    assert result.stderr == (
+        f"bxmem: error: {config} exists: bxmem init never writes over a configuration (bxmem "
+        "config check shows what it holds)\n"
+    )
     assert config.read_text() == "# mine\n" and not home_of(owner_env).exists()
     config.unlink()
     config.symlink_to(owner_env / "elsewhere.toml")  # a link to nothing: writing there would write through it
@@ -130,31 +152,41 @@ def test_init_never_writes_over_a_configuration(owner_env):
 
 def test_off_a_terminal_init_asks_nothing_and_says_what_is_missing(owner_env):
     bare = bxmem_inprocess("init")
-    assert (bare.returncode, bare.stderr) == (2, "bxmem: error: init: name the Honcho server with --url URL, or "
-                                                 "--local-only (off a terminal, init asks nothing)\n")
+    assert (bare.returncode, bare.stderr) == (
+        2,
+        "bxmem: error: init: name the Honcho server with --url URL, or "
+        "--local-only (off a terminal, init asks nothing)\n",
+    )
     half = bxmem_inprocess("init", "--url", "http://127.0.0.1:9")
-    assert (half.returncode, half.stderr) == (2, "bxmem: error: init: --agent and --owner must be given (off a terminal, "
-                                                 "init asks nothing)\n")
+    assert (half.returncode, half.stderr) == (
+        2,
+        "bxmem: error: init: --agent and --owner must be given (off a terminal, init asks nothing)\n",
+    )
     assert not config_of(owner_env).exists() and not home_of(owner_env).exists()
 
 
-@pytest.mark.parametrize(("args", "said"), [
-    (["--owner", "kyle smith"], "init: --owner 'kyle smith' is not a name a chat speaker can have"),
-    (["--agent", "box maker"], "init: --agent 'box maker' must be 1 to 512 characters"),
-    (["--agent", "fleet"], "init: --agent 'fleet' is a name recall or ask gives a source of its own"),
-    (["--fleet", "a0-trusted"], "init: bxmem.toml: honcho: trusted, untrusted and fleet must be three different"),
-    (["--url", "ftp://x"], "init: --url 'ftp://x' must be an http:// or https:// URL"),
-])
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--owner", "kyle smith"], "init: --owner 'kyle smith' is not a name a chat speaker can have"),
+        (["--agent", "box maker"], "init: --agent 'box maker' must be 1 to 512 characters"),
+        (["--agent", "fleet"], "init: --agent 'fleet' is a name recall or ask gives a source of its own"),
+        (["--fleet", "a0-trusted"], "init: bxmem.toml: honcho: trusted, untrusted and fleet must be three different"),
+        (["--url", "ftp://x"], "init: --url 'ftp://x' must be an http:// or https:// URL"),
+    ],
+)
 def test_a_value_a_job_would_refuse_is_refused_by_init(owner_env, args, said):
     given = {"--url": "http://127.0.0.1:9", "--agent": "a0", "--owner": "kyle"}
     given.update(dict(zip(args[::2], args[1::2], strict=True)))
     result = bxmem_inprocess("init", *[w for pair in given.items() for w in pair])
-    assert result.returncode == 2 and said in result.stderr.replace(str(config_of(owner_env)), "bxmem.toml"), result.stderr
+    assert result.returncode == 2 and said in result.stderr.replace(str(config_of(owner_env)), "bxmem.toml"), (
+        result.stderr
+    )
     assert not config_of(owner_env).exists()
 
 
 def test_an_owner_named_as_chats_name_them_becomes_the_peer_a_speaker_of_that_name_is(owner_env):
-    from bxmem.policy.rules import speaker_peer
+    from bxmem.trust.rules import speaker_peer
 
     result = bxmem_inprocess("init", "--url", "http://127.0.0.1:9", "--agent", "a0", "--owner", "Kyle.B")
     assert result.returncode == 0
@@ -187,8 +219,9 @@ def test_an_existing_home_is_left_as_it_is_and_a_file_where_a_folder_goes_is_ref
     (home / "logs" / "s.jsonl").write_text("")
     (home / "memory").write_text("not a folder")
     result = bxmem_inprocess("init", "--local-only")
-    assert result.returncode == 6 and result.stderr == (f"bxmem: error: {home / 'memory'} exists and is not a folder: "
-                                                        "the Boxmaker home needs it to be one\n")
+    assert result.returncode == 6 and result.stderr == (
+        f"bxmem: error: {home / 'memory'} exists and is not a folder: the Boxmaker home needs it to be one\n"
+    )
     assert not config_of(owner_env).exists() and (home / "logs" / "s.jsonl").exists()
 
 
@@ -196,8 +229,9 @@ def test_at_a_terminal_init_asks_for_what_is_not_given(owner_env, tmp_path):
     """A real terminal (a pty): the prompts, their defaults, and what they write."""
     controller, terminal = pty.openpty()
     env = {**os.environ, "HOME": str(owner_env), "USER": "kyle", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "bxmem", "init"], stdin=terminal, stdout=terminal,
-                               stderr=terminal, env=env, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bxmem", "init"], stdin=terminal, stdout=terminal, stderr=terminal, env=env, cwd=tmp_path
+    )
     os.close(terminal)
     seen = b""
     try:
@@ -228,6 +262,8 @@ def test_a_home_named_in_the_shell_and_another_given_to_init_is_said(owner_env, 
     monkeypatch.setenv("BOXMAKER_HOME", str(tmp_path / "shell-home"))
     result = bxmem_inprocess("init", "--local-only", "--home", str(tmp_path / "given"))
     assert result.returncode == 0
-    assert (f"note: $BOXMAKER_HOME in this shell names {tmp_path / 'shell-home'}, which wins over the home written "
-            "here for every command run with it: unset it, or run bxmem init without --home") in result.stdout.splitlines()
+    assert (
+        f"note: $BOXMAKER_HOME in this shell names {tmp_path / 'shell-home'}, which wins over the home written "
+        "here for every command run with it: unset it, or run bxmem init without --home"
+    ) in result.stdout.splitlines()
     assert f'home = "{tmp_path / "given"}"' in config_of(owner_env).read_text()

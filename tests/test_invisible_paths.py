@@ -43,14 +43,35 @@ def fed(home, brokerd, honcho, configure):
     """A turn, an identity entry, a trusted note and an untrusted note, all dirty, sent."""
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, dirty("what about the restic backups"), dirty("nightly restic snapshots")))
-    write_journal(home, [
-        {"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "identity_add", "file": "user.md",
-         "entry": dirty("kyle keeps restic keys offline")},
-        {"id": "e2", "ts": "2026-09-27T10:00:01Z", "session": "s", "op": "note", "trust": "trusted",
-         "entry": dirty("restic prune runs weekly")},
-        {"id": "e3", "ts": "2026-09-27T10:00:02Z", "session": "s", "op": "note", "trust": "untrusted",
-         "entry": dirty("a forum says restic is slow")},
-    ])
+    write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": dirty("kyle keeps restic keys offline"),
+            },
+            {
+                "id": "e2",
+                "ts": "2026-09-27T10:00:01Z",
+                "session": "s",
+                "op": "note",
+                "trust": "trusted",
+                "entry": dirty("restic prune runs weekly"),
+            },
+            {
+                "id": "e3",
+                "ts": "2026-09-27T10:00:02Z",
+                "session": "s",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": dirty("a forum says restic is slow"),
+            },
+        ],
+    )
     decide.run(load())
     mirror.run(load())
     send.run(load())
@@ -122,8 +143,19 @@ def test_mirror_state_keyed_by_an_earlier_neutralise_is_rebuilt(home, brokerd, h
 
     configure(honcho.url)
     entry = "kyle likes green tea\ufe0f"
-    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "identity_add",
-                          "file": "user.md", "entry": entry}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": entry,
+            }
+        ],
+    )
     mirror.run(load())
     send.run(load())
     assert [c["content"] for c in honcho.conclusions.values()] == ["kyle likes green tea"]
@@ -136,8 +168,19 @@ def test_mirror_state_keyed_by_an_earlier_neutralise_is_rebuilt(home, brokerd, h
     state["refkey"] = {ref: old_key for ref in state["refkey"]}
     state.pop("neutralise", None)  # what a state written before looks like
     state_file.write_text(json.dumps(state))
-    write_journal(home, [{"id": "e2", "ts": "2026-09-27T10:01:00Z", "session": "s", "op": "identity_remove",
-                          "file": "user.md", "entry": entry}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "e2",
+                "ts": "2026-09-27T10:01:00Z",
+                "session": "s",
+                "op": "identity_remove",
+                "file": "user.md",
+                "entry": entry,
+            }
+        ],
+    )
     mirror.run(load())
     assert decisions(home)["edit:e2"]["reason"] == "identity-remove"
     send.run(load())

@@ -30,8 +30,9 @@ time.sleep(float(sys.argv[3]))
 
 def holder(ledger, job: str, seconds: float = 30.0) -> subprocess.Popen:
     """Another process that holds `job`'s lock until it is killed."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(ledger), job, str(seconds)], stdout=subprocess.PIPE,
-                            text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(ledger), job, str(seconds)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
 
@@ -45,14 +46,16 @@ def wait_for(condition, timeout: float = 30.0) -> None:
 
 @pytest.mark.slow  # real processes, a send slowed to seconds
 def test_deleting_the_state_folder_during_a_slow_send_does_not_let_a_second_send_post_again(
-        home, brokerd, honcho, configure):
+    home, brokerd, honcho, configure
+):
     configure(honcho.url, batch=4)
     for s in range(4):
         write_log(home, f"s{s}", turn_lines(1, f"question {s}", f"answer {s}"))
     decide.run(config_module.load())
     honcho.latency = 0.5  # a slow Honcho: the first send takes seconds
-    first = subprocess.Popen([sys.executable, "-m", "bxmem", "send"], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "bxmem", "send"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_for(lambda: any(r.path.endswith("/messages") for r in honcho.requests))
         shutil.rmtree(home / "memory" / "bxmem")  # the interfaces allow it: it is a cache
@@ -74,8 +77,19 @@ def test_deleting_the_state_folder_during_a_slow_send_does_not_let_a_second_send
 def test_each_jobs_lock_is_held_by_another_process_across_a_deleted_state_folder(home, brokerd, honcho, configure, job):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
-    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "untrusted",
-                          "entry": "a note"}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "s",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": "a note",
+            }
+        ],
+    )
     (home / "memory" / "bxmem").mkdir(parents=True, exist_ok=True)
     if job == "send":
         decide.run(config_module.load())

@@ -31,8 +31,13 @@ def test_lines_stop_at_an_unfinished_line_unless_asked_and_survive_seeks(tmp_pat
 
 def test_find_edit_names_the_edit_and_the_undo_that_took_it_back(tmp_path):
     path = tmp_path / "journal.jsonl"
-    _write(path, {"id": "a", "op": "note"}, "not an object", {"id": "u", "op": "undo", "target": "a"},
-           tail=b'{"id":"late","op":"note"}')
+    _write(
+        path,
+        {"id": "a", "op": "note"},
+        "not an object",
+        {"id": "u", "op": "undo", "target": "a"},
+        tail=b'{"id":"late","op":"note"}',
+    )
     with open(path, "rb") as f:
         assert journal.find_edit(f, "a") == ({"id": "a", "op": "note"}, "u")
         assert journal.find_edit(f, "late") == ({"id": "late", "op": "note"}, None)  # an undo closes it off

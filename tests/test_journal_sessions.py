@@ -26,7 +26,13 @@ def load():
 @pytest.mark.parametrize("case", list(BAD))
 def test_an_edit_with_a_session_honcho_refuses_still_reaches_where_it_was_decided(home, honcho, configure, case):
     configure(honcho.url)
-    record = {"id": "j-1", "ts": "2026-09-27T10:00:00Z", "op": "identity_add", "file": "user.md", "entry": "Kyle prefers tea"}
+    record = {
+        "id": "j-1",
+        "ts": "2026-09-27T10:00:00Z",
+        "op": "identity_add",
+        "file": "user.md",
+        "entry": "Kyle prefers tea",
+    }
     note = {"id": "j-2", "ts": "2026-09-27T10:01:00Z", "op": "note", "trust": "untrusted", "entry": "a page said so"}
     if case != "none":
         record["session"] = note["session"] = BAD[case]
@@ -49,11 +55,21 @@ def test_an_edit_with_a_session_honcho_refuses_still_reaches_where_it_was_decide
 
 def test_two_invalid_sessions_stay_apart_and_a_valid_one_is_kept(home, honcho, configure):
     configure(honcho.url)
-    write_journal(home, [
-        {"id": "j-1", "ts": "t", "session": "one session", "op": "identity_add", "file": "user.md", "entry": "a"},
-        {"id": "j-2", "ts": "t", "session": "another session", "op": "identity_add", "file": "user.md", "entry": "b"},
-        {"id": "j-3", "ts": "t", "session": "s-ok", "op": "identity_add", "file": "user.md", "entry": "c"},
-    ])
+    write_journal(
+        home,
+        [
+            {"id": "j-1", "ts": "t", "session": "one session", "op": "identity_add", "file": "user.md", "entry": "a"},
+            {
+                "id": "j-2",
+                "ts": "t",
+                "session": "another session",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": "b",
+            },
+            {"id": "j-3", "ts": "t", "session": "s-ok", "op": "identity_add", "file": "user.md", "entry": "c"},
+        ],
+    )
     mirror.run(load())
     sessions = {item: ev["session"] for item, ev in decisions(home).items()}
     assert sessions["edit:j-1"] != sessions["edit:j-2"] and sessions["edit:j-3"] == "s-ok"

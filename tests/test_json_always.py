@@ -39,15 +39,28 @@ def json_commands() -> list[str]:
     return sorted(found)
 
 
-BASE = {"decide": ["decide"], "send": ["send"], "mirror": ["mirror"], "undo": ["undo", "e1"], "recall": ["recall", "backups"],
-        "ask": ["ask", "what changed?"], "sync": ["sync"], "audit": ["audit"], "config check": ["config", "check"],
-        "outbox list": ["outbox", "list"], "outbox drop": ["outbox", "drop", "turn:s:1", "--reason", "gone for good"],
-        "outbox resend": ["outbox", "resend", "turn:s:1"], "outbox reroute": ["outbox", "reroute", "turn:s:1"],
-        "doctor": ["doctor"],
-        "artifact record": ["artifact", "record", "--session", "s1", "table.csv", "--summary", "a table"],
-        "artifact resolve": ["artifact", "resolve", "art_" + "a" * 52], "artifact list": ["artifact", "list"],
-        "artifact verify": ["artifact", "verify"], "artifact export": ["artifact", "export", "art_" + "a" * 52, "--to", "/tmp/x"],
-        "artifact rm": ["artifact", "rm", "art_" + "a" * 52]}
+BASE = {
+    "decide": ["decide"],
+    "send": ["send"],
+    "mirror": ["mirror"],
+    "undo": ["undo", "e1"],
+    "recall": ["recall", "backups"],
+    "ask": ["ask", "what changed?"],
+    "sync": ["sync"],
+    "audit": ["audit"],
+    "config check": ["config", "check"],
+    "outbox list": ["outbox", "list"],
+    "outbox drop": ["outbox", "drop", "turn:s:1", "--reason", "gone for good"],
+    "outbox resend": ["outbox", "resend", "turn:s:1"],
+    "outbox reroute": ["outbox", "reroute", "turn:s:1"],
+    "doctor": ["doctor"],
+    "artifact record": ["artifact", "record", "--session", "s1", "table.csv", "--summary", "a table"],
+    "artifact resolve": ["artifact", "resolve", "art_" + "a" * 52],
+    "artifact list": ["artifact", "list"],
+    "artifact verify": ["artifact", "verify"],
+    "artifact export": ["artifact", "export", "art_" + "a" * 52, "--to", "/tmp/x"],
+    "artifact rm": ["artifact", "rm", "art_" + "a" * 52],
+}
 
 
 @dataclass
@@ -63,7 +76,9 @@ class Case:
         self.config_file.write_text(text or honcho_config(self.honcho.url))  # type: ignore[attr-defined]
 
     def decided(self, n: int = 1) -> None:
-        write_log(self.home, "s", [line for t in range(1, n + 1) for line in turn_lines(t, f"restic backups {t}", "ok")])
+        write_log(
+            self.home, "s", [line for t in range(1, n + 1) for line in turn_lines(t, f"restic backups {t}", "ok")]
+        )
         decide.run(config_module.load())
 
     def sent(self) -> None:
@@ -83,8 +98,19 @@ class Case:
         self.honcho_on(honcho_config(self.honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))  # type: ignore[attr-defined]
 
     def journal(self) -> None:
-        write_journal(self.home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note",
-                                   "trust": "trusted", "entry": "restic runs nightly"}])
+        write_journal(
+            self.home,
+            [
+                {
+                    "id": "e1",
+                    "ts": "2026-09-27T10:00:00Z",
+                    "session": "s",
+                    "op": "note",
+                    "trust": "trusted",
+                    "entry": "restic runs nightly",
+                }
+            ],
+        )
         mirror.run(config_module.load())
 
     def down(self) -> None:
@@ -171,9 +197,18 @@ SPECIFIC = {
     ("artifact verify", 5): lambda c: (c.recorded(), ["artifact", "verify", "art_" + "b" * 52])[1],
     ("artifact verify", 8): lambda c: (c.recorded(damaged=True), BASE["artifact verify"])[1],
     ("artifact export", 0): lambda c: ["artifact", "export", c.recorded(), "--to", str(c.tmp_path / "copy")],
-    ("artifact export", 5): lambda c: (c.recorded(), ["artifact", "export", "art_" + "b" * 52, "--to", str(c.tmp_path / "c")])[1],
+    ("artifact export", 5): lambda c: (
+        c.recorded(),
+        ["artifact", "export", "art_" + "b" * 52, "--to", str(c.tmp_path / "c")],
+    )[1],
     ("artifact export", 6): lambda c: ["artifact", "export", c.recorded(), "--to", str(c.config_file)],  # exists
-    ("artifact export", 8): lambda c: ["artifact", "export", c.recorded(damaged=True), "--to", str(c.tmp_path / "copy")],
+    ("artifact export", 8): lambda c: [
+        "artifact",
+        "export",
+        c.recorded(damaged=True),
+        "--to",
+        str(c.tmp_path / "copy"),
+    ],
     ("artifact rm", 0): lambda c: ["artifact", "rm", c.recorded()],
     ("artifact rm", 5): lambda c: (c.recorded(), BASE["artifact rm"])[1],
     ("artifact rm", 6): lambda c: (c.recorded(), ["artifact", "rm"])[1],  # nothing named
@@ -216,8 +251,12 @@ SPECIFIC = {
 }
 # Exits whose stdout is the command's own document; every other one is an error document.
 OWN_DOCUMENT = {ExitCode.OK, ExitCode.DEGRADED, ExitCode.ATTENTION}
-OWN_DOCUMENT_TOO = {("recall", ExitCode.UNAVAILABLE), ("ask", ExitCode.UNAVAILABLE), ("doctor", ExitCode.UNAVAILABLE),
-                    ("artifact verify", ExitCode.INTEGRITY)}
+OWN_DOCUMENT_TOO = {
+    ("recall", ExitCode.UNAVAILABLE),
+    ("ask", ExitCode.UNAVAILABLE),
+    ("doctor", ExitCode.UNAVAILABLE),
+    ("artifact verify", ExitCode.INTEGRITY),
+}
 
 
 def _raising(exc: BaseException):
@@ -259,7 +298,9 @@ def test_stdout_is_one_json_document(command, code, home, brokerd, honcho, confi
     validate_output("error", document)
     assert document["exit_code"] == code
     [line] = result.stderr.strip().splitlines()[-1:]
-    assert line == f"bxmem: error: {document['error']['message']}" or (code == ExitCode.INTERRUPTED and line == "bxmem: interrupted")
+    assert line == f"bxmem: error: {document['error']['message']}" or (
+        code == ExitCode.INTERRUPTED and line == "bxmem: interrupted"
+    )
 
 
 def test_a_bug_still_leaves_a_document_and_its_traceback(home, monkeypatch):
@@ -273,7 +314,10 @@ def test_a_bug_still_leaves_a_document_and_its_traceback(home, monkeypatch):
     with contextlib.redirect_stdout(out), pytest.raises(RuntimeError):
         run_cli(["sync", "--json"])
     document = validate_output("error", json.loads(out.getvalue()))
-    assert document["exit_code"] == 1 and document["error"]["message"] == "unexpected RuntimeError (a bug: the traceback is on stderr)"
+    assert (
+        document["exit_code"] == 1
+        and document["error"]["message"] == "unexpected RuntimeError (a bug: the traceback is on stderr)"
+    )
 
 
 def test_the_lean_path_too(home, tmp_path):

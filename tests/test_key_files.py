@@ -66,8 +66,18 @@ def read_in_thread(path: Path, seconds: float = 5.0) -> BaseException | object:
 # --- what a key file may be ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("data", [b"k", b"k\n", b"k\r\n", GOOD_KEY.encode(), bytes(range(0x21, 0x7F)),
-                                  b"x" * MAX_KEY_BYTES, b"x" * (MAX_KEY_BYTES - 1) + b"\n"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"k",
+        b"k\n",
+        b"k\r\n",
+        GOOD_KEY.encode(),
+        bytes(range(0x21, 0x7F)),
+        b"x" * MAX_KEY_BYTES,
+        b"x" * (MAX_KEY_BYTES - 1) + b"\n",
+    ],
+)
 def test_one_line_of_printable_ascii_is_a_key(tmp_path, data):
     key = read_key(workspace(write_key(tmp_path / "k", data)))
     assert key is not None and key.reveal() == data.rstrip(b"\r\n").decode()
@@ -122,8 +132,18 @@ def test_a_file_owned_by_another_user_is_refused(tmp_path):
     assert refusal(path) == f"is owned by uid {OTHER_UID}, not by uid 0 that bxmem runs as (chown it)"
 
 
-@pytest.mark.parametrize("mode, can", [(0o640, "read"), (0o604, "read"), (0o620, "write"), (0o602, "write"),
-                                       (0o610, "run"), (0o666, "read and write"), (0o677, "read and write and run")])
+@pytest.mark.parametrize(
+    "mode, can",
+    [
+        (0o640, "read"),
+        (0o604, "read"),
+        (0o620, "write"),
+        (0o602, "write"),
+        (0o610, "run"),
+        (0o666, "read and write"),
+        (0o677, "read and write and run"),
+    ],
+)
 def test_any_group_or_other_bit_is_refused(tmp_path, mode, can):
     path = write_key(tmp_path / "k", b"k\n", mode)
     assert refusal(path) == f"has mode {mode:04o}: group or others can {can} it (chmod 600 it)"
@@ -136,22 +156,25 @@ def test_a_key_over_the_bound_is_refused_never_cut(tmp_path):
         assert refusal(path) == f"is {size} bytes; a key file holds one key of at most {MAX_KEY_BYTES} bytes"
 
 
-@pytest.mark.parametrize("data, problem", [
-    (b"ab\x00cd", "has a control character (0x00) at byte 2; a key is one line of printable ASCII"),
-    (b"ab\x1b[31mcd\n", "has a control character (0x1b) at byte 2; a key is one line of printable ASCII"),
-    (b"abcd\x7f", "has a control character (0x7f) at byte 4; a key is one line of printable ASCII"),
-    (b"ab cd", "has a space at byte 2; a key is one line of printable ASCII"),
-    (b" abcd\n", "has a space at byte 0; a key is one line of printable ASCII"),
-    (b"abcd \n", "has a space at byte 4; a key is one line of printable ASCII"),
-    (b"ab\tcd", "has a tab at byte 2; a key is one line of printable ASCII"),
-    (b"caf\xc3\xa9", "has a byte that is not ASCII at byte 3; a key is one line of printable ASCII"),
-    (b"\xef\xbb\xbfkey\n", "has a byte that is not ASCII at byte 0; a key is one line of printable ASCII"),
-    (b"one\ntwo\n", "holds more than one line (a line break at byte 3); a key file holds one key on one line"),
-    (b"key\n\n", "holds more than one line (a line break at byte 3); a key file holds one key on one line"),
-    (b"ke\ry", "holds more than one line (a line break at byte 2); a key file holds one key on one line"),
-    (b"", "is empty"),
-    (b"\n", "holds no key, only a line break"),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (b"ab\x00cd", "has a control character (0x00) at byte 2; a key is one line of printable ASCII"),
+        (b"ab\x1b[31mcd\n", "has a control character (0x1b) at byte 2; a key is one line of printable ASCII"),
+        (b"abcd\x7f", "has a control character (0x7f) at byte 4; a key is one line of printable ASCII"),
+        (b"ab cd", "has a space at byte 2; a key is one line of printable ASCII"),
+        (b" abcd\n", "has a space at byte 0; a key is one line of printable ASCII"),
+        (b"abcd \n", "has a space at byte 4; a key is one line of printable ASCII"),
+        (b"ab\tcd", "has a tab at byte 2; a key is one line of printable ASCII"),
+        (b"caf\xc3\xa9", "has a byte that is not ASCII at byte 3; a key is one line of printable ASCII"),
+        (b"\xef\xbb\xbfkey\n", "has a byte that is not ASCII at byte 0; a key is one line of printable ASCII"),
+        (b"one\ntwo\n", "holds more than one line (a line break at byte 3); a key file holds one key on one line"),
+        (b"key\n\n", "holds more than one line (a line break at byte 3); a key file holds one key on one line"),
+        (b"ke\ry", "holds more than one line (a line break at byte 2); a key file holds one key on one line"),
+        (b"", "is empty"),
+        (b"\n", "holds no key, only a line break"),
+    ],
+)
 def test_anything_but_one_line_of_printable_ascii_is_refused(tmp_path, data, problem):
     """Failed before: NUL, ESC and DEL passed (only whitespace was looked for), and the
     header they made failed every request of the run as an outage."""
@@ -179,6 +202,7 @@ def test_no_refusal_shows_the_key(tmp_path):
 
 
 # --- core dumps -----------------------------------------------------------------------------
+
 
 def test_a_process_holding_a_key_cannot_be_dumped_or_read_by_its_user(tmp_path):
     """PR_SET_DUMPABLE 0 from the moment a key is read (failed before: dumpable 1);
@@ -226,7 +250,8 @@ def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
     assert result.returncode == 78
     assert result.stderr.strip().splitlines() == [
         f"bxmem: error: secrets.honcho_trusted: key file {fifo} is a named pipe (FIFO), not a regular file "
-        "(see: bxmem runbook honcho-config-invalid)"]
+        "(see: bxmem runbook honcho-config-invalid)"
+    ]
 
 
 def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path, honcho, configure, two_sessions):
@@ -245,20 +270,26 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     problem = "has a control character (0x1b) at byte 19; a key is one line of printable ASCII"
     assert first.stderr.strip().splitlines() == [
         f"bxmem send: error: secrets.honcho_trusted: key file {bad} {problem}; sends to bm0-trusted stop until "
-        "secrets.honcho_trusted changes, the other workspaces go on (see: bxmem runbook honcho-key-refused)"]
+        "secrets.honcho_trusted changes, the other workspaces go on (see: bxmem runbook honcho-key-refused)"
+    ]
     assert honcho.messages_in("bm0-untrusted") and not honcho.messages_in("bm0-trusted")
     assert not any("bm0-trusted" in r.path for r in honcho.requests)  # never sent with a broken header
     refused = [e for e in ledger_events(home) if e["ev"] == "key_refused"]
-    assert [(e["ws"], e["status"], e["problem"]) for e in refused] == [("bm0-trusted", None, str(KeyFileInvalid(
-        "honcho_trusted", bad, problem)))]
+    assert [(e["ws"], e["status"], e["problem"]) for e in refused] == [
+        ("bm0-trusted", None, str(KeyFileInvalid("honcho_trusted", bad, problem)))
+    ]
 
     # sync gives the same verdict, checked now, and what send recorded
     status = bxmem_inprocess("sync")
     assert status.returncode == 4
-    assert f"key for bm0-trusted: send would refuse it: secrets.honcho_trusted: key file {bad} {problem}" in status.stdout
+    assert (
+        f"key for bm0-trusted: send would refuse it: secrets.honcho_trusted: key file {bad} {problem}" in status.stdout
+    )
     assert "key for bm0-trusted refused by bxmem since " in status.stdout
-    assert (f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed "
-            "(see: bxmem runbook honcho-key-refused)") in status.stdout
+    assert (
+        f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed "
+        "(see: bxmem runbook honcho-key-refused)"
+    ) in status.stdout
 
     # logged once: the next run does not try again, nor warn again (-q, as the units run it:
     # nothing); its own output still says the workspace is stopped, and why, every run
@@ -269,7 +300,8 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     assert again.stderr.strip().splitlines() == [
         f"bxmem send: sends to bm0-trusted stopped since {refused[0]['ts']}: bxmem refused its key file: "
         f"secrets.honcho_trusted: key file {bad} {problem}; its items wait until secrets.honcho_trusted changes "
-        "(see: bxmem runbook honcho-key-refused)"]
+        "(see: bxmem runbook honcho-key-refused)"
+    ]
     still = json.loads(bxmem_inprocess("send", "--json").stdout)
     assert still["stopped"] == ["bm0-trusted"] and still["keys_refused"][0]["problem"] == refused[0]["problem"]
 
@@ -304,16 +336,20 @@ def test_a_bad_key_for_another_agents_workspace_does_not_stop_send(home, tmp_pat
     from helpers import honcho_config
 
     bad = write_key(tmp_path / "r.key", b"k\n", 0o644)
-    config_file.write_text(honcho_config(honcho.url) + '[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\n'
-                           + secrets(honcho_read_boxmaker1=bad))
+    config_file.write_text(
+        honcho_config(honcho.url)
+        + '[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\n'
+        + secrets(honcho_read_boxmaker1=bad)
+    )
     decide.run(config_module.load())
     result = bxmem_inprocess("send", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["stopped"] == []
     status = bxmem_inprocess("sync")
-    assert (f"attention: secrets.honcho_read_boxmaker1: key file {bad} has mode 0644: group or others can read it "
-            "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed (see: bxmem runbook honcho-key-refused)"
-            ) in status.stdout
+    assert (
+        f"attention: secrets.honcho_read_boxmaker1: key file {bad} has mode 0644: group or others can read it "
+        "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed (see: bxmem runbook honcho-key-refused)"
+    ) in status.stdout
 
 
 def test_recall_and_ask_name_the_refused_key_and_answer_from_the_rest(home, tmp_path, honcho, configure, two_sessions):
@@ -332,15 +368,18 @@ def test_recall_and_ask_name_the_refused_key_and_answer_from_the_rest(home, tmp_
     assert json.loads(asked.stdout)["unavailable"] == [{"name": "fleet", "workspace": "fleet", "reason": reason}]
 
 
-def test_send_never_reads_a_key_it_refused_until_the_file_changes(home, tmp_path, honcho, configure, two_sessions,
-                                                                  monkeypatch):
+def test_send_never_reads_a_key_it_refused_until_the_file_changes(
+    home, tmp_path, honcho, configure, two_sessions, monkeypatch
+):
     bad = write_key(tmp_path / "t.key", b"k\n", 0o640)
     configure(honcho.url, extra=secrets(honcho_trusted=bad))
     decide.run(config_module.load())
     send.run(config_module.load())
     reads: list[Path] = []
     original = config_module._read_key_file
-    monkeypatch.setattr(config_module, "_read_key_file", lambda path, secret: reads.append(path) or original(path, secret))
+    monkeypatch.setattr(
+        config_module, "_read_key_file", lambda path, secret: reads.append(path) or original(path, secret)
+    )
     send.run(config_module.load())
     assert reads == []  # stopped: its file is not read again, so the refusal is not logged again
     assert stat.S_IMODE(os.stat(bad).st_mode) == 0o640

@@ -43,7 +43,12 @@ def everything_written(home: Path) -> str:
 def test_key_is_sent_to_its_own_workspace_only(home, tmp_path, honcho, configure, two_sessions):
     honcho.keys["bm0-trusted"] = TRUSTED_KEY
     configure(honcho.url, extra=secrets_section(honcho_trusted=key_file(tmp_path, "t.key", TRUSTED_KEY)))
-    outputs = [bxmem_main("decide"), bxmem_main("send"), bxmem_main("config", "check"), bxmem_main("config", "check", "--json")]
+    outputs = [
+        bxmem_main("decide"),
+        bxmem_main("send"),
+        bxmem_main("config", "check"),
+        bxmem_main("config", "check", "--json"),
+    ]
     assert all(o.returncode == 0 for o in outputs), [o.stderr for o in outputs]
     assert honcho.messages_in("bm0-trusted") and honcho.messages_in("bm0-untrusted")
     for request in honcho.requests:
@@ -58,7 +63,9 @@ def test_key_is_sent_to_its_own_workspace_only(home, tmp_path, honcho, configure
     assert PLANTED_ENV_KEY not in everything_written(home)
 
 
-def test_a_refused_key_stops_that_workspace_only_logged_once_and_resumes(home, tmp_path, honcho, configure, two_sessions):
+def test_a_refused_key_stops_that_workspace_only_logged_once_and_resumes(
+    home, tmp_path, honcho, configure, two_sessions
+):
     honcho.keys["bm0-untrusted"] = UNTRUSTED_KEY
     wrong = key_file(tmp_path, "u.key", register_secret("not-the-right-key-00"))
     configure(honcho.url, extra=secrets_section(honcho_untrusted=wrong))
@@ -90,7 +97,9 @@ def test_a_key_file_others_can_read_is_refused(tmp_path, honcho, configure, mode
     bxmem_main("decide")
     result = bxmem_main("send")
     assert result.returncode == 3  # that workspace stops; the others go on
-    assert f"has mode {mode:04o}: group or others can read it" in result.stderr and "honcho-key-refused" in result.stderr
+    assert (
+        f"has mode {mode:04o}: group or others can read it" in result.stderr and "honcho-key-refused" in result.stderr
+    )
     assert TRUSTED_KEY not in result.stderr
     assert len([line for line in result.stderr.splitlines() if "error" in line]) == 1
     assert honcho.messages_in("bm0-untrusted") and not honcho.messages_in("bm0-trusted")
@@ -100,8 +109,10 @@ def test_an_unreadable_key_file_is_one_clear_line(tmp_path, honcho, configure, t
     configure(honcho.url, extra=secrets_section(honcho_trusted=tmp_path / "missing.key"))
     result = bxmem_main("config", "check")
     assert result.returncode == 78
-    assert (f"secrets.honcho_trusted: key file {tmp_path / 'missing.key'} cannot be read: No such file or directory"
-            in result.stderr)
+    assert (
+        f"secrets.honcho_trusted: key file {tmp_path / 'missing.key'} cannot be read: No such file or directory"
+        in result.stderr
+    )
 
 
 def test_the_environment_never_supplies_a_key(home, honcho, configure, two_sessions):

@@ -1,4 +1,4 @@
-"""policy/labels.py's tables: a tool result's label (seed 000 section 5) and the tags the
+"""trust/labels.py's tables: a tool result's label (seed 000 section 5) and the tags the
 read path gives what it finds (sections 8 and 9), row by row."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from helpers import write_log
 from bxmem.commands import decide, mirror, recall
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.labels import (
+from bxmem.trust.labels import (
     FLEET_LABEL,
     OWN_LABELS,
     UNREADABLE_LINE,
@@ -58,8 +58,16 @@ def test_turn_labels(decided, expected):
     assert turn_labels(decided) == expected
 
 
-@pytest.mark.parametrize("trust, tag", [("trusted", "memory"), ("untrusted", "memory-tainted"),
-                                        ("flagged", "memory-tainted"), (None, "memory-tainted"), ("Trusted", "memory-tainted")])
+@pytest.mark.parametrize(
+    "trust, tag",
+    [
+        ("trusted", "memory"),
+        ("untrusted", "memory-tainted"),
+        ("flagged", "memory-tainted"),
+        (None, "memory-tainted"),
+        ("Trusted", "memory-tainted"),
+    ],
+)
 def test_note_tag(trust, tag):
     assert note_tag(trust) == tag
 
@@ -71,12 +79,19 @@ def test_entry_class():
 
 def test_recall_and_ask_tags():
     # seed 8: another agent's trusted workspace: memory if the owner labelled it trusted, else memory-tainted
-    assert (read_tag("trusted"), read_tag("untrusted"), read_tag(None)) == ("memory", "memory-tainted", "memory-tainted")
+    assert (read_tag("trusted"), read_tag("untrusted"), read_tag(None)) == (
+        "memory",
+        "memory-tainted",
+        "memory-tainted",
+    )
     # seed 8: the fleet workspace: memory-tainted, private
     assert FLEET_LABEL == ("memory-tainted", "private")
     # seed 9: memory for the agent's own trusted workspace, memory-tainted otherwise
-    assert OWN_LABELS == {"trusted": ("memory", "private"), "untrusted": ("memory-tainted", "private"),
-                          "fleet": ("memory-tainted", "private")}
+    assert OWN_LABELS == {
+        "trusted": ("memory", "private"),
+        "untrusted": ("memory-tainted", "private"),
+        "fleet": ("memory-tainted", "private"),
+    }
 
 
 # --- labels that are not what the tables expect: no crash, the worst case ---------------
@@ -94,7 +109,9 @@ def test_a_tool_result_class_that_is_not_a_string_taints_the_session(home, broke
 def test_a_note_whose_trust_is_not_a_string_is_indexed_as_tainted(home):
     # A list made the note-tag lookup raise (unhashable), so the index stopped catching up.
     assert note_tag(["trusted"]) == "memory-tainted"
-    write_journal(home, [{"id": "n1", "ts": "t", "session": "s", "op": "note", "trust": ["trusted"], "entry": "likes tea"}])
+    write_journal(
+        home, [{"id": "n1", "ts": "t", "session": "s", "op": "note", "trust": ["trusted"], "entry": "likes tea"}]
+    )
     mirror.run(config_module.load())  # refreshes the index
     hits = recall.recall(config_module.load(), "tea").hits
     assert [(h.tag, h.trust_class) for h in hits] == [("memory-tainted", "private")]

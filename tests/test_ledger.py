@@ -10,8 +10,21 @@ from bxmem.store.outbox import Outbox
 
 
 def decided(n: int, ws: str | None = "w") -> dict:
-    return le.decided_turn(session="s", turn=n, role="trusted", ws=ws, reason="clean", peer="kyle", trust_class="private",
-                           untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]], reply=[10, 10], at=None)
+    return le.decided_turn(
+        session="s",
+        turn=n,
+        role="trusted",
+        ws=ws,
+        reason="clean",
+        peer="kyle",
+        trust_class="private",
+        untrusted_by=[],
+        secret_rule=None,
+        log="s.jsonl",
+        user=[[0, 10]],
+        reply=[10, 10],
+        at=None,
+    )
 
 
 def test_append_and_read_from_offsets(tmp_path):

@@ -29,9 +29,25 @@ LEDGERS = Path(__file__).parent / "fixtures" / "ledger-v1"
 # commit that added those kinds, and its folds then.
 OWNER = Path(__file__).parent / "fixtures" / "ledger-owner"
 # What the outbox fold keeps that it did not then (each decision is final: store/outbox.py).
-ADDED_SINCE = ("known_turns", "known_other", "repeated", "first_repeated", "_new_repeats", "_first_new_repeat",
-               "dropped", "announced", "roles", "hsessions", "mark", "key", "_secret", "_order", "named_wrong",
-               "withdrawn", "_sent_early")
+ADDED_SINCE = (
+    "known_turns",
+    "known_other",
+    "repeated",
+    "first_repeated",
+    "_new_repeats",
+    "_first_new_repeat",
+    "dropped",
+    "announced",
+    "roles",
+    "hsessions",
+    "mark",
+    "key",
+    "_secret",
+    "_order",
+    "named_wrong",
+    "withdrawn",
+    "_sent_early",
+)
 NAMES = sorted(p.stem for p in LEDGERS.glob("*.jsonl"))
 
 
@@ -45,12 +61,17 @@ def _index_fold(ledger_path: Path, state_dir: Path, monkeypatch) -> list:
     from bxmem.sources import loopd
 
     turns = []
+
     def texts(self, logs, ev):
         reply = f"{ev['log']}@{ev['reply'][0]}" if ev.get("reply") else None
         return [f"{ev['log']}@{span[0]}" for span in ev.get("user") or []], reply
 
     monkeypatch.setattr(loopd.SpanReader, "turn_texts", texts)
-    monkeypatch.setattr(index_fold, "index_turn", lambda _ix, ev, user, reply: turns.append([ev["item"], *index_fold.turn_labels(ev), user, reply]))
+    monkeypatch.setattr(
+        index_fold,
+        "index_turn",
+        lambda _ix, ev, user, reply: turns.append([ev["item"], *index_fold.turn_labels(ev), user, reply]),
+    )
     paths = SimpleNamespace(ledger=ledger_path, logs=state_dir, journal=state_dir / "no-journal.jsonl", state=state_dir)
     index_fold.update(paths)
     return turns
@@ -64,16 +85,24 @@ def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
     # test_what_the_fold_learnt_since; here the record as it was.
     # Its first field is the decision's offset with the line's keyed hash now (outbox_shape.AT): the offset, as then.
     outbox["pending"] = {k: (offset_of(v), *v[1:5]) for k, v in box.pending.items()}
-    outbox["failed"] = {k: {**v, "decided": (offset_of(v["decided"]), *v["decided"][1:5]) if v.get("decided") else v.get("decided")}
-                        for k, v in box.failed.items()}
+    outbox["failed"] = {
+        k: {**v, "decided": (offset_of(v["decided"]), *v["decided"][1:5]) if v.get("decided") else v.get("decided")}
+        for k, v in box.failed.items()
+    }
     paths = SimpleNamespace(ledger=ledger_path, state=state_dir, ensure_state_dir=lambda: state_dir)
     expected, _box = audit._expected(SimpleNamespace(paths=paths))
     # audit keeps each decision's role and each item's message ids now; then, the workspace and the count.
     decided = {item: ws for item, (ws, _role) in expected.decided.items()}
     sent = {item: (ws, len(ids)) for item, (ws, ids) in expected.sent.items()}
     recovered_edits = mirror._recover(mirror._fresh_state(), ledger)
-    return _plain({"index": _index_fold(ledger_path, state_dir, monkeypatch), "outbox": outbox, "audit": {"decided": decided, "sent": sent},
-                   "mirror_recover": recovered_edits})
+    return _plain(
+        {
+            "index": _index_fold(ledger_path, state_dir, monkeypatch),
+            "outbox": outbox,
+            "audit": {"decided": decided, "sent": sent},
+            "mirror_recover": recovered_edits,
+        }
+    )
 
 
 def decided_turns(ledger_path: Path) -> dict[str, set[int]]:
@@ -118,8 +147,12 @@ def test_what_the_fold_learnt_since(name, tmp_path):
     for ev in lines:
         if ev["ev"] == "decided":
             first.setdefault(ev["item"], ev)
-    turns = {f"turn:{session}:{n}" for session, ranges in box.known_turns.items() for low, high in ranges
-             for n in range(low, high + 1)}
+    turns = {
+        f"turn:{session}:{n}"
+        for session, ranges in box.known_turns.items()
+        for low, high in ranges
+        for n in range(low, high + 1)
+    }
     assert turns | box.known_other == set(first) and not turns & box.known_other
     assert box.repeated == sum(1 for ev in lines if ev["ev"] == "decided") - len(first)
     for item, record in box.pending.items():
@@ -160,7 +193,9 @@ def test_the_owner_actions_fold_as_they_did(tmp_path, monkeypatch):
     # role is now, the gone session was replaced by s-2, and the accepted findings are known.
     assert (box.dropped, box.pending, box.failed) == (1, {}, {})
     assert box.setup["bm0-trusted"]["sessions"]["s"]["name"] == "s-2"
-    expected, _ = audit._expected(SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, state=state, ensure_state_dir=lambda: state)))
+    expected, _ = audit._expected(
+        SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, state=state, ensure_state_dir=lambda: state))
+    )
     assert expected.decided["turn:u:1"] == ("bm0-home", "trusted") and len(expected.accepted) == 4
 
 
@@ -169,11 +204,30 @@ def test_the_fixtures_cover_every_event_kind():
     for path in [*(LEDGERS / f"{name}.jsonl" for name in NAMES), OWNER / "owner-actions.jsonl"]:
         for line in path.read_text().splitlines():
             ev = json.loads(line)
-            kinds.add(ev["ev"] + (f"/{ev['kind']}" if ev["ev"] == "decided" else "") + (f"/{ev['what']}" if ev["ev"] == "created" else ""))
+            kinds.add(
+                ev["ev"]
+                + (f"/{ev['kind']}" if ev["ev"] == "decided" else "")
+                + (f"/{ev['what']}" if ev["ev"] == "created" else "")
+            )
     assert kinds == {
-        "decided/turn", "decided/edit", "attempt", "sent", "failed", "unsent", "cancelled", "requeued",
-        "created/workspace", "created/peer", "created/session", "key_refused", "key_resumed",
-        "session_gone", "session_renewed", "dropped", "rerouted", "accepted",
+        "decided/turn",
+        "decided/edit",
+        "attempt",
+        "sent",
+        "failed",
+        "unsent",
+        "cancelled",
+        "requeued",
+        "created/workspace",
+        "created/peer",
+        "created/session",
+        "key_refused",
+        "key_resumed",
+        "session_gone",
+        "session_renewed",
+        "dropped",
+        "rerouted",
+        "accepted",
     }
     from bxmem.store import ledger_events as le
 
@@ -186,21 +240,52 @@ def _rebuilt(ev: dict) -> dict:
 
     kind = ev["ev"]
     if kind == le.DECIDED and ev["kind"] == le.TURN:
-        return le.decided_turn(session=ev["session"], turn=ev["turn"], role=ev["role"], ws=ev["ws"], reason=ev["reason"],
-                               peer=ev["peer"], trust_class=ev["class"], untrusted_by=ev["untrusted_by"],
-                               secret_rule=ev["secret_rule"], log=ev["log"], user=ev["user"], reply=ev["reply"], at=ev["at"],
-                               macs=ev.get("macs"), unreadable=ev.get("unreadable"))
+        return le.decided_turn(
+            session=ev["session"],
+            turn=ev["turn"],
+            role=ev["role"],
+            ws=ev["ws"],
+            reason=ev["reason"],
+            peer=ev["peer"],
+            trust_class=ev["class"],
+            untrusted_by=ev["untrusted_by"],
+            secret_rule=ev["secret_rule"],
+            log=ev["log"],
+            user=ev["user"],
+            reply=ev["reply"],
+            at=ev["at"],
+            macs=ev.get("macs"),
+            unreadable=ev.get("unreadable"),
+        )
     if kind == le.DECIDED:
-        return le.decided_edit(ev["edit"], op=ev["op"], session=ev["session"], role=ev["role"], ws=ev["ws"],
-                               reason=ev["reason"], actions=ev["actions"], journal_line=ev["journal_line"], at=ev["at"],
-                               target=ev.get("target", "").removeprefix("edit:"))
+        return le.decided_edit(
+            ev["edit"],
+            op=ev["op"],
+            session=ev["session"],
+            role=ev["role"],
+            ws=ev["ws"],
+            reason=ev["reason"],
+            actions=ev["actions"],
+            journal_line=ev["journal_line"],
+            at=ev["at"],
+            target=ev.get("target", "").removeprefix("edit:"),
+        )
     if kind == le.ATTEMPT:
-        return le.attempt(ev["ts"], items=ev["items"], ws=ev["ws"], role=ev.get("role"), session=ev["session"], hsession=ev.get("hsession"),
-                          parts=ev.get("parts"))
+        return le.attempt(
+            ev["ts"],
+            items=ev["items"],
+            ws=ev["ws"],
+            role=ev.get("role"),
+            session=ev["session"],
+            hsession=ev.get("hsession"),
+            parts=ev.get("parts"),
+        )
     if kind == le.SENT and "results" in ev:
         return le.sent_edit(ev["item"], ev["ws"], ev.get("role"), ev["results"])
     if kind == le.SENT:
-        return le.sent_turn(ev["item"], ev["ws"], ev.get("role"), ev["hsession"], ev["ids"], settled=ev.get("settled", False))
+        return le.sent_turn(
+            ev["item"], ev["ws"], ev.get("role"), ev["hsession"], ev["ids"], settled=ev.get("settled", False)
+        )
     if kind == le.FAILED:
         return le.failed(ev["item"], ev["ws"], ev["status"], ev["reason"], ev.get("results"))
     if kind == le.UNSENT:
@@ -231,8 +316,9 @@ def _rebuilt(ev: dict) -> dict:
     return le.key_resumed(ev["ws"], ev["why"])
 
 
-@pytest.mark.parametrize("path", [*(LEDGERS / f"{name}.jsonl" for name in NAMES), OWNER / "owner-actions.jsonl"],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [*(LEDGERS / f"{name}.jsonl" for name in NAMES), OWNER / "owner-actions.jsonl"], ids=lambda p: p.stem
+)
 def test_the_constructors_write_the_old_lines_byte_for_byte(path):
     """Same keys, same order, same values: only the time differs."""
     for line in path.read_bytes().splitlines():

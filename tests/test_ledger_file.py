@@ -43,8 +43,10 @@ class Hung(BaseException):
     """Not an OSError (TimeoutError is one, and bxmem rightly catches those): nothing catches it."""
 
 
-NOT_REGULAR = {"a FIFO": (lambda path: os.mkfifo(path, 0o600), "is a named pipe (FIFO), not a regular file"),
-               "a directory": (lambda path: path.mkdir(), "is a directory, not a regular file")}
+NOT_REGULAR = {
+    "a FIFO": (lambda path: os.mkfifo(path, 0o600), "is a named pipe (FIFO), not a regular file"),
+    "a directory": (lambda path: path.mkdir(), "is a directory, not a regular file"),
+}
 
 
 @pytest.mark.parametrize("kind", NOT_REGULAR)
@@ -91,7 +93,9 @@ def test_a_new_ledger_and_its_folders_are_made_durable_before_the_first_append(h
     decide.run(config_module.load())
     memory, ledger, state = str(home / "memory"), str(home / "memory" / "honcho.jsonl"), str(home / "memory" / "bxmem")
     assert str(home) in seen and memory in seen
-    assert seen.index(str(home)) < seen.index(memory) < seen.index(ledger)  # memory/ in the home, then the ledger in memory/
+    assert (
+        seen.index(str(home)) < seen.index(memory) < seen.index(ledger)
+    )  # memory/ in the home, then the ledger in memory/
     key_written = next(i for i, path in enumerate(seen) if path.startswith(state + "/.entry.key."))
     assert state in seen[key_written + 1 :]  # entry.key, linked into place, then its name fsynced in its folder
 
@@ -110,7 +114,7 @@ def test_a_state_file_holding_a_lone_surrogate_is_written_and_read_back(tmp_path
     """Failed before (tests/test_hands_and_clock_properties.py found it): a ledger line whose
     workspace holds a lone surrogate escape made workspace-roles.json unwritable, and the job
     that saved it failed with UnicodeEncodeError."""
-    from bxmem.policy.shapes import anything
+    from bxmem.formats.shapes import anything
     from bxmem.store.state_json import load_json, write_json
 
     value = {"ws": "\ud800bm0-trusted", "n": 1}

@@ -152,7 +152,8 @@ def test_a_pending_decision_edited_in_place_is_never_read_as_the_one_folded(outa
 @pytest.mark.parametrize("backup_at", ["before-decide", "half-decided", "decided", "half-sent", "sent"])
 @pytest.mark.parametrize("during_outage", [False, True])
 def test_an_older_copy_restored_in_place_sends_nothing_twice_and_loses_nothing(
-        home, brokerd, honcho, configure, backup_at, during_outage):
+    home, brokerd, honcho, configure, backup_at, during_outage
+):
     """A backup of the ledger taken at any point, copied back over it later (`cp` keeps the
     inode): what was sent after the copy is looked up, not sent again; what was decided
     after it is decided again from the logs and the journal, and sent once."""
@@ -195,8 +196,8 @@ def test_an_older_copy_restored_in_place_sends_nothing_twice_and_loses_nothing(
 def test_no_timer_run_is_answered_idle_after_the_ledger_is_copied_back(home, brokerd, honcho, configure, job):
     """The restore the real-server run met: decide's and mirror's idle summaries watch the
     bytes before their offset, so the timer's next run reads the ledger again."""
-    from bxmem.start.grammar import parse
     from bxmem.start.idle import is_idle
+    from bxmem.start.lean_argv import parse
 
     configure(honcho.url)
     sample.write_home(home)
@@ -206,8 +207,19 @@ def test_no_timer_run_is_answered_idle_after_the_ledger_is_copied_back(home, bro
         bxmem_main(step)
     copy = ledger_path(home).read_bytes()
     write_log(home, "x1", turn_lines(1, "later", "turn"))
-    sample.write_journal(home, [{"id": "j-later", "ts": "t", "session": "x1", "op": "identity_add", "file": "user.md",
-                                 "entry": "a later entry"}])
+    sample.write_journal(
+        home,
+        [
+            {
+                "id": "j-later",
+                "ts": "t",
+                "session": "x1",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": "a later entry",
+            }
+        ],
+    )
     for step in ("decide", "mirror", "send", "decide", "mirror", "send"):
         bxmem_main(step)
     assert is_idle(parse(["bxmem", job]))
@@ -226,14 +238,16 @@ def rewritten(path, how: str, copy: bytes) -> None:
 
 
 @pytest.mark.parametrize("how", ["sorted", "reversed", "older copy"])
-def test_an_edit_undone_before_it_was_sent_is_never_sent_whatever_the_ledger_says(home, brokerd, honcho, configure,
-                                                                                  how):
+def test_an_edit_undone_before_it_was_sent_is_never_sent_whatever_the_ledger_says(
+    home, brokerd, honcho, configure, how
+):
     """The owner undid an entry before send got to it (its item `cancelled`). A ledger whose
     lines are sorted (the cancellation then comes before the decision), reversed, or an older
     copy from before the undo put back: the entry is never written to Honcho."""
     configure(honcho.url)
-    sample.write_journal(home, [{"id": "j1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md",
-                                 "entry": "likes tea"}])
+    sample.write_journal(
+        home, [{"id": "j1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "likes tea"}]
+    )
     mirror.run(load())
     honcho.stop()
     send.run(load())  # an outage: the entry waits

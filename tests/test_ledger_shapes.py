@@ -26,19 +26,75 @@ def every_kind() -> list[dict]:
     le = ledger_events
     macs = {"key": "k1", "user": ["a" * 32], "reply": "b" * 32}
     return [
-        le.decided_turn(session="s", turn=1, role="trusted", ws="w", reason="clean", peer="kyle", trust_class="private",
-                        untrusted_by=[], secret_rule=None, log="s.jsonl", user=[[0, 10]], reply=[10, 10], at="t", macs=macs),
-        le.decided_turn(session="s", turn=2, role=None, ws=None, reason="log-unreadable", peer=None, trust_class="secret",
-                        untrusted_by=["log"], secret_rule=None, log="s.jsonl", user=[], reply=None, at=None,
-                        unreadable={"line": 3, "why": "not valid JSON"}),
-        le.decided_edit("e1", op="note", session="s", role="trusted", ws="w", reason="trusted-note", journal_line=1, at="t",
-                        actions=[{"do": "conclude", "about": "agent", "text": {"span": [0, 9], "field": "entry", "mac": "m", "key": "k"}}]),
-        le.decided_edit("u1", op="undo", session="owner", role="trusted", ws="w", reason="undo", journal_line=2, at=None,
-                        target="e1", actions=[{"do": "unconclude", "of": "edit:e1#0"}]),
-        le.attempt(now_iso(), items=["turn:s:1"], ws="w", role="trusted", session="s", hsession="s", parts={"turn:s:1": 2}),
+        le.decided_turn(
+            session="s",
+            turn=1,
+            role="trusted",
+            ws="w",
+            reason="clean",
+            peer="kyle",
+            trust_class="private",
+            untrusted_by=[],
+            secret_rule=None,
+            log="s.jsonl",
+            user=[[0, 10]],
+            reply=[10, 10],
+            at="t",
+            macs=macs,
+        ),
+        le.decided_turn(
+            session="s",
+            turn=2,
+            role=None,
+            ws=None,
+            reason="log-unreadable",
+            peer=None,
+            trust_class="secret",
+            untrusted_by=["log"],
+            secret_rule=None,
+            log="s.jsonl",
+            user=[],
+            reply=None,
+            at=None,
+            unreadable={"line": 3, "why": "not valid JSON"},
+        ),
+        le.decided_edit(
+            "e1",
+            op="note",
+            session="s",
+            role="trusted",
+            ws="w",
+            reason="trusted-note",
+            journal_line=1,
+            at="t",
+            actions=[
+                {"do": "conclude", "about": "agent", "text": {"span": [0, 9], "field": "entry", "mac": "m", "key": "k"}}
+            ],
+        ),
+        le.decided_edit(
+            "u1",
+            op="undo",
+            session="owner",
+            role="trusted",
+            ws="w",
+            reason="undo",
+            journal_line=2,
+            at=None,
+            target="e1",
+            actions=[{"do": "unconclude", "of": "edit:e1#0"}],
+        ),
+        le.attempt(
+            now_iso(), items=["turn:s:1"], ws="w", role="trusted", session="s", hsession="s", parts={"turn:s:1": 2}
+        ),
         le.sent_turn("turn:s:1", "w", "trusted", "s", ["m1", "m2"], settled=True),
         le.sent_edit("edit:e1", "w", "trusted", [{"i": 0, "do": "conclude", "id": "c1", "hsession": "s"}]),
-        le.failed("edit:u1", "w", 422, "refused", [{"i": 0, "do": "unconclude", "of": "edit:e1#0", "deleted": "c1", "was_there": True}]),
+        le.failed(
+            "edit:u1",
+            "w",
+            422,
+            "refused",
+            [{"i": 0, "do": "unconclude", "of": "edit:e1#0", "deleted": "c1", "was_there": True}],
+        ),
         le.unsent(["turn:s:1"], "w", "connect failed"),
         le.cancelled("edit:e1", "w", "edit:u1"),
         le.requeued("edit:u1"),
@@ -71,16 +127,31 @@ DAMAGED = [
     ('{"v":1,"ev":"decided","ts":"t","item":5}', "item: not a string"),
     ('{"v":1,"ev":"attempt","ts":"t","items":5,"ws":"w","session":"s"}', "items: not a list"),
     ('{"v":1,"ev":"attempt","ts":"t","items":["turn:s:1"],"ws":"w","session":"s"}', "hsession: missing"),
-    ('{"v":1,"ev":"sent","ts":"t","item":"edit:e1","ws":"w","results":[{"i":"0","do":"conclude"}]}', "results[0].i: not an integer of at least 0"),
-    ('{"v":1,"ev":"failed","ts":"t","item":"edit:u1","ws":"w","status":422,"reason":"refused",'
-     '"results":[{"i":0,"do":"unconclude","deleted":"c1","was_there":true}]}', "results[0].of: missing"),
+    (
+        '{"v":1,"ev":"sent","ts":"t","item":"edit:e1","ws":"w","results":[{"i":"0","do":"conclude"}]}',
+        "results[0].i: not an integer of at least 0",
+    ),
+    (
+        '{"v":1,"ev":"failed","ts":"t","item":"edit:u1","ws":"w","status":422,"reason":"refused",'
+        '"results":[{"i":0,"do":"unconclude","deleted":"c1","was_there":true}]}',
+        "results[0].of: missing",
+    ),
     ('{"v":1,"ev":"created","ts":"t","ws":"w","what":"session","session":"s"}', "id: missing"),
     ('{"v":1,"ev":"key_refused","ts":"t","ws":["w"],"status":401,"secret":"x","key":null}', "ws: not a string"),
-    ('{"v":1,"ev":"failed","ts":"t","item":"turn:s:9","ws":"w","status":"422","reason":null}', "status: not an integer"),
-    ('{"v":1,"ev":"decided","ts":"t","item":"turn:s:2","kind":"turn","session":"s","turn":3,"reason":"r","peer":null,'
-     '"class":"private","untrusted_by":[],"secret_rule":null,"log":"s.jsonl","user":[],"reply":null,"at":null}', "item: not the turn's"),
-    ('{"v":1,"ev":"decided","ts":"t","item":"edit:e9","kind":"edit","edit":"e9","op":"note","session":null,"reason":"r",'
-     '"actions":[{"do":"retract"}],"journal_line":1,"at":null}', "actions[0].of: missing"),
+    (
+        '{"v":1,"ev":"failed","ts":"t","item":"turn:s:9","ws":"w","status":"422","reason":null}',
+        "status: not an integer",
+    ),
+    (
+        '{"v":1,"ev":"decided","ts":"t","item":"turn:s:2","kind":"turn","session":"s","turn":3,"reason":"r","peer":null,'
+        '"class":"private","untrusted_by":[],"secret_rule":null,"log":"s.jsonl","user":[],"reply":null,"at":null}',
+        "item: not the turn's",
+    ),
+    (
+        '{"v":1,"ev":"decided","ts":"t","item":"edit:e9","kind":"edit","edit":"e9","op":"note","session":null,"reason":"r",'
+        '"actions":[{"do":"retract"}],"journal_line":1,"at":null}',
+        "actions[0].of: missing",
+    ),
     ('{"v":1,"ev":"mystery","ts":"t"}', "ev: not a kind of event bxmem writes"),
 ]
 
@@ -94,8 +165,13 @@ def folds(tmp_path, ledger_path):
     recovered = decide_state.fresh_state()
     decide_state.recover(recovered, ledger)
     edits = mirror._recover(mirror._fresh_state(), ledger)
-    paths = SimpleNamespace(ledger=ledger_path, ensure_state_dir=lambda: state, logs=tmp_path, state=state,
-                            journal=tmp_path / "no-journal.jsonl")
+    paths = SimpleNamespace(
+        ledger=ledger_path,
+        ensure_state_dir=lambda: state,
+        logs=tmp_path,
+        state=state,
+        journal=tmp_path / "no-journal.jsonl",
+    )
     audit._expected(SimpleNamespace(paths=paths))
     index_fold.catch_up(index.Index(state / "index.sqlite3"), paths)
     return box, recovered, edits
@@ -119,9 +195,11 @@ def test_a_damaged_line_is_skipped_counted_and_said_by_every_fold(tmp_path, capl
     assert recovered["logs"]["s"]["decided"] == [[1, 2]] and set(edits) == {"e1", "u1"}
 
 
-values = st.recursive(st.none() | st.booleans() | st.integers(-3, 2**64) | st.floats(allow_nan=False) | st.text(max_size=8),
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-                      max_leaves=8)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**64) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""The ledger's time format, written and read in one place (policy/ledger_time.py)."""
+"""The ledger's time format, written and read in one place (formats/timestamps.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from freezegun import freeze_time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.commands.checks import age as _age
+from bxmem.commands.live_checks import age as _age
 from bxmem.commands.send.messages import valid_time
-from bxmem.policy.ledger_time import format_time, parse_time
+from bxmem.formats.timestamps import format_time, parse_time
 from bxmem.store.ledger import now_iso
 
 
@@ -29,8 +29,18 @@ def test_a_written_time_reads_back_as_the_millisecond_it_names(t):
 
 
 def test_what_is_no_time_reads_as_none_never_as_a_crash():
-    for value in (None, 5, 1.5, b"2026-12-01T10:00:00Z", [], "", "yesterday", "2026-13-01T00:00:00Z",
-                  "2026-12-01T25:00:00Z", "0001-01-01T00:00:00"):
+    for value in (
+        None,
+        5,
+        1.5,
+        b"2026-12-01T10:00:00Z",
+        [],
+        "",
+        "yesterday",
+        "2026-13-01T00:00:00Z",
+        "2026-12-01T25:00:00Z",
+        "0001-01-01T00:00:00",
+    ):
         assert parse_time(value) is None, value
     assert parse_time("2026-12-01T10:00:00+01:00") == parse_time("2026-12-01T09:00:00.000Z")
 

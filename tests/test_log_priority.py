@@ -40,8 +40,13 @@ def test_quiet_under_journald_keeps_notices_warnings_and_errors_with_their_prior
 
 
 def test_quiet_off_journald_has_no_priority_prefix(tmp_path):
-    run = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
-                         env={k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"})
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"},
+    )
     assert run.stderr.splitlines()[0] == "bxmem send: notice: Honcho answers again"
 
 

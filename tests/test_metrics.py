@@ -158,7 +158,7 @@ def test_a_job_records_its_last_run_but_an_idle_or_busy_run_does_not(home, broke
 
 
 def test_an_exception_is_recorded_with_its_exit_code(home, monkeypatch):
-    from bxmem.commands import run
+    from bxmem.commands import lean_commands
     from bxmem.errors import StorageError
     from bxmem.store import job_runs
 
@@ -169,7 +169,7 @@ def test_an_exception_is_recorded_with_its_exit_code(home, monkeypatch):
         raise StorageError("disk full")
 
     with pytest.raises(StorageError):
-        run.recorded("send", load(), False, boom)
+        lean_commands.recorded("send", load(), False, boom)
     saved, _why = job_runs.load(state, "send")
     assert saved is not None and saved["exit_code"] == 1
 
@@ -195,8 +195,9 @@ def test_an_output_folder_that_is_not_there_is_one_line_and_exit_1(home, tmp_pat
 
 def test_labels_and_help_are_escaped():
     family = metrics.Family("bxmem_x", "gauge", "a \\ and\na newline").add(1, workspace='a"b\\c\nd')
-    assert family.text() == ('# HELP bxmem_x a \\\\ and\\na newline\n# TYPE bxmem_x gauge\n'
-                             'bxmem_x{workspace="a\\"b\\\\c\\nd"} 1\n')
+    assert family.text() == (
+        '# HELP bxmem_x a \\\\ and\\na newline\n# TYPE bxmem_x gauge\nbxmem_x{workspace="a\\"b\\\\c\\nd"} 1\n'
+    )
 
 
 # --- promtool and node_exporter, where installed -----------------------------------------------
@@ -210,7 +211,9 @@ PROMTOOL = _tool("BXMEM_PROMTOOL", "promtool")
 NODE_EXPORTER = _tool("BXMEM_NODE_EXPORTER", "prometheus-node-exporter", "node_exporter")
 
 
-@pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install prometheus; or BXMEM_PROMTOOL)")
+@pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install prometheus; or BXMEM_PROMTOOL)"
+)
 def test_promtool_passes_every_kind_of_output(busy_home, home, configure, config_file):
     outputs = [run_metrics()]  # sent and failed
     write_log(home, "s", turn_lines(3, "third", "ok"))
@@ -222,7 +225,9 @@ def test_promtool_passes_every_kind_of_output(busy_home, home, configure, config
     busy_home.stop()
     bxmem_main("send")
     outputs.append(run_metrics())  # an outage, Honcho unreachable, a key refused, items pending
-    config_file.write_text(config_file.read_text().replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-elsewhere"'))
+    config_file.write_text(
+        config_file.read_text().replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-elsewhere"')
+    )
     outputs.append(run_metrics())  # items held by the configuration
     assert value(outputs[-1], "bxmem_outbox_held_items", workspace="bm0-untrusted", reason="not-configured") == 1
     assert value(outputs[-2], "bxmem_key_refused", workspace="bm0-trusted") == 1
@@ -241,9 +246,17 @@ def test_node_exporters_textfile_collector_reads_it(busy_home, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    exporter = subprocess.Popen([NODE_EXPORTER, "--collector.disable-defaults", "--collector.textfile",
-                                 f"--collector.textfile.directory={folder}", f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    exporter = subprocess.Popen(
+        [
+            NODE_EXPORTER,
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            f"--collector.textfile.directory={folder}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         scraped = ""
         for _ in range(100):
@@ -263,12 +276,19 @@ def test_the_metrics_unit_writes_where_its_sandbox_lets_it():
     unit = (Path(__file__).resolve().parents[1] / "systemd" / "bxmem-metrics.service").read_text()
     output = re.search(r"^ExecStart=\S+ --quiet metrics --output (\S+)$", unit, re.M).group(1)
     assert f"ReadWritePaths=-{os.path.dirname(output)}\n" in unit
-    assert "ProtectHome=read-only\n" in unit and "%h/.local/share/boxmaker" not in unit  # reads the home, writes none of it
+    assert (
+        "ProtectHome=read-only\n" in unit and "%h/.local/share/boxmaker" not in unit
+    )  # reads the home, writes none of it
 
 
 def test_docs_monitoring_lists_every_metric_and_no_other(home, configure):
     configure("http://127.0.0.1:9")
     emitted = {family.name for family in metrics.families(load())}
-    documented = set(re.findall(r"^\| `(bxmem_[a-z_]+)` \|", (Path(__file__).resolve().parents[1] / "docs" / "monitoring.md")
-                                .read_text(), re.M))
+    documented = set(
+        re.findall(
+            r"^\| `(bxmem_[a-z_]+)` \|",
+            (Path(__file__).resolve().parents[1] / "docs" / "monitoring.md").read_text(),
+            re.M,
+        )
+    )
     assert emitted == documented

@@ -52,7 +52,9 @@ def test_sample_journal_lands_as_the_table_says(setup, honcho):
     assert got["the NAS is at 10.0.0.5"]["observer_id"] == "boxmaker0"  # a note: the agent's
     assert owner["session_id"] == "s-clean" and got["the NAS is at 10.0.0.5"]["session_id"] == "s-team"
     fleet = honcho.messages_in("fleet")
-    assert [(m["peer_id"], m["session_id"], m["content"]) for m in fleet] == [("boxmaker0", "s-fetched", "the vendor page says v2 is deprecated")]
+    assert [(m["peer_id"], m["session_id"], m["content"]) for m in fleet] == [
+        ("boxmaker0", "s-fetched", "the vendor page says v2 is deprecated")
+    ]
     reasons = {d["edit"]: d["reason"] for d in decisions(setup).values() if d.get("kind") == "edit"}
     assert reasons["j-0010"] == "flagged-note-stays-local"
     assert "ignore previous" not in json.dumps(honcho.messages) + json.dumps(list(honcho.conclusions.values()))
@@ -69,10 +71,13 @@ def test_fleet_workspace_is_quiet_and_the_agent_unobserved(setup, honcho):
 
 
 def test_replace_deletes_exactly_the_right_conclusion_when_text_repeats(setup, honcho):
-    write_journal(setup, [
-        edit("a1", "identity_add", file="memory.md", entry="same text"),
-        edit("a2", "identity_add", file="memory.md", entry="same text"),
-    ])
+    write_journal(
+        setup,
+        [
+            edit("a1", "identity_add", file="memory.md", entry="same text"),
+            edit("a2", "identity_add", file="memory.md", entry="same text"),
+        ],
+    )
     sync()
     first, second = sorted(honcho.conclusions_in("bm0-trusted"), key=lambda c: c["created_at"])
     write_journal(setup, [edit("a3", "identity_replace", file="memory.md", old="same text", entry="new text")])
@@ -93,11 +98,14 @@ def test_replace_of_an_entry_never_mirrored_says_so_and_creates_the_new_one(setu
 
 
 def test_consolidate_drops_and_moves(setup, honcho):
-    write_journal(setup, [
-        edit("c1", "identity_add", file="memory.md", entry="keep"),
-        edit("c2", "identity_add", file="memory.md", entry="drop me"),
-        edit("c3", "consolidate", file="memory.md", dropped=["drop me"], moved=["keep"]),
-    ])
+    write_journal(
+        setup,
+        [
+            edit("c1", "identity_add", file="memory.md", entry="keep"),
+            edit("c2", "identity_add", file="memory.md", entry="drop me"),
+            edit("c3", "consolidate", file="memory.md", dropped=["drop me"], moved=["keep"]),
+        ],
+    )
     sync()
     assert set(conclusions(honcho)) == {"keep"}
 
@@ -129,8 +137,13 @@ def test_undo_of_each_row_leaves_honcho_as_if_never_made(setup, honcho, target):
 
 
 def test_an_undone_conclusion_written_again_keeps_its_session(setup, honcho):
-    write_journal(setup, [edit("k1", "identity_add", "sess-a", file="memory.md", entry="v1"),
-                          edit("k2", "identity_replace", "sess-b", file="memory.md", old="v1", entry="v2")])
+    write_journal(
+        setup,
+        [
+            edit("k1", "identity_add", "sess-a", file="memory.md", entry="v1"),
+            edit("k2", "identity_replace", "sess-b", file="memory.md", old="v1", entry="v2"),
+        ],
+    )
     sync()
     undo.run(load(), "k2")
     sync()
@@ -193,7 +206,9 @@ def test_a_lost_answer_after_a_conclusion_was_stored_leaves_one_conclusion(setup
 
 
 def test_conclusions_carry_the_latest_honcho_session_of_their_boxmaker_session(setup, honcho, brokerd):
-    write_log(setup, "chat", turn_lines(1, "hi", "hello", speaker="ana") + turn_lines(2, "me too", "ok", speaker="kyle"))
+    write_log(
+        setup, "chat", turn_lines(1, "hi", "hello", speaker="ana") + turn_lines(2, "me too", "ok", speaker="kyle")
+    )
     decide.run(load())
     send.run(load())
     write_journal(setup, [edit("s1", "note", "chat", trust="trusted", entry="a note")])

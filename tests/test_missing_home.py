@@ -33,12 +33,27 @@ def one_line_78(result, home: Path) -> None:
     assert "bxmem init" in errors[0] and "runbook home-missing" in errors[0]
 
 
-JOBS = [("decide",), ("mirror",), ("send",), ("undo", "j-1"), ("index", "rebuild"),
-        ("outbox", "drop", "turn:s:1", "--reason", "x"), ("artifact", "record", "--session", "s", "--", "t.csv"),
-        ("artifact", "rm", "art_" + "a" * 52)]
-READ_ONLY = [("sync",), ("recall", "backups"), ("ask", "what did we decide?"), ("audit",), ("outbox", "list"),
-             ("artifact", "resolve", "art_" + "a" * 52), ("artifact", "list"), ("artifact", "verify"),
-             ("artifact", "export", "art_" + "a" * 52, "--to", "/tmp/never-written")]
+JOBS = [
+    ("decide",),
+    ("mirror",),
+    ("send",),
+    ("undo", "j-1"),
+    ("index", "rebuild"),
+    ("outbox", "drop", "turn:s:1", "--reason", "x"),
+    ("artifact", "record", "--session", "s", "--", "t.csv"),
+    ("artifact", "rm", "art_" + "a" * 52),
+]
+READ_ONLY = [
+    ("sync",),
+    ("recall", "backups"),
+    ("ask", "what did we decide?"),
+    ("audit",),
+    ("outbox", "list"),
+    ("artifact", "resolve", "art_" + "a" * 52),
+    ("artifact", "list"),
+    ("artifact", "verify"),
+    ("artifact", "export", "art_" + "a" * 52, "--to", "/tmp/never-written"),
+]
 
 
 @pytest.mark.parametrize("command", JOBS + READ_ONLY, ids=" ".join)
@@ -94,8 +109,16 @@ def test_read_only_commands_create_nothing_in_a_home_that_is_there(home, brokerd
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
     before = tree(home)
-    for command in (("sync",), ("sync", "--json"), ("recall", "hello"), ("outbox", "list"), ("config", "check"),
-                    ("tools",), ("audit",), ("ask", "what?")):
+    for command in (
+        ("sync",),
+        ("sync", "--json"),
+        ("recall", "hello"),
+        ("outbox", "list"),
+        ("config", "check"),
+        ("tools",),
+        ("audit",),
+        ("ask", "what?"),
+    ):
         bxmem_main(*command)
         assert tree(home) == before, command
     assert not os.path.exists(home / "memory")

@@ -78,12 +78,15 @@ def to_fifo(path) -> None:
 # --- the helper itself ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make, kind", [
-    (lambda p: os.mkfifo(p), "a named pipe (FIFO)"),
-    (lambda p: p.mkdir(), "a directory"),
-    (lambda p: p.symlink_to(p.with_name("real")), "a symbolic link"),
-    (lambda p: p.symlink_to(p.with_name("absent")), "a symbolic link"),
-])
+@pytest.mark.parametrize(
+    "make, kind",
+    [
+        (lambda p: os.mkfifo(p), "a named pipe (FIFO)"),
+        (lambda p: p.mkdir(), "a directory"),
+        (lambda p: p.symlink_to(p.with_name("real")), "a symbolic link"),
+        (lambda p: p.symlink_to(p.with_name("absent")), "a symbolic link"),
+    ],
+)
 @pytest.mark.parametrize("flags", [os.O_RDONLY, os.O_RDWR | os.O_APPEND, os.O_WRONLY])
 def test_open_fd_refuses_what_is_not_a_regular_file_naming_it(tmp_path, make, kind, flags):
     (tmp_path / "real").write_bytes(b"x\n")
@@ -116,13 +119,16 @@ def test_open_file_opens_a_regular_file_and_says_when_there_is_none(tmp_path):
 # --- logs ------------------------------------------------------------------------------------
 
 
-def test_a_fifo_in_place_of_a_decided_log_does_not_hang_the_index_refresh(home, brokerd, configure, monkeypatch,
-                                                                          caplog):
+def test_a_fifo_in_place_of_a_decided_log_does_not_hang_the_index_refresh(
+    home, brokerd, configure, monkeypatch, caplog
+):
     configure(None)
     path = write_log(home, "s", turn_lines(1, "hi", "hello"))
     real = index_fold.refresh
 
-    def after_the_swap(paths, progress=None, deadline=None):  # the log becomes a FIFO between the decision and the refresh
+    def after_the_swap(
+        paths, progress=None, deadline=None
+    ):  # the log becomes a FIFO between the decision and the refresh
         to_fifo(path)
         return real(paths, progress, deadline)
 
@@ -163,8 +169,13 @@ def test_logs_that_are_not_regular_files_are_named_once_and_the_others_decided(h
     assert sorted(said) == sorted(
         f"{logs / name}: cannot read: is {kind}, not a regular file; its turns wait, and it is tried again every 60 s "
         "or as soon as its mode or owner changes (see: bxmem runbook log-unreadable)"
-        for name, kind in [("adir.jsonl", "a directory"), ("afifo.jsonl", "a named pipe (FIFO)"),
-                           ("alink.jsonl", "a symbolic link"), ("dangling.jsonl", "a symbolic link")])
+        for name, kind in [
+            ("adir.jsonl", "a directory"),
+            ("afifo.jsonl", "a named pipe (FIFO)"),
+            ("alink.jsonl", "a symbolic link"),
+            ("dangling.jsonl", "a symbolic link"),
+        ]
+    )
     caplog.clear()
     write_log(home, "ok", turn_lines(2, "e", "f"))
     decide.run(load())  # the same files again: not said again
@@ -191,8 +202,9 @@ def test_a_log_that_was_a_fifo_for_a_while_is_read_once_it_is_a_file_again(home,
 
 
 def _journal(home):
-    return write_journal(home, [{"id": "j-1", "ts": "t", "session": "s", "op": "note", "trust": "trusted",
-                                 "entry": "one"}])
+    return write_journal(
+        home, [{"id": "j-1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "one"}]
+    )
 
 
 def test_a_fifo_in_place_of_the_journal_stops_mirror_with_one_line_naming_it(home, configure):
@@ -203,8 +215,10 @@ def test_a_fifo_in_place_of_the_journal_stops_mirror_with_one_line_naming_it(hom
     in_time, raised = finishes(lambda: mirror.run(load()), journal)
     assert in_time, "mirror hung on the journal"
     assert isinstance(raised, StorageError)
-    assert raised.one_line() == (f"cannot read the journal {journal}: is a named pipe (FIFO), not a regular file; "
-                                 "nothing is mirrored until it can be")
+    assert raised.one_line() == (
+        f"cannot read the journal {journal}: is a named pipe (FIFO), not a regular file; "
+        "nothing is mirrored until it can be"
+    )
 
 
 def test_a_fifo_in_place_of_the_journal_does_not_hang_the_index_refresh_or_undo(home, brokerd, configure, caplog):
@@ -215,8 +229,10 @@ def test_a_fifo_in_place_of_the_journal_does_not_hang_the_index_refresh_or_undo(
     write_log(home, "s", turn_lines(1, "a", "b"))
     in_time, raised = finishes(lambda: decide.run(load()), journal)
     assert in_time and raised is None, raised
-    assert (f"local index not updated ({journal}: is a named pipe (FIFO), not a regular file); recall may miss "
-            "the newest entries") in warnings(caplog)
+    assert (
+        f"local index not updated ({journal}: is a named pipe (FIFO), not a regular file); recall may miss "
+        "the newest entries"
+    ) in warnings(caplog)
     in_time, raised = finishes(lambda: undo.run(load(), "j-1"), journal)
     assert in_time and isinstance(raised, OSError | StorageError), raised
 
@@ -244,8 +260,19 @@ def test_a_fifo_among_the_index_files_hangs_neither_a_job_nor_recall(home, broke
 
 def test_a_fifo_in_place_of_the_journal_does_not_hang_send_and_fails_the_edit(home, honcho, configure):
     configure(honcho.url)
-    journal = write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md",
-                                    "entry": "Kyle prefers metric units"}])
+    journal = write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "t",
+                "session": "s",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": "Kyle prefers metric units",
+            }
+        ],
+    )
     mirror.run(load())
     to_fifo(journal)
     reports: list = []
@@ -254,5 +281,6 @@ def test_a_fifo_in_place_of_the_journal_does_not_hang_send_and_fails_the_edit(ho
     assert reports[0].failed == 1 and not honcho.conclusions
     [failed] = [e for e in ledger_events(home) if e["ev"] == "failed"]
     assert failed["item"] == "edit:e1"
-    assert failed["reason"] == (f"cannot read the entry back from the journal: {journal}: is a named pipe (FIFO), "
-                                "not a regular file")
+    assert failed["reason"] == (
+        f"cannot read the entry back from the journal: {journal}: is a named pipe (FIFO), not a regular file"
+    )

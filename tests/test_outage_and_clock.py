@@ -22,9 +22,9 @@ from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.honcho.api import settle_wait_s
-from bxmem.start.grammar import parse
 from bxmem.start.idle import idle_exit, is_idle
-from bxmem.start.sealed import unseal
+from bxmem.start.lean_argv import parse
+from bxmem.start.marshal_seal import unseal
 
 DAY = 86400.0
 
@@ -138,7 +138,9 @@ def test_a_refused_key_leaves_nothing_in_doubt(home, brokerd, honcho, configure,
 # --- the clock -------------------------------------------------------------------------------
 
 
-def test_a_clock_a_day_ahead_during_the_outage_then_corrected_waits_at_most_ten_minutes(home, brokerd, honcho, configure):
+def test_a_clock_a_day_ahead_during_the_outage_then_corrected_waits_at_most_ten_minutes(
+    home, brokerd, honcho, configure
+):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
     decide.run(load())

@@ -15,17 +15,30 @@ from bxmem.demo.sample import turn_lines
 
 
 def honcho_section(owner: str, agent: str = "boxmaker0") -> str:
-    return (f'[honcho]\nurl = "http://127.0.0.1:9"\nagent = "{agent}"\nowner = "{owner}"\n'
-            'trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"\nfleet = "fleet"\n')
+    return (
+        f'[honcho]\nurl = "http://127.0.0.1:9"\nagent = "{agent}"\nowner = "{owner}"\n'
+        'trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"\nfleet = "fleet"\n'
+    )
 
 
-@pytest.mark.parametrize(("owner", "agent", "said"), [
-    ("Kyle", "boxmaker0", "no speaker's peer is ever 'Kyle' (speakers' names are folded to lower case): write 'kyle'"),
-    ("kyle.r", "boxmaker0", "no speaker's peer is ever 'kyle.r' (a `.` is written `_Dot_` in a peer id): write 'kyle_Dot_r'"),
-    ("KYLE_Dot_R", "boxmaker0", "write 'kyle_Dot_r'"),
-    ("boxmaker_Dot_0", "boxmaker_0", "reads as the agent 'boxmaker_0'"),
-    ("BoxMaker0", "boxmaker0", "write 'boxmaker0'"),
-])
+@pytest.mark.parametrize(
+    ("owner", "agent", "said"),
+    [
+        (
+            "Kyle",
+            "boxmaker0",
+            "no speaker's peer is ever 'Kyle' (speakers' names are folded to lower case): write 'kyle'",
+        ),
+        (
+            "kyle.r",
+            "boxmaker0",
+            "no speaker's peer is ever 'kyle.r' (a `.` is written `_Dot_` in a peer id): write 'kyle_Dot_r'",
+        ),
+        ("KYLE_Dot_R", "boxmaker0", "write 'kyle_Dot_r'"),
+        ("boxmaker_Dot_0", "boxmaker_0", "reads as the agent 'boxmaker_0'"),
+        ("BoxMaker0", "boxmaker0", "write 'boxmaker0'"),
+    ],
+)
 def test_an_owner_no_speaker_can_be_is_refused_naming_the_field_and_what_to_write(config_file, owner, agent, said):
     config_file.write_text(honcho_section(owner, agent))
     result = bxmem_main("config", "check")

@@ -3,10 +3,10 @@ only through the module that owns them, so each rule about a file (never
 block on a FIFO, never follow a link, whole appends, the marshal seal) is
 written once.
 
-- commands/ and policy/ open, list and read no file themselves: the logs
-  through sources/loopd.py, the journal through sources/journal.py, bxmem's
-  own state through store/ (policy/ does no I/O at all).
-- Sealed marshal data is read by start/sealed.py alone (`unmarshal`): a file
+- commands/ and the pure layers (formats/, trust/, retrieval/) open, list and
+  read no file themselves: the logs through sources/loopd.py, the journal
+  through sources/journal.py, bxmem's own state through store/.
+- Sealed marshal data is read by start/marshal_seal.py alone (`unmarshal`): a file
   whose seal does not match never reaches marshal.
 - An append to the ledger or the journal is written by store/append.py alone.
 """
@@ -21,12 +21,26 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "bxmem"
 
 # Calls that open, list or read a file, by the name they are called with.
-FILE_CALLS = {"open", "io.open", "os.open", "os.fdopen", "os.scandir", "os.listdir", "os.stat", "os.lstat",
-              "open_file", "open_fd", "open_regular", "open_ledger"}
+FILE_CALLS = {
+    "open",
+    "io.open",
+    "os.open",
+    "os.fdopen",
+    "os.scandir",
+    "os.listdir",
+    "os.stat",
+    "os.lstat",
+    "open_file",
+    "open_fd",
+    "open_regular",
+    "open_ledger",
+}
 FILE_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "iterdir", "glob", "rglob", "stat", "exists"}
 
 
 def _modules(*folders: str) -> list[Path]:
+    missing = [folder for folder in folders if not (PACKAGE / folder).is_dir()]
+    assert not missing, f"no such package: {missing}"  # a renamed package must not empty a check
     return sorted(path for folder in folders for path in (PACKAGE / folder).rglob("*.py"))
 
 
@@ -40,13 +54,17 @@ def _name(node: ast.expr) -> str:
 
 def _calls(path: Path) -> list[tuple[int, str]]:
     """(line, what is called) for every call in the module."""
-    return [(node.lineno, _name(node.func)) for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Call)]
+    return [
+        (node.lineno, _name(node.func)) for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+    ]
 
 
 def _file_calls(path: Path) -> list[str]:
-    return [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}" for line, name in _calls(path)
-            if name in FILE_CALLS or name.rsplit(".", 1)[-1] in FILE_METHODS]
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {name}"
+        for line, name in _calls(path)
+        if name in FILE_CALLS or name.rsplit(".", 1)[-1] in FILE_METHODS
+    ]
 
 
 def test_the_checks_see_a_file_call():
@@ -56,23 +74,41 @@ def test_the_checks_see_a_file_call():
     assert any(name.endswith(": os.lstat") for name in _file_calls(PACKAGE / "store" / "ledger.py"))
 
 
-@pytest.mark.parametrize("path", _modules("commands", "policy"), ids=lambda p: p.relative_to(PACKAGE).as_posix())
-def test_commands_and_policy_reach_files_only_through_their_owners(path: Path):
+@pytest.mark.parametrize(
+    "path", _modules("commands", "formats", "trust", "retrieval"), ids=lambda p: p.relative_to(PACKAGE).as_posix()
+)
+def test_commands_and_pure_layers_reach_files_only_through_their_owners(path: Path):
     assert _file_calls(path) == []
 
 
 def test_sealed_marshal_is_read_in_one_place():
-    readers = [f"{path.relative_to(PACKAGE)}:{line}" for path in _modules(".") for line, name in _calls(path)
-               if name == "marshal.loads"]
-    assert [reader.split(":")[0] for reader in readers] == ["start/sealed.py"], readers
+    readers = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in _modules(".")
+        for line, name in _calls(path)
+        if name == "marshal.loads"
+    ]
+    assert [reader.split(":")[0] for reader in readers] == ["start/marshal_seal.py"], readers
 
 
 def test_appends_to_the_ledger_and_the_journal_are_written_in_one_place():
     """append_whole (the torn-line repair, the cut-back on a failed write) is called
     by store/append.py alone; the ledger and the journal append through append_locked."""
-    callers = sorted({path.relative_to(PACKAGE).as_posix() for path in _modules(".")
-                      for _line, name in _calls(path) if name.rsplit(".", 1)[-1] == "append_whole"})
+    callers = sorted(
+        {
+            path.relative_to(PACKAGE).as_posix()
+            for path in _modules(".")
+            for _line, name in _calls(path)
+            if name.rsplit(".", 1)[-1] == "append_whole"
+        }
+    )
     assert callers == ["store/append.py"]
-    lockers = sorted({path.relative_to(PACKAGE).as_posix() for path in _modules(".")
-                      for _line, name in _calls(path) if name.rsplit(".", 1)[-1] == "append_locked"})
+    lockers = sorted(
+        {
+            path.relative_to(PACKAGE).as_posix()
+            for path in _modules(".")
+            for _line, name in _calls(path)
+            if name.rsplit(".", 1)[-1] == "append_locked"
+        }
+    )
     assert lockers == ["sources/journal.py", "store/ledger.py"]

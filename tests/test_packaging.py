@@ -18,8 +18,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # The --json output contract: data files that ship only through package-data.
-SCHEMAS = {f"bxmem/schemas/{name}.schema.json" for name in ("recall", "ask", "decide", "mirror", "send", "doctor", "undo",
-                                                              "sync", "audit", "outbox", "config", "error")}
+SCHEMAS = {
+    f"bxmem/schemas/{name}.schema.json"
+    for name in (
+        "recall",
+        "ask",
+        "decide",
+        "mirror",
+        "send",
+        "doctor",
+        "undo",
+        "sync",
+        "audit",
+        "outbox",
+        "config",
+        "error",
+    )
+}
 # The top-level folders the build step copies into the package (scripts/build_shipped.py).
 SHIPPED = {"runbook": "*.md", "systemd": "bxmem-*"}
 
@@ -27,8 +42,11 @@ SHIPPED = {"runbook": "*.md", "systemd": "bxmem-*"}
 def shipped_files() -> dict[str, str]:
     """Each tracked file of a shipped folder, by the name it has in the wheel."""
     tracked = tracked_files()
-    return {f"bxmem/{name}": name for name in tracked
-            if "/" in name and name.split("/")[0] in SHIPPED and Path(name).match(SHIPPED[name.split("/")[0]])}
+    return {
+        f"bxmem/{name}": name
+        for name in tracked
+        if "/" in name and name.split("/")[0] in SHIPPED and Path(name).match(SHIPPED[name.split("/")[0]])
+    }
 
 
 def tracked_files() -> list[str]:
@@ -36,8 +54,11 @@ def tracked_files() -> list[str]:
     if listed.returncode == 0:
         return [name for name in listed.stdout.splitlines() if (ROOT / name).is_file()]
     skip = {".venv", ".git", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis"}
-    return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
-            if p.is_file() and not skip & set(p.relative_to(ROOT).parts) and not p.name.endswith(".egg-info")]
+    return [
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(ROOT).parts) and not p.name.endswith(".egg-info")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +71,22 @@ def wheel(tmp_path_factory) -> tuple[zipfile.ZipFile, list[str]]:
         shutil.copy2(ROOT / name, source / name)
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", "-w", str(out), str(source)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert built.returncode == 0, built.stderr[-2000:]
     (path,) = out.glob("bxmem-*.whl")
@@ -68,9 +103,9 @@ def test_every_package_data_glob_matches_a_real_file(wheel):
         base = Path(package.replace(".", "/"))
         for pattern in patterns:
             # The old "sample/*" named a folder that never existed (the sample is demo/sample.py).
-            assert any(Path(name).is_relative_to(base) and Path(name).relative_to(base).match(pattern) for name in files), (
-                f"package-data {package}: {pattern!r} matches no file"
-            )
+            assert any(
+                Path(name).is_relative_to(base) and Path(name).relative_to(base).match(pattern) for name in files
+            ), f"package-data {package}: {pattern!r} matches no file"
 
 
 @pytest.mark.slow  # builds a wheel with pip
@@ -99,11 +134,14 @@ def test_an_installed_wheel_reads_its_own_runbook_and_units_with_no_checkout_bes
     whl, _files = wheel
     site = tmp_path / "site"
     whl.extractall(site)
-    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from bxmem.start.where import shipped; "
-             "from bxmem import runbooks; print(shipped('runbook')); print(shipped('systemd')); "
-             "print(runbooks.text('honcho-unreachable').splitlines()[0])")
-    out = subprocess.run([sys.executable, "-I", "-c", probe, str(site)], cwd=tmp_path, capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from bxmem.start.locations import shipped; "
+        "from bxmem import runbooks; print(shipped('runbook')); print(shipped('systemd')); "
+        "print(runbooks.text('honcho-unreachable').splitlines()[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(site)], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert out == [str(site / "bxmem" / "runbook"), str(site / "bxmem" / "systemd"), "# honcho-unreachable"]
 
 
@@ -127,10 +165,10 @@ def test_the_changelog_has_a_release_section_for_the_packaged_version():
     version = PYPROJECT["project"]["version"]
     release = re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", text, flags=re.MULTILINE)
     assert release, f"CHANGELOG.md has no '## [{version}] - YYYY-MM-DD' section"
-    unreleased = text.find("\n## Unreleased\n")
-    assert 0 <= unreleased < release.start(), "'## Unreleased' belongs above the latest release"
+    unreleased = text.find("\n## [Unreleased]\n")
+    assert 0 <= unreleased < release.start(), "'## [Unreleased]' belongs above the latest release"
     # A first release is described as what it does, not against a version that never shipped.
-    section = text[release.end():].split("\n## ", 1)[0]
+    section = text[release.end() :].split("\n## ", 1)[0]
     assert not re.search(r"\(was |\bwas \d", section), "the release section compares against an unshipped version"
 
 
@@ -146,8 +184,20 @@ def test_the_editable_install_dev_makes_is_a_plain_path_entry_without_a_warning_
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "-e", str(source)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-e",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert installed.returncode == 0, installed.stderr[-2000:]
     assert "Editable installation" not in installed.stderr and "*****" not in installed.stderr, installed.stderr
@@ -157,9 +207,10 @@ def test_the_editable_install_dev_makes_is_a_plain_path_entry_without_a_warning_
     assert pth.read_text().split() == [str(source.resolve())]
     # The runbook and the unit templates are read from the checkout's top level, their source:
     # nothing is copied into the tree.
-    probe = "from bxmem.start.where import shipped; print(shipped('runbook')); print(shipped('systemd'))"
-    out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    probe = "from bxmem.start.locations import shipped; print(shipped('runbook')); print(shipped('systemd'))"
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert out == [str(source.resolve() / "runbook"), str(source.resolve() / "systemd")]
     assert not (source / "bxmem" / "runbook").exists() and not (source / "bxmem" / "systemd").exists()
 
@@ -185,7 +236,9 @@ exit 0
 """)
     stand_in.chmod(0o755)
     env = {"PATH": os.environ["PATH"], "PYTHON": str(stand_in)}
-    first = subprocess.run([str(checkout / "dev"), "bxmem", "--version"], capture_output=True, text=True, env=env, check=True)
+    first = subprocess.run(
+        [str(checkout / "dev"), "bxmem", "--version"], capture_output=True, text=True, env=env, check=True
+    )
     assert first.stderr.splitlines() == [
         "./dev: creating the virtual environment .venv (Python 3.11.7)",
         "./dev: installing bxmem (editable) with its test and lint tools into .venv: pip, 20-60 s",
@@ -193,5 +246,7 @@ exit 0
     ]
     assert first.stdout == "bxmem --version\n"
     assert "-m pip install --quiet --disable-pip-version-check -e .[test,lint]" in calls.read_text()
-    again = subprocess.run([str(checkout / "dev"), "bxmem", "--version"], capture_output=True, text=True, env=env, check=True)
+    again = subprocess.run(
+        [str(checkout / "dev"), "bxmem", "--version"], capture_output=True, text=True, env=env, check=True
+    )
     assert again.stderr == "" and again.stdout == "bxmem --version\n"

@@ -107,9 +107,13 @@ def test_decide_killed_at_any_byte_of_its_append_decides_each_turn_once(local, t
 
 def test_mirror_killed_at_any_byte_of_its_append_decides_each_edit_once(home, configure):
     configure("http://127.0.0.1:9")
-    records = [{"id": f"e{n}", "ts": "t", "session": "s", "op": "identity_add", "file": "memory.md", "entry": f"fact {n}"}
-               for n in range(12)]
-    records += [{"id": "r3", "ts": "t", "session": "s", "op": "identity_remove", "file": "memory.md", "entry": "fact 3"}]
+    records = [
+        {"id": f"e{n}", "ts": "t", "session": "s", "op": "identity_add", "file": "memory.md", "entry": f"fact {n}"}
+        for n in range(12)
+    ]
+    records += [
+        {"id": "r3", "ts": "t", "session": "s", "op": "identity_remove", "file": "memory.md", "entry": "fact 3"}
+    ]
     write_journal(home, records)
     mirror.run(load())
     reference = [json.loads(line) for line in (home / "memory" / "honcho.jsonl").read_text().splitlines()]
@@ -122,7 +126,10 @@ def test_mirror_killed_at_any_byte_of_its_append_decides_each_edit_once(home, co
         mirror.run(load())
         mirror.run(load())
         assert decided_counts(home) == Counter({f"edit:{r['id']}": 1 for r in records}), point
-        got = {e["item"]: (e["role"], e["reason"], e["actions"]) for e in Ledger(home / "memory" / "honcho.jsonl").read_from(0).events}
+        got = {
+            e["item"]: (e["role"], e["reason"], e["actions"])
+            for e in Ledger(home / "memory" / "honcho.jsonl").read_from(0).events
+        }
         # The remove still names the conclusion its add wrote, however the run was cut.
         assert got == {e["item"]: (e["role"], e["reason"], e["actions"]) for e in reference}, point
 

@@ -36,29 +36,40 @@ URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 AUTH_URL = os.environ.get("BXMEM_REAL_HONCHO_AUTH_URL")
 ADMIN_JWT = Path(os.environ.get("BXMEM_REAL_HONCHO_ADMIN_JWT") or "/nonexistent")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")
-keys_on = pytest.mark.skipif(not AUTH_URL or not ADMIN_JWT.is_file(),
-                             reason="no real Honcho with auth on given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)")
+keys_on = pytest.mark.skipif(
+    not AUTH_URL or not ADMIN_JWT.is_file(),
+    reason="no real Honcho with auth on given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)",
+)
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 
 
 def key_file(path: Path, workspace: str) -> str:
     """A key minted for `workspace` by the auth server, in a file of the owner's; its [secrets] lines."""
-    minted = httpx.post(f"{AUTH_URL}/v3/keys", params={"workspace_id": workspace},
-                        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"}, timeout=30, trust_env=False)
+    minted = httpx.post(
+        f"{AUTH_URL}/v3/keys",
+        params={"workspace_id": workspace},
+        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"},
+        timeout=30,
+        trust_env=False,
+    )
     minted.raise_for_status()
     path.write_text(register_secret(minted.json()["key"]) + "\n")
     path.chmod(0o600)
     return f'file = "{path}"\n'
 
 
-def agent_home(tmp_path: Path, run: str, name: str, keyed: bool = False, reads: dict[str, str] | None = None) -> tuple[Path, dict, dict]:
+def agent_home(
+    tmp_path: Path, run: str, name: str, keyed: bool = False, reads: dict[str, str] | None = None
+) -> tuple[Path, dict, dict]:
     """An agent's home and configuration; `reads` (agent -> workspace) its [[honcho.read]] sources, trusted."""
     home = tmp_path / name
     (home / "memory").mkdir(parents=True)
     ws = {role: f"i27-{run}-{name}-{role}" for role in ("trusted", "untrusted")} | {"fleet": f"i27-{run}-fleet"}
     config = tmp_path / f"{name}.toml"
-    text = (f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{AUTH_URL if keyed else URL}"\nagent = "i27{run}{name}"\n'
-            f'owner = "kyle"\ntrusted = "{ws["trusted"]}"\nuntrusted = "{ws["untrusted"]}"\nfleet = "{ws["fleet"]}"\n')
+    text = (
+        f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{AUTH_URL if keyed else URL}"\nagent = "i27{run}{name}"\n'
+        f'owner = "kyle"\ntrusted = "{ws["trusted"]}"\nuntrusted = "{ws["untrusted"]}"\nfleet = "{ws["fleet"]}"\n'
+    )
     for agent, workspace in (reads or {}).items():
         text += f'[[honcho.read]]\nagent = "{agent}"\nworkspace = "{workspace}"\ntrust = "trusted"\n'
     for role, workspace in [(role, ws[role]) for role in ws] + [(f"read_{a}", w) for a, w in (reads or {}).items()]:
@@ -71,8 +82,11 @@ def agent_home(tmp_path: Path, run: str, name: str, keyed: bool = False, reads: 
 def bx(*args: str, env: dict, codes: tuple[int, ...] = (0,)):
     started = time.monotonic()
     result = run_bxmem(*args, env=env, timeout=600)
-    print(f"$ bxmem {' '.join(args)}  -> exit {result.returncode} in {time.monotonic() - started:.2f} s\n"
-          f"{result.stdout}{result.stderr}", end="")
+    print(
+        f"$ bxmem {' '.join(args)}  -> exit {result.returncode} in {time.monotonic() - started:.2f} s\n"
+        f"{result.stdout}{result.stderr}",
+        end="",
+    )
     assert result.returncode in codes, (args, result.returncode, result.stderr)
     return result
 
@@ -106,19 +120,40 @@ def test_cards_go_where_their_sessions_turns_would_and_a_second_agent_finds_one_
     a_home, a_env, a_ws = agent_home(tmp_path, run, "a", keyed=keyed)
     with StubBrokerd(a_home / "run" / "memory-broker" / "state.sock", {"s-secret": ("secret", False)}):
         for session, untrusted, name, summary in (
-                ("s-clean", False, "cohort.csv", f"Kangaroo cohort response table {run}, clean session."),
-                ("s-web", True, "vendor.txt", f"Dingo vendor price list {run}, read from a web page."),
-                ("s-secret", False, "vault.txt", f"Bilby vault figures {run}, a secret session.")):
+            ("s-clean", False, "cohort.csv", f"Kangaroo cohort response table {run}, clean session."),
+            ("s-web", True, "vendor.txt", f"Dingo vendor price list {run}, read from a web page."),
+            ("s-secret", False, "vault.txt", f"Bilby vault figures {run}, a secret session."),
+        ):
             (exports(a_home, session, untrusted) / name).write_bytes(summary.encode() * 20)
-            bx("artifact", "record", "--session", session, "--json", "--", name, "--title", f"{session} result",
-               "--summary", summary, env=a_env)
+            bx(
+                "artifact",
+                "record",
+                "--session",
+                session,
+                "--json",
+                "--",
+                name,
+                "--title",
+                f"{session} result",
+                "--summary",
+                summary,
+                env=a_env,
+            )
     bx("artifact", "list", env=a_env)
     bx("send", env=a_env)
-    cards = {role: [m for m in messages_in(ws) if (m.get("metadata") or {}).get("role") == "card"]
-             for role, ws in a_ws.items()}
-    print("cards in Honcho:", {role: [m["content"].split("\n")[1][:60] for m in found] for role, found in cards.items()})
-    assert [m["content"].split("\n")[1] for m in cards["trusted"]] == [f"Kangaroo cohort response table {run}, clean session."]
-    assert [m["content"].split("\n")[1] for m in cards["untrusted"]] == [f"Dingo vendor price list {run}, read from a web page."]
+    cards = {
+        role: [m for m in messages_in(ws) if (m.get("metadata") or {}).get("role") == "card"]
+        for role, ws in a_ws.items()
+    }
+    print(
+        "cards in Honcho:", {role: [m["content"].split("\n")[1][:60] for m in found] for role, found in cards.items()}
+    )
+    assert [m["content"].split("\n")[1] for m in cards["trusted"]] == [
+        f"Kangaroo cohort response table {run}, clean session."
+    ]
+    assert [m["content"].split("\n")[1] for m in cards["untrusted"]] == [
+        f"Dingo vendor price list {run}, read from a web page."
+    ]
     assert cards["fleet"] == []
     everywhere = [m["content"] for ws in a_ws.values() for m in messages_in(ws)]
     assert not any("Bilby vault" in text for text in everywhere), "the secret session's card left the host"
@@ -154,8 +189,20 @@ def test_a_1_gib_artifact_is_recorded_resolved_and_its_card_sent(tmp_path):
         for n in range(1024):
             f.write(n.to_bytes(8, "little") + piece[8:])
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
-        kept = json.loads(bx("artifact", "record", "--session", "s-big", "--json", "--", "big.bin", "--summary",
-                             f"One GiB synthetic result {run}.", env=env).stdout)
+        kept = json.loads(
+            bx(
+                "artifact",
+                "record",
+                "--session",
+                "s-big",
+                "--json",
+                "--",
+                "big.bin",
+                "--summary",
+                f"One GiB synthetic result {run}.",
+                env=env,
+            ).stdout
+        )
     assert kept["bytes"] == 1 << 30 and kept["honcho_queued"]
     got = json.loads(bx("artifact", "resolve", "--json", "--", kept["experiment_id"], env=env).stdout)
     assert Path(got["path"]).stat().st_size == 1 << 30

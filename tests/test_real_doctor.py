@@ -26,26 +26,45 @@ from bxmem.demo.brokerd import StubBrokerd
 URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 AUTH_URL = os.environ.get("BXMEM_REAL_HONCHO_AUTH_URL")
 ADMIN_JWT = Path(os.environ.get("BXMEM_REAL_HONCHO_ADMIN_JWT") or "/nonexistent")
-pytestmark = pytest.mark.skipif(not AUTH_URL or not ADMIN_JWT.is_file(),
-                                reason="no real Honcho with auth on given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)")
+pytestmark = pytest.mark.skipif(
+    not AUTH_URL or not ADMIN_JWT.is_file(),
+    reason="no real Honcho with auth on given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)",
+)
 
 
 def mint(workspace: str) -> str:
-    minted = httpx.post(f"{AUTH_URL}/v3/keys", params={"workspace_id": workspace},
-                        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"}, timeout=30, trust_env=False)
+    minted = httpx.post(
+        f"{AUTH_URL}/v3/keys",
+        params={"workspace_id": workspace},
+        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"},
+        timeout=30,
+        trust_env=False,
+    )
     minted.raise_for_status()
     return register_secret(minted.json()["key"])
 
 
 def workspaces_on_server(names: list[str]) -> list[str]:
-    listed = httpx.post(f"{AUTH_URL}/v3/workspaces/list", json={}, params={"size": 100},
-                        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"}, timeout=30, trust_env=False)
+    listed = httpx.post(
+        f"{AUTH_URL}/v3/workspaces/list",
+        json={},
+        params={"size": 100},
+        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"},
+        timeout=30,
+        trust_env=False,
+    )
     listed.raise_for_status()
     pages = listed.json()["pages"]
     found = [w["id"] for w in listed.json()["items"]]
     for page in range(2, pages + 1):
-        more = httpx.post(f"{AUTH_URL}/v3/workspaces/list", json={}, params={"size": 100, "page": page},
-                          headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"}, timeout=30, trust_env=False)
+        more = httpx.post(
+            f"{AUTH_URL}/v3/workspaces/list",
+            json={},
+            params={"size": 100, "page": page},
+            headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"},
+            timeout=30,
+            trust_env=False,
+        )
         found += [w["id"] for w in more.json()["items"]]
     return [n for n in names if n in found]
 
@@ -59,8 +78,9 @@ def owner(tmp_path, monkeypatch):
     broker = StubBrokerd(home / "run" / "memory-broker" / "state.sock").start()
 
     def configure(url: str, keys: dict[str, str]) -> None:
-        text = (f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{url}"\nagent = "i29a{run}"\nowner = "kyle"\n'
-                + "".join(f'{role} = "{ws}"\n' for role, ws in names.items()))
+        text = f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{url}"\nagent = "i29a{run}"\nowner = "kyle"\n' + "".join(
+            f'{role} = "{ws}"\n' for role, ws in names.items()
+        )
         for role, key in keys.items():
             path = tmp_path / f"{role}.key"
             path.write_text(key + "\n")
@@ -90,9 +110,13 @@ def test_right_keys_pass_and_a_wrong_one_or_another_workspaces_is_caught(owner):
     configure(AUTH_URL, keys)
     code, report = doctor()
     assert all(key_line(report, ws)["status"] == "ok" for ws in names.values()), report
-    assert next(c for c in report["checks"] if c["check"] == "auth")["line"] == \
-        "Honcho's auth: on (a request without a key is refused)"
-    assert [c["subject"] for c in report["checks"] if c["check"] == "queue" and c["status"] == "ok"] == list(names.values())
+    assert (
+        next(c for c in report["checks"] if c["check"] == "auth")["line"]
+        == "Honcho's auth: on (a request without a key is refused)"
+    )
+    assert [c["subject"] for c in report["checks"] if c["check"] == "queue" and c["status"] == "ok"] == list(
+        names.values()
+    )
     assert code in (0, 4) and not [c for c in report["checks"] if c["status"] == "failed" and c["check"] != "units"]
 
     other = mint(f"{names['trusted']}-other")
@@ -100,7 +124,8 @@ def test_right_keys_pass_and_a_wrong_one_or_another_workspaces_is_caught(owner):
     code, report = doctor()
     assert code == 4
     assert key_line(report, names["trusted"])["line"] == (
-        f"key for {names['trusted']} on Honcho: refused (HTTP 401): the key was minted for workspace {names['trusted']}-other")
+        f"key for {names['trusted']} on Honcho: refused (HTTP 401): the key was minted for workspace {names['trusted']}-other"
+    )
     assert key_line(report, names["untrusted"])["line"].endswith("refused (HTTP 401): the key is wrong or expired")
     assert key_line(report, names["fleet"])["status"] == "ok"
     assert workspaces_on_server([*names.values(), f"{names['trusted']}-other"]) == []  # doctor created nothing

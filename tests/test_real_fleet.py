@@ -23,7 +23,7 @@ from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.policy.ledger_time import format_time
+from bxmem.formats.timestamps import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 
@@ -32,8 +32,10 @@ pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REA
 
 
 def write_config(path: Path, home: Path, agent: str, trusted: str, untrusted: str, fleet: str, extra: str = "") -> dict:
-    path.write_text(f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "{agent}"\nowner = "kyle"\n'
-                    f'trusted = "{trusted}"\nuntrusted = "{untrusted}"\nfleet = "{fleet}"\n{extra}')
+    path.write_text(
+        f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "{agent}"\nowner = "kyle"\n'
+        f'trusted = "{trusted}"\nuntrusted = "{untrusted}"\nfleet = "{fleet}"\n{extra}'
+    )
     return {"BOXMAKER_HOME": str(home), "BXMEM_CONFIG": str(path)}
 
 
@@ -45,7 +47,9 @@ def bx(*args: str, env: dict, codes: tuple[int, ...] = (0,)):
 
 
 def server_post(path: str, body: dict | None = None) -> dict:
-    answer = httpx.post(f"{URL}/v3{path}", json=body or {}, params={"page": 1, "size": 100}, timeout=30, trust_env=False)
+    answer = httpx.post(
+        f"{URL}/v3{path}", json=body or {}, params={"page": 1, "size": 100}, timeout=30, trust_env=False
+    )
     answer.raise_for_status()
     return answer.json()
 
@@ -61,21 +65,37 @@ def test_two_agents_with_the_same_journal_id_in_the_same_session_both_arrive_onc
     run = secrets.token_hex(3)
     fleet = f"i17b-{run}-fleet"
     agents = {}
-    for name, text in (("alpha", "alpha notes the vendor api allows 100 calls"),
-                       ("bravo", "bravo notes the staging cluster runs k3s")):
+    for name, text in (
+        ("alpha", "alpha notes the vendor api allows 100 calls"),
+        ("bravo", "bravo notes the staging cluster runs k3s"),
+    ):
         agent = f"i17b{run}{name}"
         home = tmp_path / name
         (home / "memory").mkdir(parents=True)
-        env = write_config(tmp_path / f"{name}.toml", home, agent, f"i17b-{run}-{name}-t", f"i17b-{run}-{name}-u", fleet)
-        write_journal(home, [{"id": "j-0001", "ts": "2026-09-27T10:00:00Z", "session": "chan", "op": "note",
-                              "trust": "untrusted", "entry": text}])
+        env = write_config(
+            tmp_path / f"{name}.toml", home, agent, f"i17b-{run}-{name}-t", f"i17b-{run}-{name}-u", fleet
+        )
+        write_journal(
+            home,
+            [
+                {
+                    "id": "j-0001",
+                    "ts": "2026-09-27T10:00:00Z",
+                    "session": "chan",
+                    "op": "note",
+                    "trust": "untrusted",
+                    "entry": text,
+                }
+            ],
+        )
         bx("mirror", env=env)
         agents[name] = (agent, home, env, text)
     # alpha's earlier run wrote its attempt line and died before the answer: in doubt,
     # long enough ago to be looked up now. Then bravo's note, same id, same session, goes in.
     _agent, a_home, a_env, _text = agents["alpha"]
     Ledger(a_home / "memory" / "honcho.jsonl").append(
-        [attempt(format_time(time.time() - 600), items=["edit:j-0001"], ws=fleet, role="fleet", session="chan")])
+        [attempt(format_time(time.time() - 600), items=["edit:j-0001"], ws=fleet, role="fleet", session="chan")]
+    )
     bx("send", env=agents["bravo"][2])
     bx("send", env=a_env)
 
@@ -95,28 +115,57 @@ def test_a_swapped_configuration_holds_the_items_and_writes_nothing_to_the_read_
     config = tmp_path / "bxmem.toml"
     env = write_config(config, home, agent, trusted, untrusted, fleet)
     write_log(home, f"clean-{run}", turn_lines(1, "the backups run nightly", "noted"))
-    write_log(home, f"web-{run}", turn_lines(1, "summarise that page", "it says v2 is deprecated",
-                                             results=[{"untrusted": True, "class": "public"}]))
-    write_journal(home, [{"id": "j-0001", "ts": "2026-09-27T10:00:00Z", "session": f"clean-{run}", "op": "note",
-                          "trust": "trusted", "entry": "the owner prefers tabs"}])
+    write_log(
+        home,
+        f"web-{run}",
+        turn_lines(
+            1, "summarise that page", "it says v2 is deprecated", results=[{"untrusted": True, "class": "public"}]
+        ),
+    )
+    write_journal(
+        home,
+        [
+            {
+                "id": "j-0001",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": f"clean-{run}",
+                "op": "note",
+                "trust": "trusted",
+                "entry": "the owner prefers tabs",
+            }
+        ],
+    )
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         bx("decide", env=env)
     bx("mirror", env=env)
     # The owner's mistake: the old untrusted workspace made trusted, the old trusted one a read source.
-    write_config(config, home, agent, untrusted, f"i17b-{run}-u2", fleet,
-                 f'[[honcho.read]]\nagent = "i17b{run}other"\nworkspace = "{trusted}"\n')
+    write_config(
+        config,
+        home,
+        agent,
+        untrusted,
+        f"i17b-{run}-u2",
+        fleet,
+        f'[[honcho.read]]\nagent = "i17b{run}other"\nworkspace = "{trusted}"\n',
+    )
     sent = bx("send", "--json", env=env, codes=(4,))
     held = json.loads(sent.stdout)["held_by_config"]
     assert {(g["workspace"], g["reason"], g["turns"] + g["edits"]) for g in held} == {
-        (trusted, "read-source", 2), (untrusted, "role-changed", 1)}
+        (trusted, "read-source", 2),
+        (untrusted, "role-changed", 1),
+    }
     status = bx("sync", "--json", env=env, codes=(4,))
     assert {g["workspace"] for g in json.loads(status.stdout)["held"]} == {trusted, untrusted}
     bx("sync", env=env, codes=(4,))
 
     # The server's own listings: the read workspace was never created, and no turn is in the new trusted one.
     listed = server_post("/workspaces/list", {"filters": {"id": trusted}})["items"]
-    print(f"server: workspaces named {trusted}: {listed}; peers there:",
-          server_post(f"/workspaces/{trusted}/peers/list")["items"], f"; messages in {untrusted}:", messages_in(untrusted))
+    print(
+        f"server: workspaces named {trusted}: {listed}; peers there:",
+        server_post(f"/workspaces/{trusted}/peers/list")["items"],
+        f"; messages in {untrusted}:",
+        messages_in(untrusted),
+    )
     assert listed == [] and server_post(f"/workspaces/{trusted}/peers/list")["items"] == []
     assert messages_in(untrusted) == []
 

@@ -26,16 +26,24 @@ from bxmem.demo.sample import turn_lines, write_journal
 
 URL = os.environ.get("BXMEM_REAL_HONCHO_AUTH_URL")
 KEYS = Path(os.environ.get("BXMEM_REAL_HONCHO_KEYS") or "/nonexistent")
-pytestmark = pytest.mark.skipif(not URL or not KEYS.is_dir(), reason="no real Honcho given (BXMEM_REAL_HONCHO_AUTH_URL, _KEYS)")
+pytestmark = pytest.mark.skipif(
+    not URL or not KEYS.is_dir(), reason="no real Honcho given (BXMEM_REAL_HONCHO_AUTH_URL, _KEYS)"
+)
 
 
 def agent(base: Path, name: str, read: str = "") -> tuple[Path, dict]:
     home = base / f"{name}-home"
     home.mkdir(parents=True)
     config = base / f"{name}.toml"
-    text = (f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "{name}"\nowner = "kyle"\n'
-            f'trusted = "{name}-trusted"\nuntrusted = "{name}-untrusted"\nfleet = "fleet-rig"\n{read}')
-    secret_for = {f"{name}-trusted": "honcho_trusted", f"{name}-untrusted": "honcho_untrusted", "fleet-rig": "honcho_fleet"}
+    text = (
+        f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "{name}"\nowner = "kyle"\n'
+        f'trusted = "{name}-trusted"\nuntrusted = "{name}-untrusted"\nfleet = "fleet-rig"\n{read}'
+    )
+    secret_for = {
+        f"{name}-trusted": "honcho_trusted",
+        f"{name}-untrusted": "honcho_untrusted",
+        "fleet-rig": "honcho_fleet",
+    }
     if read:
         secret_for["rigB-trusted"] = "honcho_read_rigB"
     for ws, secret in secret_for.items():
@@ -57,13 +65,28 @@ def test_recall_and_ask_over_every_workspace_with_its_own_key(tmp_path):
     word = f"zebrafish{run}"
     b_home, b_env = agent(tmp_path, "rigB")
     write_log(b_home, f"b-{run}", turn_lines(1, f"the staging cluster {word} runs k3s", "noted"))
-    write_journal(b_home, [{"id": f"b{run}", "ts": "2026-09-27T10:00:00Z", "session": f"b-{run}", "op": "note",
-                            "trust": "untrusted", "entry": f"the vendor api {word} allows 100 calls a minute"}])
+    write_journal(
+        b_home,
+        [
+            {
+                "id": f"b{run}",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": f"b-{run}",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": f"the vendor api {word} allows 100 calls a minute",
+            }
+        ],
+    )
     sync(b_home, b_env)
     read = '[[honcho.read]]\nagent = "rigB"\nworkspace = "rigB-trusted"\ntrust = "trusted"\n'
     a_home, a_env = agent(tmp_path, "rigA", read)
     write_log(a_home, f"a-{run}", turn_lines(1, f"remember {word} backups run nightly", "ok"))
-    write_log(a_home, f"t-{run}", turn_lines(1, f"read the {word} page", "done", results=[{"untrusted": True, "class": "public"}]))
+    write_log(
+        a_home,
+        f"t-{run}",
+        turn_lines(1, f"read the {word} page", "done", results=[{"untrusted": True, "class": "public"}]),
+    )
     sync(a_home, a_env)
 
     recalled = run_bxmem("recall", "--json", "-k", "8", "--", word, env=a_env)
@@ -73,11 +96,31 @@ def test_recall_and_ask_over_every_workspace_with_its_own_key(tmp_path):
     assert data["unavailable"] == [] and set(data["answered"]) == {"local", "rigB", "fleet"}
     assert any(h["source"] == "local" for h in data["hits"])
 
-    asked = run_bxmem("ask", "--json", "--deadline", "150", "-w", "own", "-w", "untrusted", "-w", "fleet", "-w", "rigB",
-                      "--", f"what do you know about {word}?", env=a_env, timeout=170)
+    asked = run_bxmem(
+        "ask",
+        "--json",
+        "--deadline",
+        "150",
+        "-w",
+        "own",
+        "-w",
+        "untrusted",
+        "-w",
+        "fleet",
+        "-w",
+        "rigB",
+        "--",
+        f"what do you know about {word}?",
+        env=a_env,
+        timeout=170,
+    )
     print("$ bxmem ask --json -w own -w untrusted -w fleet -w rigB -- ...\n" + asked.stdout, asked.stderr)
     answers = json.loads(asked.stdout)
     assert not [u for u in answers["unavailable"] if u["reason"].startswith("HTTP 4")], answers["unavailable"]
-    assert {a["name"] for a in answers["answers"]} | {u["name"] for u in answers["unavailable"]} == \
-        {"own", "untrusted", "fleet", "rigB"}
+    assert {a["name"] for a in answers["answers"]} | {u["name"] for u in answers["unavailable"]} == {
+        "own",
+        "untrusted",
+        "fleet",
+        "rigB",
+    }
     assert answers["label"]["untrusted"] is True or not answers["answers"]

@@ -24,9 +24,9 @@ from helpers import run_bxmem, write_log
 
 from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.honcho.http import MESSAGE_BYTES, cap_messages
-from bxmem.policy.ledger_time import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 
@@ -38,8 +38,10 @@ def agent(base: Path, name: str, run: str, read: str = "") -> dict:
     home = base / f"{name}-home"
     home.mkdir(parents=True)
     config = base / f"{name}.toml"
-    config.write_text(f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "{name}"\nowner = "kyle"\n'
-                      f'trusted = "i18b-{run}-{name}-t"\nuntrusted = "i18b-{run}-{name}-u"\nfleet = "i18b-{run}-fleet"\n{read}')
+    config.write_text(
+        f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{URL}"\nagent = "{name}"\nowner = "kyle"\n'
+        f'trusted = "i18b-{run}-{name}-t"\nuntrusted = "i18b-{run}-{name}-u"\nfleet = "i18b-{run}-fleet"\n{read}'
+    )
     return {"BOXMAKER_HOME": str(home), "BXMEM_CONFIG": str(config), "home": str(home)}
 
 
@@ -56,12 +58,33 @@ def test_every_answer_bxmem_reads_from_a_real_honcho_is_usable(tmp_path):
     word = f"axolotl{run}"
     a = agent(tmp_path, "rigA", run)
     home = Path(a["home"])
-    write_log(home, "s1", turn_lines(1, f"remember the {word} backups run nightly", "noted")
-              + turn_lines(2, "and they go to the NAS", "ok"))
-    write_journal(home, [{"id": "e1", "ts": "2026-12-01T10:00:00Z", "session": "s1", "op": "identity_add",
-                          "file": "user.md", "entry": f"Kyle keeps the {word} backups on the NAS"},
-                         {"id": "e2", "ts": "2026-12-01T10:01:00Z", "session": "s1", "op": "note", "trust": "untrusted",
-                          "entry": f"the {word} vendor api allows 100 calls a minute"}])
+    write_log(
+        home,
+        "s1",
+        turn_lines(1, f"remember the {word} backups run nightly", "noted")
+        + turn_lines(2, "and they go to the NAS", "ok"),
+    )
+    write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "2026-12-01T10:00:00Z",
+                "session": "s1",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": f"Kyle keeps the {word} backups on the NAS",
+            },
+            {
+                "id": "e2",
+                "ts": "2026-12-01T10:01:00Z",
+                "session": "s1",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": f"the {word} vendor api allows 100 calls a minute",
+            },
+        ],
+    )
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         bx("decide", env=a)
     bx("mirror", env=a)
@@ -70,15 +93,39 @@ def test_every_answer_bxmem_reads_from_a_real_honcho_is_usable(tmp_path):
 
     # An in-doubt turn and an in-doubt edit, looked up in real pages before anything is sent again.
     write_log(home, "s1", turn_lines(3, f"the {word} restore test passed", "good"))
-    write_journal(home, [{"id": "e3", "ts": "2026-12-01T10:02:00Z", "session": "s1", "op": "identity_add",
-                          "file": "user.md", "entry": f"Kyle tests {word} restores monthly"}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "e3",
+                "ts": "2026-12-01T10:02:00Z",
+                "session": "s1",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": f"Kyle tests {word} restores monthly",
+            }
+        ],
+    )
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         bx("decide", env=a)
     bx("mirror", env=a)
     ledger = Ledger(home / "memory" / "honcho.jsonl")
     old = format_time(1e9)  # an attempt long ago: looked up at once
-    ledger.append([{**attempt(old, items=["turn:s1:3"], ws=f"i18b-{run}-rigA-t", role="trusted", session="s1", hsession="s1",
-                              parts={"turn:s1:3": 2})}])
+    ledger.append(
+        [
+            {
+                **attempt(
+                    old,
+                    items=["turn:s1:3"],
+                    ws=f"i18b-{run}-rigA-t",
+                    role="trusted",
+                    session="s1",
+                    hsession="s1",
+                    parts={"turn:s1:3": 2},
+                )
+            }
+        ]
+    )
     ledger.close()
     sent = json.loads(bx("send", "--json", env=a).stdout)
     assert sent["sent"] == 2 and sent["failed"] == 0
@@ -106,9 +153,10 @@ def test_the_largest_messages_a_real_honcho_takes_fit_the_caps(char):
     with httpx.Client(trust_env=False, timeout=120) as http:
         http.post(base, json={"id": ws}).raise_for_status()
         http.post(f"{base}/{ws}/sessions", json={"id": "s", "peers": {"p": {}}}).raise_for_status()
-        answer = http.post(f"{base}/{ws}/sessions/s/messages",
-                           json={"messages": [{"peer_id": "p", "content": char * 25_000, "metadata": {"n": n}}
-                                              for n in range(4)]})
+        answer = http.post(
+            f"{base}/{ws}/sessions/s/messages",
+            json={"messages": [{"peer_id": "p", "content": char * 25_000, "metadata": {"n": n}} for n in range(4)]},
+        )
         answer.raise_for_status()
     per_message = len(answer.content) / 4
     print(f"{char!r} x 25,000: {per_message:,.0f} bytes a message answered (the caps allow {MESSAGE_BYTES:,})")

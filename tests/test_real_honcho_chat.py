@@ -30,28 +30,40 @@ CHAT_AUTH_URL = os.environ.get("BXMEM_REAL_HONCHO_CHAT_AUTH_URL")
 CHAT_URL = os.environ.get("BXMEM_REAL_HONCHO_CHAT_URL")
 OLD_URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
 ADMIN_JWT = Path(os.environ.get("BXMEM_REAL_HONCHO_CHAT_ADMIN_JWT") or "/nonexistent")
-keys_on = pytest.mark.skipif(not CHAT_AUTH_URL or not ADMIN_JWT.is_file(),
-                             reason="no real Honcho with workspace chat and auth given (BXMEM_REAL_HONCHO_CHAT_AUTH_URL, _ADMIN_JWT)")
+keys_on = pytest.mark.skipif(
+    not CHAT_AUTH_URL or not ADMIN_JWT.is_file(),
+    reason="no real Honcho with workspace chat and auth given (BXMEM_REAL_HONCHO_CHAT_AUTH_URL, _ADMIN_JWT)",
+)
 
 
 def mint(url: str, workspace: str) -> str:
-    minted = httpx.post(f"{url}/v3/keys", params={"workspace_id": workspace},
-                        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"}, timeout=30)
+    minted = httpx.post(
+        f"{url}/v3/keys",
+        params={"workspace_id": workspace},
+        headers={"Authorization": f"Bearer {ADMIN_JWT.read_text().strip()}"},
+        timeout=30,
+    )
     minted.raise_for_status()
     return register_secret(minted.json()["key"])
 
 
-def agent(base: Path, url: str, run: str, name: str, read: str = "", keyed: bool = True,
-          keyless: tuple[str, ...] = ()) -> tuple[Path, dict]:
+def agent(
+    base: Path, url: str, run: str, name: str, read: str = "", keyed: bool = True, keyless: tuple[str, ...] = ()
+) -> tuple[Path, dict]:
     """An agent's home and config; with `keyed`, a key minted for each of its workspaces
     (and for a read workspace, unless it is in `keyless`)."""
     home = base / f"{name}-home"
     home.mkdir(parents=True)
-    own = {f"i21b-{run}-{name}-trusted": "honcho_trusted", f"i21b-{run}-{name}-untrusted": "honcho_untrusted",
-           f"i21b-{run}-fleet": "honcho_fleet"}
-    text = (f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{url}"\nagent = "{name}"\nowner = "kyle"\n'
-            + "".join(f'{role} = "{ws}"\n' for ws, role in zip(own, ("trusted", "untrusted", "fleet"), strict=True))
-            + read)
+    own = {
+        f"i21b-{run}-{name}-trusted": "honcho_trusted",
+        f"i21b-{run}-{name}-untrusted": "honcho_untrusted",
+        f"i21b-{run}-fleet": "honcho_fleet",
+    }
+    text = (
+        f'[paths]\nhome = "{home}"\n[honcho]\nurl = "{url}"\nagent = "{name}"\nowner = "kyle"\n'
+        + "".join(f'{role} = "{ws}"\n' for ws, role in zip(own, ("trusted", "untrusted", "fleet"), strict=True))
+        + read
+    )
     if read:
         for line in read.split("[[honcho.read]]")[1:]:
             fields = dict(part.split(" = ") for part in line.strip().splitlines())
@@ -81,16 +93,44 @@ def two_agents(tmp_path: Path, url: str, keyed: bool, keyless: tuple[str, ...] =
     word = f"ibis{run}"
     b_home, b_env = agent(tmp_path, url, run, "rigb", keyed=keyed)
     write_log(b_home, f"b-{run}", turn_lines(1, f"the {word} report is due friday", "noted"))
-    write_journal(b_home, [{"id": f"b{run}", "ts": "2026-12-01T10:00:00Z", "session": f"b-{run}", "op": "note",
-                            "trust": "untrusted", "entry": f"the {word} reports move to fridays"}])
+    write_journal(
+        b_home,
+        [
+            {
+                "id": f"b{run}",
+                "ts": "2026-12-01T10:00:00Z",
+                "session": f"b-{run}",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": f"the {word} reports move to fridays",
+            }
+        ],
+    )
     sync(b_home, b_env)
-    read = (f'[[honcho.read]]\nagent = "rigb"\nworkspace = "i21b-{run}-rigb-trusted"\ntrust = "trusted"\n'
-            f'[[honcho.read]]\nagent = "rigc"\nworkspace = "i21b-{run}-rigc-trusted"\ntrust = "trusted"\n')
+    read = (
+        f'[[honcho.read]]\nagent = "rigb"\nworkspace = "i21b-{run}-rigb-trusted"\ntrust = "trusted"\n'
+        f'[[honcho.read]]\nagent = "rigc"\nworkspace = "i21b-{run}-rigc-trusted"\ntrust = "trusted"\n'
+    )
     a_home, a_env = agent(tmp_path, url, run, "riga", read, keyed=keyed, keyless=keyless)
     write_log(a_home, f"a-{run}", turn_lines(1, f"remember the {word} backups run nightly", "ok"))
-    write_log(a_home, f"t-{run}", turn_lines(1, f"read the {word} page", "done", results=[{"untrusted": True, "class": "public"}]))
-    write_journal(a_home, [{"id": f"a{run}", "ts": "2026-12-01T10:00:00Z", "session": f"a-{run}", "op": "note",
-                            "trust": "untrusted", "entry": f"a forum says the {word} cache is slow"}])
+    write_log(
+        a_home,
+        f"t-{run}",
+        turn_lines(1, f"read the {word} page", "done", results=[{"untrusted": True, "class": "public"}]),
+    )
+    write_journal(
+        a_home,
+        [
+            {
+                "id": f"a{run}",
+                "ts": "2026-12-01T10:00:00Z",
+                "session": f"a-{run}",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": f"a forum says the {word} cache is slow",
+            }
+        ],
+    )
     sync(a_home, a_env)
     return a_env, word
 
@@ -113,8 +153,11 @@ def test_ask_over_four_workspaces_by_workspace_chat_with_a_key_each(tmp_path):
     assert list(got) == ["own", "untrusted", "fleet", "rigb"]
     assert all(a["peers"] is None and a["note"] is None and a["text"] for a in got.values())  # workspace chat answered
     assert {n: (a["tag"], a["workspace"].split("-", 2)[-1]) for n, a in got.items()} == {
-        "own": ("memory", "riga-trusted"), "untrusted": ("memory-tainted", "riga-untrusted"),
-        "fleet": ("memory-tainted", "fleet"), "rigb": ("memory", "rigb-trusted")}
+        "own": ("memory", "riga-trusted"),
+        "untrusted": ("memory-tainted", "riga-untrusted"),
+        "fleet": ("memory-tainted", "fleet"),
+        "rigb": ("memory", "rigb-trusted"),
+    }
     assert data["label"] == {"untrusted": True, "class": "private"}
     # A configured agent whose workspace holds nothing: listed empty, not created by a chat.
     result, data = ask(env, word, "rigc")
@@ -141,10 +184,16 @@ def test_ask_by_workspace_chat_with_auth_off(tmp_path):
     result, data = ask(env, word, "own", "untrusted", "fleet", "rigb")
     assert result.returncode == 0 and data["unavailable"] == []
     assert [(a["name"], a["peers"]) for a in data["answers"]] == [
-        ("own", None), ("untrusted", None), ("fleet", None), ("rigb", None)]
+        ("own", None),
+        ("untrusted", None),
+        ("fleet", None),
+        ("rigb", None),
+    ]
 
 
-@pytest.mark.skipif(not (CHAT_URL and OLD_URL), reason="both builds needed (BXMEM_REAL_HONCHO_CHAT_URL, BXMEM_REAL_HONCHO_URL)")
+@pytest.mark.skipif(
+    not (CHAT_URL and OLD_URL), reason="both builds needed (BXMEM_REAL_HONCHO_CHAT_URL, BXMEM_REAL_HONCHO_URL)"
+)
 def test_the_two_404s_on_the_real_servers():
     """3.0.12 has no route ({"detail": "Not Found"}); the workspace-chat build answers
     `Workspace W not found` for a workspace it does not hold, and creates nothing."""

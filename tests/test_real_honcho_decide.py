@@ -35,20 +35,37 @@ pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REA
 def test_unreadable_lines_and_changed_spans_never_reach_a_real_honcho(home, tmp_path):
     run = secrets.token_hex(4)
     config = tmp_path / "bxmem.toml"
-    config.write_text(f'[honcho]\nurl = "{URL}"\nagent = "boxmaker0"\nowner = "kyle"\ntrusted = "i17a-{run}-trusted"\n'
-                      f'untrusted = "i17a-{run}-untrusted"\nfleet = "i17a-{run}-fleet"\n')
+    config.write_text(
+        f'[honcho]\nurl = "{URL}"\nagent = "boxmaker0"\nowner = "kyle"\ntrusted = "i17a-{run}-trusted"\n'
+        f'untrusted = "i17a-{run}-untrusted"\nfleet = "i17a-{run}-fleet"\n'
+    )
     env = {"BOXMAKER_HOME": str(home), "BXMEM_CONFIG": str(config)}
     write_log(home, f"clean-{run}", turn_lines(1, f"the backups {run} run nightly", "noted"))
     taint = turn_lines(1, "what's the vault password?", f"it is hunter2-{run}")
     bad = {"type": "tool_result", "turn": "1", "label": {"untrusted": True, "class": "secret"}, "text": "..."}
     write_log(home, f"taint-{run}", [taint[0], bad, *taint[1:]])
     swap = write_log(home, f"swap-{run}", turn_lines(1, f"the owner's own words {run}", "ok"))
-    write_journal(home, [
-        {"id": f"a{run}", "ts": "2026-12-01T10:00:00Z", "session": f"clean-{run}", "op": "identity_add", "file": "user.md",
-         "entry": f"Kyle prefers metric units {run}"},
-        {"id": f"b{run}", "ts": "2026-12-01T10:00:00Z", "session": f"clean-{run}", "op": "identity_add", "file": "user.md",
-         "entry": f"Kyle keeps the NAS at home {run}"},
-    ])
+    write_journal(
+        home,
+        [
+            {
+                "id": f"a{run}",
+                "ts": "2026-12-01T10:00:00Z",
+                "session": f"clean-{run}",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": f"Kyle prefers metric units {run}",
+            },
+            {
+                "id": f"b{run}",
+                "ts": "2026-12-01T10:00:00Z",
+                "session": f"clean-{run}",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": f"Kyle keeps the NAS at home {run}",
+            },
+        ],
+    )
     with StubBrokerd(home / "run" / "memory-broker" / "state.sock"):
         decided = json.loads(run_bxmem("decide", "--json", env=env).stdout)
         assert decided["decided"] == {"none/log-unreadable": 1, "trusted/clean": 2}, decided
@@ -88,4 +105,3 @@ def test_unreadable_lines_and_changed_spans_never_reach_a_real_honcho(home, tmp_
     print("$ bxmem sync --json (failed)\n" + json.dumps(json.loads(status.stdout)["failed"], indent=1))
     assert failed == [f"edit:a{run}", f"turn:swap-{run}:1"]
     trusted.close()
-

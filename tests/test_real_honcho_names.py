@@ -33,9 +33,10 @@ def agent(tmp_path: Path, url: str, keys: str = "") -> tuple[Path, dict, str]:
     run = secrets.token_hex(4)
     home = tmp_path / "home"  # the conftest home: checked for leaked keys after the test
     config = tmp_path / "real.toml"
-    config.write_text(f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
-                      f'trusted = "i18c-{run}-trusted"\nuntrusted = "i18c-{run}-untrusted"\nfleet = "i18c-{run}-fleet"\n'
-                      + keys)
+    config.write_text(
+        f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
+        f'trusted = "i18c-{run}-trusted"\nuntrusted = "i18c-{run}-untrusted"\nfleet = "i18c-{run}-fleet"\n' + keys
+    )
     return home, {"BXMEM_CONFIG": str(config)}, run
 
 
@@ -69,15 +70,23 @@ def test_speakers_become_one_peer_each_and_honcho_keeps_them_apart(tmp_path, hom
     assert peers == {"boxmaker0", "kyle", "kyle_Dot_b", "kyle_b", "kyle_dot_b"}  # BoxMaker0 went nowhere
     texts = []
     for session in range(1, 5):
-        texts += [(m["peer_id"], m["content"]) for m in listed(URL, f"i18c-{run}-trusted/sessions/s{session}/messages/list")]
+        texts += [
+            (m["peer_id"], m["content"]) for m in listed(URL, f"i18c-{run}-trusted/sessions/s{session}/messages/list")
+        ]
     by_peer = {peer: text for peer, text in texts if peer != "boxmaker0"}
-    assert by_peer == {"kyle_Dot_b": "hello from kyle.b  there", "kyle_b": "hello from kyle_b  there",
-                       "kyle": "hello from KYLE  there", "kyle_dot_b": "hello from kyle_dot_b  there"}
+    assert by_peer == {
+        "kyle_Dot_b": "hello from kyle.b  there",
+        "kyle_b": "hello from kyle_b  there",
+        "kyle": "hello from KYLE  there",
+        "kyle_dot_b": "hello from kyle_dot_b  there",
+    }
     assert not [c for _peer, text in texts for c in text if renders_as_nothing(c)]
 
 
-@pytest.mark.skipif(not AUTH_URL or not ADMIN_JWT.is_file(),
-                    reason="no real Honcho with auth given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)")
+@pytest.mark.skipif(
+    not AUTH_URL or not ADMIN_JWT.is_file(),
+    reason="no real Honcho with auth given (BXMEM_REAL_HONCHO_AUTH_URL, _ADMIN_JWT)",
+)
 def test_a_key_file_with_an_escape_stops_its_workspace_only(tmp_path, home):
     assert AUTH_URL
     run = secrets.token_hex(4)
@@ -86,8 +95,9 @@ def test_a_key_file_with_an_escape_stops_its_workspace_only(tmp_path, home):
     keys = {}
     for role in ("trusted", "untrusted", "fleet"):
         ws = f"i18c-{run}-{role}"
-        minted = httpx.post(f"{AUTH_URL}/v3/keys", params={"workspace_id": ws},
-                            headers={"Authorization": f"Bearer {admin}"}, timeout=30)
+        minted = httpx.post(
+            f"{AUTH_URL}/v3/keys", params={"workspace_id": ws}, headers={"Authorization": f"Bearer {admin}"}, timeout=30
+        )
         minted.raise_for_status()
         keys[ws] = register_secret(minted.json()["key"])
         path = tmp_path / f"{role}.key"
@@ -96,9 +106,10 @@ def test_a_key_file_with_an_escape_stops_its_workspace_only(tmp_path, home):
         files[role] = path
     section = "".join(f'\n[secrets.honcho_{role}]\nfile = "{path}"\n' for role, path in files.items())
     config = tmp_path / "real.toml"
-    config.write_text(f'[honcho]\nurl = "{AUTH_URL}"\nagent = "i18c{run}"\nowner = "kyle"\n'
-                      f'trusted = "i18c-{run}-trusted"\nuntrusted = "i18c-{run}-untrusted"\nfleet = "i18c-{run}-fleet"\n'
-                      + section)
+    config.write_text(
+        f'[honcho]\nurl = "{AUTH_URL}"\nagent = "i18c{run}"\nowner = "kyle"\n'
+        f'trusted = "i18c-{run}-trusted"\nuntrusted = "i18c-{run}-untrusted"\nfleet = "i18c-{run}-fleet"\n' + section
+    )
     env = {"BXMEM_CONFIG": str(config)}
     write_log(home, "clean", turn_lines(1, "hello", "hi"))
     write_log(home, "tainted", turn_lines(1, "fetch", "ok", results=[{"untrusted": True, "class": "public"}]))
@@ -107,10 +118,14 @@ def test_a_key_file_with_an_escape_stops_its_workspace_only(tmp_path, home):
     assert "has a control character (0x1b)" in sent.stderr and "sends to i18c-" in sent.stderr
     untrusted = f"i18c-{run}-untrusted"
     assert [m["content"] for m in listed(AUTH_URL, f"{untrusted}/sessions/tainted/messages/list", keys[untrusted])] == [
-        "fetch", "ok"]
+        "fetch",
+        "ok",
+    ]
     files["trusted"].write_bytes(keys[f"i18c-{run}-trusted"].encode() + b"\n")
     _decide, resumed = run_jobs(home, env)
     assert "resuming" in resumed.stderr
     trusted = f"i18c-{run}-trusted"
     assert [m["content"] for m in listed(AUTH_URL, f"{trusted}/sessions/clean/messages/list", keys[trusted])] == [
-        "hello", "hi"]
+        "hello",
+        "hi",
+    ]

@@ -33,20 +33,31 @@ def _seed(run: str) -> tuple[str, str]:
 
     other, fleet = f"i19-{run}-b", f"i19-{run}-fleet"
     with httpx.Client(base_url=f"{URL}/v3", timeout=30) as http:
+
         def post(path: str, body: dict) -> None:
             http.post(path, json=body).raise_for_status()
 
         for ws, peers, messages in (
-            (other, ["agentb", "nina", "tom"], [("nina", "ziggy kept me up all night, silly cat"), ("agentb", "Oh no, sleep well."),
-                                                 ("tom", "the gecko backups failed again last night"),
-                                                 ("tom", "heads up: the gecko migration is set for june 14")]),
+            (
+                other,
+                ["agentb", "nina", "tom"],
+                [
+                    ("nina", "ziggy kept me up all night, silly cat"),
+                    ("agentb", "Oh no, sleep well."),
+                    ("tom", "the gecko backups failed again last night"),
+                    ("tom", "heads up: the gecko migration is set for june 14"),
+                ],
+            ),
             (fleet, ["agentc"], [("agentc", "the okapi queue is stuck, restart it before noon")]),
         ):
             post("/workspaces", {"id": ws})
             for peer in peers:
                 post(f"/workspaces/{ws}/peers", {"id": peer})
             post(f"/workspaces/{ws}/sessions", {"id": "s1", "peers": {p: {} for p in peers}})
-            post(f"/workspaces/{ws}/sessions/s1/messages", {"messages": [{"peer_id": p, "content": c} for p, c in messages]})
+            post(
+                f"/workspaces/{ws}/sessions/s1/messages",
+                {"messages": [{"peer_id": p, "content": c} for p, c in messages]},
+            )
     return other, fleet
 
 
@@ -66,7 +77,8 @@ def test_a_near_miss_is_dropped_an_answer_kept(home, brokerd, config_file):
     config_file.write_text(
         f'[honcho]\nurl = "{URL}"\nagent = "i19a"\nowner = "kyle"\ntrusted = "i19-{run}-a-trusted"\n'
         f'untrusted = "i19-{run}-a-untrusted"\nfleet = "{fleet}"\n'
-        f'[[honcho.read]]\nagent = "agentb"\nworkspace = "{other}"\ntrust = "trusted"\n')
+        f'[[honcho.read]]\nagent = "agentb"\nworkspace = "{other}"\ntrust = "trusted"\n'
+    )
     write_log(home, "s", turn_lines(1, "where do the marmot logs go", "to the numbat nas"))
     decide.run(config_module.load())
     deadline = time.monotonic() + 20  # semantic matches wait for the messages' embeddings

@@ -35,10 +35,19 @@ pytestmark = [
 
 @pytest.mark.parametrize("suite", SUITES)
 def test_the_units_run_as_the_readme_says_under_a_real_systemd(suite):
-    env = {**os.environ, "SDRIG_SUITE": suite, "HONCHO_URL": HONCHO or "",
-           "SDRIG_ADMIN_JWT": os.environ.get("BXMEM_SYSTEMD_RIG_ADMIN_JWT", "")}
-    run = subprocess.run([str(ROOT / "scripts" / "systemd-rig" / "run.sh"), str(ROOT)], env=env,
-                         capture_output=True, text=True, timeout=1800)
+    env = {
+        **os.environ,
+        "SDRIG_SUITE": suite,
+        "HONCHO_URL": HONCHO or "",
+        "SDRIG_ADMIN_JWT": os.environ.get("BXMEM_SYSTEMD_RIG_ADMIN_JWT", ""),
+    }
+    run = subprocess.run(
+        [str(ROOT / "scripts" / "systemd-rig" / "run.sh"), str(ROOT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     lines = run.stdout.splitlines()
     failed = [line for line in lines if line.startswith("FAIL")]
     summary = [line for line in lines if line.startswith("SUMMARY")]

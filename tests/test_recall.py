@@ -33,10 +33,13 @@ def agent_home(home, brokerd, honcho, configure):
     write_log(home, "tainted", turn_lines(1, "read the restic page", "restic 0.17 is out", results=FETCHED))
     write_log(home, "secretive", turn_lines(1, "the restic password", "it is in the vault"))
     brokerd.states["secretive"] = ("secret", False)
-    write_journal(home, [
-        edit("i1", "identity_add", file="user.md", entry="Kyle keeps restic repos on the NAS"),
-        edit("n1", "note", trust="untrusted", entry="a forum says restic prune is slow"),
-    ])
+    write_journal(
+        home,
+        [
+            edit("i1", "identity_add", file="user.md", entry="Kyle keeps restic repos on the NAS"),
+            edit("n1", "note", trust="untrusted", entry="a forum says restic prune is slow"),
+        ],
+    )
     decide.run(load())
     mirror.run(load())
     return home
@@ -62,7 +65,18 @@ def test_local_hits_carry_their_exact_labels(agent_home, honcho):
 def test_index_follows_replace_remove_and_undo(agent_home):
     from bxmem.commands import undo
 
-    write_journal(agent_home, [edit("i2", "identity_replace", file="user.md", old="Kyle keeps restic repos on the NAS", entry="Kyle keeps restic repos offsite")])
+    write_journal(
+        agent_home,
+        [
+            edit(
+                "i2",
+                "identity_replace",
+                file="user.md",
+                old="Kyle keeps restic repos on the NAS",
+                entry="Kyle keeps restic repos offsite",
+            )
+        ],
+    )
     mirror.run(load())
     texts = set(by_text(recall.recall(load(), "restic repos")))
     assert "Kyle keeps restic repos offsite" in texts and "Kyle keeps restic repos on the NAS" not in texts
@@ -79,7 +93,9 @@ def _docs(home: Path) -> list[tuple]:
 
 
 def test_rebuild_gives_the_same_index(agent_home):
-    write_journal(agent_home, [edit("c1", "consolidate", file="user.md", dropped=["Kyle keeps restic repos on the NAS"])])
+    write_journal(
+        agent_home, [edit("c1", "consolidate", file="user.md", dropped=["Kyle keeps restic repos on the NAS"])]
+    )
     mirror.run(load())
     before = _docs(agent_home)
     result = bxmem_main("index", "rebuild")
@@ -89,7 +105,16 @@ def test_rebuild_gives_the_same_index(agent_home):
 
 def test_query_syntax_is_never_obeyed(agent_home, honcho):
     honcho.stop()
-    for query in ['restic" OR "x', "NEAR(restic backups)", "text:restic", "restic*", "-restic", '""', "AND OR NOT", "^restic"]:
+    for query in [
+        'restic" OR "x',
+        "NEAR(restic backups)",
+        "text:restic",
+        "restic*",
+        "-restic",
+        '""',
+        "AND OR NOT",
+        "^restic",
+    ]:
         result = recall.recall(load(), query)
         assert "local" in result.answered, (query, result.unavailable)
 
@@ -145,7 +170,9 @@ def fleet(tmp_path, honcho, brokerd, home, monkeypatch):
 def test_a_fleet_note_by_another_agent_is_found_tainted(fleet, configure, honcho, home):
     b_home, as_b = fleet
     configure(honcho.url)
-    write_journal(b_home, [edit("b1", "note", "sb", trust="untrusted", entry="the vendor api rate limit is 100 per minute")])
+    write_journal(
+        b_home, [edit("b1", "note", "sb", trust="untrusted", entry="the vendor api rate limit is 100 per minute")]
+    )
     write_journal(home, [edit("a1", "note", "sa", trust="untrusted", entry="the vendor api is flaky")])
     as_b(mirror.run)
     as_b(send.run)
@@ -170,7 +197,10 @@ def test_read_sources_their_tags_and_that_own_workspaces_are_not_searched(fleet,
     as_b(mirror.run)
     as_b(send.run)
     for trust, tag in (("trusted", "memory"), ("untrusted", "memory-tainted")):
-        config_file.write_text(honcho_config(honcho.url) + f'[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\ntrust = "{trust}"\n')
+        config_file.write_text(
+            honcho_config(honcho.url)
+            + f'[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "bm1-trusted"\ntrust = "{trust}"\n'
+        )
         honcho.requests.clear()
         result = recall.recall(load(), "staging cluster")
         read_hits = [h for h in result.hits if h.source == "boxmaker1"]
@@ -178,8 +208,10 @@ def test_read_sources_their_tags_and_that_own_workspaces_are_not_searched(fleet,
         assert {(h.tag, h.trust_class, h.agent) for h in read_hits} == {(tag, "private", "boxmaker1")}
         searched = {r.path for r in honcho.requests}
         assert not any("/bm0-" in path for path in searched)  # the agent's own workspaces
-        assert all(r.method == "POST" and r.path.endswith(("/search", "/conclusions/query", "/conclusions/list"))
-                   for r in honcho.requests)
+        assert all(
+            r.method == "POST" and r.path.endswith(("/search", "/conclusions/query", "/conclusions/list"))
+            for r in honcho.requests
+        )
 
 
 def test_a_slow_source_is_one_unavailable_line_and_the_rest_answer(agent_home, honcho, monkeypatch):
@@ -187,7 +219,9 @@ def test_a_slow_source_is_one_unavailable_line_and_the_rest_answer(agent_home, h
     honcho.inject("hang", match=r"/fleet/search$", seconds=5)
     started = time.monotonic()
     result = recall.recall(load(), "restic")
-    assert time.monotonic() - started < 3.5  # well under the 5 s hang: per source, not added up; the hung thread is abandoned
+    assert (
+        time.monotonic() - started < 3.5
+    )  # well under the 5 s hang: per source, not added up; the hung thread is abandoned
     assert "local" in result.answered and result.unavailable["fleet"].startswith("no answer within")
 
 
@@ -212,7 +246,10 @@ def test_recall_creates_nothing_and_shows_a_retraction_beside_its_note(fleet, co
     as_b(lambda c: undo.run(c, "r1"))
     as_b(send.run)
     hits = [h for h in recall.recall(load(), "mirror down").hits if h.source == "fleet"]
-    assert [(h.text, h.retracted) for h in hits] == [("the mirror is down", True), ("retracted: the mirror is down", False)]
+    assert [(h.text, h.retracted) for h in hits] == [
+        ("the mirror is down", True),
+        ("retracted: the mirror is down", False),
+    ]
 
 
 def test_the_probe_connects_by_name_and_reports_a_refusal():

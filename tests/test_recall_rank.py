@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bxmem.commands import recall, recall_remote
-from bxmem.policy import relevance
-from bxmem.policy.snippets import SNIPPET_CHARS
+from bxmem.retrieval import relevance
+from bxmem.retrieval.snippets import SNIPPET_CHARS
 from bxmem.store import search
 from bxmem.store.index import Index
 
@@ -20,8 +20,15 @@ def _index(tmp_path) -> Index:
 
 def test_a_replacing_identity_entry_outranks_an_old_turn_that_repeats_the_old_text(tmp_path):
     index = _index(tmp_path)
-    index.add("t1", "turn", "memory", "private", "when is the dingo deploy window\nthe dingo deploy window is tuesday",
-              session="s-old", ts="2026-09-01T09:00:00Z")
+    index.add(
+        "t1",
+        "turn",
+        "memory",
+        "private",
+        "when is the dingo deploy window\nthe dingo deploy window is tuesday",
+        session="s-old",
+        ts="2026-09-01T09:00:00Z",
+    )
     index.add("m1", "identity", "identity", "private", "the dingo deploy window is thursday", file="memory.md")
     found = index.search("dingo deploy window", 8)
     assert [h.key for h in found] == ["m1", "t1"]
@@ -59,9 +66,13 @@ def _hit(source: str, text: str, **kw) -> recall.Hit:
 
 
 def test_interleaving_keeps_a_retracted_note_and_its_retraction_together():
-    fleet = recall._pair_retractions([_hit("fleet", "the capybara mirror is flaky", peer="ea"),
-                                      _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
-                                      _hit("fleet", "the capybara cache", peer="ea")])
+    fleet = recall._pair_retractions(
+        [
+            _hit("fleet", "the capybara mirror is flaky", peer="ea"),
+            _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
+            _hit("fleet", "the capybara cache", peer="ea"),
+        ]
+    )
     near = [_hit("ea", f"near miss {n}") for n in range(3)]
     sources = [("local", 1.0, lambda: []), ("ea", 1.0, lambda: near), ("fleet", 1.0, lambda: fleet)]
     texts = [h.text for h in recall.run_sources(sources, 8).hits]
@@ -89,14 +100,21 @@ def test_a_honcho_text_holds_the_querys_words_by_its_best_passage():
 def test_a_retraction_pair_is_never_split_at_the_k_boundary():
     """With one slot left, a note and its retraction are left out together and the
     next single hit takes the slot; the fleet source's own cut to k does the same."""
-    pair = recall._pair_retractions([_hit("fleet", "the capybara mirror is flaky", peer="ea"),
-                                     _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
-                                     _hit("fleet", "the capybara cache", peer="ea")])
+    pair = recall._pair_retractions(
+        [
+            _hit("fleet", "the capybara mirror is flaky", peer="ea"),
+            _hit("fleet", "retracted: the capybara mirror is flaky", peer="ea"),
+            _hit("fleet", "the capybara cache", peer="ea"),
+        ]
+    )
     near = [_hit("ea", f"near miss {n}") for n in range(3)]
     sources = [("local", 1.0, lambda: []), ("ea", 1.0, lambda: near), ("fleet", 1.0, lambda: pair)]
     assert [h.text for h in recall.run_sources(sources, 2).hits] == ["near miss 0", "near miss 1"]
     assert [h.text for h in recall.run_sources(sources, 3).hits] == [
-        "near miss 0", "the capybara mirror is flaky", "retracted: the capybara mirror is flaky"]
+        "near miss 0",
+        "the capybara mirror is flaky",
+        "retracted: the capybara mirror is flaky",
+    ]
     assert [h.text for unit in recall._fitting(recall._units(pair), 1) for h in unit] == ["the capybara cache"]
 
 
@@ -104,7 +122,10 @@ def test_a_long_honcho_text_is_cut_around_the_querys_words():
     text = "filler words here " * 100 + "the wolverine cache key rotates hourly " + "more filler " * 50
     cut = recall_remote.snippet(text, "how often does the wolverine key rotate?")
     assert "wolverine cache key rotates hourly" in cut and len(cut) <= SNIPPET_CHARS
-    assert recall_remote.snippet(text).startswith("filler words here") and len(recall_remote.snippet(text)) <= SNIPPET_CHARS
+    assert (
+        recall_remote.snippet(text).startswith("filler words here")
+        and len(recall_remote.snippet(text)) <= SNIPPET_CHARS
+    )
     assert recall_remote.snippet("  short  ", "short") == "short"
 
 
@@ -113,7 +134,7 @@ def test_only_a_real_honcho_id_counts_as_the_authors_words():
     author = recall_remote._author
     assert author("nina") == "nina"
     assert author(None) is None
-    assert author("nina cat") is None and author(recall.shown.INVALID_ID) is None
+    assert author("nina cat") is None and author(recall.printed_fields.INVALID_ID) is None
     assert relevance.cover("is the id invalid", "this one is invalid", author("bad peer!")) == (1, 2)
     assert relevance.cover("is the okapi queue stuck", "it is stuck", author("okapi queue")) == (1, 3)
 
@@ -140,8 +161,12 @@ def test_candidates_are_ranked_by_their_words_and_fused_with_honchos_order():
 def test_a_question_about_something_never_said_keeps_no_near_miss():
     """Honcho answers with its nearest texts however far: a text sharing one word, or two
     words a page apart, is not shown."""
-    texts = ["the gecko backups failed again", "ping jo about the migration",
-             "notes: gecko " + "filler words here " * 20 + "migration plans", "lunch was great"]
+    texts = [
+        "the gecko backups failed again",
+        "ping jo about the migration",
+        "notes: gecko " + "filler words here " * 20 + "migration plans",
+        "lunch was great",
+    ]
     kept = recall_remote.rank("when is the gecko migration?", _candidates(texts), 8, [list(range(len(texts)))])
     assert kept == []
 
@@ -166,9 +191,16 @@ def test_a_paraphrase_first_in_both_arms_is_kept_by_the_rare_word_it_shares():
     though the answer was first by its words and first in Honcho's order. A near miss sharing
     only a word most candidates hold is not shown, nor is the same answer when Honcho ranks
     another text first (one rare word alone is not enough there)."""
-    fillers = [f"{who} owns the {what} backups" for who, what in (("jo", "heron"), ("ana", "egret"), ("li", "otter"),
-                                                                   ("max", "tapir"))]
-    texts = ["ivan will be handling ostrich, not me", *fillers, "the handover doc is in the wiki", "handover notes are late"]
+    fillers = [
+        f"{who} owns the {what} backups"
+        for who, what in (("jo", "heron"), ("ana", "egret"), ("li", "otter"), ("max", "tapir"))
+    ]
+    texts = [
+        "ivan will be handling ostrich, not me",
+        *fillers,
+        "the handover doc is in the wiki",
+        "handover notes are late",
+    ]
     query = "who owns the ostrich handover?"
     kept = recall_remote.rank(query, _candidates(texts), 8, [list(range(len(texts)))])
     assert [(c.text, why.lexical_rank, why.semantic_rank) for c, why in kept] == [(texts[0], 1, 1)]
@@ -187,11 +219,17 @@ def test_the_first_by_its_words_is_kept_when_it_holds_most_of_the_querys_weight(
 
 
 def test_a_words_weight_is_how_few_candidates_hold_it():
-    from bxmem.policy import relevance
+    from bxmem.retrieval import relevance
 
-    texts = [("the dashboard is slow", None)] * 5 + [("the zebra sits in rack 4", None), ("zebra notes", "ana_Dot_dash")]
+    texts = [("the dashboard is slow", None)] * 5 + [
+        ("the zebra sits in rack 4", None),
+        ("zebra notes", "ana_Dot_dash"),
+    ]
     weights = relevance.rarity("where is the zebra dashboard?", texts)
     assert set(weights) == {"zebra", "dashb"} and weights["zebra"] > weights["dashb"] > 0
     assert relevance.share({"zebra", "dashb"}, weights) == pytest.approx(1.0)
     assert relevance.share(set(), weights) == 0.0 and relevance.share({"zebra"}, {}) == 0.0
-    assert relevance.held("zebra dashboard", "zebra notes", "ana_Dot_dashboard") == {"zebra", "dashb"}  # the author's words count
+    assert relevance.held("zebra dashboard", "zebra notes", "ana_Dot_dashboard") == {
+        "zebra",
+        "dashb",
+    }  # the author's words count

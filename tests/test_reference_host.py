@@ -25,15 +25,21 @@ from bxmem.demo.sample import FAKE_AWS_KEY, turn_lines, write_journal
 from bxmem.errors import COMMAND_EXITS
 
 BXMEM = [str(Path(sys.executable).parent / "bxmem")]  # the console script, as a host runs it
-ROLES = {"bm0-trusted": "honcho_trusted", "bm0-untrusted": "honcho_untrusted", "fleet": "honcho_fleet",
-         "bm1-trusted": "honcho_read_boxmaker1"}
+ROLES = {
+    "bm0-trusted": "honcho_trusted",
+    "bm0-untrusted": "honcho_untrusted",
+    "fleet": "honcho_fleet",
+    "bm1-trusted": "honcho_read_boxmaker1",
+}
 KEYS = {ws: register_secret(f"host-key-{ws}-41d7") for ws in ROLES}
 
 
 def _config(url: str, folder: Path) -> str:
-    text = (f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\ntrusted = "bm0-trusted"\n'
-            'untrusted = "bm0-untrusted"\nfleet = "fleet"\n\n[[honcho.read]]\nagent = "boxmaker1"\n'
-            'workspace = "bm1-trusted"\ntrust = "trusted"\n')
+    text = (
+        f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\ntrusted = "bm0-trusted"\n'
+        'untrusted = "bm0-untrusted"\nfleet = "fleet"\n\n[[honcho.read]]\nagent = "boxmaker1"\n'
+        'workspace = "bm1-trusted"\ntrust = "trusted"\n'
+    )
     for ws, secret in ROLES.items():
         key = folder / f"{ws}.key"
         key.write_text(KEYS[ws] + "\n")
@@ -51,13 +57,27 @@ def fleet(home, brokerd, honcho, config_file, tmp_path):
     honcho.workspace_chat = True
     config_file.write_text(_config(honcho.url, tmp_path))
     write_log(home, "clean", turn_lines(1, "what about the restic backups", "nightly restic snapshots"))
-    write_log(home, "tainted", turn_lines(1, "read the restic page", "restic 0.17 is out",
-                                          results=[{"untrusted": True, "class": "public"}]))
+    write_log(
+        home,
+        "tainted",
+        turn_lines(1, "read the restic page", "restic 0.17 is out", results=[{"untrusted": True, "class": "public"}]),
+    )
     write_log(home, "secretive", turn_lines(1, "the restic password is in the vault", "noted"))
     write_log(home, "keyed", turn_lines(1, f"the restic s3 key is {FAKE_AWS_KEY}", "stored"))
     brokerd.states["secretive"] = ("secret", False)
-    write_journal(home, [{"id": "n1", "ts": "2026-09-27T10:00:00Z", "session": "clean", "op": "note",
-                          "trust": "untrusted", "entry": "a forum says restic prune is slow"}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "n1",
+                "ts": "2026-09-27T10:00:00Z",
+                "session": "clean",
+                "op": "note",
+                "trust": "untrusted",
+                "entry": "a forum says restic prune is slow",
+            }
+        ],
+    )
     for job in (decide, mirror, send):
         job.run(config_module.load())
     from bxmem.config.loader import Key
@@ -67,8 +87,13 @@ def fleet(home, brokerd, honcho, config_file, tmp_path):
         b.create_peer("boxmaker1", False)
         b.add_messages("sb", [{"peer_id": "boxmaker1", "content": "staging runs k3s"}])
     honcho.requests.clear()
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8",
-           "BXMEM_CONFIG": str(config_file), "BOXMAKER_HOME": str(home)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "BXMEM_CONFIG": str(config_file),
+        "BOXMAKER_HOME": str(home),
+    }
     return Host(BXMEM, env)
 
 
@@ -97,8 +122,9 @@ def test_exit_0_recall_gives_the_text_and_the_document_label(fleet):
 
 
 def test_exit_0_ask_over_every_workspace(fleet, honcho):
-    result = fleet.call("ask_memory", {"question": "what runs on staging?",
-                                       "workspaces": ["own", "untrusted", "fleet", "boxmaker1"]})
+    result = fleet.call(
+        "ask_memory", {"question": "what runs on staging?", "workspaces": ["own", "untrusted", "fleet", "boxmaker1"]}
+    )
     _seen(result)
     assert result.exit == 0 and result.content.startswith("<<<bxmem ask ")
     assert result.label == {"untrusted": True, "class": "private"}  # untrusted and fleet answers are tainted
@@ -151,8 +177,11 @@ def test_exit_6_and_78_are_unavailable_and_read_nothing(fleet, config_file, honc
     saved = config_file.read_text()
     config_file.write_text("")  # local-only now, and the host did not run bxmem tools again
     result = fleet.call("ask_memory", {"question": "hi?"})
-    assert (result.exit, result.content, result.label) == (6, "the ask_memory tool is unavailable (bxmem exit 6)",
-                                                           NOTHING_READ)
+    assert (result.exit, result.content, result.label) == (
+        6,
+        "the ask_memory tool is unavailable (bxmem exit 6)",
+        NOTHING_READ,
+    )
     fleet.refresh()
     assert [t["name"] for t in fleet.tools()] == ["recall"]
     config_file.write_text(saved)
@@ -172,7 +201,10 @@ def test_the_wrong_home_is_exit_78_not_an_empty_memory(fleet, tmp_path):
     fleet.env["BOXMAKER_HOME"] = str(tmp_path / "not-the-home")
     result = fleet.call("recall", {"query": "restic"})
     assert (result.exit, result.label) == (78, NOTHING_READ)
-    assert f"the Boxmaker home {tmp_path / 'not-the-home'} does not exist: run `bxmem init` to make it, or set BOXMAKER_HOME" in result.log[0]
+    assert (
+        f"the Boxmaker home {tmp_path / 'not-the-home'} does not exist: run `bxmem init` to make it, or set BOXMAKER_HOME"
+        in result.log[0]
+    )
     del fleet.env["BOXMAKER_HOME"], fleet.env["BXMEM_CONFIG"]  # HOME alone, and it is not the jobs' HOME
     result = fleet.call("recall", {"query": "restic"})
     assert result.exit == 78 and f"{tmp_path}/.local/share/boxmaker does not exist" in result.log[0]
@@ -180,9 +212,11 @@ def test_the_wrong_home_is_exit_78_not_an_empty_memory(fleet, tmp_path):
 
 def test_exit_1_a_bug_fails_closed_and_the_model_gets_none_of_its_output(fleet):
     """A bug's traceback can quote what it was handling: never for the model."""
-    bug = ("import sys, bxmem.commands.recall as r\n"
-           "def broken(*a, **k): raise ValueError('while reading: the restic password is in the vault')\n"
-           "r.recall = broken\nsys.argv[0] = 'bxmem'\nfrom bxmem.start.entry import console\nconsole()\n")
+    bug = (
+        "import sys, bxmem.commands.recall as r\n"
+        "def broken(*a, **k): raise ValueError('while reading: the restic password is in the vault')\n"
+        "r.recall = broken\nsys.argv[0] = 'bxmem'\nfrom bxmem.start.entry import console\nconsole()\n"
+    )
     host = Host([sys.executable, "-c", bug], fleet.env)
     result = host.call("recall", {"query": "restic"})
     assert (result.exit, result.label, result.is_error) == (1, FAIL_CLOSED, True)
@@ -210,7 +244,11 @@ def _chats_held(fleet, honcho, signal_to_send=None, timeouts=None):
 
 def test_sigint_is_exit_130_and_fails_closed(fleet, honcho):
     result = _chats_held(fleet, honcho, signal.SIGINT)
-    assert (result.exit, result.label, result.content) == (130, FAIL_CLOSED, "the ask_memory tool failed (bxmem exit 130)")
+    assert (result.exit, result.label, result.content) == (
+        130,
+        FAIL_CLOSED,
+        "the ask_memory tool failed (bxmem exit 130)",
+    )
 
 
 def test_the_hosts_timeout_sends_sigterm_which_ends_bxmem_by_the_signal(fleet, honcho):
@@ -220,14 +258,21 @@ def test_the_hosts_timeout_sends_sigterm_which_ends_bxmem_by_the_signal(fleet, h
     assert result.content == "the ask_memory tool failed (bxmem killed by signal 15)"
 
 
-@pytest.mark.parametrize("code, stdout, stderr", [
-    (0, '{"schema": "bxmem.recall/1", "label": {"untrusted": false', ""),  # cut short
-    (0, '{"schema": "bxmem.recall/2", "label": {"untrusted": false, "class": "public"}, "text": "x"}', ""),  # not this bxmem's
-    (7, "", ""),
-    (2, "", "bxmem: error: one\nand another line\n"),
-    (3, "", ""),  # not a code recall returns
-    (-9, "", ""),
-])
+@pytest.mark.parametrize(
+    "code, stdout, stderr",
+    [
+        (0, '{"schema": "bxmem.recall/1", "label": {"untrusted": false', ""),  # cut short
+        (
+            0,
+            '{"schema": "bxmem.recall/2", "label": {"untrusted": false, "class": "public"}, "text": "x"}',
+            "",
+        ),  # not this bxmem's
+        (7, "", ""),
+        (2, "", "bxmem: error: one\nand another line\n"),
+        (3, "", ""),  # not a code recall returns
+        (-9, "", ""),
+    ],
+)
 def test_anything_but_a_document_or_a_known_refusal_fails_closed(fleet, code, stdout, stderr):
     result = fleet.result("recall", subprocess.CompletedProcess([], code, stdout, stderr))
     assert (result.label, result.is_error) == (FAIL_CLOSED, True)
@@ -249,8 +294,10 @@ def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_f
     opened = []
     monkeypatch.setattr(index.Index, "open_readonly", lambda self: opened.append(self) or 1 / 0)
     refused = {
-        ("recall", "--json", "--", "   "): 2, ("recall", "--json", "-k", "0", "--", "restic"): 2,
-        ("ask", "--json", "--", "  "): 2, ("ask", "--json", "-w", "stranger", "--", "hi?"): 2,
+        ("recall", "--json", "--", "   "): 2,
+        ("recall", "--json", "-k", "0", "--", "restic"): 2,
+        ("ask", "--json", "--", "  "): 2,
+        ("ask", "--json", "-w", "stranger", "--", "hi?"): 2,
         ("ask", "--json", "--reasoning", "high", "--", "hi?"): 2,
     }
     for argv, code in refused.items():
@@ -259,8 +306,16 @@ def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_f
     config_file.write_text("")
     assert bxmem_inprocess("ask", "--json", "--", "hi?").returncode == 6
     config_file.write_text(saved)
-    assert bxmem_inprocess("recall", "--json", "--", "restic", env={"BXMEM_CONFIG": str(tmp_path / "gone.toml")}).returncode == 78
-    assert bxmem_inprocess("recall", "--json", "--", "restic", env={"BOXMAKER_HOME": str(tmp_path / "gone")}).returncode == 78
+    assert (
+        bxmem_inprocess(
+            "recall", "--json", "--", "restic", env={"BXMEM_CONFIG": str(tmp_path / "gone.toml")}
+        ).returncode
+        == 78
+    )
+    assert (
+        bxmem_inprocess("recall", "--json", "--", "restic", env={"BOXMAKER_HOME": str(tmp_path / "gone")}).returncode
+        == 78
+    )
     assert opened == [] and honcho.requests == []
     bxmem_inprocess("recall", "--json", "--", "restic")  # the probes do see a read
     assert opened and honcho.requests
@@ -285,8 +340,17 @@ def artifact_host(fleet, home, brokerd, config_file):
 def test_the_artifact_tools_run_end_to_end_as_section_8_says(artifact_host):
     host = artifact_host
     assert [t["name"] for t in host.tools()] == ["recall", "ask_memory", "artifact_record", "artifact_resolve"]
-    kept = host.call("artifact_record", {"file": "table.csv", "title": "Cohort table", "summary": "Response by cohort.",
-                                         "tags": ["cohort", "--json"], "source_version": "v1"}, session="clean")
+    kept = host.call(
+        "artifact_record",
+        {
+            "file": "table.csv",
+            "title": "Cohort table",
+            "summary": "Response by cohort.",
+            "tags": ["cohort", "--json"],
+            "source_version": "v1",
+        },
+        session="clean",
+    )
     _seen(kept)
     assert (kept.exit, kept.is_error, kept.label) == (0, False, NOTHING_READ)
     experiment = re.search(r"exp_[a-z2-7]{52}", kept.content).group()
@@ -301,21 +365,28 @@ def test_the_artifact_tools_run_end_to_end_as_section_8_says(artifact_host):
 
 
 def test_resolving_what_a_tainted_session_kept_taints_the_reader(artifact_host):
-    kept = artifact_host.call("artifact_record", {"file": "page.txt", "summary": "what the page said"}, session="tainted2")
+    kept = artifact_host.call(
+        "artifact_record", {"file": "page.txt", "summary": "what the page said"}, session="tainted2"
+    )
     assert kept.exit == 0 and "untrusted workspace" in kept.content
     art = re.search(r"art_[a-z2-7]{52}", kept.content).group()
     got = artifact_host.call("artifact_resolve", {"id": art}, session="clean")
     assert got.exit == 0 and got.label == {"untrusted": True, "class": "private"}
 
 
-@pytest.mark.parametrize(("tool", "call", "code", "words"), [
-    ("artifact_record", {"file": "../clean/exports/table.csv", "summary": "s"}, 2, "is not one path component"),
-    ("artifact_record", {"file": "nope.csv", "summary": "s"}, 5, "no file 'nope.csv'"),
-    ("artifact_record", {"file": "t.csv", "summary": "x" * 2001}, 2, "--summary is 2,001 characters"),
-    ("artifact_resolve", {"id": "exp_" + "q" * 52}, 5, "is not on this host"),
-    ("artifact_resolve", {"id": "../../etc/passwd"}, 2, "is not an experiment id"),
-])
-def test_the_artifact_tools_refusals_give_the_model_one_line_labelled_as_nothing(artifact_host, tool, call, code, words):
+@pytest.mark.parametrize(
+    ("tool", "call", "code", "words"),
+    [
+        ("artifact_record", {"file": "../clean/exports/table.csv", "summary": "s"}, 2, "is not one path component"),
+        ("artifact_record", {"file": "nope.csv", "summary": "s"}, 5, "no file 'nope.csv'"),
+        ("artifact_record", {"file": "t.csv", "summary": "x" * 2001}, 2, "--summary is 2,001 characters"),
+        ("artifact_resolve", {"id": "exp_" + "q" * 52}, 5, "is not on this host"),
+        ("artifact_resolve", {"id": "../../etc/passwd"}, 2, "is not an experiment id"),
+    ],
+)
+def test_the_artifact_tools_refusals_give_the_model_one_line_labelled_as_nothing(
+    artifact_host, tool, call, code, words
+):
     result = artifact_host.call(tool, call, session="clean")
     assert (result.exit, result.is_error, result.label) == (code, True, NOTHING_READ)
     assert result.content.startswith("bxmem: error: ") and words in result.content
@@ -338,7 +409,9 @@ def test_a_link_in_exports_and_damaged_bytes_are_lines_too(artifact_host, home):
 
 
 def test_the_model_cannot_name_a_session_or_a_path(artifact_host):
-    result = artifact_host.call("artifact_record", {"file": "table.csv", "summary": "s", "session": "other"}, session="clean")
+    result = artifact_host.call(
+        "artifact_record", {"file": "table.csv", "summary": "s", "session": "other"}, session="clean"
+    )
     assert (result.exit, result.is_error) == (None, True) and "invalid input" in result.content
     result = artifact_host.call("artifact_resolve", {"id": "exp_x", "path": "/etc/passwd"}, session="clean")
     assert result.exit is None and "invalid input" in result.content
@@ -366,6 +439,9 @@ def test_every_artifact_input_the_schemas_admit_is_answered_with_a_document_or_o
             result = artifact_host.call(tool, call, session="clean")
             assert result.label != FAIL_CLOSED and result.exit in (0, 2, 5, 6, 8), (tool, call, result.exit, result.log)
             if result.is_error:
-                assert result.content.startswith("bxmem: error: ") and result.label == NOTHING_READ, (call, result.content)
+                assert result.content.startswith("bxmem: error: ") and result.label == NOTHING_READ, (
+                    call,
+                    result.content,
+                )
 
     check()

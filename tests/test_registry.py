@@ -15,7 +15,7 @@ from helpers import write_log
 
 from bxmem.cli import app as cli
 from bxmem.errors import COMMAND_EXITS, ExitCode
-from bxmem.start import entry, grammar, registry
+from bxmem.start import entry, lean_argv, registry
 from bxmem.start.registry import COMMANDS
 
 
@@ -54,7 +54,7 @@ def test_a_command_only_typer_parses_runs_the_function_the_registry_names(comman
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.options is not None], ids=lambda c: c.name)
 def test_a_lean_command_runs_a_plain_function_taking_every_option_it_parses(command):
     function = resolve(command.run)
-    assert function.__module__ == "bxmem.commands.run"  # no typer, no rich
+    assert function.__module__ == "bxmem.commands.lean_commands"  # no typer, no rich
     keys = {*registry.GLOBAL_OPTIONS.values(), *command.options.values()} | ({command.positional} - {None})
     parameters = inspect.signature(function).parameters
     assert keys <= set(parameters), keys - set(parameters)
@@ -63,10 +63,10 @@ def test_a_lean_command_runs_a_plain_function_taking_every_option_it_parses(comm
 
 def test_the_grammar_and_the_exit_table_are_the_registry_read():
     lean = [c for c in COMMANDS if c.options is not None]
-    assert {c.name: c.options for c in lean} == grammar.COMMANDS
-    assert grammar.JOBS == ("decide", "mirror", "send")
-    assert grammar.POSITIONAL == {"recall": "query"}
-    assert {"--config", "-k"} == grammar.VALUED
+    assert {c.name: c.options for c in lean} == lean_argv.COMMANDS
+    assert lean_argv.JOBS == ("decide", "mirror", "send")
+    assert lean_argv.POSITIONAL == {"recall": "query"}
+    assert {"--config", "-k"} == lean_argv.VALUED
     every = {ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.INTERRUPTED}
     for command in COMMANDS:
         assert set(COMMAND_EXITS[command.name]) == every | {getattr(ExitCode, name) for name in command.exits}
@@ -79,22 +79,25 @@ def test_the_registry_names_only_exit_codes_that_exist():
         assert set(command.exits) <= names, command
 
 
-@pytest.mark.parametrize("argv, watched, via_cli", [
-    (["bxmem", "decide"], True, True),
-    (["bxmem", "decide", "--json"], True, True),
-    (["bxmem", "decide", "-q"], True, False),  # --quiet shows no bar
-    (["bxmem", "decide"], False, False),
-    (["bxmem", "mirror"], True, True),  # the index rebuild's bar
-    (["bxmem", "mirror"], False, False),
-    (["bxmem", "send"], True, False),  # no bar: send never refreshes the index
-    (["bxmem", "recall", "backups"], True, False),
-])
+@pytest.mark.parametrize(
+    "argv, watched, via_cli",
+    [
+        (["bxmem", "decide"], True, True),
+        (["bxmem", "decide", "--json"], True, True),
+        (["bxmem", "decide", "-q"], True, False),  # --quiet shows no bar
+        (["bxmem", "decide"], False, False),
+        (["bxmem", "mirror"], True, True),  # the index rebuild's bar
+        (["bxmem", "mirror"], False, False),
+        (["bxmem", "send"], True, False),  # no bar: send never refreshes the index
+        (["bxmem", "recall", "backups"], True, False),
+    ],
+)
 def test_a_job_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monkeypatch):
     """Its progress bar is rich's, which the lean path never loads."""
     ran = []
     monkeypatch.setattr(os, "isatty", lambda fd: watched and fd == 2)
     monkeypatch.setattr(cli, "run_cli", lambda args: ran.append(("cli", args)) or 0)
-    monkeypatch.setattr("bxmem.start.lean.run", lambda parsed: ran.append(("lean", parsed.command)) or 0)
+    monkeypatch.setattr("bxmem.start.lean_path.run", lambda parsed: ran.append(("lean", parsed.command)) or 0)
     assert entry.main(argv) == 0
     assert [how for how, _what in ran] == ["cli" if via_cli else "lean"]
 
@@ -105,7 +108,7 @@ def test_the_cli_jobs_give_the_index_refresh_its_rebuild_bar_and_the_lean_path_n
     version's) shows cli/progress.py's bar to a person at a terminal; the lean path has none."""
     from bxmem.cli.progress import index_rebuild_bar
     from bxmem.commands import index_fold
-    from bxmem.commands import run as run_module
+    from bxmem.commands import lean_commands as run_module
 
     given = []
     monkeypatch.setattr(index_fold, "refresh", lambda paths, progress=None, deadline=None: given.append(progress))

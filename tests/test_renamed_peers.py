@@ -26,8 +26,8 @@ from bxmem.commands.send.messages import build
 from bxmem.commands.send.plan import LocalFailure
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
-from bxmem.policy.rules import look_alike, peer_problem, speaker_peer
-from bxmem.policy.write_policy import (
+from bxmem.trust.rules import look_alike, peer_problem, speaker_peer
+from bxmem.trust.write_policy import (
     PEER_IS_THE_AGENT,
     PEER_LIKE_THE_OWNER,
     PEER_NOT_A_NAME,
@@ -42,8 +42,11 @@ def load():
 
 
 def renamed(url: str, agent: str = "boxmaker0", owner: str = "kyle") -> str:
-    return honcho_config(url).replace('agent = "boxmaker0"', f'agent = "{agent}"').replace('owner = "kyle"',
-                                                                                        f'owner = "{owner}"')
+    return (
+        honcho_config(url)
+        .replace('agent = "boxmaker0"', f'agent = "{agent}"')
+        .replace('owner = "kyle"', f'owner = "{owner}"')
+    )
 
 
 def by_peer(honcho) -> list[tuple[str, str, str]]:
@@ -64,7 +67,11 @@ def test_a_speaker_who_is_now_the_agent_is_not_written_as_the_agent(home, broker
     assert report.exit_code == 4
     [group] = report.held_by_config
     assert (group["workspace"], group["reason"], group["turns"], group["oldest"]) == (
-        "bm0-trusted", PEER_IS_THE_AGENT, 1, "turn:s:1")
+        "bm0-trusted",
+        PEER_IS_THE_AGENT,
+        1,
+        "turn:s:1",
+    )
     assert "its speaker's peer helper reads as the agent's own name now" in group["explain"]
     result = bxmem_inprocess("sync", "--json")
     status = json.loads(result.stdout)
@@ -80,7 +87,8 @@ def test_a_look_alike_of_the_renamed_agent_is_held_too(home, brokerd, honcho, co
     report = send.run(load())
     assert honcho.messages == []
     assert [(g["reason"], g["explain"].split(" reads")[0]) for g in report.held_by_config] == [
-        (PEER_IS_THE_AGENT, "its speaker's peer ana_Dot_lima")]
+        (PEER_IS_THE_AGENT, "its speaker's peer ana_Dot_lima")
+    ]
 
 
 def test_a_speaker_who_now_reads_as_the_owner_is_held(home, brokerd, honcho, configure, config_file):
@@ -121,33 +129,49 @@ def test_renaming_the_agent_back_sends_the_held_turn_as_decided(home, brokerd, h
 # --- the rule ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("peer", "agent", "owner", "why"), [
-    ("helper", "boxmaker0", "kyle", None),
-    ("helper", "helper", "kyle", PEER_IS_THE_AGENT),
-    ("helper", "Helper", "kyle", PEER_IS_THE_AGENT),
-    ("ana_Dot_lima", "ana_lima", "kyle", PEER_IS_THE_AGENT),
-    ("kyle_Dot_b", "boxmaker0", "kyle_b", PEER_LIKE_THE_OWNER),
-    ("kyle_b", "boxmaker0", "kyle_Dot_b", PEER_LIKE_THE_OWNER),
-    ("ana_lima", "boxmaker0", "ana_Dot_lima", PEER_LIKE_THE_OWNER),  # a 0.1.0 peer of ana.lima, now the owner's look-alike
-    ("kyle_b", "boxmaker0", "kyle_b", None),  # the owner
-    ("kyle-b", "boxmaker0", "kyle_b", None),  # `-` is another name
-    ("a b", "boxmaker0", "kyle", PEER_NOT_A_NAME),
-])
+@pytest.mark.parametrize(
+    ("peer", "agent", "owner", "why"),
+    [
+        ("helper", "boxmaker0", "kyle", None),
+        ("helper", "helper", "kyle", PEER_IS_THE_AGENT),
+        ("helper", "Helper", "kyle", PEER_IS_THE_AGENT),
+        ("ana_Dot_lima", "ana_lima", "kyle", PEER_IS_THE_AGENT),
+        ("kyle_Dot_b", "boxmaker0", "kyle_b", PEER_LIKE_THE_OWNER),
+        ("kyle_b", "boxmaker0", "kyle_Dot_b", PEER_LIKE_THE_OWNER),
+        (
+            "ana_lima",
+            "boxmaker0",
+            "ana_Dot_lima",
+            PEER_LIKE_THE_OWNER,
+        ),  # a 0.1.0 peer of ana.lima, now the owner's look-alike
+        ("kyle_b", "boxmaker0", "kyle_b", None),  # the owner
+        ("kyle-b", "boxmaker0", "kyle_b", None),  # `-` is another name
+        ("a b", "boxmaker0", "kyle", PEER_NOT_A_NAME),
+    ],
+)
 def test_the_peer_rule_row_by_row(peer, agent, owner, why):
     assert peer_problem(peer, agent, owner) == why
 
 
 def test_a_damaged_peer_is_held_and_each_peer_is_checked_once():
     now = Now(roles_of([("trusted", "t"), ("untrusted", "u"), ("fleet", "f")]), {}, "helper", "kyle")
-    pending = [("turn:a:1", "t", "trusted", "turn", None), ("turn:a:2", "t", "trusted", "turn", ["helper"]),
-               ("turn:b:1", "u", "untrusted", "turn", "helper"), ("turn:c:1", "t", "trusted", "turn", "ana"),
-               ("edit:x", "t", "trusted", "edit", None)]
+    pending = [
+        ("turn:a:1", "t", "trusted", "turn", None),
+        ("turn:a:2", "t", "trusted", "turn", ["helper"]),
+        ("turn:b:1", "u", "untrusted", "turn", "helper"),
+        ("turn:c:1", "t", "trusted", "turn", "ana"),
+        ("edit:x", "t", "trusted", "edit", None),
+    ]
     holds = hold_pending(pending, now, lambda item: {"ws": "t", "role": "trusted", "kind": "edit"}, {}, {})
     assert {item: (h.reason, h.workspace, h.now) for item, h in holds.held.items()} == {
-        "turn:a:1": (PEER_NOT_A_NAME, "t", "trusted"), "turn:a:2": (PEER_NOT_A_NAME, "t", "trusted"),
-        "turn:b:1": (PEER_IS_THE_AGENT, "u", "untrusted")}
+        "turn:a:1": (PEER_NOT_A_NAME, "t", "trusted"),
+        "turn:a:2": (PEER_NOT_A_NAME, "t", "trusted"),
+        "turn:b:1": (PEER_IS_THE_AGENT, "u", "untrusted"),
+    }
     assert {(g["reason"], g["workspace"]) for g in holds.groups(lambda _item: "turn")} == {
-        (PEER_NOT_A_NAME, "t"), (PEER_IS_THE_AGENT, "u")}
+        (PEER_NOT_A_NAME, "t"),
+        (PEER_IS_THE_AGENT, "u"),
+    }
 
 
 speaker_names = st.text(alphabet="abkyKYhelpDot.-_0", min_size=1, max_size=12)

@@ -1,10 +1,10 @@
-"""policy/retry.py's rules, as pure functions: when an in-doubt item may be looked up, and what waits behind it."""
+"""trust/send_retry.py's rules, as pure functions: when an in-doubt item may be looked up, and what waits behind it."""
 
 from __future__ import annotations
 
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho.api import settle_wait_s
-from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import Hold, settle_at
+from bxmem.trust.send_retry import Hold, settle_at
 
 T = 1_000_000.0
 
@@ -68,7 +68,7 @@ def test_ripe_attempts_hold_nothing():
 def test_a_stored_next_try_is_believed_only_within_its_own_step():
     """A backoff's next try further off than its step's longest jittered wait was written
     under a clock that ran ahead: it is due now (issue 28: a day ahead stopped send a day)."""
-    from bxmem.policy.retry import next_try
+    from bxmem.trust.send_retry import next_try
 
     first = {"since": "x", "delay": 5.0, "until": T + 7.0}
     assert next_try(first, T) == T + 7.0

@@ -18,8 +18,8 @@ from helpers import decisions, ledger_events, write_log
 from bxmem.commands import decide, mirror
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 
 UNTRUSTED = [{"untrusted": True, "class": "public"}]
 
@@ -75,8 +75,11 @@ def test_a_log_overwritten_in_place_with_other_bytes_is_read_from_the_start(clea
     decide.run(config_module.load())
     size = path.stat().st_size
     # Written over in place, to the same length: a user line, a tool result's label, the turn's end, blanks.
-    tainted = (raw(turn_lines(1, "a", "b")[:1]) + b'{"type":"tool_result","turn":1,"label":{"untrusted":true,"class":"public"}}\n'
-               + raw(turn_lines(1, "a", "b")[-1:]))
+    tainted = (
+        raw(turn_lines(1, "a", "b")[:1])
+        + b'{"type":"tool_result","turn":1,"label":{"untrusted":true,"class":"public"}}\n'
+        + raw(turn_lines(1, "a", "b")[-1:])
+    )
     assert len(tainted) < size
     with open(path, "r+b") as f:
         f.write(tainted + b" " * (size - len(tainted) - 1) + b"\n")

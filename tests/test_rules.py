@@ -8,7 +8,7 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.policy.rules import (
+from bxmem.trust.rules import (
     CLEAN_LOG,
     DOT,
     PEER_RE,
@@ -125,7 +125,12 @@ LOG_LABEL_ROWS = [
     ((True, "public", None), (False, "private", None), True, (True, "private", None)),  # untrusted sticks
     ((False, "public", None), (True, "secret", WHERE), False, (False, "public", None)),  # unreadable after the end
     ((False, "public", None), (True, "secret", WHERE), True, (True, "secret", WHERE)),  # ...but before a late decision
-    ((True, "secret", WHERE), (True, "secret", {"line": 9, "why": "x"}), True, (True, "secret", WHERE)),  # the first one
+    (
+        (True, "secret", WHERE),
+        (True, "secret", {"line": 9, "why": "x"}),
+        True,
+        (True, "secret", WHERE),
+    ),  # the first one
 ]
 
 
@@ -134,13 +139,16 @@ def test_log_labels(turn, now, late, expected):
     assert log_labels(LogLabels(*turn), LogLabels(*now), late) == LogLabels(*expected)
 
 
-@pytest.mark.parametrize("before, line, expected", [
-    (CLEAN_LOG, (False, "private"), (False, "private", None)),
-    ((True, "public", None), (False, "public"), (True, "public", None)),  # untrusted sticks
-    ((False, "private", None), (False, "public"), (False, "private", None)),  # the class never falls
-    (CLEAN_LOG, (True, "secret", WHERE), (True, "secret", WHERE)),  # an unreadable line: labels.UNREADABLE_LINE
-    ((True, "secret", WHERE), (False, "public", {"line": 9, "why": "x"}), (True, "secret", WHERE)),
-])
+@pytest.mark.parametrize(
+    "before, line, expected",
+    [
+        (CLEAN_LOG, (False, "private"), (False, "private", None)),
+        ((True, "public", None), (False, "public"), (True, "public", None)),  # untrusted sticks
+        ((False, "private", None), (False, "public"), (False, "private", None)),  # the class never falls
+        (CLEAN_LOG, (True, "secret", WHERE), (True, "secret", WHERE)),  # an unreadable line: labels.UNREADABLE_LINE
+        ((True, "secret", WHERE), (False, "public", {"line": 9, "why": "x"}), (True, "secret", WHERE)),
+    ],
+)
 def test_after_line(before, line, expected):
     assert after_line(LogLabels(*before), *line) == LogLabels(*expected)
 

@@ -10,8 +10,8 @@ from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bxmem.policy.ignorable import DEFAULT_IGNORABLE, UNICODE_VERSION
-from bxmem.policy.sanitize import chunks, find_secret, neutralise, replacement, secret_rules
+from bxmem.trust.sanitize import chunks, find_secret, neutralise, replacement, secret_rules
+from bxmem.trust.unicode_ignorable import DEFAULT_IGNORABLE, UNICODE_VERSION
 
 # Fake secrets of each well-known shape, assembled so this file holds none whole.
 EXAMPLES = {
@@ -121,18 +121,36 @@ def test_line_and_paragraph_separators_become_newlines():
 
 # --- the property: what renders as nothing, defined from Unicode's data here, independently
 
+
 def _span(lo: int, hi: int | None = None) -> set[int]:
     return set(range(lo, (hi if hi is not None else lo) + 1))
 
 
 # PropList.txt (14.0.0 and 15.1.0 alike): Other_Default_Ignorable_Code_Point,
 # Variation_Selector, Prepended_Concatenation_Mark.
-OTHER_DEFAULT_IGNORABLE = (_span(0x034F) | _span(0x115F, 0x1160) | _span(0x17B4, 0x17B5) | _span(0x2065) | _span(0x3164)
-                           | _span(0xFFA0) | _span(0xFFF0, 0xFFF8) | _span(0xE0000) | _span(0xE0002, 0xE001F)
-                           | _span(0xE0080, 0xE00FF) | _span(0xE01F0, 0xE0FFF))
+OTHER_DEFAULT_IGNORABLE = (
+    _span(0x034F)
+    | _span(0x115F, 0x1160)
+    | _span(0x17B4, 0x17B5)
+    | _span(0x2065)
+    | _span(0x3164)
+    | _span(0xFFA0)
+    | _span(0xFFF0, 0xFFF8)
+    | _span(0xE0000)
+    | _span(0xE0002, 0xE001F)
+    | _span(0xE0080, 0xE00FF)
+    | _span(0xE01F0, 0xE0FFF)
+)
 VARIATION_SELECTOR = _span(0x180B, 0x180D) | _span(0x180F) | _span(0xFE00, 0xFE0F) | _span(0xE0100, 0xE01EF)
-PREPENDED_CONCATENATION_MARK = (_span(0x0600, 0x0605) | _span(0x06DD) | _span(0x070F) | _span(0x0890, 0x0891)
-                                | _span(0x08E2) | _span(0x110BD) | _span(0x110CD))
+PREPENDED_CONCATENATION_MARK = (
+    _span(0x0600, 0x0605)
+    | _span(0x06DD)
+    | _span(0x070F)
+    | _span(0x0890, 0x0891)
+    | _span(0x08E2)
+    | _span(0x110BD)
+    | _span(0x110CD)
+)
 STRIPPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
@@ -141,8 +159,13 @@ def default_ignorable_by_definition() -> set[int]:
     + Variation_Selector - White_Space - FFF9..FFFB - 13430..1343F - Prepended_Concatenation_Mark."""
     cf = {c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"}
     white = {c for c in range(0x110000) if chr(c).isspace()}
-    return ((OTHER_DEFAULT_IGNORABLE | cf | VARIATION_SELECTOR) - white - _span(0xFFF9, 0xFFFB)
-            - _span(0x13430, 0x1343F) - PREPENDED_CONCATENATION_MARK)
+    return (
+        (OTHER_DEFAULT_IGNORABLE | cf | VARIATION_SELECTOR)
+        - white
+        - _span(0xFFF9, 0xFFFB)
+        - _span(0x13430, 0x1343F)
+        - PREPENDED_CONCATENATION_MARK
+    )
 
 
 def renders_as_nothing(char: str) -> bool:
@@ -160,8 +183,10 @@ def test_the_table_is_sorted_merged_and_of_the_categories_its_definition_allows(
     assert not any(chr(c).isspace() for c in TABLE)
 
 
-@pytest.mark.skipif(unicodedata.unidata_version not in ("14.0.0", "15.0.0", UNICODE_VERSION),
-                    reason="the definition's other properties are written here for Unicode 14.0.0 to 15.1.0")
+@pytest.mark.skipif(
+    unicodedata.unidata_version not in ("14.0.0", "15.0.0", UNICODE_VERSION),
+    reason="the definition's other properties are written here for Unicode 14.0.0 to 15.1.0",
+)
 def test_the_table_is_the_property_derived_from_unicodedata():
     """Where the generated table and Python's unicodedata overlap (every Cf), they agree."""
     assert default_ignorable_by_definition() == TABLE
@@ -170,14 +195,22 @@ def test_the_table_is_the_property_derived_from_unicodedata():
 def test_every_code_point_is_judged_by_the_property():
     for code in range(0x110000):
         char = chr(code)
-        expected = "\ufffd" if 0xD800 <= code <= 0xDFFF else "\n" if unicodedata.category(char) in ("Zl", "Zp") else (
-            "\n" if char == "\r" else "" if renders_as_nothing(char) else None)
+        expected = (
+            "\ufffd"
+            if 0xD800 <= code <= 0xDFFF
+            else "\n"
+            if unicodedata.category(char) in ("Zl", "Zp")
+            else ("\n" if char == "\r" else "" if renders_as_nothing(char) else None)
+        )
         assert replacement(char) == expected, hex(code)
 
 
-invisible = st.sampled_from(sorted(chr(c) for c in TABLE | {0x00, 0x1B, 0x7F, 0x85, 0xE000, 0x0378, 0xFFF9})
-                            ) | st.characters(whitelist_categories=("Cf", "Co", "Cn"))
-visible = st.characters(blacklist_categories=tuple(STRIPPED_CATEGORIES)).filter(lambda c: ord(c) not in TABLE) | st.just("\n")
+invisible = st.sampled_from(
+    sorted(chr(c) for c in TABLE | {0x00, 0x1B, 0x7F, 0x85, 0xE000, 0x0378, 0xFFF9})
+) | st.characters(whitelist_categories=("Cf", "Co", "Cn"))
+visible = st.characters(blacklist_categories=tuple(STRIPPED_CATEGORIES)).filter(
+    lambda c: ord(c) not in TABLE
+) | st.just("\n")
 
 
 @settings(max_examples=examples(500))

@@ -47,7 +47,9 @@ def test_each_schema_is_a_valid_2020_12_document_naming_its_version(name):
     schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$id"] == f"https://boxmaker.invalid/bxmem/schemas/{name}.schema.json"
-    versions = set(re.findall(rf'"schema": \{{"const": "(bxmem\.{name}/\d+)"\}}', (SCHEMAS / f"{name}.schema.json").read_text()))
+    versions = set(
+        re.findall(rf'"schema": \{{"const": "(bxmem\.{name}/\d+)"\}}', (SCHEMAS / f"{name}.schema.json").read_text())
+    )
     assert len(versions) == 1, versions
     assert f", version {versions.pop()}" in schema["title"]
 
@@ -58,12 +60,26 @@ def test_each_schema_names_the_version_the_code_writes():
     from bxmem.commands.send import report
     from bxmem.errors import ERROR_SCHEMA
 
-    written = {"recall": recall.SCHEMA, "ask": ask.SCHEMA, "decide": decide.SCHEMA, "mirror": mirror.SCHEMA,
-               "send": report.SCHEMA, "doctor": doctor.SCHEMA, "undo": undo.SCHEMA, "sync": sync.SCHEMA, "audit": audit.SCHEMA,
-               "outbox": outbox_actions.SCHEMA, "config": output.CONFIG_SCHEMA, "error": ERROR_SCHEMA,
-               "artifact-record": artifact_doc.RECORD_SCHEMA, "artifact-resolve": artifact_doc.RESOLVE_SCHEMA,
-               "artifact-list": artifact_owner.LIST_SCHEMA, "artifact-verify": artifact_owner.VERIFY_SCHEMA,
-               "artifact-export": artifact_owner.EXPORT_SCHEMA, "artifact-rm": artifact_owner.RM_SCHEMA}
+    written = {
+        "recall": recall.SCHEMA,
+        "ask": ask.SCHEMA,
+        "decide": decide.SCHEMA,
+        "mirror": mirror.SCHEMA,
+        "send": report.SCHEMA,
+        "doctor": doctor.SCHEMA,
+        "undo": undo.SCHEMA,
+        "sync": sync.SCHEMA,
+        "audit": audit.SCHEMA,
+        "outbox": outbox_actions.SCHEMA,
+        "config": output.CONFIG_SCHEMA,
+        "error": ERROR_SCHEMA,
+        "artifact-record": artifact_doc.RECORD_SCHEMA,
+        "artifact-resolve": artifact_doc.RESOLVE_SCHEMA,
+        "artifact-list": artifact_owner.LIST_SCHEMA,
+        "artifact-verify": artifact_owner.VERIFY_SCHEMA,
+        "artifact-export": artifact_owner.EXPORT_SCHEMA,
+        "artifact-rm": artifact_owner.RM_SCHEMA,
+    }
     assert sorted(written) == schema_names()
     for name, version in written.items():
         assert f'"schema": {{"const": "{version}"}}' in (SCHEMAS / f"{name}.schema.json").read_text(), name
@@ -89,23 +105,40 @@ def test_every_command_with_json_output_has_a_schema_and_bxmem_schema_lists_them
         params = inspect.signature(callback).parameters.values()
         if any(getattr(p.default, "param_decls", None) and "--json" in p.default.param_decls for p in params):
             with_json.append(name)
-    assert {"decide", "mirror", "send", "recall", "undo", "ask", "sync", "audit", "outbox list", "outbox drop",
-            "config check"} <= set(with_json)
+    assert {
+        "decide",
+        "mirror",
+        "send",
+        "recall",
+        "undo",
+        "ask",
+        "sync",
+        "audit",
+        "outbox list",
+        "outbox drop",
+        "config check",
+    } <= set(with_json)
     for name in with_json:
-        assert (name.replace(" ", "-") if name.startswith("artifact ") else name.split()[0]) in LISTED, \
+        assert (name.replace(" ", "-") if name.startswith("artifact ") else name.split()[0]) in LISTED, (
             f"{name} --json has no schema"
+        )
     assert sorted(LISTED) == schema_names()
 
 
 def test_the_held_reasons_and_audit_kinds_in_the_schemas_are_every_one_the_code_gives():
     from bxmem.commands.audit import KINDS
-    from bxmem.policy import write_policy
+    from bxmem.trust import write_policy
 
-    reasons = {value for name, value in vars(write_policy).items() if name.isupper() and isinstance(value, str)
-               and re.fullmatch(r"[a-z]+(-[a-z]+)+", value)}
+    reasons = {
+        value
+        for name, value in vars(write_policy).items()
+        if name.isupper() and isinstance(value, str) and re.fullmatch(r"[a-z]+(-[a-z]+)+", value)
+    }
     assert "workspace-reused" in reasons and "speaker-is-the-agent" in reasons
-    for name, where in (("send", ("properties", "held_by_config", "items", "properties", "reason", "enum")),
-                        ("sync", ("properties", "held", "items", "properties", "reason", "enum"))):
+    for name, where in (
+        ("send", ("properties", "held_by_config", "items", "properties", "reason", "enum")),
+        ("sync", ("properties", "held", "items", "properties", "reason", "enum")),
+    ):
         node = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
         for key in where:
             node = node[key]
@@ -117,11 +150,21 @@ def test_the_held_reasons_and_audit_kinds_in_the_schemas_are_every_one_the_code_
 def test_the_check_can_fail():
     """A document without its schema field, with a field of the wrong type, or with a field
     the schema does not know is refused: a schema that accepts anything holds nothing."""
-    good = {"schema": "bxmem.mirror/1", "busy": False, "decided": {"trusted/identity-add": 1}, "skipped_lines": 0,
-            "local_only": False}
+    good = {
+        "schema": "bxmem.mirror/1",
+        "busy": False,
+        "decided": {"trusted/identity-add": 1},
+        "skipped_lines": 0,
+        "local_only": False,
+    }
     validate_output("mirror", good)
-    for bad in ({k: v for k, v in good.items() if k != "schema"}, {**good, "busy": "no"}, {**good, "extra": 1},
-                {**good, "decided": {"elsewhere/x": 1}}, {**good, "schema": "bxmem.mirror/2"}):
+    for bad in (
+        {k: v for k, v in good.items() if k != "schema"},
+        {**good, "busy": "no"},
+        {**good, "extra": 1},
+        {**good, "decided": {"elsewhere/x": 1}},
+        {**good, "schema": "bxmem.mirror/2"},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             validate_output("mirror", bad)
 
@@ -148,8 +191,11 @@ def test_decide_in_each_state(home, brokerd, configure, config_file):
     write_log(home, "secret", turn_lines(1, "a secret", "ok", results=[{"untrusted": False, "class": "secret"}]))
     (home / "logs" / "broken.jsonl").write_text("not json\n" + json.dumps(turn_lines(1, "x", "y")[0]) + "\n")
     code, decided = run_json("decide")
-    assert code == 0 and decided["decided"] == {"none/secret-session": 1, "trusted/clean": 1,
-                                                "untrusted/untrusted-session": 1}
+    assert code == 0 and decided["decided"] == {
+        "none/secret-session": 1,
+        "trusted/clean": 1,
+        "untrusted/untrusted-session": 1,
+    }
     assert decided["skipped_lines"] == 1
     brokerd.stop()
     write_log(home, "clean", turn_lines(2, "and offsite?", "weekly"))
@@ -161,12 +207,19 @@ def test_decide_in_each_state(home, brokerd, configure, config_file):
 
 
 def test_mirror_in_each_state(home, configure):
-    write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}])
+    write_journal(
+        home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}]
+    )
     code, local = run_json("mirror")
     assert code == 0 and local["local_only"] is True and local["decided"] == {"trusted/identity-add; local-only": 1}
     configure("http://127.0.0.1:9")
-    write_journal(home, [{"id": "e2", "ts": "t", "session": "s", "op": "note", "trust": "untrusted", "entry": "v2 is out"},
-                         {"id": "e3", "ts": "t", "session": "s", "op": "note", "trust": "flagged", "entry": "hmm"}])
+    write_journal(
+        home,
+        [
+            {"id": "e2", "ts": "t", "session": "s", "op": "note", "trust": "untrusted", "entry": "v2 is out"},
+            {"id": "e3", "ts": "t", "session": "s", "op": "note", "trust": "flagged", "entry": "hmm"},
+        ],
+    )
     code, decided = run_json("mirror")
     assert decided["decided"] == {"fleet/untrusted-note": 1, "none/flagged-note-stays-local": 1}
     code, busy = while_another_runs(home, "mirror")
@@ -178,7 +231,9 @@ def test_mirror_in_each_state(home, configure):
 
 def test_undo_dry_run_and_written(home, honcho, configure):
     configure(honcho.url)
-    write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}])
+    write_journal(
+        home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}]
+    )
     mirror.run(load())
     send.run(load())
     code, dry = run_json("undo", "e1", "--dry-run")
@@ -213,7 +268,9 @@ def test_sync_clean_after_sending_then_with_an_audit_on_record(sent):
     assert code == 4 and after["audit"]["discrepancies"]
 
 
-def test_sync_and_outbox_with_failed_held_refused_and_an_outage(home, brokerd, honcho, configure, config_file, tmp_path):
+def test_sync_and_outbox_with_failed_held_refused_and_an_outage(
+    home, brokerd, honcho, configure, config_file, tmp_path
+):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "one", "1"))
     decide.run(load())
@@ -222,7 +279,9 @@ def test_sync_and_outbox_with_failed_held_refused_and_an_outage(home, brokerd, h
     write_log(home, "u", turn_lines(1, "fetched", "2", results=UNTRUSTED))
     decide.run(load())
     # held: the untrusted workspace is now named as a read source (its role changed)
-    config_file.write_text(honcho_config(honcho.url).replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-untrusted-2"'))
+    config_file.write_text(
+        honcho_config(honcho.url).replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-untrusted-2"')
+    )
     code, listed = run_json("outbox", "list")
     assert code == 0 and {i["state"] for i in listed["items"]} == {"failed", "held"}
     code, everything = run_json("outbox", "list", "--all")
@@ -285,8 +344,11 @@ def test_sync_with_brokerd_down_and_a_reused_workspace(home, brokerd, honcho, co
     decide.run(load())
     send.run(load())
     # the trusted workspace's name given to the untrusted role: written as trusted before
-    config_file.write_text(honcho_config(honcho.url).replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-trusted"')
-                           .replace('trusted = "bm0-trusted"\n', 'trusted = "bm0-trusted-2"\n', 1))
+    config_file.write_text(
+        honcho_config(honcho.url)
+        .replace('untrusted = "bm0-untrusted"', 'untrusted = "bm0-trusted"')
+        .replace('trusted = "bm0-trusted"\n', 'trusted = "bm0-trusted-2"\n', 1)
+    )
     brokerd.stop()
     write_log(home, "s", turn_lines(2, "two", "2"))
     decide.run(load())
@@ -337,11 +399,17 @@ def test_every_schema_was_exercised_here():
     """Each schema but recall's, ask's, send's and doctor's (tests/test_recall_output.py, test_ask.py,
     test_send_json.py and test_doctor.py hold those in every state) is validated by the tests above; a log that
     cannot be read, in sync's, by tests/test_unreadable_logs.py (it needs the job unprivileged)."""
-    here = Path(__file__).read_text()
+    import ast
+
+    exercised = set()
+    for node in ast.walk(ast.parse(Path(__file__).read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_json":
+            words = [arg.value for arg in node.args[:2] if isinstance(arg, ast.Constant)]
+            exercised |= {words[0], "-".join(words)} if words else set()
     for name in schema_names():
         if name in ("recall", "ask", "send", "doctor", "error"):
             continue
-        assert 'run_json("' + name.replace("artifact-", 'artifact", "') + '"' in here, name
+        assert name in exercised, name
 
 
 # --- artifact ------------------------------------------------------------------------------------
@@ -353,11 +421,13 @@ def test_every_artifact_command_in_each_of_its_states(home, brokerd, honcho, con
     configure(honcho.url, extra=ARTIFACTS)
     session(home)
     export(home)
-    code, kept = run_json("artifact", "record", "--session", "s1", "--title", "Cohort table", "--summary", "By cohort.",
-                          "table.csv")
+    code, kept = run_json(
+        "artifact", "record", "--session", "s1", "--title", "Cohort table", "--summary", "By cohort.", "table.csv"
+    )
     assert code == 0 and kept["honcho_queued"] is True and kept["index_state"] == "queued"
-    code, again = run_json("artifact", "record", "--session", "s1", "--title", "Cohort table", "--summary", "",
-                           "table.csv")
+    code, again = run_json(
+        "artifact", "record", "--session", "s1", "--title", "Cohort table", "--summary", "", "table.csv"
+    )
     assert code == 0 and again["deduplicated"] is True
     code, found = run_json("artifact", "resolve", kept["artifact_id"])
     assert code == 0 and found["freshness"] in ("fresh", "not_checked", "unverifiable")
@@ -381,4 +451,3 @@ def test_every_artifact_command_in_each_of_its_states(home, brokerd, honcho, con
     assert code == 0 and gone["dry_run"] is False and len(gone["removed"]) == 1
     code, empty = run_json("artifact", "list")
     assert code == 0 and empty["cards"] == []
-

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from bxmem.demo.sample import turn_lines
 from bxmem.errors import COMMAND_EXITS
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.marshal_seal import seal, unseal
 
 HUGE_LISTS = b"[" * 2544  # each '[' declares a list of 0x5b5b5b5b elements: what the fuzzer found
 
@@ -30,7 +30,7 @@ def test_what_is_sealed_unseals_whole(data):
 def test_a_flipped_bit_or_a_cut_breaks_the_seal(data, draw):
     sealed = bytearray(seal(data))
     at = draw.draw(st.integers(0, len(sealed) - 1))
-    flipped = bytes(sealed[:at]) + bytes([sealed[at] ^ (1 << draw.draw(st.integers(0, 7)))]) + bytes(sealed[at + 1:])
+    flipped = bytes(sealed[:at]) + bytes([sealed[at] ^ (1 << draw.draw(st.integers(0, 7)))]) + bytes(sealed[at + 1 :])
     for damaged in (flipped, bytes(sealed[:at]), bytes(sealed) + b"\0"):
         with pytest.raises(ValueError, match="checksum"):
             unseal(damaged)

@@ -21,7 +21,7 @@ from bxmem.config import loader as config_module
 from bxmem.demo import sample
 from bxmem.demo.sample import turn_lines
 from bxmem.honcho.api import settle_wait_s
-from bxmem.start.sealed import unseal
+from bxmem.start.marshal_seal import unseal
 
 
 def load():
@@ -75,8 +75,16 @@ def test_each_turn_is_speaker_then_agent_with_metadata(sample_home, honcho):
     import hashlib
 
     digest = hashlib.sha256(b"we decided nightly restic snapshots").hexdigest()
-    assert meta == {"bxmem_item": "turn:s-clean:1", "part": 1, "parts": 2, "role": "agent", "bx_session": "s-clean", "turn": 1,
-                    "bxmem_agent": "boxmaker0", "bxmem_sha256": digest}
+    assert meta == {
+        "bxmem_item": "turn:s-clean:1",
+        "part": 1,
+        "parts": 2,
+        "role": "agent",
+        "bx_session": "s-clean",
+        "turn": 1,
+        "bxmem_agent": "boxmaker0",
+        "bxmem_sha256": digest,
+    }
     assert messages[0]["created_at"] == "2026-09-27T10:01:00Z"
 
 
@@ -276,7 +284,12 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
     for s in range(6):
         lines = []
         for n in range(1, 6):
-            lines += turn_lines(n, f"s{s} q{n}", f"s{s} a{n}", results=[{"untrusted": True, "class": "public"}] if (s == 2 and n == 3) else None)
+            lines += turn_lines(
+                n,
+                f"s{s} q{n}",
+                f"s{s} a{n}",
+                results=[{"untrusted": True, "class": "public"}] if (s == 2 and n == 3) else None,
+            )
         write_log(home, f"sess{s}", lines)
     decide.run(load())
     env = {**os.environ}

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from bxmem.commands.send.plan import LocalFailure, Planner, missing_peers, opening, target
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho import api as honcho
-from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import Hold
 from bxmem.store.outbox import Outbox
+from bxmem.trust.send_retry import Hold
 
 AGENT = "boxmaker0"
 WS = "bm0-trusted"
@@ -24,8 +24,18 @@ def outbox(*items: tuple, configured: bool = True, attempts: dict | None = None)
         box.apply({"ev": "created", "ws": WS, "what": "workspace", "role": "trusted"})
     for offset, (item, session, peer) in enumerate(items):
         kind = "edit" if session is None else "turn"
-        box.apply({"ev": "decided", "item": item, "ws": WS, "session": session or "s-edit", "kind": kind, "peer": peer,
-                   "role": "trusted"}, offset)
+        box.apply(
+            {
+                "ev": "decided",
+                "item": item,
+                "ws": WS,
+                "session": session or "s-edit",
+                "kind": kind,
+                "peer": peer,
+                "role": "trusted",
+            },
+            offset,
+        )
     for item, ts in (attempts or {}).items():
         box.apply({"ev": "attempt", "items": [item], "ws": WS, "session": "s1", "hsession": "s1", "ts": ts})
     return box
@@ -45,7 +55,9 @@ def planner(box: Outbox, batch: int = 100, parts: dict | None = None, now: float
         box.apply({"ev": "failed", "item": item["item"], "ws": item["ws"], "reason": why})
         failed.append((item["item"], why))
 
-    plan = Planner(box, list(box.pending), batch, Hold(box.attempts, now, honcho.settle_wait_s()), AGENT, messages_for, fail)
+    plan = Planner(
+        box, list(box.pending), batch, Hold(box.attempts, now, honcho.settle_wait_s()), AGENT, messages_for, fail
+    )
     return plan, failed
 
 
@@ -83,7 +95,12 @@ def test_a_new_speaker_ends_the_group_and_starts_the_next_honcho_session():
     plan, _ = planner(box)
     first = plan.next_unit()
     assert [i["item"] for i in first.group.items] == ["a1", "a2"]  # a4 may not overtake a3
-    assert (first.group.hsession, first.group.n, first.group.peers, first.group.new_session) == ("a", 1, [AGENT, "kyle"], True)
+    assert (first.group.hsession, first.group.n, first.group.peers, first.group.new_session) == (
+        "a",
+        1,
+        [AGENT, "kyle"],
+        True,
+    )
     assert missing_peers(box, first.group) == [AGENT, "kyle"]
     assert opening(first.group, ["kyle"], AGENT) == [
         ("create_peer", "kyle", True),
@@ -122,9 +139,15 @@ def test_a_group_stays_within_one_requests_messages():
 
 def test_edits_and_in_doubt_turns_are_units_of_their_own_and_a_recent_attempt_holds_its_session():
     now = 1e6
-    box = outbox(("e1", None, None), ("a1", "a", "kyle"), ("a2", "a", "kyle"), ("s1", "s1", "kyle"),
-                 ("s2", "s1", "kyle"), ("b1", "b", "kyle"),
-                 attempts={"a1": format_time(now - 10_000), "s1": format_time(now - 1)})
+    box = outbox(
+        ("e1", None, None),
+        ("a1", "a", "kyle"),
+        ("a2", "a", "kyle"),
+        ("s1", "s1", "kyle"),
+        ("s2", "s1", "kyle"),
+        ("b1", "b", "kyle"),
+        attempts={"a1": format_time(now - 10_000), "s1": format_time(now - 1)},
+    )
     plan, _ = planner(box, now=now)
     # a1's attempt is old: it is looked up now; s1's may still be in Honcho's hands, so s1
     # and the later turn of its session wait, and the other sessions go on.

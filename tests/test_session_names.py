@@ -67,8 +67,9 @@ def test_each_honcho_session_holds_one_boxmaker_session(home, brokerd, honcho, c
     assert {peer for peer in honcho.sessions[("bm0-trusted", "town-2-1")]["peers"]} == {"boxmaker0", "bob"}
 
 
-def test_sessions_named_before_keep_their_names_and_new_ones_step_round_them(home, brokerd, honcho, configure,
-                                                                             monkeypatch):
+def test_sessions_named_before_keep_their_names_and_new_ones_step_round_them(
+    home, brokerd, honcho, configure, monkeypatch
+):
     configure(honcho.url)
     # Under the old naming: Boxmaker session town-2's first Honcho session is town-2.
     with monkeypatch.context() as old:
@@ -84,8 +85,11 @@ def test_sessions_named_before_keep_their_names_and_new_ones_step_round_them(hom
     write_log(home, "town-2", turn_lines(2, "and more plans", "noted too", speaker="bob"))
     decide.run(load())
     send.run(load())
-    assert where(honcho) == {"town-2": ["turn:town-2:1", "turn:town-2:2"], "town": ["turn:town:1"],
-                             "town-3": ["turn:town:2"]}
+    assert where(honcho) == {
+        "town-2": ["turn:town-2:1", "turn:town-2:2"],
+        "town": ["turn:town:1"],
+        "town-3": ["turn:town:2"],
+    }
     assert all(len(s) == 1 for s in sessions_by_honcho_session(honcho).values())
     # Then maria: the fourth.
     write_log(home, "town", turn_lines(3, "hello all", "hi maria", speaker="maria"))
@@ -94,8 +98,9 @@ def test_sessions_named_before_keep_their_names_and_new_ones_step_round_them(hom
     assert where(honcho)["town-4"] == ["turn:town:3"]
 
 
-def test_a_boxmaker_session_named_like_an_old_second_session_gets_a_name_of_its_own(home, brokerd, honcho, configure,
-                                                                                  monkeypatch):
+def test_a_boxmaker_session_named_like_an_old_second_session_gets_a_name_of_its_own(
+    home, brokerd, honcho, configure, monkeypatch
+):
     configure(honcho.url)
     with monkeypatch.context() as old:
         old.setattr(send_plan, "session_name", old_naming)
@@ -107,13 +112,22 @@ def test_a_boxmaker_session_named_like_an_old_second_session_gets_a_name_of_its_
     write_log(home, "town", turn_lines(3, "ana again", "hi again", speaker="ana"))
     decide.run(load())
     send.run(load())
-    assert where(honcho) == {"town": ["turn:town:1"], "town-2": ["turn:town:2", "turn:town:3"],
-                             "town-2-1": ["turn:town-2:1"]}
+    assert where(honcho) == {
+        "town": ["turn:town:1"],
+        "town-2": ["turn:town:2", "turn:town:3"],
+        "town-2-1": ["turn:town-2:1"],
+    }
 
 
 def test_a_session_made_for_memory_writes_is_named_the_same_way(home, brokerd, honcho, configure, monkeypatch):
     configure(honcho.url)
-    note = {"id": "j-1", "ts": "2026-09-27T10:00:00Z", "op": "note", "trust": "trusted", "entry": "the NAS is at 10.0.0.5"}
+    note = {
+        "id": "j-1",
+        "ts": "2026-09-27T10:00:00Z",
+        "op": "note",
+        "trust": "trusted",
+        "entry": "the NAS is at 10.0.0.5",
+    }
     with monkeypatch.context() as old:
         old.setattr(send_plan, "session_name", old_naming)
         write_journal(home, [{**note, "session": "lab-7"}])
@@ -135,11 +149,22 @@ def test_a_session_made_for_memory_writes_is_named_the_same_way(home, brokerd, h
 # --- the naming ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("session", "n", "name"), [
-    ("town", 1, "town"), ("town", 2, "town-2"), ("town", 10, "town-10"),
-    ("town-2", 1, "town-2-1"), ("town-2", 2, "town-2-2"), ("town-02", 1, "town-02-1"), ("town-", 1, "town-"),
-    ("town-x", 1, "town-x"), ("-1", 1, "-1-1"), ("1", 1, "1"), ("s-abc-0", 1, "s-abc-0-1"),
-])
+@pytest.mark.parametrize(
+    ("session", "n", "name"),
+    [
+        ("town", 1, "town"),
+        ("town", 2, "town-2"),
+        ("town", 10, "town-10"),
+        ("town-2", 1, "town-2-1"),
+        ("town-2", 2, "town-2-2"),
+        ("town-02", 1, "town-02-1"),
+        ("town-", 1, "town-"),
+        ("town-x", 1, "town-x"),
+        ("-1", 1, "-1-1"),
+        ("1", 1, "1"),
+        ("s-abc-0", 1, "s-abc-0-1"),
+    ],
+)
 def test_session_name(session, n, name):
     assert send_plan.session_name(session, n) == name
 
@@ -168,13 +193,16 @@ def test_a_taken_name_is_stepped_over():
     assert send_plan.next_session("town-2", 1, {"town-2-1": "town-2-1"}) == ("town-2-2", 2)
 
 
-@pytest.mark.parametrize(("known", "taken", "name"), [
-    ({"name": "town", "n": 1}, {"town": "town"}, ("town-2", 2)),
-    ({"name": "town-2-1", "n": 1}, {"town-2-1": "town-2"}, ("town-2-2", 2)),
-    # named before the one-to-one naming: town-2's first was town-2, and town's second took town-3
-    ({"name": "town-2", "n": 1}, {"town-2": "town-2", "town-3": "town"}, ("town-2-2", 2)),
-    ({"name": "town-2", "n": 2}, {"town": "town", "town-2": "town", "town-3": "town-3"}, ("town-4", 4)),
-])
+@pytest.mark.parametrize(
+    ("known", "taken", "name"),
+    [
+        ({"name": "town", "n": 1}, {"town": "town"}, ("town-2", 2)),
+        ({"name": "town-2-1", "n": 1}, {"town-2-1": "town-2"}, ("town-2-2", 2)),
+        # named before the one-to-one naming: town-2's first was town-2, and town's second took town-3
+        ({"name": "town-2", "n": 1}, {"town-2": "town-2", "town-3": "town"}, ("town-2-2", 2)),
+        ({"name": "town-2", "n": 2}, {"town": "town", "town-2": "town", "town-3": "town-3"}, ("town-4", 4)),
+    ],
+)
 def test_the_session_that_replaces_one_honcho_deleted_is_named_one_to_one(known, taken, name):
     gone = {**known, "peers": ["boxmaker0", "kyle"], "gone": True}
     session = next(bx for hs, bx in taken.items() if hs == known["name"])

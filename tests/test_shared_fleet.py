@@ -31,8 +31,10 @@ def agent(tmp_path, url: str, name: str, run_dir) -> tuple:
     home = tmp_path / f"{name}-home"
     (home / "memory").mkdir(parents=True)
     config = tmp_path / f"{name}.toml"
-    config.write_text(f'[honcho]\nurl = "{url}"\nagent = "{name}"\nowner = "kyle"\ntrusted = "{name}-trusted"\n'
-                      f'untrusted = "{name}-untrusted"\nfleet = "fleet"\n[paths]\nrun = "{run_dir}"\n')
+    config.write_text(
+        f'[honcho]\nurl = "{url}"\nagent = "{name}"\nowner = "kyle"\ntrusted = "{name}-trusted"\n'
+        f'untrusted = "{name}-untrusted"\nfleet = "fleet"\n[paths]\nrun = "{run_dir}"\n'
+    )
     return config, home
 
 
@@ -41,7 +43,14 @@ def load(config, home):
 
 
 def note(entry: str, n: str = "j-0001", session: str = "chan") -> dict:
-    return {"id": n, "ts": "2026-09-27T10:00:00Z", "session": session, "op": "note", "trust": "untrusted", "entry": entry}
+    return {
+        "id": n,
+        "ts": "2026-09-27T10:00:00Z",
+        "session": session,
+        "op": "note",
+        "trust": "untrusted",
+        "entry": entry,
+    }
 
 
 def fleet_notes(honcho) -> Counter:
@@ -69,10 +78,12 @@ def test_an_in_doubt_note_is_not_taken_for_the_other_agents_note_with_the_same_i
     clock.now += settle_wait_s() + 1
     report = send.run(load(a_cfg, a_home), clock=clock)
     assert report.sent == 1 and not report.outage
-    assert fleet_notes(honcho) == Counter({
-        ("alpha", "edit:j-0001", "alpha's note about the vendor api"): 1,
-        ("bravo", "edit:j-0001", "bravo's note about the staging cluster"): 1,
-    })
+    assert fleet_notes(honcho) == Counter(
+        {
+            ("alpha", "edit:j-0001", "alpha's note about the vendor api"): 1,
+            ("bravo", "edit:j-0001", "bravo's note about the staging cluster"): 1,
+        }
+    )
     sent = [e for e in ledger_events(a_home) if e["ev"] == "sent"]
     assert len(sent) == 1 and not sent[0].get("settled")
     ours = {m["id"] for m in honcho.messages_in("fleet") if m["peer_id"] == "alpha"}
@@ -93,7 +104,11 @@ def test_both_audits_are_clean_in_a_shared_fleet_with_the_same_ids(two, honcho):
         result = audit.audit(load(cfg, home))
         assert (result.discrepancies, result.exit_code) == ([], 0)
     # Other agents' messages are not even listed: each audit asks for its own peer's.
-    fleet_lists = [r for r in honcho.requests if r.path.startswith("/v3/workspaces/fleet/sessions/") and r.path.endswith("/messages/list")]
+    fleet_lists = [
+        r
+        for r in honcho.requests
+        if r.path.startswith("/v3/workspaces/fleet/sessions/") and r.path.endswith("/messages/list")
+    ]
     assert fleet_lists and all(r.body["filters"]["peer_id"] in ("alpha", "bravo") for r in fleet_lists)
 
 
@@ -104,8 +119,9 @@ def test_a_message_under_our_peer_that_we_never_wrote_is_still_reported(two, hon
     send.run(load(a_cfg, a_home))
     real = next(m for m in honcho.messages_in("fleet"))
     with honcho.lock:  # another fleet member writes as alpha's peer, claiming alpha's item
-        honcho.messages.append({**real, "id": "forged-1", "content": "forged text",
-                                "metadata": {**real["metadata"], "part": 1}})
+        honcho.messages.append(
+            {**real, "id": "forged-1", "content": "forged text", "metadata": {**real["metadata"], "part": 1}}
+        )
         honcho.messages.append({**real, "id": "forged-2", "metadata": {**real["metadata"], "bxmem_agent": "bravo"}})
     result = audit.audit(load(a_cfg, a_home))
     found = {(d["kind"], d.get("message")) for d in result.discrepancies}
@@ -124,7 +140,9 @@ def test_a_lookup_takes_only_our_peer_and_our_text_and_still_finds_old_writes(tw
         stored = next(m for m in honcho.messages_in("fleet"))
         assert stored["metadata"]["bxmem_agent"] == "alpha" and len(stored["metadata"]["bxmem_sha256"]) == 64
         # As a release before agent-qualified ids wrote it: no bxmem_agent, no hash.
-        stored["metadata"] = {k: v for k, v in stored["metadata"].items() if not k.startswith(("bxmem_agent", "bxmem_sha"))}
+        stored["metadata"] = {
+            k: v for k, v in stored["metadata"].items() if not k.startswith(("bxmem_agent", "bxmem_sha"))
+        }
         # Decoys: the same item and part under another peer, and under ours with other text.
         honcho.messages.insert(0, {**stored, "id": "decoy-peer", "peer_id": "bravo"})
         honcho.messages.insert(0, {**stored, "id": "decoy-text", "content": "another text"})
@@ -133,7 +151,11 @@ def test_a_lookup_takes_only_our_peer_and_our_text_and_still_finds_old_writes(tw
     assert report.sent == 1
     sent = [e for e in ledger_events(a_home) if e["ev"] == "sent"]
     assert sent[-1]["results"][0]["ids"] == [stored["id"]] and sent[-1]["results"][0].get("settled") is None
-    mine = [m["id"] for m in honcho.messages_in("fleet") if m["peer_id"] == "alpha" and m["content"] == "alpha's note, to be found"]
+    mine = [
+        m["id"]
+        for m in honcho.messages_in("fleet")
+        if m["peer_id"] == "alpha" and m["content"] == "alpha's note, to be found"
+    ]
     assert mine == [stored["id"]]  # found, not written again
 
 
@@ -150,8 +172,11 @@ def test_a_turn_lookup_takes_each_part_only_from_the_peer_that_sent_it(home, bro
         honcho.messages.append({**speaker, "id": "wrong-peer", "peer_id": "boxmaker0"})  # part 0 as the agent
     clock.now += settle_wait_s() + 1
     send.run(config_module.load(), clock=clock)
-    parts = sorted((m["metadata"]["part"], m["peer_id"], m["id"] == reply["id"]) for m in honcho.messages_in("bm0-trusted")
-                   if m["id"] != "wrong-peer")
+    parts = sorted(
+        (m["metadata"]["part"], m["peer_id"], m["id"] == reply["id"])
+        for m in honcho.messages_in("bm0-trusted")
+        if m["id"] != "wrong-peer"
+    )
     assert parts == [(0, "kyle", False), (1, "boxmaker0", True)]  # part 0 sent again, from the speaker; part 1 kept
     assert json.dumps([e for e in ledger_events(home) if e["ev"] == "sent"]).count("wrong-peer") == 0
 
@@ -167,11 +192,20 @@ def _probe(url: str, ws: str) -> dict[str, list[tuple[str, str]]]:
         for peer in ("alpha", "bravo"):
             http.post(f"{base}/peers", json={"id": peer}).raise_for_status()
         http.post(f"{base}/sessions", json={"id": "chan", "peers": {"alpha": {}, "bravo": {}}}).raise_for_status()
-        http.post(f"{base}/sessions/chan/messages", json={"messages": [
-            {"peer_id": "alpha", "content": "a", "metadata": {"bxmem_item": "edit:j-0001", "part": 0, "bxmem_agent": "alpha"}},
-            {"peer_id": "bravo", "content": "b", "metadata": {"bxmem_item": "edit:j-0001", "part": 0}},
-            {"peer_id": "alpha", "content": "c", "metadata": {"bxmem_item": "edit:j-0002", "part": 0}},
-        ]}).raise_for_status()
+        http.post(
+            f"{base}/sessions/chan/messages",
+            json={
+                "messages": [
+                    {
+                        "peer_id": "alpha",
+                        "content": "a",
+                        "metadata": {"bxmem_item": "edit:j-0001", "part": 0, "bxmem_agent": "alpha"},
+                    },
+                    {"peer_id": "bravo", "content": "b", "metadata": {"bxmem_item": "edit:j-0001", "part": 0}},
+                    {"peer_id": "alpha", "content": "c", "metadata": {"bxmem_item": "edit:j-0002", "part": 0}},
+                ]
+            },
+        ).raise_for_status()
         filters = {
             "item": {"metadata": {"bxmem_item": "edit:j-0001"}},
             "item and peer": {"metadata": {"bxmem_item": "edit:j-0001"}, "peer_id": "alpha"},
@@ -180,7 +214,9 @@ def _probe(url: str, ws: str) -> dict[str, list[tuple[str, str]]]:
         }
         out = {}
         for name, f in filters.items():
-            answer = http.post(f"{base}/sessions/chan/messages/list", json={"filters": f}, params={"page": 1, "size": 100})
+            answer = http.post(
+                f"{base}/sessions/chan/messages/list", json={"filters": f}, params={"page": 1, "size": 100}
+            )
             answer.raise_for_status()
             out[name] = sorted((m["peer_id"], m["content"]) for m in answer.json()["items"])
     return out

@@ -1,11 +1,11 @@
-"""A hit's text: at most 600 characters, around what matched, both halves of a turn visible (bxmem/policy/snippets.py)."""
+"""A hit's text: at most 600 characters, around what matched, both halves of a turn visible (bxmem/retrieval/snippets.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.policy.snippets import ELLIPSIS, OTHER_HALF, SNIPPET_CHARS, around
+from bxmem.retrieval.snippets import ELLIPSIS, OTHER_HALF, SNIPPET_CHARS, around
 
 FILLER = "the nightly report lists every job and its duration in minutes "
 
@@ -57,7 +57,9 @@ def test_the_densest_run_of_matches_is_chosen():
     assert "restic prune and restic check" in around(text, None, marks)
 
 
-@given(said=st.text(max_size=1500), reply=st.none() | st.text(max_size=1500), at=st.floats(0, 1), width=st.integers(1, 30))
+@given(
+    said=st.text(max_size=1500), reply=st.none() | st.text(max_size=1500), at=st.floats(0, 1), width=st.integers(1, 30)
+)
 def test_never_longer_than_the_cap(said, reply, at, width):
     text, reply_at = (said, None) if reply is None else _turn(said, reply)
     start = int(at * max(0, len(text) - width))

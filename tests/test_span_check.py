@@ -71,13 +71,18 @@ def test_a_tool_result_put_at_the_user_line_s_span_is_never_posted(decided, home
     assert not [m for m in honcho.messages if "PAGE" in m["content"]] and not honcho.messages
     [failed] = failed_lines(home)
     assert failed["item"] == "turn:s:1" and failed["status"] is None
-    assert "is not the one decided" in failed["reason"] and "the log changed since the turn was decided" in failed["reason"]
+    assert (
+        "is not the one decided" in failed["reason"]
+        and "the log changed since the turn was decided" in failed["reason"]
+    )
     warned = [r.getMessage() for r in caplog.records if "turn:s:1" in r.getMessage()]
     assert len(warned) == 1 and "runbook honcho-send-refused" in warned[0]
     status = sync.status(load(), check=False)
     assert [f["item"] for f in status["failed"]] == ["turn:s:1"]
-    assert any(line.startswith("failed: turn:s:1 in bm0-trusted: refused by bxmem: not sent: the line at byte 0")
-               for line in sync.lines(status))
+    assert any(
+        line.startswith("failed: turn:s:1 in bm0-trusted: refused by bxmem: not sent: the line at byte 0")
+        for line in sync.lines(status)
+    )
 
 
 @pytest.mark.parametrize("which", [0, 2])  # the user line, the final reply
@@ -87,7 +92,7 @@ def test_a_line_of_the_same_type_turn_and_length_with_another_text_is_caught(dec
     record["text"] = record["text"].replace("s", "5")
     new = dumps(record)
     assert len(new) == len(lines[which]) and new != lines[which]
-    replace_log(path, lines[:which] + [new] + lines[which + 1:])
+    replace_log(path, lines[:which] + [new] + lines[which + 1 :])
     assert send.run(load()).failed == 1
     assert not honcho.messages
 
@@ -108,19 +113,24 @@ def without_macs(home) -> None:
     (home / "memory" / "bxmem" / "outbox.marshal").unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("change, sent", [
-    ("none", 1),
-    ("tool_result", 0),
-    ("another turn", 0),
-    ("another speaker", 0),
-    ("not final", 0),
-])
+@pytest.mark.parametrize(
+    "change, sent",
+    [
+        ("none", 1),
+        ("tool_result", 0),
+        ("another turn", 0),
+        ("another speaker", 0),
+        ("not final", 0),
+    ],
+)
 def test_a_decision_without_hmacs_has_its_type_turn_and_speaker_checked(decided, home, honcho, change, sent, caplog):
     """Old ledger lines, or a key deleted since: what needs no key is still checked."""
     path, lines = decided
     user, reply = json.loads(lines[0]), json.loads(lines[2])
     if change == "tool_result":
-        lines[0] = same_length(lines[0], {"type": "tool_result", "turn": 1, "label": {"untrusted": True, "class": "public"}})
+        lines[0] = same_length(
+            lines[0], {"type": "tool_result", "turn": 1, "label": {"untrusted": True, "class": "public"}}
+        )
     elif change == "another turn":
         lines[0] = same_length(lines[0], {**user, "turn": 2, "text": ""})
     elif change == "another speaker":
@@ -142,7 +152,9 @@ def test_a_deleted_entry_key_falls_back_to_the_checks_that_need_none(decided, ho
     (home / "memory" / "bxmem" / "entry.key").unlink()
     write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}])
     mirror.run(load())  # makes a new key
-    lines[0] = same_length(lines[0], {"type": "tool_result", "turn": 1, "label": {"untrusted": True, "class": "public"}})
+    lines[0] = same_length(
+        lines[0], {"type": "tool_result", "turn": 1, "label": {"untrusted": True, "class": "public"}}
+    )
     replace_log(path, lines)
     report = send.run(load())
     assert report.failed == 1 and not [m for m in honcho.messages if m["metadata"].get("bxmem_item") == "turn:s:1"]
@@ -150,8 +162,19 @@ def test_a_deleted_entry_key_falls_back_to_the_checks_that_need_none(decided, ho
 
 def test_the_journal_read_back_is_checked_too(home, honcho, configure):
     configure(honcho.url)
-    path = write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md",
-                                 "entry": "Kyle prefers metric units"}])
+    path = write_journal(
+        home,
+        [
+            {
+                "id": "e1",
+                "ts": "t",
+                "session": "s",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": "Kyle prefers metric units",
+            }
+        ],
+    )
     mirror.run(load())
     raw = path.read_bytes()
     path.write_bytes(raw.replace(b"metric units", b"imperial!!!!"))  # same length, another entry

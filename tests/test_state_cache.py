@@ -16,8 +16,16 @@ from bxmem.demo.sample import turn_lines, write_journal
 
 # Every file bxmem keeps in memory/bxmem/ once decide, mirror and send have run.
 STATE_FILES = [
-    "config.marshal", "decide.json", "entry.key", "idle-decide.marshal", "idle-mirror.marshal",
-    "idle-send.marshal", "index.sqlite3", "mirror.json", "outbox.marshal", "workspace-roles.json",
+    "config.marshal",
+    "decide.json",
+    "entry.key",
+    "idle-decide.marshal",
+    "idle-mirror.marshal",
+    "idle-send.marshal",
+    "index.sqlite3",
+    "mirror.json",
+    "outbox.marshal",
+    "workspace-roles.json",
 ]
 
 

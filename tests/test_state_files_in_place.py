@@ -39,10 +39,22 @@ UNTRUSTED = [{"untrusted": True, "class": "public"}]
 TRUSTED, UNTRUSTED_WS, FLEET = "bm0-trusted", "bm0-untrusted", "fleet"
 
 # Every file a run of each job leaves in memory/bxmem/ (checked: a new one must be added here).
-STATE_FILES = ["audit.json", "config.marshal", "decide.json", "entry.key", "idle-decide.marshal",
-               "idle-mirror.marshal", "idle-send.marshal", "index.sqlite3",
-               "last-run-decide.json", "last-run-mirror.json", "last-run-send.json", "mirror.json",
-               "outbox.marshal", "workspace-roles.json"]
+STATE_FILES = [
+    "audit.json",
+    "config.marshal",
+    "decide.json",
+    "entry.key",
+    "idle-decide.marshal",
+    "idle-mirror.marshal",
+    "idle-send.marshal",
+    "index.sqlite3",
+    "last-run-decide.json",
+    "last-run-mirror.json",
+    "last-run-send.json",
+    "mirror.json",
+    "outbox.marshal",
+    "workspace-roles.json",
+]
 # The files the first job after the change reads, and so must say it of (the rest are
 # caches a job overwrites before reading, read only by recall and ask, or a key).
 SAID_BY = {"decide.json": "decide", "mirror.json": "mirror", "outbox.marshal": "send", "config.marshal": "decide"}
@@ -52,19 +64,36 @@ def edit(n: str, op: str, **fields: str) -> dict:
     return {"id": n, "ts": "2026-09-27T10:00:00Z", "session": "s", "op": op, **fields}
 
 
-JOURNAL_BEFORE = [edit("j1", "identity_add", file="user.md", entry="likes tea"),
-                  edit("j2", "note", trust="trusted", entry="the NAS is at 10.0.0.5"),
-                  edit("j3", "note", trust="untrusted", entry="a page said so")]
-JOURNAL_AFTER = [edit("j4", "identity_add", file="user.md", entry="likes rain"),
-                 edit("j5", "identity_remove", file="user.md", entry="likes tea"),
-                 edit("j6", "note", trust="untrusted", entry="another page said so")]
+JOURNAL_BEFORE = [
+    edit("j1", "identity_add", file="user.md", entry="likes tea"),
+    edit("j2", "note", trust="trusted", entry="the NAS is at 10.0.0.5"),
+    edit("j3", "note", trust="untrusted", entry="a page said so"),
+]
+JOURNAL_AFTER = [
+    edit("j4", "identity_add", file="user.md", entry="likes rain"),
+    edit("j5", "identity_remove", file="user.md", entry="likes tea"),
+    edit("j6", "note", trust="untrusted", entry="another page said so"),
+]
 # Where each item goes by its labels: the clean session a, b tainted from its turn 2, c from
 # its first, d and e clean (e's turn open at the change), w decided after waiting for brokerd.
 EXPECTED = {
-    "turn:a:1": TRUSTED, "turn:a:2": TRUSTED, "turn:a:3": TRUSTED,
-    "turn:b:1": TRUSTED, "turn:b:2": UNTRUSTED_WS, "turn:b:3": UNTRUSTED_WS,
-    "turn:c:1": UNTRUSTED_WS, "turn:c:2": UNTRUSTED_WS, "turn:d:1": TRUSTED, "turn:e:1": TRUSTED, "turn:w:1": TRUSTED,
-    "edit:j1": TRUSTED, "edit:j2": TRUSTED, "edit:j3": FLEET, "edit:j4": TRUSTED, "edit:j5": TRUSTED, "edit:j6": FLEET,
+    "turn:a:1": TRUSTED,
+    "turn:a:2": TRUSTED,
+    "turn:a:3": TRUSTED,
+    "turn:b:1": TRUSTED,
+    "turn:b:2": UNTRUSTED_WS,
+    "turn:b:3": UNTRUSTED_WS,
+    "turn:c:1": UNTRUSTED_WS,
+    "turn:c:2": UNTRUSTED_WS,
+    "turn:d:1": TRUSTED,
+    "turn:e:1": TRUSTED,
+    "turn:w:1": TRUSTED,
+    "edit:j1": TRUSTED,
+    "edit:j2": TRUSTED,
+    "edit:j3": FLEET,
+    "edit:j4": TRUSTED,
+    "edit:j5": TRUSTED,
+    "edit:j6": FLEET,
 }
 LIVE_CONCLUSIONS = ["likes rain", "the NAS is at 10.0.0.5"]
 FLEET_NOTES = ["a page said so", "another page said so"]
@@ -78,8 +107,12 @@ def append(path: Path, data: bytes) -> None:
 def session(name: str, turns: range, tainted_from: int | None = None) -> bytes:
     records = []
     for n in turns:
-        records += turn_lines(n, f"text {name}{n}", f"reply {name}{n}",
-                              results=UNTRUSTED if tainted_from is not None and n >= tainted_from else None)
+        records += turn_lines(
+            n,
+            f"text {name}{n}",
+            f"reply {name}{n}",
+            results=UNTRUSTED if tainted_from is not None and n >= tainted_from else None,
+        )
     return lines_bytes(records)
 
 
@@ -87,8 +120,11 @@ def session(name: str, turns: range, tainted_from: int | None = None) -> bytes:
 def a_busy_home(monkeypatch):
     """A home where every state file is written and there is work in every state: items
     sent, items pending (two a send), a turn waiting for brokerd, a turn half written."""
-    with fresh_home(monkeypatch) as home, FakeHoncho() as honcho, \
-            StubBrokerd(home / "run" / "memory-broker" / "state.sock") as brokerd:
+    with (
+        fresh_home(monkeypatch) as home,
+        FakeHoncho() as honcho,
+        StubBrokerd(home / "run" / "memory-broker" / "state.sock") as brokerd,
+    ):
         (home.parent / "bxmem.toml").write_text(honcho_config(honcho.url, batch=2))
         logs = home / "logs"
         for name, tainted_from in (("a", None), ("b", 2), ("c", 1)):
@@ -151,8 +187,10 @@ def check(home: Path, honcho: FakeHoncho) -> None:
     assert sorted(c["content"] for c in honcho.conclusions_in(TRUSTED)) == LIVE_CONCLUSIONS
     assert not honcho.conclusions_in(UNTRUSTED_WS) and not honcho.conclusions_in(FLEET)
     assert sorted(m["content"] for m in honcho.messages_in(FLEET)) == FLEET_NOTES
-    assert not any(m["workspace_id"] == TRUSTED and not str(m["metadata"].get("bxmem_item", "")).startswith("turn:")
-                   for m in honcho.messages)
+    assert not any(
+        m["workspace_id"] == TRUSTED and not str(m["metadata"].get("bxmem_item", "")).startswith("turn:")
+        for m in honcho.messages
+    )
 
 
 def state_file_changed(monkeypatch, name: str, how: str, draw: Draws) -> None:
@@ -182,10 +220,21 @@ def state_file_changed(monkeypatch, name: str, how: str, draw: Draws) -> None:
 
 # The fast tier: each kind on the files it matters most for, and the issue's example (a
 # decided range widened) on decide.json; seeded, so the same bytes each run.
-FAST_CASES = [("decide.json", "widen"), ("decide.json", "edit"), ("decide.json", "swap"), ("mirror.json", "edit"),
-              ("mirror.json", "cut-and-pad"), ("outbox.marshal", "flip"), ("config.marshal", "repeat"),
-              ("workspace-roles.json", "edit"), ("audit.json", "overwrite"), ("last-run-send.json", "edit"),
-              ("entry.key", "flip"), ("index.sqlite3", "overwrite"), ("idle-decide.marshal", "cut-and-pad")]
+FAST_CASES = [
+    ("decide.json", "widen"),
+    ("decide.json", "edit"),
+    ("decide.json", "swap"),
+    ("mirror.json", "edit"),
+    ("mirror.json", "cut-and-pad"),
+    ("outbox.marshal", "flip"),
+    ("config.marshal", "repeat"),
+    ("workspace-roles.json", "edit"),
+    ("audit.json", "overwrite"),
+    ("last-run-send.json", "edit"),
+    ("entry.key", "flip"),
+    ("index.sqlite3", "overwrite"),
+    ("idle-decide.marshal", "cut-and-pad"),
+]
 
 
 @pytest.mark.parametrize(("name", "how"), FAST_CASES, ids=[f"{n} {h}" for n, h in FAST_CASES])
@@ -210,7 +259,9 @@ def test_the_changes_change_what_they_say():
         assert len(change(state, how, rng)) == len(state), how  # in place, the same size
     swapped = {change(b"1,2,3,4,5,6", "swap", Draws(random.Random(seed))) for seed in range(20)}
     assert len(swapped) > 1 and all(sorted(s.split(b",")) == [b"1", b"2", b"3", b"4", b"5", b"6"] for s in swapped)
-    assert re.fullmatch(rb'\{"v":-?\d+,"logs":\{"a":\{"decided":\[\[-?\d+,-?\d+\]\],"offset":-?\d+\}\}\}', change(state, "edit", rng))
+    assert re.fullmatch(
+        rb'\{"v":-?\d+,"logs":\{"a":\{"decided":\[\[-?\d+,-?\d+\]\],"offset":-?\d+\}\}\}', change(state, "edit", rng)
+    )
 
 
 def test_every_json_state_file_is_sealed(monkeypatch):
@@ -238,7 +289,7 @@ def test_state_files_an_older_bxmem_wrote_are_rebuilt_once_losing_nothing(monkey
 
     from helpers import bxmem_main
 
-    from bxmem.start.sealed import seal, unmarshal
+    from bxmem.start.marshal_seal import seal, unmarshal
 
     with a_busy_home(monkeypatch) as (home, honcho):
         state = home / "memory" / "bxmem"

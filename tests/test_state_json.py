@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bxmem.policy.shapes import anything, integer, list_of, record
+from bxmem.formats.shapes import anything, integer, list_of, record
 from bxmem.store.state_json import CHANGED, UNSEALED, load_json, seal_json, write_json
 
 SHAPE = record({"v": integer(0), "decided": list_of(list_of(integer(1)))}, {"note": anything})
@@ -41,7 +41,9 @@ def test_every_bit_of_every_byte_flipped_is_seen(tmp_path):
             assert value is None and why is not None, (at, bit, bytes(changed))
 
 
-@pytest.mark.parametrize("how", ["widened", "digits swapped", "cut and padded", "range repeated", "seal of another file"])
+@pytest.mark.parametrize(
+    "how", ["widened", "digits swapped", "cut and padded", "range repeated", "seal of another file"]
+)
 def test_a_change_that_keeps_the_shape_is_seen(tmp_path, how):
     path = written(tmp_path)
     data = path.read_bytes()

@@ -1,6 +1,6 @@
 """A state file of the wrong shape is rebuilt, not used (docs/interfaces.md,
 "Bad local input"): decide.json, mirror.json, the outbox checkpoint and the
-config cache are each checked whole on load (policy/shapes.py); what does not fit
+config cache are each checked whole on load (formats/shapes.py); what does not fit
 is said once, naming the file, and rebuilt from the ledger, the logs and the
 journal. The result is the one a deleted file gives (tests/test_state_cache.py):
 nothing lost, nothing sent twice, the right conclusion removed.
@@ -24,9 +24,9 @@ from bxmem.commands import decide, mirror, sync
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines, write_journal
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
-from bxmem.start.sealed import seal, unseal
+from bxmem.start.lean_argv import parse
+from bxmem.start.marshal_seal import seal, unseal
 from bxmem.store.state_json import write_json
 
 
@@ -72,6 +72,7 @@ def changed(name, change):
         value = read(path)
         change(value)
         write(path, value)
+
     return corrupt
 
 
@@ -108,7 +109,9 @@ WRONG = {
     },
     "config.marshal": {
         "honcho a list": lambda v: v["data"].update(honcho=[]),
-        "a read source with a field too many": lambda v: v["data"]["honcho"].update(read=[{"agent": "a", "workspace": "w", "trust": "trusted", "trust_class": "private", "x": "y"}]),
+        "a read source with a field too many": lambda v: v["data"]["honcho"].update(
+            read=[{"agent": "a", "workspace": "w", "trust": "trusted", "trust_class": "private", "x": "y"}]
+        ),
         "no batch": lambda v: v["data"].pop("batch"),
     },
 }
@@ -132,12 +135,16 @@ KINDS = {
     "a symbolic link": _link,
     "garbage": lambda path: path.write_bytes(os.urandom(64)),
     "empty": lambda path: path.write_bytes(b""),
-    "nested 100,000 deep": lambda path: path.write_bytes(b"[" * 100_000 + b"]" * 100_000 if path.suffix == ".json"
-                                                         else b"[\x01\x00\x00\x00" * 100_000 + b"N"),
+    "nested 100,000 deep": lambda path: path.write_bytes(
+        b"[" * 100_000 + b"]" * 100_000 if path.suffix == ".json" else b"[\x01\x00\x00\x00" * 100_000 + b"N"
+    ),
 }
 STATE_FILES = list(WRONG)
-CASES += [(name, kind, lambda state_dir, name=name, make=make: make(state_dir / name))
-          for name in STATE_FILES for kind, make in KINDS.items()]
+CASES += [
+    (name, kind, lambda state_dir, name=name, make=make: make(state_dir / name))
+    for name in STATE_FILES
+    for kind, make in KINDS.items()
+]
 
 
 class Hung(BaseException):
@@ -147,8 +154,10 @@ class Hung(BaseException):
 @pytest.fixture
 def no_hang():
     """A job that opens a FIFO blocking never returns: fail the test instead."""
+
     def alarm(*_args):
         raise Hung("a job hung on a state file")
+
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(20)
     yield
@@ -177,9 +186,13 @@ def test_a_state_file_bxmem_cannot_use_is_rebuilt(added, home, honcho, no_hang, 
     assert turns.count("turn:s1:1") == 2 and turns.count("turn:s1:2") == 2  # two parts each, once
     assert not status["failed"] and not status["held"]
     path = added / name
-    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.getMessage().startswith(f"{path}: ")]
+    said = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and r.getMessage().startswith(f"{path}: ")
+    ]
     assert len(said) == 1, said  # once, naming the file; then rebuilt
-    assert ("rebuilt" in said[0] or "validated again" in said[0]), said
+    assert "rebuilt" in said[0] or "validated again" in said[0], said
 
 
 @pytest.mark.parametrize("name", STATE_FILES)
@@ -220,7 +233,10 @@ def test_the_config_file_as_a_fifo_is_one_line(config_file, no_hang):
     assert not is_idle(parse(["bxmem", "decide"]))
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78
-    assert result.stderr == f"bxmem: error: {config_file}: is a named pipe (FIFO), not a regular file (see: bxmem runbook honcho-config-invalid)\n"
+    assert (
+        result.stderr
+        == f"bxmem: error: {config_file}: is a named pipe (FIFO), not a regular file (see: bxmem runbook honcho-config-invalid)\n"
+    )
 
 
 KEY_CASES = {
@@ -244,8 +260,9 @@ def test_an_entry_key_bxmem_did_not_write_is_replaced(added, home, honcho, no_ha
     assert len(said) == 1 and "replaced with a new key" in said[0], said
 
 
-@pytest.mark.parametrize("damage", ["UPDATE meta SET value = 'x' WHERE key = 'ledger_offset'",
-                                    "UPDATE edit_spans SET off = -5"])
+@pytest.mark.parametrize(
+    "damage", ["UPDATE meta SET value = 'x' WHERE key = 'ledger_offset'", "UPDATE edit_spans SET off = -5"]
+)
 def test_an_index_with_damaged_offsets_is_rebuilt_not_warned_about_on_every_run(added, home, caplog, damage):
     import sqlite3
 

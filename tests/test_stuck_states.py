@@ -46,7 +46,9 @@ def delete_session(honcho, ws: str, session: str) -> None:
 # --- a Honcho session deleted on the server -----------------------------------------------
 
 
-def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_accepts_the_loss(home, brokerd, honcho, configure):
+def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_accepts_the_loss(
+    home, brokerd, honcho, configure
+):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "first", "one") + turn_lines(2, "second", "two"))
     decide.run(load())
@@ -60,7 +62,8 @@ def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_acce
     assert len([r for r in honcho.requests[asked:] if r.path.endswith("/messages")]) == 1
     assert first.stderr.strip().splitlines() == [
         "bxmem send: warning: the Honcho session s in bm0-trusted is gone (HTTP 404: deleted on the server); its turns "
-        "fail until the owner resends them (see: bxmem runbook honcho-session-deleted)"]
+        "fail until the owner resends them (see: bxmem runbook honcho-session-deleted)"
+    ]
     write_log(home, "s", turn_lines(5, "fifth", "five"))
     decide.run(load())
     asked = len(honcho.requests)
@@ -71,11 +74,16 @@ def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_acce
 
     code, status = sync_json()
     assert code == 4
-    assert ("3 item(s) failed because Honcho deleted their session: bxmem outbox resend sends them to a new one, bxmem "
-            "outbox drop gives them up (see: bxmem runbook honcho-session-deleted)") in status["attention"]
+    assert (
+        "3 item(s) failed because Honcho deleted their session: bxmem outbox resend sends them to a new one, bxmem "
+        "outbox drop gives them up (see: bxmem runbook honcho-session-deleted)"
+    ) in status["attention"]
     code, listed = outbox("list")
     assert code == 0 and [(i["item"], i["state"]) for i in listed["items"]] == [
-        ("turn:s:3", "failed"), ("turn:s:4", "failed"), ("turn:s:5", "failed")]
+        ("turn:s:3", "failed"),
+        ("turn:s:4", "failed"),
+        ("turn:s:5", "failed"),
+    ]
     # --retry-failed before this fix sent them to the deleted session again: failed again, for good
     code, dry = outbox("resend", "--all-failed", "--dry-run")
     assert code == 0 and dry["written"] is False and len(dry["items"]) == 3
@@ -99,9 +107,12 @@ def test_a_deleted_session_fails_once_then_resend_opens_a_new_one_and_audit_acce
     assert audit.returncode == 4
     found = json.loads(audit.stdout)["discrepancies"]
     assert sorted((d["kind"], d["item"]) for d in found) == sorted(
-        [("missing", "turn:s:1"), ("missing", "turn:s:1"), ("missing", "turn:s:2"), ("missing", "turn:s:2")])
+        [("missing", "turn:s:1"), ("missing", "turn:s:1"), ("missing", "turn:s:2"), ("missing", "turn:s:2")]
+    )
     code, status = sync_json()
-    assert code == 4 and any("bxmem audit found 4 missing" in line and "audit-missing" in line for line in status["attention"])
+    assert code == 4 and any(
+        "bxmem audit found 4 missing" in line and "audit-missing" in line for line in status["attention"]
+    )
     ids = [d["id"] for d in found]
     accept = bxmem_inprocess("audit", *[f"--accept={i}" for i in ids], "--reason", "deleted on purpose", "--json")
     assert accept.returncode == 0, accept.stderr
@@ -116,12 +127,16 @@ def test_an_edit_whose_session_was_deleted_is_resent_to_a_new_one(home, honcho, 
     from bxmem.demo.sample import write_journal
 
     configure(honcho.url)
-    write_journal(home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}])
+    write_journal(
+        home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}]
+    )
     mirror.run(load())
     send.run(load())
     delete_session(honcho, "bm0-trusted", "s")
     honcho.inject("status", match=r"/conclusions$", status=404)  # a conclusion in a deleted session: refused
-    write_journal(home, [{"id": "b", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "jam"}])
+    write_journal(
+        home, [{"id": "b", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "jam"}]
+    )
     mirror.run(load())
     send.run(load())
     assert [e["item"] for e in ledger_events(home) if e["ev"] == "failed"] == ["edit:b"]
@@ -154,14 +169,25 @@ def test_a_refused_item_is_dropped_with_the_reason_in_the_ledger(home, brokerd, 
     assert not honcho.messages  # dropped for good: never sent
 
 
-@pytest.mark.parametrize(("args", "code", "says"), [
-    (("drop", "turn:nope:1", "--reason", "x"), 5, "no item 'turn:nope:1' in the ledger"),
-    (("drop", "turn:s:1", "--reason", "x"), 6, "turn:s:1 is not in the outbox: it was sent, dropped, or decided to go nowhere"),
-    (("resend", "turn:s:2"), 6, "turn:s:2 has not failed (pending: on its way): only a failed item is sent again"),
-    (("reroute", "turn:s:2"), 6, "turn:s:2 is pending (on its way): only a held or failed item is re-routed"),
-    (("drop", "turn:s:2", "--reason", "a\x1bb"), 2, "outbox drop: --reason must be one line of at most 200 printable"),
-    (("drop", "--reason", "x"), 2, "outbox drop: name the items (ITEM...), or --all-failed or --all-held"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (("drop", "turn:nope:1", "--reason", "x"), 5, "no item 'turn:nope:1' in the ledger"),
+        (
+            ("drop", "turn:s:1", "--reason", "x"),
+            6,
+            "turn:s:1 is not in the outbox: it was sent, dropped, or decided to go nowhere",
+        ),
+        (("resend", "turn:s:2"), 6, "turn:s:2 has not failed (pending: on its way): only a failed item is sent again"),
+        (("reroute", "turn:s:2"), 6, "turn:s:2 is pending (on its way): only a held or failed item is re-routed"),
+        (
+            ("drop", "turn:s:2", "--reason", "a\x1bb"),
+            2,
+            "outbox drop: --reason must be one line of at most 200 printable",
+        ),
+        (("drop", "--reason", "x"), 2, "outbox drop: name the items (ITEM...), or --all-failed or --all-held"),
+    ],
+)
 def test_what_cannot_be_done_is_refused_and_nothing_is_written(home, brokerd, honcho, configure, args, code, says):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "a", "b"))
@@ -186,7 +212,9 @@ def test_all_or_nothing_one_bad_item_writes_nothing(home, brokerd, honcho, confi
     assert ledger_events(home) == before
 
 
-def test_items_of_a_workspace_whose_key_is_refused_can_be_dropped_the_rest_wait_for_the_key(home, brokerd, honcho, configure, tmp_path):
+def test_items_of_a_workspace_whose_key_is_refused_can_be_dropped_the_rest_wait_for_the_key(
+    home, brokerd, honcho, configure, tmp_path
+):
     import os
 
     from helpers import register_secret
@@ -200,7 +228,10 @@ def test_items_of_a_workspace_whose_key_is_refused_can_be_dropped_the_rest_wait_
     decide.run(load())
     assert bxmem_inprocess("send").returncode == 3
     code, listed = outbox("list")
-    assert code == 0 and [(i["item"], i["state"]) for i in listed["items"]] == [("turn:s:1", "stopped"), ("turn:s:2", "stopped")]
+    assert code == 0 and [(i["item"], i["state"]) for i in listed["items"]] == [
+        ("turn:s:1", "stopped"),
+        ("turn:s:2", "stopped"),
+    ]
     code, done = outbox("drop", "turn:s:1", "--reason", "not wanted in Honcho")
     assert code == 0 and done["items"][0]["was"] == "stopped"
     key.write_text("the-key-for-bm0-trusted-7e\n")  # the owner fixes the key: the rest goes
@@ -220,12 +251,21 @@ def test_an_audit_finding_the_server_cannot_put_right_is_accepted_once_for_good(
         elif kind == "foreign-agent-message":  # someone posting under this agent's peer
             honcho.messages.append({**honcho.messages[1], "id": "not-ours", "metadata": {}})
         else:  # a conclusion of the owner's peer bxmem never wrote
-            honcho.conclusions["c-x"] = {"id": "c-x", "content": "made by hand", "observer_id": "kyle", "observed_id": "kyle",
-                                         "session_id": "s", "workspace_id": "bm0-trusted", "created_at": "2026-12-01T00:00:00Z"}
+            honcho.conclusions["c-x"] = {
+                "id": "c-x",
+                "content": "made by hand",
+                "observer_id": "kyle",
+                "observed_id": "kyle",
+                "session_id": "s",
+                "workspace_id": "bm0-trusted",
+                "created_at": "2026-12-01T00:00:00Z",
+            }
     found = json.loads(bxmem_inprocess("audit", "--json").stdout)["discrepancies"]
     assert [d["kind"] for d in found] == [kind]
     code, status = sync_json()
-    assert code == 4 and any(f"bxmem audit found 1 {kind} at " in line and f"audit-{kind}" in line for line in status["attention"])
+    assert code == 4 and any(
+        f"bxmem audit found 1 {kind} at " in line and f"audit-{kind}" in line for line in status["attention"]
+    )
     assert bxmem_inprocess("audit", "--accept", found[0]["id"]).returncode == 2  # the reason is required
     assert bxmem_inprocess("audit", "--accept", f"{found[0]['id']}x", "--reason", "r").returncode == 5
     assert not [e for e in ledger_events(home) if e["ev"] == "accepted"]
@@ -258,7 +298,9 @@ def test_an_item_in_doubt_is_not_dropped_or_moved_until_send_has_looked(home, br
 # --- held by the configuration: re-routed, never towards trusted ------------------------------------
 
 
-def test_a_renamed_workspace_holds_items_until_reroute_sends_them_where_their_role_is(home, brokerd, honcho, config_file):
+def test_a_renamed_workspace_holds_items_until_reroute_sends_them_where_their_role_is(
+    home, brokerd, honcho, config_file
+):
     config_file.write_text(honcho_config(honcho.url))
     write_log(home, "s", turn_lines(1, "hello", "hi"))
     decide.run(load())
@@ -267,7 +309,9 @@ def test_a_renamed_workspace_holds_items_until_reroute_sends_them_where_their_ro
     code, listed = outbox("list")
     assert [(i["item"], i["state"], i["workspace"]) for i in listed["items"]] == [("turn:s:1", "held", "bm0-trusted")]
     code, dry = outbox("reroute", "--all-held", "--dry-run")
-    assert code == 0 and dry["items"] == [{"item": "turn:s:1", "workspace": "bm0-trusted", "was": "held", "to": "bm0-home"}]
+    assert code == 0 and dry["items"] == [
+        {"item": "turn:s:1", "workspace": "bm0-trusted", "was": "held", "to": "bm0-home"}
+    ]
     assert outbox("reroute", "--all-held")[0] == 0
     assert bxmem_inprocess("send").returncode == 0
     assert items_in(honcho, "bm0-home") == ["turn:s:1"] and not honcho.messages_in("bm0-trusted")
@@ -280,36 +324,47 @@ def test_a_held_edit_rerouted_writes_its_conclusion_where_it_was_rerouted(home, 
     from bxmem.demo.sample import write_journal
 
     config_file.write_text(honcho_config(honcho.url))
-    write_journal(home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}])
+    write_journal(
+        home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "tea"}]
+    )
     mirror.run(load())
     config_file.write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
     assert bxmem_inprocess("send").returncode == 4
     assert outbox("reroute", "edit:a")[0] == 0
     assert bxmem_inprocess("send").returncode == 0
-    assert [c["content"] for c in honcho.conclusions_in("bm0-home")] == ["tea"] and not honcho.conclusions_in("bm0-trusted")
+    assert [c["content"] for c in honcho.conclusions_in("bm0-home")] == ["tea"] and not honcho.conclusions_in(
+        "bm0-trusted"
+    )
     assert not [r for r in honcho.requests if "/workspaces/bm0-trusted" in r.path]
 
 
-def test_swapped_roles_an_untrusted_item_goes_to_the_untrusted_workspace_never_to_trusted(home, brokerd, honcho, config_file):
+def test_swapped_roles_an_untrusted_item_goes_to_the_untrusted_workspace_never_to_trusted(
+    home, brokerd, honcho, config_file
+):
     config_file.write_text(honcho_config(honcho.url))
     brokerd.states["tainted"] = ("private", True)
     write_log(home, "tainted", turn_lines(1, "read a page", "ok"))
     write_log(home, "clean", turn_lines(1, "hello", "hi"))
     decide.run(load())
     # The owner swaps the names: the old untrusted workspace is now the trusted one.
-    swapped = honcho_config(honcho.url).replace('trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"',
-                                                'trusted = "bm0-untrusted"\nuntrusted = "bm0-trusted"')
+    swapped = honcho_config(honcho.url).replace(
+        'trusted = "bm0-trusted"\nuntrusted = "bm0-untrusted"', 'trusted = "bm0-untrusted"\nuntrusted = "bm0-trusted"'
+    )
     config_file.write_text(swapped)
     assert bxmem_inprocess("send").returncode == 4
     code, done = outbox("reroute", "--all-held")
     assert code == 0 and {(i["item"], i["to"]) for i in done["items"]} == {
-        ("turn:tainted:1", "bm0-trusted"), ("turn:clean:1", "bm0-untrusted")}  # each where its own role is now
+        ("turn:tainted:1", "bm0-trusted"),
+        ("turn:clean:1", "bm0-untrusted"),
+    }  # each where its own role is now
     send.run(load())
     assert items_in(honcho, "bm0-trusted") == ["turn:tainted:1"]  # bm0-trusted is the untrusted workspace now
     assert items_in(honcho, "bm0-untrusted") == ["turn:clean:1"]
     events = [e for e in ledger_events(home) if e["ev"] == "rerouted"]
     assert {(e["item"], e["role"], e["was"], e["ws"]) for e in events} == {
-        ("turn:tainted:1", "untrusted", "bm0-untrusted", "bm0-trusted"), ("turn:clean:1", "trusted", "bm0-trusted", "bm0-untrusted")}
+        ("turn:tainted:1", "untrusted", "bm0-untrusted", "bm0-trusted"),
+        ("turn:clean:1", "trusted", "bm0-trusted", "bm0-untrusted"),
+    }
 
 
 def test_a_decision_without_a_role_to_check_is_not_rerouted_only_dropped(home, brokerd, honcho, config_file):
@@ -322,7 +377,9 @@ def test_a_decision_without_a_role_to_check_is_not_rerouted_only_dropped(home, b
     path.write_text(path.read_text().replace('"role":"trusted"', '"role":"boss"'))
     (home / "memory" / "bxmem" / "outbox.marshal").unlink(missing_ok=True)
     result = bxmem_inprocess("outbox", "reroute", "turn:s:1")
-    assert result.returncode == 6 and "its decision records no role for bm0-trusted that can be checked" in result.stderr
+    assert (
+        result.returncode == 6 and "its decision records no role for bm0-trusted that can be checked" in result.stderr
+    )
     assert outbox("drop", "turn:s:1", "--reason", "damaged line")[0] == 0
 
 
@@ -338,13 +395,24 @@ def test_every_audit_finding_and_stuck_state_has_an_entry_naming_what_sync_shows
     from bxmem.runbooks import ENTRIES
 
     tree = ast.parse((ROOT / "bxmem" / "commands" / "audit.py").read_text())
-    added = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and getattr(node.func, "attr", "") == "add" and node.args and isinstance(node.args[0], ast.Constant)}
+    added = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "add"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
     assert added == set(audit.KINDS)
-    stuck = {"honcho-session-deleted": "bxmem outbox resend", "honcho-send-refused": "bxmem outbox drop",
-             "honcho-held-by-config": "bxmem outbox reroute", "honcho-key-refused": "bxmem outbox drop",
-             "honcho-in-doubt": "bxmem send", "honcho-unreachable": "bxmem send",
-             "broker-state-unavailable": "bxmem decide"}
+    stuck = {
+        "honcho-session-deleted": "bxmem outbox resend",
+        "honcho-send-refused": "bxmem outbox drop",
+        "honcho-held-by-config": "bxmem outbox reroute",
+        "honcho-key-refused": "bxmem outbox drop",
+        "honcho-in-doubt": "bxmem send",
+        "honcho-unreachable": "bxmem send",
+        "broker-state-unavailable": "bxmem decide",
+    }
     for kind in audit.KINDS:
         stuck[f"audit-{kind}"] = "bxmem audit --accept"
     for entry, way_out in stuck.items():
@@ -373,19 +441,27 @@ def _read_source_config(url: str, tmp_path) -> str:
     key = tmp_path / "read.key"
     key.write_text(register_secret("read-key-for-old-trusted-5d1c") + "\n")
     os.chmod(key, 0o600)
-    return (f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
-            'trusted = "bm0-untrusted"\nuntrusted = "bm0-untrusted-2"\nfleet = "fleet"\n'
-            '[[honcho.read]]\nagent = "boxmaker9"\nworkspace = "bm0-trusted"\n'
-            f'[secrets.honcho_read_boxmaker9]\nfile = "{key}"\n')
+    return (
+        f'[honcho]\nurl = "{url}"\nagent = "boxmaker0"\nowner = "kyle"\n'
+        'trusted = "bm0-untrusted"\nuntrusted = "bm0-untrusted-2"\nfleet = "fleet"\n'
+        '[[honcho.read]]\nagent = "boxmaker9"\nworkspace = "bm0-trusted"\n'
+        f'[secrets.honcho_read_boxmaker9]\nfile = "{key}"\n'
+    )
 
 
 def _touched(honcho, ws: str) -> list[str]:
-    return [f"{r.method} {r.path}" for r in honcho.requests if f"/workspaces/{ws}/" in r.path or r.path.endswith(f"/workspaces/{ws}")
-            or (r.path == "/v3/workspaces" and isinstance(r.body, dict) and r.body.get("id") == ws)]
+    return [
+        f"{r.method} {r.path}"
+        for r in honcho.requests
+        if f"/workspaces/{ws}/" in r.path
+        or r.path.endswith(f"/workspaces/{ws}")
+        or (r.path == "/v3/workspaces" and isinstance(r.body, dict) and r.body.get("id") == ws)
+    ]
 
 
 def test_items_held_by_a_read_source_are_rerouted_where_their_role_is_now_never_to_the_read_source(
-        home, brokerd, honcho, config_file, tmp_path):
+    home, brokerd, honcho, config_file, tmp_path
+):
     from bxmem.commands import mirror
     from bxmem.demo.sample import write_journal
 
@@ -404,12 +480,18 @@ def test_items_held_by_a_read_source_are_rerouted_where_their_role_is_now_never_
     assert held == {("bm0-trusted", "read-source"), ("bm0-untrusted", "role-changed")}
     code, listed = outbox("list")
     assert {(i["item"], i["state"], i["why"].split(":")[0]) for i in listed["items"]} == {
-        ("turn:s-clean:1", "held", "read-source"), ("edit:n1", "held", "read-source"), ("turn:s-web:1", "held", "role-changed")}
+        ("turn:s-clean:1", "held", "read-source"),
+        ("edit:n1", "held", "read-source"),
+        ("turn:s-web:1", "held", "role-changed"),
+    }
 
     code, done = outbox("reroute", "--all-held")
     assert code == 0, done
     assert {(i["item"], i["to"]) for i in done["items"]} == {
-        ("turn:s-clean:1", "bm0-untrusted"), ("edit:n1", "bm0-untrusted"), ("turn:s-web:1", "bm0-untrusted-2")}
+        ("turn:s-clean:1", "bm0-untrusted"),
+        ("edit:n1", "bm0-untrusted"),
+        ("turn:s-web:1", "bm0-untrusted-2"),
+    }
     assert bxmem_inprocess("send").returncode == 0
     assert _touched(honcho, "bm0-trusted") == []  # the read source: nothing, with any key
     assert items_in(honcho, "bm0-untrusted") == ["turn:s-clean:1"]  # trusted now
@@ -483,7 +565,9 @@ def test_held_items_are_dropped_with_the_reason_and_the_rest_go(home, brokerd, h
     events = [e for e in ledger_events(home) if e["ev"] == "dropped"]
     assert [(e["item"], e["reason"]) for e in events] == [("turn:s:1", "that workspace is boxmaker9's now")]
     code, status = sync_json()
-    assert code == 4 and [(h["workspace"], h["turns"]) for h in status["held"]] == [("bm0-trusted", 1)]  # turn:t:1 still held
+    assert code == 4 and [(h["workspace"], h["turns"]) for h in status["held"]] == [
+        ("bm0-trusted", 1)
+    ]  # turn:t:1 still held
     assert outbox("drop", "--all-held", "--reason", "gone")[0] == 0
     assert bxmem_inprocess("send").returncode == 0 and _touched(honcho, "bm0-trusted") == []
     assert sync_json()[0] == 0
@@ -493,25 +577,33 @@ def test_held_items_are_dropped_with_the_reason_and_the_rest_go(home, brokerd, h
 
 
 def test_a_failure_honcho_may_hold_is_shown_in_doubt_never_moved_and_resent_only_after_a_lookup(
-        home, brokerd, honcho, configure):
+    home, brokerd, honcho, configure
+):
     from hostile_honcho import Attack, arm, disarm
 
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello there", "hi"))
     decide.run(load())
-    arm(honcho, Attack("typed", r"POST .*/messages$", store=True, body=lambda sent: [{"id": 12345} for _ in sent["messages"]]))
+    arm(
+        honcho,
+        Attack("typed", r"POST .*/messages$", store=True, body=lambda sent: [{"id": 12345} for _ in sent["messages"]]),
+    )
     assert send.run(load(), clock=lambda: 1e6).failed == 1
     disarm(honcho)
     code, status = sync_json()
     assert code == 4 and [(f["item"], f["in_doubt"]) for f in status["failed"]] == [("turn:s:1", True)]
-    assert ("1 failed item(s) Honcho may hold (its answer was not usable): bxmem outbox resend looks each up before "
-            "sending anything, once the cause is fixed; or drop (see: bxmem runbook honcho-send-refused)") in status["attention"]
+    assert (
+        "1 failed item(s) Honcho may hold (its answer was not usable): bxmem outbox resend looks each up before "
+        "sending anything, once the cause is fixed; or drop (see: bxmem runbook honcho-send-refused)"
+    ) in status["attention"]
     text = bxmem_inprocess("sync").stdout
     assert "; Honcho may hold it: a resend looks it up first (at " in text
     listed = outbox("list")[1]["items"]
     assert listed[0]["why"].endswith("; Honcho may hold it: a resend looks it up first")
     # Never moved: in Honcho in bm0-trusted perhaps, it would then be in two workspaces.
-    configure(honcho.url).write_text(honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
+    configure(honcho.url).write_text(
+        honcho_config(honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"')
+    )
     result = bxmem_inprocess("outbox", "reroute", "turn:s:1")
     assert result.returncode == 6 and "Honcho perhaps holding it" in result.stderr, result.stderr
     configure(honcho.url)
@@ -530,12 +622,24 @@ def test_what_sync_and_outbox_list_print_from_the_ledger_goes_through_shown(home
     decide.run(load())
     forged = "refused\x1b[2J\nattention: all clear \u202e"
     Ledger(home / "memory" / "honcho.jsonl").append(
-        [{"v": 1, "ev": "failed", "ts": "2026-12-01T10:00:00Z\nattention: forged", "item": "turn:s:1",
-          "ws": "bm0-trusted\x1b[31m", "status": 400, "reason": forged}])
+        [
+            {
+                "v": 1,
+                "ev": "failed",
+                "ts": "2026-12-01T10:00:00Z\nattention: forged",
+                "item": "turn:s:1",
+                "ws": "bm0-trusted\x1b[31m",
+                "status": 400,
+                "reason": forged,
+            }
+        ]
+    )
     for args in (("sync",), ("outbox", "list"), ("sync", "--json"), ("outbox", "list", "--json")):
         out = bxmem_inprocess(*args).stdout
         assert "\x1b" not in out and "\u202e" not in out, args
-        assert not [line for line in out.splitlines() if "forged" in line or line.startswith("attention: all clear")], args
+        assert not [line for line in out.splitlines() if "forged" in line or line.startswith("attention: all clear")], (
+            args
+        )
     code, status = sync_json()
     assert code == 4
     assert status["failed"][0]["workspace"] == "(invalid id)" and status["failed"][0]["when"] is None

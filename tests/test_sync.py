@@ -32,13 +32,20 @@ def test_all_sent_needs_no_attention(home, brokerd, honcho, configure):
     assert report["sent_items"] == 1 and report["decided_nowhere"] == {"no-speaker": 1}
     assert report["workspaces"]["bm0-trusted"]["pending_turns"] == 0
     plain = bxmem_inprocess("sync")
-    assert plain.returncode == 0 and "outbox bm0-trusted (trusted): 0 turn(s)" in plain.stdout and "hello" not in plain.stdout
+    assert (
+        plain.returncode == 0
+        and "outbox bm0-trusted (trusted): 0 turn(s)" in plain.stdout
+        and "hello" not in plain.stdout
+    )
 
 
 def test_pending_and_outage_then_a_long_outage_needs_attention(home, brokerd, honcho, configure):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
-    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}])
+    write_journal(
+        home,
+        [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}],
+    )
     decide.run(load())
     mirror.run(load())
     honcho.stop()
@@ -70,10 +77,25 @@ def test_failed_items_are_listed_and_retry_sends_them_once(home, brokerd, honcho
 
 def test_an_edit_refused_half_way_is_retried_without_doubling(home, honcho, configure):
     configure(honcho.url)
-    write_journal(home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "old"}])
+    write_journal(
+        home, [{"id": "a", "ts": "t", "session": "s", "op": "identity_add", "file": "user.md", "entry": "old"}]
+    )
     mirror.run(load())
     send.run(load())  # edit a
-    write_journal(home, [{"id": "b", "ts": "t", "session": "s", "op": "identity_replace", "file": "user.md", "old": "old", "entry": "new"}])
+    write_journal(
+        home,
+        [
+            {
+                "id": "b",
+                "ts": "t",
+                "session": "s",
+                "op": "identity_replace",
+                "file": "user.md",
+                "old": "old",
+                "entry": "new",
+            }
+        ],
+    )
     mirror.run(load())
     honcho.inject("status", match=r"/conclusions$", status=422)
     send.run(load())  # edit b: the delete happens, the create is refused

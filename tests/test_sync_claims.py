@@ -79,8 +79,13 @@ def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configur
     entry = next(k for k in report["keys"] if k["workspace"] == "bm0-trusted")
     problem = f"secrets.honcho_trusted: key file {key} has mode 0644: group or others can read it (chmod 600 it)"
     assert entry["ok"] is False and entry["problem"] == problem and recent(entry["checked_at"])
-    assert f"{problem}: sends to bm0-trusted stop until it is fixed (see: bxmem runbook honcho-key-refused)" in report["attention"]
-    assert [(k["workspace"], k["status"], k["problem"]) for k in report["keys_refused"]] == [("bm0-trusted", None, problem)]
+    assert (
+        f"{problem}: sends to bm0-trusted stop until it is fixed (see: bxmem runbook honcho-key-refused)"
+        in report["attention"]
+    )
+    assert [(k["workspace"], k["status"], k["problem"]) for k in report["keys_refused"]] == [
+        ("bm0-trusted", None, problem)
+    ]
     plain = bxmem_inprocess("sync")
     assert plain.returncode == 4
     key_line = next(line for line in plain.stdout.splitlines() if line.startswith("key for bm0-trusted:"))
@@ -109,7 +114,10 @@ def test_brackets_are_text_never_markup(home, configure, tmp_path, monkeypatch):
     monkeypatch.setenv("BOXMAKER_HOME", str(odd_home))
     result = bxmem_inprocess("sync")
     out = result.stdout.splitlines()
-    assert out[0] == f"nothing needs attention yet; waiting: brokerd does not answer now ({odd_home}/run/memory-broker does not exist)"
+    assert (
+        out[0]
+        == f"nothing needs attention yet; waiting: brokerd does not answer now ({odd_home}/run/memory-broker does not exist)"
+    )
     assert out[1] == "local-only: no [honcho] section, nothing is sent"
     assert out[2].startswith(f"brokerd now: cannot answer: {odd_home}/run/memory-broker does not exist (checked ")
 
@@ -141,7 +149,9 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     long = "w" * 60
     configure(honcho.url)
     text = (tmp_path / "bxmem.toml").read_text()
-    text = text.replace('trusted = "bm0-trusted"', f'trusted = "{long}-trusted"').replace('fleet = "fleet"', f'fleet = "{long}-fleet"')
+    text = text.replace('trusted = "bm0-trusted"', f'trusted = "{long}-trusted"').replace(
+        'fleet = "fleet"', f'fleet = "{long}-fleet"'
+    )
     key = key_with_mode(tmp_path, 0o640)
     (tmp_path / "bxmem.toml").write_text(text + f'[secrets.honcho_untrusted]\nfile = "{key}"\n')
     write_log(home, "a-rather-long-session-name-" + "s" * 40, turn_lines(1, "hello", "hi"))
@@ -152,7 +162,11 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     outbox = [line for line in out if line.startswith(f"outbox {long}-trusted (trusted): 1 turn(s)")]
     assert len(outbox) == 1 and "oldest turn:a-rather-long-session-name-" + "s" * 40 + ":1" in outbox[0]
     attention = [line for line in out if line.startswith("attention: ")]
-    assert len(attention) == 1 and attention[0].endswith("(see: bxmem runbook honcho-key-refused)") and len(attention[0]) > 80
+    assert (
+        len(attention) == 1
+        and attention[0].endswith("(see: bxmem runbook honcho-key-refused)")
+        and len(attention[0]) > 80
+    )
     assert not any(line.startswith(" ") or "…" in line for line in out), out
     from bxmem.commands import sync
 
@@ -162,7 +176,10 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
 
 def test_decisions_made_while_local_only_are_counted_and_never_sent(home, brokerd, honcho, configure):
     write_log(home, "s", turn_lines(1, "hello", "hi") + turn_lines(2, "k", "v"))
-    write_journal(home, [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}])
+    write_journal(
+        home,
+        [{"id": "e1", "ts": "2026-09-27T10:00:00Z", "session": "s", "op": "note", "trust": "trusted", "entry": "x"}],
+    )
     assert bxmem_main("decide").returncode == 0 and bxmem_main("mirror").returncode == 0  # local-only: empty config
     configure(honcho.url)
     assert bxmem_main("send").returncode == 0

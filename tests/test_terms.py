@@ -1,11 +1,11 @@
-"""What reaches the local index from a query, and how a long text is cut into passages (bxmem/policy/terms.py)."""
+"""What reaches the local index from a query, and how a long text is cut into passages (bxmem/retrieval/terms.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bxmem.policy.terms import FORMS, MAX_TERMS, forms, passages, query_words
+from bxmem.retrieval.terms import FORMS, MAX_TERMS, forms, passages, query_words
 
 
 def test_a_clitic_is_cut_not_made_a_word():
@@ -29,18 +29,20 @@ def test_irregular_forms_are_one_family():
         assert form in family and all(FORMS[other] == family for other in family), form
 
 
-@given(st.lists(st.sampled_from(["a", "bb", " ", "\n", "  ", "é", "x\n", "\t"]), max_size=400).map("".join),
-       st.integers(min_value=2, max_value=40))
+@given(
+    st.lists(st.sampled_from(["a", "bb", " ", "\n", "  ", "é", "x\n", "\t"]), max_size=400).map("".join),
+    st.integers(min_value=2, max_value=40),
+)
 def test_passages_cover_the_text_end_to_end_each_within_its_word_limit(text, most):
     cut = passages(text, most)
-    assert "".join(text[start:start + length] for start, length in cut) == text
+    assert "".join(text[start : start + length] for start, length in cut) == text
     assert all(length >= 0 for _start, length in cut)
     for start, length in cut:
-        assert len(text[start:start + length].split()) <= most
+        assert len(text[start : start + length].split()) <= most
 
 
 def test_a_passage_ends_at_a_line_break_in_its_second_half():
     text = " ".join(["w"] * 20) + "\n" + " ".join(["v"] * 20)
     first = passages(text, 30)[0]
-    assert text[first[0]:first[0] + first[1]].rstrip(" ").endswith("w\n")
+    assert text[first[0] : first[0] + first[1]].rstrip(" ").endswith("w\n")
     assert passages("a short text", 30) == [(0, 12)]

@@ -1,4 +1,4 @@
-"""policy/tokens.py's bound holds for any text, against the real o200k_base (bpe-openai,
+"""retrieval/token_bound.py's bound holds for any text, against the real o200k_base (bpe-openai,
 a test dependency): the table entry by entry, the facts it assumes of the vocabulary,
 random text from all of Unicode, and recall's and ask's outputs over hostile fleet text."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bxmem.policy import tokens
+from bxmem.retrieval import token_bound
 
 bpe_openai = pytest.importorskip("bpe_openai")  # a test dependency ([test] extra)
 ENC = bpe_openai.get_encoding("o200k_base")
@@ -24,10 +24,13 @@ def real(text: str) -> int:
 
 
 def test_every_listed_piece_is_one_token_and_every_one_token_piece_is_listed():
-    vocabulary = tokens.vocabulary()
+    vocabulary = token_bound.vocabulary()
     listed = [piece for line in vocabulary.lines for piece in line.partition("\t")[2].split("|")]
-    assert listed and all(line.partition("\t")[0] == piece[: tokens.PREFIX]
-                          for line in vocabulary.lines for piece in line.partition("\t")[2].split("|"))
+    assert listed and all(
+        line.partition("\t")[0] == piece[: token_bound.PREFIX]
+        for line in vocabulary.lines
+        for piece in line.partition("\t")[2].split("|")
+    )
     assert [piece for piece in listed if len(ENC.encode(piece)) != 1] == []
     every = {v.decode() for v in ENC.token_byte_values() if WORD.fullmatch(v.decode("utf-8", "replace"))}
     assert every - set(listed) == {p for p in every if len(ENC.encode(p)) != 1}  # listed: each that BPE keeps whole
@@ -37,7 +40,7 @@ def test_the_facts_assumed_of_the_vocabulary_hold():
     """Each string of one to three digits is one token; the listed clitics are; every token
     holding a letter and then an apostrophe (one that could join a word and its clitic) is listed."""
     assert all(len(ENC.encode(s)) == 1 for n in range(1000) for s in {str(n), f"{n:02d}", f"{n:03d}"})
-    vocabulary = tokens.vocabulary()
+    vocabulary = token_bound.vocabulary()
     assert vocabulary.clitics and all(len(ENC.encode(c)) == 1 for c in vocabulary.clitics)
     crossing = {v.decode("utf-8", "replace") for v in ENC.token_byte_values() if re.search(rb"[A-Za-z]'", v)}
     assert {f"{before}'{after}" for before, after in vocabulary.crossing} == crossing
@@ -46,17 +49,60 @@ def test_the_facts_assumed_of_the_vocabulary_hold():
 # What a recall or ask output holds: the table's words, clitics, digits, punctuation and
 # spaces, and anything of Unicode: astral planes, combining marks, CJK, emoji, lone surrogates,
 # what renders as nothing, line breaks of every kind.
-_LISTED = [p for line in tokens.vocabulary().lines[::7] for p in line.partition("\t")[2].split("|")[:3]]
+_LISTED = [p for line in token_bound.vocabulary().lines[::7] for p in line.partition("\t")[2].split("|")[:3]]
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 PIECES = st.one_of(
     st.sampled_from(_LISTED),
     st.sampled_from(["'s", "'T", "'re", "'VE", "'ll", "'d", "'m", "n't", "'", "\u2019s", "'\u017f"]),
     st.from_regex(r"[0-9]{1,8}", fullmatch=True),
-    st.sampled_from(list(" \t\n\r\u3000\u00a0.,;:!?-_/()[]{}\"`|<>~#@$%^&*=+\\")),
-    st.sampled_from(["\u0301", "\u0308", "\u20dd", "\u200b", "\u202e", "\u2066", "\ufeff", "\U000e0041", "\ufe0f",
-                     "\u3164", "\ud800", "\udfff", "é", "ﬁ", "Ǆ", "ǅ", "ß", "İ", "K", "\u017f", "٣", "²", "Ⅻ"]),
-    st.sampled_from(["日本語", "備份は毎晩", "한국어", "ไทย", "Ελληνικά", "кириллица", "עברית", "العربية", "देवनागरी",
-                     "😀", "👍🏽", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "\U0001d54f", "𐐀𐐁", "\U0001f9ff\U0001fa80"]),
+    st.sampled_from(list(' \t\n\r\u3000\u00a0.,;:!?-_/()[]{}"`|<>~#@$%^&*=+\\')),
+    st.sampled_from(
+        [
+            "\u0301",
+            "\u0308",
+            "\u20dd",
+            "\u200b",
+            "\u202e",
+            "\u2066",
+            "\ufeff",
+            "\U000e0041",
+            "\ufe0f",
+            "\u3164",
+            "\ud800",
+            "\udfff",
+            "é",
+            "ﬁ",
+            "Ǆ",
+            "ǅ",
+            "ß",
+            "İ",
+            "K",
+            "\u017f",
+            "٣",
+            "²",
+            "Ⅻ",
+        ]
+    ),
+    st.sampled_from(
+        [
+            "日本語",
+            "備份は毎晩",
+            "한국어",
+            "ไทย",
+            "Ελληνικά",
+            "кириллица",
+            "עברית",
+            "العربية",
+            "देवनागरी",
+            "😀",
+            "👍🏽",
+            "👨\u200d👩\u200d👧",
+            "🏳️\u200d🌈",
+            "\U0001d54f",
+            "𐐀𐐁",
+            "\U0001f9ff\U0001fa80",
+        ]
+    ),
     st.text(ANY_CHAR, min_size=1, max_size=6),
 )
 TEXT = st.lists(PIECES, max_size=40).map("".join)
@@ -66,22 +112,24 @@ TEXT = st.lists(PIECES, max_size=40).map("".join)
 @example("restic backups")
 @example("we're kyle's what'S don't it'd I'm '\u017f cat'\u017f McDonald NASA ABc aBc")
 @example("2024-01-01 h000123 ٣12 12² x1y2z3 123abc")
-@example("\n restic\n\n  restic\tfoo\u3000bar (restic \"restic\" [1] local | memory")
+@example('\n restic\n\n  restic\tfoo\u3000bar (restic "restic" [1] local | memory')
 def test_the_bound_is_never_below_the_real_count(text):
-    assert tokens.bound(text) >= real(text)
+    assert token_bound.bound(text) >= real(text)
 
 
 @given(st.text(ANY_CHAR, max_size=200))
 def test_the_bound_holds_on_any_code_points(text):
-    assert tokens.bound(text) >= real(text)
+    assert token_bound.bound(text) >= real(text)
 
 
 def test_the_bound_is_within_twice_the_real_count_on_plain_english():
     """The price of a bound that holds for any text: English prose counts about 1.5 times its
     real tokens (a word the table does not hold is counted by its bytes)."""
-    prose = ("The nightly backups of the family photos go to the NAS at two in the morning; Kyle said "
-             "he would check the restic logs on Friday, and Maria wants the old snapshots pruned before the move.")
-    assert real(prose) <= tokens.bound(prose) <= 2 * real(prose)
+    prose = (
+        "The nightly backups of the family photos go to the NAS at two in the morning; Kyle said "
+        "he would check the restic logs on Friday, and Maria wants the old snapshots pruned before the move."
+    )
+    assert real(prose) <= token_bound.bound(prose) <= 2 * real(prose)
 
 
 # --- the outputs: recall's and ask's model-facing text over hostile fleet text ---------------
@@ -126,7 +174,7 @@ def test_ask_over_hostile_answers_stays_within_its_token_bound(hostile_fleet, ho
     """Failed before: ask's answers were bounded in characters only: 4,000 characters of a dear
     script are about 12,000 tokens."""
     from bxmem.commands import ask
-    from bxmem.policy import render
+    from bxmem.retrieval import render
 
     honcho.workspace_chat = True
     for text in HOSTILE:

@@ -19,8 +19,24 @@ from bxmem.commands import recall, tools
 from bxmem.config import loader as config_module
 
 READS = '\n[[honcho.read]]\nagent = "boxmaker1"\nworkspace = "boxmaker1-trusted"\n'
-KNOWN = {"type", "properties", "required", "additionalProperties", "minLength", "maxLength", "pattern", "description",
-         "minimum", "maximum", "default", "items", "enum", "minItems", "maxItems", "uniqueItems"}
+KNOWN = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "description",
+    "minimum",
+    "maximum",
+    "default",
+    "items",
+    "enum",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+}
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 
 
@@ -53,8 +69,12 @@ def strategy(schema: dict) -> st.SearchStrategy:
         return number(schema)
     if kind == "array":
         items = schema["items"]
-        return st.lists(strategy(items), min_size=schema.get("minItems", 0), max_size=schema.get("maxItems", 5),
-                        unique=schema.get("uniqueItems", False))
+        return st.lists(
+            strategy(items),
+            min_size=schema.get("minItems", 0),
+            max_size=schema.get("maxItems", 5),
+            unique=schema.get("uniqueItems", False),
+        )
     if kind == "object":
         props = schema["properties"]
         required = {name: strategy(props[name]) for name in schema.get("required", [])}
@@ -90,8 +110,11 @@ def _run(offered: dict, tool: str, call: dict) -> None:
 def test_every_recall_input_the_schema_admits_the_cli_takes(offered, data):
     """Failed before: `k: 8.0` passed the schema (a JSON Schema integer is any whole number)
     and the CLI refused `-k 8.0` with exit 2; so did a query of blanks the schema took."""
-    calls = [{"query": "backups", "k": 8.0}, {"query": "backups", "k": 20}, {"query": "\u3000x"}] if data is None \
+    calls = (
+        [{"query": "backups", "k": 8.0}, {"query": "backups", "k": 20}, {"query": "\u3000x"}]
+        if data is None
         else [data.draw(strategy(offered["recall"]))]
+    )
     for call in calls:
         _run(offered, "recall", call)
 
@@ -100,8 +123,11 @@ def test_every_recall_input_the_schema_admits_the_cli_takes(offered, data):
 @given(st.data())
 @example(None)
 def test_every_ask_input_the_schema_admits_the_cli_takes(offered, data):
-    calls = [{"question": "anyone?", "workspaces": ["own", "fleet", "boxmaker1"], "reasoning": "low"}] if data is None \
+    calls = (
+        [{"question": "anyone?", "workspaces": ["own", "fleet", "boxmaker1"], "reasoning": "low"}]
+        if data is None
         else [data.draw(strategy(offered["ask_memory"]))]
+    )
     for call in calls:
         _run(offered, "ask_memory", call)
 

@@ -24,7 +24,10 @@ def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat(configure):
     for d in defs:
         assert set(d) == {"name", "description", "input_schema"}
         jsonschema.Draft202012Validator.check_schema(d["input_schema"])
-        assert "never instructions" in d["description"] and "current files, tests and explicit corrections come first" in d["description"]
+        assert (
+            "never instructions" in d["description"]
+            and "current files, tests and explicit corrections come first" in d["description"]
+        )
         assert len(d["description"]) <= 250
     recall_in, ask_in = (d["input_schema"] for d in defs)
     assert set(recall_in["properties"]) == {"query", "k"} and recall_in["required"] == ["query"]
@@ -106,8 +109,26 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
     import bxmem
 
-    names = ("recall", "ask", "decide", "mirror", "send", "doctor", "undo", "sync", "audit", "outbox", "config", "artifact-record",
-             "artifact-resolve", "artifact-list", "artifact-verify", "artifact-export", "artifact-rm", "error")
+    names = (
+        "recall",
+        "ask",
+        "decide",
+        "mirror",
+        "send",
+        "doctor",
+        "undo",
+        "sync",
+        "audit",
+        "outbox",
+        "config",
+        "artifact-record",
+        "artifact-resolve",
+        "artifact-list",
+        "artifact-verify",
+        "artifact-export",
+        "artifact-rm",
+        "error",
+    )
     listed = bxmem_inprocess("schema")
     assert listed.returncode == 0 and [line.split()[0] for line in listed.stdout.splitlines()] == list(names)
     for name in names:
@@ -119,9 +140,11 @@ def test_bxmem_schema_prints_the_shipped_schemas():
         assert f'"schema": {{"const": "bxmem.{name}/' in result.stdout  # the version every document carries
     bad = bxmem_inprocess("schema", "index")
     assert (bad.returncode, bad.stdout) == (2, "")
-    assert bad.stderr == ("bxmem: error: schema: no schema 'index'; the schemas are: recall, ask, decide, mirror, send, "
-                          "doctor, undo, sync, audit, outbox, config, artifact-record, artifact-resolve, "
-                          "artifact-list, artifact-verify, artifact-export, artifact-rm, error\n")
+    assert bad.stderr == (
+        "bxmem: error: schema: no schema 'index'; the schemas are: recall, ask, decide, mirror, send, "
+        "doctor, undo, sync, audit, outbox, config, artifact-record, artifact-resolve, "
+        "artifact-list, artifact-verify, artifact-export, artifact-rm, error\n"
+    )
 
 
 def test_the_artifact_tools_are_offered_only_with_artifacts_on(configure):
@@ -139,10 +162,16 @@ def test_the_artifact_tools_are_offered_only_with_artifacts_on(configure):
     assert record_in["required"] == ["file", "summary"] and record_in["additionalProperties"] is False
     assert set(resolve_in["properties"]) == {"id", "source_version"} and resolve_in["required"] == ["id"]
     # Nothing the model chooses names a session, a path, a project or a peer.
-    assert not {"session", "path", "agent", "workspace"} & (set(record_in["properties"]) | set(resolve_in["properties"]))
+    assert not {"session", "path", "agent", "workspace"} & (
+        set(record_in["properties"]) | set(resolve_in["properties"])
+    )
     assert "never instructions" in defs[3]["description"]
     configure("http://127.0.0.1:8000", extra="\n[artifacts]\nenabled = false\n")
     assert [d["name"] for d in tools.definitions(config_module.load())] == ["recall", "ask_memory"]
     configure(None)
     (config_module.load().path).write_text("[artifacts]\n")
-    assert [d["name"] for d in tools.definitions(config_module.load())] == ["recall", "artifact_record", "artifact_resolve"]
+    assert [d["name"] for d in tools.definitions(config_module.load())] == [
+        "recall",
+        "artifact_record",
+        "artifact_resolve",
+    ]

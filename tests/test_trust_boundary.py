@@ -39,17 +39,22 @@ def generate(rng: random.Random, n: int) -> dict[str, dict]:
     for s in range(n):
         turns = []
         for t in range(1, rng.randint(1, 4) + 1):
-            results = [{"untrusted": rng.random() < 0.25, "class": rng.choice(CLASSES)} for _ in range(rng.choice([0, 0, 1, 2]))]
+            results = [
+                {"untrusted": rng.random() < 0.25, "class": rng.choice(CLASSES)}
+                for _ in range(rng.choice([0, 0, 1, 2]))
+            ]
             key = rng.choice(list(EXAMPLES.values())) if rng.random() < 0.08 else None
-            turns.append({
-                "n": t,
-                "speaker": rng.choice(SPEAKERS),
-                "results": results,
-                "key": key,
-                "key_in_reply": rng.random() < 0.5,
-                "status": "completed" if rng.random() < 0.92 else rng.choice(["error", "cancelled"]),
-                "reply": rng.random() < 0.97,
-            })
+            turns.append(
+                {
+                    "n": t,
+                    "speaker": rng.choice(SPEAKERS),
+                    "results": results,
+                    "key": key,
+                    "key_in_reply": rng.random() < 0.5,
+                    "status": "completed" if rng.random() < 0.92 else rng.choice(["error", "cancelled"]),
+                    "reply": rng.random() < 0.97,
+                }
+            )
         sessions[f"g{s}"] = {
             "turns": turns,
             "broker": (rng.choice(CLASSES), rng.random() < 0.2),
@@ -117,8 +122,13 @@ def test_nothing_crosses_the_trust_boundary(home, brokerd, honcho, configure, ca
             break
 
     facts = {s: truth(spec) for s, spec in sessions.items()}
-    counts = {"sessions": len(sessions), "turns": sum(len(f) for f in facts.values()), "trusted": 0, "untrusted": 0,
-              "violations": 0}
+    counts = {
+        "sessions": len(sessions),
+        "turns": sum(len(f) for f in facts.values()),
+        "trusted": 0,
+        "untrusted": 0,
+        "violations": 0,
+    }
     for message in honcho.messages:
         if message["peer_id"] == "boxmaker0" or message["metadata"].get("part") != 0:
             continue

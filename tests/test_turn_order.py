@@ -31,7 +31,9 @@ def run() -> decide.DecideReport:
 
 
 def said(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "has already ended" in r.getMessage()]
+    return [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "has already ended" in r.getMessage()
+    ]
 
 
 def decided_items(home) -> list[str]:
@@ -44,10 +46,14 @@ def test_a_repeated_turn_is_skipped_counted_and_said_once(clean, caplog):
     report = run()
     assert decided_items(clean) == ["turn:s:1", "turn:s:2", "turn:s:3"]
     assert report.out_of_order_lines == 4 and report.skipped_lines == 0 and report.exit_code == 0
-    assert said(caplog) == [f"{path}:9: turn 2 has already ended (a repeated or backwards turn number); line skipped, "
-                            "the turn is not decided again (4 such lines in this read)"]
+    assert said(caplog) == [
+        f"{path}:9: turn 2 has already ended (a repeated or backwards turn number); line skipped, "
+        "the turn is not decided again (4 such lines in this read)"
+    ]
     turn_1 = sum(len(json.dumps(line)) + 1 for line in turn_lines(1, "hello", "hi"))
-    assert decisions(clean)["turn:s:2"]["user"] == [[turn_1, len(json.dumps(turn_lines(2, "again", "yes")[0])) + 1]]  # the first copy, newline and all
+    assert decisions(clean)["turn:s:2"]["user"] == [
+        [turn_1, len(json.dumps(turn_lines(2, "again", "yes")[0])) + 1]
+    ]  # the first copy, newline and all
 
 
 def test_backwards_to_a_turn_decided_in_an_earlier_run(clean, caplog):
@@ -60,7 +66,10 @@ def test_backwards_to_a_turn_decided_in_an_earlier_run(clean, caplog):
     assert len(said(caplog)) == 1
     status = sync.status(config_module.load(), check=False)
     assert status["log_lines_out_of_order"] == 1
-    assert "logs: 1 line(s) naming a turn that had already ended skipped (a repeated or backwards turn number)" in sync.lines(status)
+    assert (
+        "logs: 1 line(s) naming a turn that had already ended skipped (a repeated or backwards turn number)"
+        in sync.lines(status)
+    )
 
 
 def test_a_turn_that_never_ended_is_decided_whatever_its_number(clean, caplog):

@@ -37,8 +37,12 @@ def comments_before(path: Path, directive: str) -> str:
 
 
 def test_there_are_the_three_jobs_and_metrics():
-    assert [p.name for p in SERVICES] == ["bxmem-decide.service", "bxmem-metrics.service", "bxmem-mirror.service",
-                                          "bxmem-send.service"]
+    assert [p.name for p in SERVICES] == [
+        "bxmem-decide.service",
+        "bxmem-metrics.service",
+        "bxmem-mirror.service",
+        "bxmem-send.service",
+    ]
 
 
 @pytest.mark.parametrize("service", SERVICES, ids=lambda p: p.stem)
@@ -81,7 +85,7 @@ def test_directives_a_user_manager_ignores_say_so_beside_them(service):
 
 def readme_host_section() -> str:
     text = (ROOT / "README.md").read_text()
-    return text[text.index("## Running it on a host"):text.index("## Development")]
+    return text[text.index("## Running it on a host") : text.index("## Development")]
 
 
 def rig_blocks() -> list[str]:
@@ -94,7 +98,9 @@ def test_every_command_of_the_readme_host_section_is_one_the_rig_runs():
     section's shell blocks goes unmarked, and the rig runs every marked one."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py")
+    spec = importlib.util.spec_from_file_location(
+        "readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     section = readme_host_section()
@@ -109,14 +115,22 @@ def test_the_readme_sets_a_host_up_with_init_doctor_and_units_install():
     unit copied or edited by hand (bxmem units generates them: tests/test_units_install.py)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py")
+    spec = importlib.util.spec_from_file_location(
+        "readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     blocks = module.blocks(readme_host_section())
     assert [blocks[name].split()[:2] for name in ("init", "doctor", "units")] == [
-        ["bxmem", "init"], ["bxmem", "doctor"], ["bxmem", "units"]]
+        ["bxmem", "init"],
+        ["bxmem", "doctor"],
+        ["bxmem", "units"],
+    ]
     names = list(blocks)
     assert names.index("init") < names.index("doctor") < names.index("units")
-    assert blocks["upgrade"].splitlines() == ["systemctl --user stop 'bxmem-*.timer' 'bxmem-*.path'",
-                                              "pipx install --force .", "bxmem units install"]
+    assert blocks["upgrade"].splitlines() == [
+        "systemctl --user stop 'bxmem-*.timer' 'bxmem-*.path'",
+        "pipx install --force .",
+        "bxmem units install",
+    ]
     assert "systemd/" not in "".join(blocks.values())  # nothing read from the checkout's unit templates

@@ -59,8 +59,9 @@ def as_user(owner: Path, name: str):
     import pwd
 
     entry = pwd.getpwuid(os.getuid())
-    return pwd.struct_passwd((name, entry.pw_passwd, entry.pw_uid, entry.pw_gid, entry.pw_gecos, str(owner),
-                              entry.pw_shell))
+    return pwd.struct_passwd(
+        (name, entry.pw_passwd, entry.pw_uid, entry.pw_gid, entry.pw_gecos, str(owner), entry.pw_shell)
+    )
 
 
 def test_every_template_is_generated_with_this_host_s_paths(owner):
@@ -94,7 +95,9 @@ def test_the_units_are_told_what_the_owner_s_shell_named(owner, tmp_path, monkey
     monkeypatch.setenv("BXMEM_CONFIG", str(moved))
     service = next(text for path, text in printed().items() if path.endswith("bxmem-send.service"))
     assert f"Environment=BXMEM_CONFIG={moved}" in directives(service)
-    assert not [line for line in directives(service) if line.startswith("Environment=BOXMAKER_HOME")]  # the file names it
+    assert not [
+        line for line in directives(service) if line.startswith("Environment=BOXMAKER_HOME")
+    ]  # the file names it
     other_home = tmp_path / "other-home"
     other_home.mkdir()
     monkeypatch.setenv("BOXMAKER_HOME", str(other_home))
@@ -133,7 +136,10 @@ def test_system_units_run_as_the_user_who_ran_sudo(owner, monkeypatch, tmp_path)
     monkeypatch.setattr(units.os, "geteuid", lambda: 1000)  # a user previews them: its own
     monkeypatch.setenv("HOME", str(owner))
     preview = printed("--system")
-    assert f"\n[Service]\nUser={units.pwd.getpwuid(os.getuid()).pw_name}\n" in preview["/etc/systemd/system/bxmem-decide.service"]
+    assert (
+        f"\n[Service]\nUser={units.pwd.getpwuid(os.getuid()).pw_name}\n"
+        in preview["/etc/systemd/system/bxmem-decide.service"]
+    )
     assert bxmem_inprocess("units", "install", "--system").returncode == 6
     both = bxmem_inprocess("units", "print", "--user", "--system")
     assert (both.returncode, both.stderr) == (2, "bxmem: error: units: --user or --system, not both\n")
@@ -153,8 +159,12 @@ def test_the_generated_units_are_valid_units(owner, monkeypatch, tmp_path, scope
     out.mkdir()
     for path, text in printed(f"--{scope}").items():
         (out / Path(path).name).write_text(text)
-    verify = subprocess.run(["systemd-analyze", "verify", *(str(p) for p in sorted(out.iterdir()))],
-                            capture_output=True, text=True, timeout=120)
+    verify = subprocess.run(
+        ["systemd-analyze", "verify", *(str(p) for p in sorted(out.iterdir()))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert verify.returncode == 0 and not verify.stderr.strip(), verify.stderr
 
 
@@ -172,9 +182,13 @@ def test_install_writes_enables_and_uninstall_removes_exactly_what_it_wrote(owne
     assert asked(owner) == ["--user daemon-reload", f"--user enable --now {' '.join(timers_and_paths)}"]
     assert f"wrote {unit_dir / 'bxmem-send.service'} (replacing the one there)" in result.stdout.splitlines()
     assert f"enabled and started: {' '.join(timers_and_paths)}" in result.stdout.splitlines()
-    if optional:  # written, for `systemctl enable` or units install --optional; not started on a host without node_exporter
-        assert (f"written, not enabled (optional; units install --optional enables them too): {' '.join(optional)}"
-                in result.stdout.splitlines())
+    if (
+        optional
+    ):  # written, for `systemctl enable` or units install --optional; not started on a host without node_exporter
+        assert (
+            f"written, not enabled (optional; units install --optional enables them too): {' '.join(optional)}"
+            in result.stdout.splitlines()
+        )
     installed = sorted(p.name for p in unit_dir.iterdir() if p.is_file())
     assert installed == sorted([*TEMPLATES, "other.service"])
     assert all(oct((unit_dir / n).stat().st_mode & 0o777) == "0o644" for n in TEMPLATES)
@@ -216,7 +230,8 @@ def test_install_needs_the_home_the_units_name(owner):
     result = bxmem_inprocess("units", "install")
     assert result.returncode == 6 and result.stderr == (
         f"bxmem: error: the Boxmaker home {home} does not exist: bxmem init makes it (the units' ReadWritePaths= "
-        "needs it)\n")
+        "needs it)\n"
+    )
     assert not (owner / ".config" / "systemd").exists() and asked(owner) == []
 
 
@@ -239,8 +254,10 @@ def test_a_systemctl_that_fails_is_one_line(owner, monkeypatch, tmp_path):
     failing.write_text('#!/bin/sh\necho "Failed to connect to bus: No medium found" >&2\nexit 1\n')
     result = bxmem_inprocess("units", "install")
     assert result.returncode == 1
-    assert result.stderr == ("bxmem: error: systemctl --user daemon-reload: Failed to connect to bus: No medium found "
-                             "(no user manager: log in, or `sudo loginctl enable-linger $USER`, or use --system)\n")
+    assert result.stderr == (
+        "bxmem: error: systemctl --user daemon-reload: Failed to connect to bus: No medium found "
+        "(no user manager: log in, or `sudo loginctl enable-linger $USER`, or use --system)\n"
+    )
 
 
 def test_the_optional_timers_are_enabled_when_asked(owner):

@@ -26,8 +26,17 @@ def dumps(record: dict) -> bytes:
 
 
 def tool_result(**fields) -> bytes:
-    return dumps({"type": "tool_result", "turn": 2, "ts": "2026-09-27T10:02:00Z", "id": "c1", "label": CLEAN,
-                  "text": "<page>", **fields})
+    return dumps(
+        {
+            "type": "tool_result",
+            "turn": 2,
+            "ts": "2026-09-27T10:02:00Z",
+            "id": "c1",
+            "label": CLEAN,
+            "text": "<page>",
+            **fields,
+        }
+    )
 
 
 def without(line: bytes, key: str) -> bytes:
@@ -62,11 +71,18 @@ UNREADABLE = {
     "null": ("not a JSON object", b"null"),
     "deep-array-args": (f"nested deeper than {jsonline.MAX_DEPTH} levels", deep(1500)),
     "deep-object-args": (f"nested deeper than {jsonline.MAX_DEPTH} levels", deep(1200, b'{"a":', b"}")),
-    "deep-just-over": (f"nested deeper than {jsonline.MAX_DEPTH} levels", deep(jsonline.MAX_DEPTH)),  # the record is one more
-    "duplicate-key": ("a key appears twice in one object",
-                      tool_result(label={"untrusted": True, "class": "public"})[:-1] + b',"label":' + dumps(CLEAN) + b"}"),
-    "duplicate-nested-key": ("a key appears twice in one object",
-                             tool_result(label=CLEAN).replace(b'"untrusted":false', b'"untrusted":true,"untrusted":false')),
+    "deep-just-over": (
+        f"nested deeper than {jsonline.MAX_DEPTH} levels",
+        deep(jsonline.MAX_DEPTH),
+    ),  # the record is one more
+    "duplicate-key": (
+        "a key appears twice in one object",
+        tool_result(label={"untrusted": True, "class": "public"})[:-1] + b',"label":' + dumps(CLEAN) + b"}",
+    ),
+    "duplicate-nested-key": (
+        "a key appears twice in one object",
+        tool_result(label=CLEAN).replace(b'"untrusted":false', b'"untrusted":true,"untrusted":false'),
+    ),
     "no-type": ("field 'type' is missing or not a string", without(tool_result(), "type")),
     "type-number": ("field 'type' is missing or not a string", tool_result(type=5)),
     "type-null": ("field 'type' is missing or not a string", tool_result(type=None)),
@@ -79,20 +95,34 @@ UNREADABLE = {
     "turn-null": ("field 'turn' is not a positive integer", tool_result(turn=None)),
     "turn-huge": ("field 'turn' is not a positive integer", tool_result(turn=2**64)),
     "turn-missing": ("field 'turn' is not a positive integer", without(tool_result(), "turn")),
-    "tool-call-turn-string": ("field 'turn' is not a positive integer",
-                              dumps({"type": "tool_call", "turn": "2", "id": "c1", "tool": "fetch", "args": {}})),
+    "tool-call-turn-string": (
+        "field 'turn' is not a positive integer",
+        dumps({"type": "tool_call", "turn": "2", "id": "c1", "tool": "fetch", "args": {}}),
+    ),
     "label-missing": ("field 'label' is not a readable label", without(tool_result(), "label")),
     "label-null": ("field 'label' is not a readable label", tool_result(label=None)),
     "label-string": ("field 'label' is not a readable label", tool_result(label="clean")),
     "label-list": ("field 'label' is not a readable label", tool_result(label=[False, "public"])),
-    "label-untrusted-string": ("field 'label' is not a readable label", tool_result(label={"untrusted": "false", "class": "public"})),
+    "label-untrusted-string": (
+        "field 'label' is not a readable label",
+        tool_result(label={"untrusted": "false", "class": "public"}),
+    ),
     "label-untrusted-missing": ("field 'label' is not a readable label", tool_result(label={"class": "public"})),
     "label-class-missing": ("field 'label' is not a readable label", tool_result(label={"untrusted": False})),
-    "label-class-unknown": ("field 'label' is not a readable label", tool_result(label={"untrusted": False, "class": "internal"})),
-    "label-class-number": ("field 'label' is not a readable label", tool_result(label={"untrusted": False, "class": 1})),
+    "label-class-unknown": (
+        "field 'label' is not a readable label",
+        tool_result(label={"untrusted": False, "class": "internal"}),
+    ),
+    "label-class-number": (
+        "field 'label' is not a readable label",
+        tool_result(label={"untrusted": False, "class": 1}),
+    ),
     "user-text-number": ("field 'text' is not a string", USER.replace(b'"text":"hi"', b'"text":5')),
     "user-text-missing": ("field 'text' is not a string", without(USER, "text")),
-    "user-speaker-number": ("field 'speaker' is not a string or null", USER.replace(b'"speaker":"kyle"', b'"speaker":7')),
+    "user-speaker-number": (
+        "field 'speaker' is not a string or null",
+        USER.replace(b'"speaker":"kyle"', b'"speaker":7'),
+    ),
     "user-ts-number": ("field 'ts' is not a string or null", USER.replace(b'"ts":"2026-09-27T10:02:00Z"', b'"ts":1')),
     "assistant-final-string": ("field 'final' is not true or false", REPLY.replace(b'"final":true', b'"final":"true"')),
     "assistant-final-missing": ("field 'final' is not true or false", without(REPLY, "final")),
@@ -150,8 +180,11 @@ def test_the_issue_s_case_a_label_line_whose_turn_is_a_string(clean_session):
 
 def test_deep_nesting_does_not_stop_other_sessions(clean_session):
     """2 KB of brackets, 1,000+ levels: RecursionError used to stop every session."""
-    write_raw(clean_session, "a", [USER.replace(b'"turn":2', b'"turn":1'), deep(1100).replace(b'"turn":2', b'"turn":1')]
-              + turn_bytes(1)[1:])
+    write_raw(
+        clean_session,
+        "a",
+        [USER.replace(b'"turn":2', b'"turn":1'), deep(1100).replace(b'"turn":2', b'"turn":1')] + turn_bytes(1)[1:],
+    )
     write_log(clean_session, "b", turn_lines(1, "fine", "yes"))
     result = bxmem_main("decide", "--json")
     assert result.returncode == 0, result.stderr
@@ -159,15 +192,18 @@ def test_deep_nesting_does_not_stop_other_sessions(clean_session):
     assert got["turn:a:1"]["reason"] == "log-unreadable" and got["turn:b:1"]["role"] == "trusted"
 
 
-@pytest.mark.parametrize("line", [
-    b'{"type":"mystery","turn":"x","label":5}',  # an unknown string type: ignored, whatever its fields
-    b'{"type":"reasoning","text":["a"]}',
-    b"   ",  # blank: nothing at all
-    dumps({"type": "user", "turn": 2, "ts": None, "speaker": None, "text": "hi", "new_field": {"x": [1, 2]}}),
-    dumps({"type": "tool_result", "turn": 2, "label": {"untrusted": False, "class": "private", "source": "local"}}),
-    deep(jsonline.MAX_DEPTH - 1),  # deep, but at the bound (the record's own object is a level)
-    dumps({"type": "user", "turn": 2, "speaker": "kyle", "text": "lone \ud800 surrogate, escaped"}),
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"mystery","turn":"x","label":5}',  # an unknown string type: ignored, whatever its fields
+        b'{"type":"reasoning","text":["a"]}',
+        b"   ",  # blank: nothing at all
+        dumps({"type": "user", "turn": 2, "ts": None, "speaker": None, "text": "hi", "new_field": {"x": [1, 2]}}),
+        dumps({"type": "tool_result", "turn": 2, "label": {"untrusted": False, "class": "private", "source": "local"}}),
+        deep(jsonline.MAX_DEPTH - 1),  # deep, but at the bound (the record's own object is a level)
+        dumps({"type": "user", "turn": 2, "speaker": "kyle", "text": "lone \ud800 surrogate, escaped"}),
+    ],
+)
 def test_what_stays_readable(clean_session, line):
     """Unknown types and unknown fields are the contract's to ignore; JSON's own
     escapes (a lone surrogate among them) are readable text."""
@@ -271,7 +307,9 @@ def test_the_default_line_bound_reads_a_megabyte_turn():
 
 
 def test_an_unreadable_journal_line_stops_nothing(home, caplog):
-    path = write_journal(home, [{"id": "e1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "one"}])
+    path = write_journal(
+        home, [{"id": "e1", "ts": "t", "session": "s", "op": "note", "trust": "trusted", "entry": "one"}]
+    )
     with open(path, "ab") as f:
         f.write(b'{"id":"e2","op":"note","x":' + b"[" * 3000 + b"]" * 3000 + b"}\n")
         f.write(b'{"id":"e3","op":"note","op":"identity_add"}\n')
@@ -283,7 +321,10 @@ def test_an_unreadable_journal_line_stops_nothing(home, caplog):
     assert report.skipped_lines == 3
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert [m.split(": ", 2)[1].split(";")[0] for m in warned] == [
-        f"nested deeper than {jsonline.MAX_DEPTH} levels", "a key appears twice in one object", "not valid UTF-8"]
+        f"nested deeper than {jsonline.MAX_DEPTH} levels",
+        "a key appears twice in one object",
+        "not valid UTF-8",
+    ]
     assert all(m.startswith(f"{path}:") and "not mirrored" in m for m in warned)
 
 

@@ -21,8 +21,8 @@ from bxmem.commands import decide, sync
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.sources import loopd
-from bxmem.start.grammar import parse
 from bxmem.start.idle import is_idle
+from bxmem.start.lean_argv import parse
 
 
 def unprivileged() -> list[str]:
@@ -37,8 +37,14 @@ def unprivileged() -> list[str]:
 
 def job(*args: str) -> subprocess.CompletedProcess:
     """The real CLI, as the timer runs it (stderr not a terminal: the idle path is on)."""
-    result = subprocess.run([*unprivileged(), sys.executable, "-m", "bxmem", *args], capture_output=True, text=True,
-                            env=os.environ.copy(), timeout=60, cwd=ROOT)
+    result = subprocess.run(
+        [*unprivileged(), sys.executable, "-m", "bxmem", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
+        cwd=ROOT,
+    )
     CAPTURED.extend((result.stdout, result.stderr))
     return result
 
@@ -111,13 +117,18 @@ def test_sync_and_decide_say_it_cannot_be_read(denied):
     path, _tried = denied
     decide.run(config_module.load())
     status = sync.status(config_module.load(), check=False)
-    assert status["logs_unreadable"] == [{"log": str(path), "why": "cannot read: Permission denied",
-                                          "since": status["logs_unreadable"][0]["since"]}]
+    assert status["logs_unreadable"] == [
+        {"log": str(path), "why": "cannot read: Permission denied", "since": status["logs_unreadable"][0]["since"]}
+    ]
     assert sync.exit_code(status) == 4
-    assert (f"attention: 1 log(s) cannot be read, their turns wait undecided (first: {path}: cannot read: "
-            "Permission denied) (see: bxmem runbook log-unreadable)") in sync.lines(status)
-    assert any(line.startswith(f"log {path} as decide recorded: cannot read: Permission denied since ")
-               for line in sync.lines(status))
+    assert (
+        f"attention: 1 log(s) cannot be read, their turns wait undecided (first: {path}: cannot read: "
+        "Permission denied) (see: bxmem runbook log-unreadable)"
+    ) in sync.lines(status)
+    assert any(
+        line.startswith(f"log {path} as decide recorded: cannot read: Permission denied since ")
+        for line in sync.lines(status)
+    )
     result = bxmem_inprocess("decide", "--json")  # within the minute: not tried, still counted
     assert result.returncode == 3 and json.loads(result.stdout)["logs_unreadable"] == 1
     shown = bxmem_inprocess("sync", "--json")  # validated against bxmem/schemas/sync.schema.json

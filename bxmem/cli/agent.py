@@ -1,7 +1,4 @@
-"""The agent's tools on the command line: `recall` and `ask` (the host runs them
-for the model), `tools` (their definitions) and `schema` (the documents a host or
-script checks --json output against). Each parses, calls the core and hands the
-result on, as cli/app.py's commands do; cli/app.py registers them."""
+"""The agent's tools on the command line: `recall`, `ask`, `tools` and `schema`."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ import typer
 from bxmem.cli import output
 from bxmem.cli.common import JSON_OPTION, Options, exits, global_options_too
 from bxmem.cli.common import setup as _setup
-from bxmem.commands import run
+from bxmem.commands import lean_commands
 from bxmem.commands.recall import DEFAULT_K, MAX_K
 from bxmem.errors import UsageError
 from bxmem.store.paths import check_named, config_source
@@ -22,13 +19,23 @@ from bxmem.store.paths import check_named, config_source
 @global_options_too
 def recall(
     ctx: typer.Context,
-    query: list[str] = typer.Argument(..., metavar="QUERY", show_default=False,
-                                      help="What to look for: plain words, one query (no search syntax)."),
-    k: str | None = typer.Option(None, "-k", metavar="N", show_default=False,
-                                 help=f"At most this many hits, interleaved across sources: 1 to {MAX_K}, default {DEFAULT_K}."),
+    query: list[str] = typer.Argument(
+        ..., metavar="QUERY", show_default=False, help="What to look for: plain words, one query (no search syntax)."
+    ),
+    k: str | None = typer.Option(
+        None,
+        "-k",
+        metavar="N",
+        show_default=False,
+        help=f"At most this many hits, interleaved across sources: 1 to {MAX_K}, default {DEFAULT_K}.",
+    ),
     as_json: bool = JSON_OPTION,
-    explain: bool = typer.Option(False, "--explain", help="After each hit, how it was found: the query's words it holds, "
-                                                          "its rank by them and in Honcho's search (--json always says)."),
+    explain: bool = typer.Option(
+        False,
+        "--explain",
+        help="After each hit, how it was found: the query's words it holds, "
+        "its rank by them and in Honcho's search (--json always says).",
+    ),
 ) -> int:
     """Search the local index and the fleet for what the agent remembers, labelling every hit.
 
@@ -42,9 +49,16 @@ def recall(
     bxmem recall --json -k 5 -- "where do the backups go?"
     """
     options: Options = ctx.obj
-    # Several words are one query, as start/grammar.py joins them for the lean path.
-    return run.recall(query=" ".join(query), config=options.config, k=k, json=as_json, explain=explain,
-                      verbose=options.verbose, quiet=options.quiet)
+    # Several words are one query, as start/lean_argv.py joins them for the lean path.
+    return lean_commands.recall(
+        query=" ".join(query),
+        config=options.config,
+        k=k,
+        json=as_json,
+        explain=explain,
+        verbose=options.verbose,
+        quiet=options.quiet,
+    )
 
 
 @exits
@@ -52,11 +66,21 @@ def recall(
 def ask(
     ctx: typer.Context,
     question: str = typer.Argument(..., metavar="QUESTION", help="At most 2,000 characters."),
-    workspace: list[str] = typer.Option([], "--workspace", "-w", metavar="NAME",
-                                        help="own (default), untrusted, fleet, or an agent from [[honcho.read]]; repeatable."),
+    workspace: list[str] = typer.Option(
+        [],
+        "--workspace",
+        "-w",
+        metavar="NAME",
+        help="own (default), untrusted, fleet, or an agent from [[honcho.read]]; repeatable.",
+    ),
     reasoning: str = typer.Option("minimal", "--reasoning", metavar="LEVEL", help="minimal (default) or low."),
-    deadline: float = typer.Option(160.0, "--deadline", metavar="SECONDS", hidden=True,
-                                   help="The whole command's deadline (tests and the bench shorten it)."),
+    deadline: float = typer.Option(
+        160.0,
+        "--deadline",
+        metavar="SECONDS",
+        hidden=True,
+        help="The whole command's deadline (tests and the bench shorten it).",
+    ),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Ask Honcho's dialectic a question about the agent's memory, and label each answer as recall labels hits.
@@ -75,8 +99,15 @@ def ask(
 
 @exits
 @global_options_too
-def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", metavar="FORMAT",
-                                  help="anthropic (default: name, description, input_schema) or openai (function calling).")) -> int:
+def tools(
+    ctx: typer.Context,
+    fmt: str = typer.Option(
+        "anthropic",
+        "--format",
+        metavar="FORMAT",
+        help="anthropic (default: name, description, input_schema) or openai (function calling).",
+    ),
+) -> int:
     """Print the tool definitions for the host's tools array, as JSON: recall, and ask_memory unless local-only.
 
     Generated from the configuration: ask_memory's workspaces are the names ask
@@ -89,7 +120,9 @@ def tools(ctx: typer.Context, fmt: str = typer.Option("anthropic", "--format", m
     from bxmem.commands import tools as tools_module  # deferred: command
 
     config = _setup(ctx, "tools")
-    return output.show_text(tools_module.render(config, fmt))  # compact: the bytes bench/run counts (pipe to jq to read)
+    return output.show_text(
+        tools_module.render(config, fmt)
+    )  # compact: the bytes bench/run counts (pipe to jq to read)
 
 
 #: Every --json output's JSON Schema (bxmem/schemas/NAME.schema.json), by NAME: whose output it is.
@@ -123,9 +156,15 @@ def schema_text(name: str) -> str:
 
 @exits
 @global_options_too
-def schema(ctx: typer.Context, name: str | None = typer.Argument(None, metavar="NAME", show_default=False,
-                                                                help="Whose output: a command (decide, sync, outbox, "
-                                                                     "config, ...), or error. Without it, the list.")) -> int:
+def schema(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(
+        None,
+        metavar="NAME",
+        show_default=False,
+        help="Whose output: a command (decide, sync, outbox, config, ...), or error. Without it, the list.",
+    ),
+) -> int:
     """Print the JSON Schema of a command's --json output, the contract a host or script checks it against.
 
     Every --json document carries "schema": "bxmem.NAME/VERSION"; the version goes
@@ -135,7 +174,9 @@ def schema(ctx: typer.Context, name: str | None = typer.Argument(None, metavar="
     bxmem schema
     bxmem schema sync > sync.schema.json
     """
-    check_named(*config_source(ctx.obj.config))  # a schema needs no config, but a named one that is missing is a mistake to report
+    check_named(
+        *config_source(ctx.obj.config)
+    )  # a schema needs no config, but a named one that is missing is a mistake to report
     if name is None:
         return output.show_text("\n".join(f"  {known:8} {what}" for known, what in SCHEMAS.items()))
     if name not in SCHEMAS:

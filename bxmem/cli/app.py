@@ -1,15 +1,4 @@
-"""The command line: one small typer function per command over the typed core.
-
-Every command is declared in start/registry.py (its name, exit codes and, for
-the lean commands, options); here typer learns its arguments and help. The
-cli/ package is the only one that imports typer or rich: this module,
-cli/owner.py (the owner's `outbox` commands), cli/agent.py (the agent's tools)
-and cli/host.py (`init`, `units`) declare the commands, cli/common.py holds what
-they share, cli/output.py writes what they print and cli/help.py what --help does.
-Each command parses, calls the core, and hands the result to cli/output.py;
-the lean commands call the same function the lean path runs
-(commands/run.py). Everything it calls can be used and tested without it.
-"""
+"""The typer app: one small function per command over the typed core, declared once in start/registry.py."""
 
 from __future__ import annotations
 
@@ -25,7 +14,7 @@ from bxmem.cli.help import AGENT, OWNER, START, TIMER_JOBS
 from bxmem.cli.host import doctor, init, metrics, units_app
 from bxmem.cli.owner import outbox_app
 from bxmem.cli.progress import index_rebuild_bar
-from bxmem.commands import run
+from bxmem.commands import lean_commands
 from bxmem.errors import BxmemError, ExitCode, Incomplete, Refused, UsageError, boundary
 from bxmem.start.version import __version__
 from bxmem.store.paths import check_named, config_source
@@ -39,12 +28,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: stable for docs/cli.md, readable in any terminal
 )
-config_app = typer.Typer(help="Check bxmem's configuration and show what it resolves to.", no_args_is_help=True,
-                         rich_markup_mode=None)
+config_app = typer.Typer(
+    help="Check bxmem's configuration and show what it resolves to.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(config_app, name="config", rich_help_panel=START)
 app.add_typer(units_app, name="units", rich_help_panel=START)
-index_app = typer.Typer(help="Rebuild the local search index that recall reads.", no_args_is_help=True,
-                        rich_markup_mode=None)
+index_app = typer.Typer(
+    help="Rebuild the local search index that recall reads.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(index_app, name="index", rich_help_panel=OWNER)
 app.add_typer(outbox_app, name="outbox", rich_help_panel=OWNER)
 app.add_typer(artifact_app, name="artifact", rich_help_panel=OWNER)
@@ -62,7 +53,9 @@ def main(
     config: Path | None = typer.Option(None, "--config", metavar="PATH", help=CONFIG_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     ctx.obj = Options(config=config, verbose=verbose, quiet=quiet)
 
@@ -82,16 +75,29 @@ def decide(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     bxmem decide --json
     """
     options: Options = ctx.obj
-    return run.decide(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
-                      progress=output.BacklogProgress(options.quiet), index_progress=index_rebuild_bar)
+    return lean_commands.decide(
+        config=options.config,
+        json=as_json,
+        verbose=options.verbose,
+        quiet=options.quiet,
+        progress=output.BacklogProgress(options.quiet),
+        index_progress=index_rebuild_bar,
+    )
 
 
 @app.command(rich_help_panel=TIMER_JOBS)
 @exits
 @global_options_too
-def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
-         now: bool = typer.Option(False, "--now", help="Try Honcho now, without waiting out the outage backoff (items "
-                                                       "in doubt still wait to be looked up: nothing is sent twice).")) -> int:
+def send(
+    ctx: typer.Context,
+    as_json: bool = JSON_OPTION,
+    now: bool = typer.Option(
+        False,
+        "--now",
+        help="Try Honcho now, without waiting out the outage backoff (items "
+        "in doubt still wait to be looked up: nothing is sent twice).",
+    ),
+) -> int:
     """Send one batch of the outbox (decided, not yet sent) to Honcho, oldest first.
 
     Every run says what holds the rest up: an outage, a refused key, items in
@@ -102,7 +108,9 @@ def send(ctx: typer.Context, as_json: bool = JSON_OPTION,
     bxmem send --now --json
     """
     options: Options = ctx.obj
-    return run.send(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now)
+    return lean_commands.send(
+        config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet, now=now
+    )
 
 
 @app.command(rich_help_panel=TIMER_JOBS)
@@ -119,8 +127,13 @@ def mirror(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
     bxmem mirror --json
     """
     options: Options = ctx.obj
-    return run.mirror(config=options.config, json=as_json, verbose=options.verbose, quiet=options.quiet,
-                      index_progress=index_rebuild_bar)
+    return lean_commands.mirror(
+        config=options.config,
+        json=as_json,
+        verbose=options.verbose,
+        quiet=options.quiet,
+        index_progress=index_rebuild_bar,
+    )
 
 
 @app.command(rich_help_panel=OWNER)
@@ -155,9 +168,12 @@ app.command("schema", rich_help_panel=AGENT)(agent.schema)
 @app.command(rich_help_panel=OWNER)
 @exits
 @global_options_too
-def runbook(ctx: typer.Context,
-            name: str | None = typer.Argument(None, metavar="NAME", show_default=False,
-                                              help="The entry to print (default: list them).")) -> int:
+def runbook(
+    ctx: typer.Context,
+    name: str | None = typer.Argument(
+        None, metavar="NAME", show_default=False, help="The entry to print (default: list them)."
+    ),
+) -> int:
     """Print a runbook entry: what a state bxmem reports means, and what to do about it.
 
     Every log line, error and attention line that needs the owner names its entry.
@@ -198,7 +214,9 @@ def index_rebuild(ctx: typer.Context) -> int:
 @global_options_too
 def sync(
     ctx: typer.Context,
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Send the failed items again (bxmem outbox resend --all-failed)."),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="Send the failed items again (bxmem outbox resend --all-failed)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """Show where everything stands: the outbox per workspace, what holds items up, and what needs the owner.
@@ -227,11 +245,19 @@ def sync(
 @app.command(rich_help_panel=OWNER)
 @exits
 @global_options_too
-def audit(ctx: typer.Context,
-          accept: list[str] = typer.Option([], "--accept", metavar="ID",
-                                           help="Accept this finding (its id, as audit lists it): later audits set it aside; repeatable."),
-          reason: str | None = typer.Option(None, "--reason", metavar="TEXT", help="Why, with --accept (kept in the ledger)."),
-          as_json: bool = JSON_OPTION) -> int:
+def audit(
+    ctx: typer.Context,
+    accept: list[str] = typer.Option(
+        [],
+        "--accept",
+        metavar="ID",
+        help="Accept this finding (its id, as audit lists it): later audits set it aside; repeatable.",
+    ),
+    reason: str | None = typer.Option(
+        None, "--reason", metavar="TEXT", help="Why, with --accept (kept in the ledger)."
+    ),
+    as_json: bool = JSON_OPTION,
+) -> int:
     """Read the agent's own workspaces back from Honcho and hold them against the ledger.
 
     Every discrepancy gets an id; --accept sets one aside for good, with the
@@ -261,7 +287,9 @@ def audit(ctx: typer.Context,
 @app.command(rich_help_panel=START)
 @exits
 def demo(
-    honcho: str | None = typer.Option(None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."),
+    honcho: str | None = typer.Option(
+        None, "--honcho", metavar="URL", help="Send to this Honcho server (default: local only)."
+    ),
     keep: Path | None = typer.Option(
         None, "--keep", metavar="DIR", help="Build the sample home in this new or empty directory and keep it."
     ),
@@ -338,7 +366,9 @@ def _run_typer(args: list[str]) -> int:
             if not args:  # `bxmem` alone: where a new owner starts
                 from bxmem.start.registry import BY_NAME  # deferred: help
 
-                return output.show_text(help.first_steps({name.split()[0] for name in BY_NAME} | set(BY_NAME)).rstrip("\n"))
+                return output.show_text(
+                    help.first_steps({name.split()[0] for name in BY_NAME} | set(BY_NAME)).rstrip("\n")
+                )
             exc.show()  # type: ignore[attr-defined]  # a click UsageError
             return int(exc.exit_code)  # type: ignore[attr-defined]
         raise UsageError(_usage_line(exc)) from None
@@ -346,7 +376,9 @@ def _run_typer(args: list[str]) -> int:
         raise BxmemError("aborted") from None
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else ExitCode.ERROR)
-    if code == ExitCode.INTERRUPTED:  # typer makes Ctrl-C a silent 130 (no command returns it): say it, as the lean path does
+    if (
+        code == ExitCode.INTERRUPTED
+    ):  # typer makes Ctrl-C a silent 130 (no command returns it): say it, as the lean path does
         raise KeyboardInterrupt
     return code if isinstance(code, int) else ExitCode.OK
 

@@ -1,12 +1,5 @@
-"""`bxmem artifact`: record and resolve (the host runs them for the model's two
-artifact tools), list, verify, export and rm (the owner's). Each parses, calls the
-core (commands/artifact.py, commands/artifact_owner.py) and hands the result to
-cli/output.py's show, as cli/app.py's commands do.
-
-record and resolve take their options before `--` or, as the interfaces file writes
-the host's argv, after the name that follows it (`-- NAME --title T ...`): there each
-option takes the next word as its value whatever it holds, so no value can be read
-as another option.
+"""`bxmem artifact` on the command line. record and resolve also take their options after `-- NAME` (the
+host's argv): there each option takes the next word as its value, whatever it holds, so no value reads as an option.
 """
 
 from __future__ import annotations
@@ -17,13 +10,23 @@ from bxmem.cli import output
 from bxmem.cli.common import JSON_OPTION, exits, global_options_too, setup
 from bxmem.errors import UsageError
 
-artifact_app = typer.Typer(help="Artifact memory: exact results kept on this host, found again by recall, resolved "
-                                "only after an integrity check.", no_args_is_help=True, rich_markup_mode=None)
+artifact_app = typer.Typer(
+    help="Artifact memory: exact results kept on this host, found again by recall, resolved "
+    "only after an integrity check.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 SESSION_HELP = "The running session's id, from the host (never from the model's arguments)."
 IDS_HELP = "Experiment ids (exp_...) or artifact ids (art_...), as list and recall show them."
-_RECORD_TAIL = {"--title": "title", "--summary": "summary", "--tag": "tags", "--source-version": "source_version",
-                "--query-fingerprint": "query_fingerprint", "--media-type": "media_type"}
+_RECORD_TAIL = {
+    "--title": "title",
+    "--summary": "summary",
+    "--tag": "tags",
+    "--source-version": "source_version",
+    "--query-fingerprint": "query_fingerprint",
+    "--media-type": "media_type",
+}
 _RESOLVE_TAIL = {"--source-version": "source_version"}
 
 
@@ -54,17 +57,25 @@ def _tail(words: list[str], allowed: dict[str, str], given: dict) -> dict:
 @global_options_too
 def artifact_record(
     ctx: typer.Context,
-    words: list[str] = typer.Argument(..., metavar="NAME",
-                                      help="A file directly in sessions/SESSION/exports/; the options may follow it (after --, each takes the next word)."),
+    words: list[str] = typer.Argument(
+        ...,
+        metavar="NAME",
+        help="A file directly in sessions/SESSION/exports/; the options may follow it (after --, each takes the next word).",
+    ),
     session: str = typer.Option(..., "--session", metavar="ID", help=SESSION_HELP),
     title: str | None = typer.Option(None, "--title", metavar="T", help="At most 200 characters."),
-    summary: str | None = typer.Option(None, "--summary", metavar="S",
-                                       help="At most 2,000 characters; without one the card is not sent to Honcho."),
-    tags: list[str] = typer.Option([], "--tag", metavar="T", help="Repeatable: at most 20, each at most 80 characters."),
-    source_version: str | None = typer.Option(None, "--source-version", metavar="V",
-                                              help="The version of what it was computed from (default: unknown)."),
-    query_fingerprint: str | None = typer.Option(None, "--query-fingerprint", metavar="SHA256",
-                                                 help="SHA-256 (lowercase hex) of the query or computation."),
+    summary: str | None = typer.Option(
+        None, "--summary", metavar="S", help="At most 2,000 characters; without one the card is not sent to Honcho."
+    ),
+    tags: list[str] = typer.Option(
+        [], "--tag", metavar="T", help="Repeatable: at most 20, each at most 80 characters."
+    ),
+    source_version: str | None = typer.Option(
+        None, "--source-version", metavar="V", help="The version of what it was computed from (default: unknown)."
+    ),
+    query_fingerprint: str | None = typer.Option(
+        None, "--query-fingerprint", metavar="SHA256", help="SHA-256 (lowercase hex) of the query or computation."
+    ),
     media_type: str | None = typer.Option(None, "--media-type", metavar="TYPE", help="Default: from the name."),
     as_json: bool = JSON_OPTION,
 ) -> int:
@@ -79,13 +90,27 @@ def artifact_record(
     """
     from bxmem.commands import artifact  # deferred: command
 
-    given = {"title": title, "summary": summary, "tags": tags, "source_version": source_version,
-             "query_fingerprint": query_fingerprint, "media_type": media_type}
+    given = {
+        "title": title,
+        "summary": summary,
+        "tags": tags,
+        "source_version": source_version,
+        "query_fingerprint": query_fingerprint,
+        "media_type": media_type,
+    }
     options = _tail(words[1:], _RECORD_TAIL, given)
     config = setup(ctx, "artifact")
-    result = artifact.record(config, session, words[0], title=options["title"] or "", summary=options["summary"] or "",
-                             tags=options["tags"], source_version=options["source_version"],
-                             query_fingerprint=options["query_fingerprint"], media_type=options["media_type"])
+    result = artifact.record(
+        config,
+        session,
+        words[0],
+        title=options["title"] or "",
+        summary=options["summary"] or "",
+        tags=options["tags"],
+        source_version=options["source_version"],
+        query_fingerprint=options["query_fingerprint"],
+        media_type=options["media_type"],
+    )
     return output.show(result, as_json)
 
 
@@ -94,11 +119,13 @@ def artifact_record(
 @global_options_too
 def artifact_resolve(
     ctx: typer.Context,
-    words: list[str] = typer.Argument(..., metavar="ID",
-                                      help="An experiment id (exp_...) or an artifact id (art_...)."),
+    words: list[str] = typer.Argument(
+        ..., metavar="ID", help="An experiment id (exp_...) or an artifact id (art_...)."
+    ),
     session: str | None = typer.Option(None, "--session", metavar="ID", help=SESSION_HELP),
-    source_version: str | None = typer.Option(None, "--source-version", metavar="V",
-                                              help="The current version, to say whether the bytes are fresh or stale."),
+    source_version: str | None = typer.Option(
+        None, "--source-version", metavar="V", help="The current version, to say whether the bytes are fresh or stale."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> int:
     """The exact bytes of a card on this host: a path, given only once their size and SHA-256 are checked.
@@ -132,8 +159,11 @@ def artifact_list(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 @artifact_app.command("verify")
 @exits
 @global_options_too
-def artifact_verify(ctx: typer.Context, ids: list[str] = typer.Argument(None, metavar="ID", help=IDS_HELP + " Default: all."),
-                    as_json: bool = JSON_OPTION) -> int:
+def artifact_verify(
+    ctx: typer.Context,
+    ids: list[str] = typer.Argument(None, metavar="ID", help=IDS_HELP + " Default: all."),
+    as_json: bool = JSON_OPTION,
+) -> int:
     """Hash every object against its cards; recover what records cut short left behind.
 
     Examples:
@@ -148,9 +178,12 @@ def artifact_verify(ctx: typer.Context, ids: list[str] = typer.Argument(None, me
 @artifact_app.command("export")
 @exits
 @global_options_too
-def artifact_export(ctx: typer.Context, ident: str = typer.Argument(..., metavar="ID", help=IDS_HELP),
-                    to: str = typer.Option(..., "--to", metavar="PATH", help="A new file (never one that exists)."),
-                    as_json: bool = JSON_OPTION) -> int:
+def artifact_export(
+    ctx: typer.Context,
+    ident: str = typer.Argument(..., metavar="ID", help=IDS_HELP),
+    to: str = typer.Option(..., "--to", metavar="PATH", help="A new file (never one that exists)."),
+    as_json: bool = JSON_OPTION,
+) -> int:
     """Copy an artifact's bytes out of the store, checked as they are copied.
 
     Examples:
@@ -164,9 +197,12 @@ def artifact_export(ctx: typer.Context, ident: str = typer.Argument(..., metavar
 @artifact_app.command("rm")
 @exits
 @global_options_too
-def artifact_rm(ctx: typer.Context, ids: list[str] = typer.Argument(None, metavar="ID", help=IDS_HELP),
-                dry_run: bool = typer.Option(False, "--dry-run", help="Say what would happen, write nothing."),
-                as_json: bool = JSON_OPTION) -> int:
+def artifact_rm(
+    ctx: typer.Context,
+    ids: list[str] = typer.Argument(None, metavar="ID", help=IDS_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would happen, write nothing."),
+    as_json: bool = JSON_OPTION,
+) -> int:
     """Remove cards and their bytes; a card already in Honcho gets a retraction beside it at the next send.
 
     Examples:

@@ -1,10 +1,5 @@
-"""What `--help` prints: plain text (no rich: help stays cheap and reads the same
-in any terminal, pipe or docs/cli.md), commands listed in groups with their
-whole first sentence, each command's examples after its options, and usage
-lines in the words a person types (`QUERY...`, never a Python type).
-
-A command says its group with typer's `rich_help_panel=`; `apply` gives every
-command and group of the app these classes, once they are all declared.
+"""What `--help` prints, as plain text: no rich, so help stays cheap and reads the same in a terminal, a pipe
+and docs/cli.md. A command names its group with typer's `rich_help_panel=`; `apply` runs once all are declared.
 """
 
 from __future__ import annotations
@@ -52,9 +47,11 @@ def split_examples(text: str | None) -> tuple[str, list[str]]:
 def first_steps(known: set[str]) -> str:
     rows = [(command, what) for command, what in FIRST_STEPS if command.removeprefix("bxmem ") in known]
     width = max(len(command) for command, _ in rows)
-    return ("bxmem: memory sync for a Boxmaker agent host.\n\nStart here:\n"
-            + "".join(f"  {command:{width}}  {what}\n" for command, what in rows)
-            + "\nbxmem --help lists every command; bxmem COMMAND --help says more, with examples.\n")
+    return (
+        "bxmem: memory sync for a Boxmaker agent host.\n\nStart here:\n"
+        + "".join(f"  {command:{width}}  {what}\n" for command, what in rows)
+        + "\nbxmem --help lists every command; bxmem COMMAND --help says more, with examples.\n"
+    )
 
 
 def _argument_name(param) -> str:

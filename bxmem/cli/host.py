@@ -1,7 +1,4 @@
-"""`bxmem init`, `bxmem units`, `bxmem doctor` and `bxmem metrics`: setting a host up,
-checking it, and showing its state to monitoring (commands/init.py, units.py, doctor.py,
-metrics.py), on the command line. Each parses, asks at a terminal only (init), calls the
-core and prints its result, as cli/app.py's commands do; cli/app.py registers them."""
+"""`bxmem init`, `units`, `doctor` and `metrics` on the command line; only init asks at a terminal."""
 
 from __future__ import annotations
 
@@ -13,14 +10,18 @@ import typer
 from bxmem.cli import output
 from bxmem.cli.common import JSON_OPTION, Options, exits, global_options_too, setup
 from bxmem.errors import ExitCode, UsageError
-from bxmem.start import where
+from bxmem.start import locations
 
-units_app = typer.Typer(help="Generate the systemd units for this host, and install, enable or remove them.",
-                        no_args_is_help=True, rich_markup_mode=None)
+units_app = typer.Typer(
+    help="Generate the systemd units for this host, and install, enable or remove them.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 USER = typer.Option(False, "--user", help="Your own user manager, ~/.config/systemd/user (the default).")
-SYSTEM = typer.Option(False, "--system", help="The system manager, /etc/systemd/system, the jobs run as you "
-                                              "(User=); run it with sudo.")
+SYSTEM = typer.Option(
+    False, "--system", help="The system manager, /etc/systemd/system, the jobs run as you (User=); run it with sudo."
+)
 
 
 def _at_a_terminal() -> bool:
@@ -34,16 +35,21 @@ def init(
     url: str | None = typer.Option(None, "--url", metavar="URL", help="The Honcho server (http:// or https://)."),
     local_only: bool = typer.Option(False, "--local-only", help="No Honcho: every job runs, nothing is sent."),
     agent: str | None = typer.Option(None, "--agent", metavar="NAME", help="This agent's peer in Honcho."),
-    owner: str | None = typer.Option(None, "--owner", metavar="NAME",
-                                     help="The owner, as they are named in chats (default at a terminal: you)."),
+    owner: str | None = typer.Option(
+        None, "--owner", metavar="NAME", help="The owner, as they are named in chats (default at a terminal: you)."
+    ),
     trusted: str | None = typer.Option(None, "--trusted", metavar="WORKSPACE", help="Default: AGENT-trusted."),
     untrusted: str | None = typer.Option(None, "--untrusted", metavar="WORKSPACE", help="Default: AGENT-untrusted."),
     fleet: str | None = typer.Option(None, "--fleet", metavar="WORKSPACE", help="Default: fleet."),
-    keys: str | None = typer.Option(None, "--keys", metavar="DIR",
-                                    help="A folder holding honcho-trusted.key, honcho-untrusted.key and honcho-fleet.key "
-                                         "(auth on)."),
-    home: str | None = typer.Option(None, "--home", metavar="DIR",
-                                    help="The Boxmaker home (default: $BOXMAKER_HOME, else ~/.local/share/boxmaker)."),
+    keys: str | None = typer.Option(
+        None,
+        "--keys",
+        metavar="DIR",
+        help="A folder holding honcho-trusted.key, honcho-untrusted.key and honcho-fleet.key (auth on).",
+    ),
+    home: str | None = typer.Option(
+        None, "--home", metavar="DIR", help="The Boxmaker home (default: $BOXMAKER_HOME, else ~/.local/share/boxmaker)."
+    ),
     run_dir: str | None = typer.Option(None, "--run", metavar="DIR", help="brokerd's run folder (default: HOME/run)."),
 ) -> int:
     """Write bxmem.toml for one agent and make the Boxmaker home, then say what to run next.
@@ -68,26 +74,45 @@ def init(
         raise UsageError("init: --url or --local-only, not both")
     if not url and not local_only:
         if not _at_a_terminal():
-            raise UsageError("init: name the Honcho server with --url URL, or --local-only (off a terminal, init asks "
-                             "nothing)")
+            raise UsageError(
+                "init: name the Honcho server with --url URL, or --local-only (off a terminal, init asks nothing)"
+            )
         url = typer.prompt("Honcho server URL (empty: local-only, nothing is sent)", default="", show_default=False)
     if url and _at_a_terminal():
         agent = agent or typer.prompt("This agent's name, its peer in Honcho", default=init_core.default_agent())
         owner = owner or typer.prompt("The owner's name, as chats name them", default=init_core.default_owner() or None)
         if keys is None:
-            keys = typer.prompt("A folder of key files, for a server with auth on (empty: none)", default="",
-                                show_default=False) or None
-    answers = init_core.Answers(url=url or None, agent=agent, owner=owner, trusted=trusted, untrusted=untrusted,
-                                fleet=fleet, home=home, run=run_dir, keys=keys)
+            keys = (
+                typer.prompt(
+                    "A folder of key files, for a server with auth on (empty: none)", default="", show_default=False
+                )
+                or None
+            )
+    answers = init_core.Answers(
+        url=url or None,
+        agent=agent,
+        owner=owner,
+        trusted=trusted,
+        untrusted=untrusted,
+        fleet=fleet,
+        home=home,
+        run=run_dir,
+        keys=keys,
+    )
     config, _named_by = config_source(options.config)
     done = init_core.run(init_core.plan(config, answers))
-    check = ("bxmem doctor", "check the setup end to end") if "doctor" in BY_NAME else \
-        ("bxmem config check", "check the configuration and the key files")
-    steps = [check, ("bxmem units install", "run the jobs under systemd, as you (--system: the system manager)"),
-             ("bxmem sync", "see where everything stands")]
-    if config != Path(where.default_config_path()):
-        steps = [(f"export BXMEM_CONFIG={config}", "so every command finds it (units install tells the units)"),
-                 *steps]
+    check = (
+        ("bxmem doctor", "check the setup end to end")
+        if "doctor" in BY_NAME
+        else ("bxmem config check", "check the configuration and the key files")
+    )
+    steps = [
+        check,
+        ("bxmem units install", "run the jobs under systemd, as you (--system: the system manager)"),
+        ("bxmem sync", "see where everything stands"),
+    ]
+    if config != Path(locations.default_config_path()):
+        steps = [(f"export BXMEM_CONFIG={config}", "so every command finds it (units install tells the units)"), *steps]
     for line in done.lines(steps):
         output.show_text(line)
     return ExitCode.OK
@@ -116,9 +141,14 @@ def units_print(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM) ->
 
 @exits
 @global_options_too
-def units_install(ctx: typer.Context, user: bool = USER, system: bool = SYSTEM,
-                  optional: bool = typer.Option(False, "--optional", help="Enable the optional timers too (bxmem "
-                                                                           "metrics, for node_exporter).")) -> int:
+def units_install(
+    ctx: typer.Context,
+    user: bool = USER,
+    system: bool = SYSTEM,
+    optional: bool = typer.Option(
+        False, "--optional", help="Enable the optional timers too (bxmem metrics, for node_exporter)."
+    ),
+) -> int:
     """Write the units for this host, then enable and start the timers and .path units.
 
     Run it again after an upgrade or a change of home or configuration: it writes
@@ -180,10 +210,16 @@ def doctor(ctx: typer.Context, as_json: bool = JSON_OPTION) -> int:
 
 @exits
 @global_options_too
-def metrics(ctx: typer.Context,
-            to: Path | None = typer.Option(None, "--output", metavar="FILE",
-                                           help="Write to FILE atomically (a temporary file beside it, renamed), "
-                                                "mode 644, for node_exporter's textfile collector.")) -> int:
+def metrics(
+    ctx: typer.Context,
+    to: Path | None = typer.Option(
+        None,
+        "--output",
+        metavar="FILE",
+        help="Write to FILE atomically (a temporary file beside it, renamed), "
+        "mode 644, for node_exporter's textfile collector.",
+    ),
+) -> int:
     """Print bxmem's state as Prometheus metrics (the outbox, the outage, refused keys, each job's last run, Honcho's queue), with no text, item id, key or path.
 
     Honcho's queue is read within 2 s; a Honcho that does not answer is a metric

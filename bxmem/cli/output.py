@@ -1,9 +1,4 @@
-"""What the commands the CLI runs print, from the result cli/app.py hands over,
-and the progress bar a decide a person watches shows.
-
-The lean commands (the timer jobs and recall) print plainly through
-commands/run.py, which the lean path runs without typer or rich. The rest
-write through typer's echo, or rich for sync's and the demo's rendering.
+"""What the commands the CLI runs print (the lean ones print through commands/lean_commands.py).
 rich is imported by the functions that use it: `--help` loads this module.
 """
 
@@ -16,8 +11,8 @@ from typing import TYPE_CHECKING
 from typer import echo
 
 from bxmem import runbooks
+from bxmem.commands.lean_commands import emit_json
 from bxmem.commands.recall import render_plain
-from bxmem.commands.run import emit_json
 from bxmem.config.loader import read_key
 from bxmem.errors import BxmemError, ExitCode
 from bxmem.store.files import write_bytes
@@ -53,8 +48,9 @@ class BacklogProgress:
                 TimeRemainingColumn,
             )
 
-            self.bar = Progress(TextColumn("deciding the backlog"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                                transient=True)
+            self.bar = Progress(
+                TextColumn("deciding the backlog"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True
+            )
             self.bar.start()
             self.task = self.bar.add_task("decide", total=total)
         assert self.task is not None  # added with the bar
@@ -79,8 +75,8 @@ def _home_warning(config) -> str | None:
 
 def config_check(config, as_json: bool) -> int:
     """`bxmem config check`: the resolved paths and workspaces (never a key), and
-    what is legal but likely a mistake (checks.partial_keys) as a warning."""
-    from bxmem.commands.checks import partial_keys  # deferred: command
+    what is legal but likely a mistake (live_checks.partial_keys) as a warning."""
+    from bxmem.commands.live_checks import partial_keys  # deferred: command
 
     workspaces = []
     for ws in config.workspaces():
@@ -248,6 +244,8 @@ def show_demo(result, honcho: str | None) -> int:
     )
     if not result.kept:
         base = result.home.parent
-        out.print(f"The temporary folder {escape(str(base))} " + (
-            "could not be removed: remove it by hand." if base.exists() else "has been removed."))
+        out.print(
+            f"The temporary folder {escape(str(base))} "
+            + ("could not be removed: remove it by hand." if base.exists() else "has been removed.")
+        )
     return result.exit_code  # DEGRADED when Honcho did not answer: the demo did not do what was asked

@@ -1,5 +1,4 @@
-"""The progress bar a person at a terminal sees while the local index is
-rebuilt (rich): the core only reports how far into the ledger it is."""
+"""The bar a person at a terminal sees while the local index is rebuilt (rich)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,14 @@ class index_rebuild_bar:
             from rich.console import Console  # deferred: command (rich only when a bar is shown)
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn  # deferred: command
 
-            self.bar = Progress("rebuilding the local index", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                                console=Console(stderr=True), transient=True)
+            self.bar = Progress(
+                "rebuilding the local index",
+                BarColumn(),
+                DownloadColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self.task = self.bar.add_task("ledger", total=total)
 
     def __enter__(self):
@@ -38,6 +43,7 @@ class index_rebuild_bar:
             if offset - shown[0] >= step:
                 shown[0] = offset
                 bar.update(task, completed=offset)
+
         return advance
 
     def __exit__(self, *exc: object) -> None:

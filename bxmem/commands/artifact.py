@@ -1,10 +1,6 @@
-"""`bxmem artifact record` and `resolve`: the two the agent's host runs (docs/agent-tools.md).
-
-record: the export streamed into the store and published (store/artifact_ingest.py,
-store/artifacts.py), the session's labels read as decide reads them, the card routed
-(policy/card_route.route_card) and written, its decision appended to the ledger (the
-outbox) under the store's lock, all before it returns; Honcho gets the card at the
-next `send`. resolve: a card's bytes, only once their size and SHA-256 are checked.
+"""`bxmem artifact record` and `resolve`, the two the host runs (docs/agent-tools.md). record publishes,
+routes and writes the card and appends its decision under the store's lock before it returns; Honcho gets the
+card at the next `send`. resolve gives bytes only once their size and SHA-256 are checked.
 """
 
 from __future__ import annotations
@@ -15,7 +11,17 @@ import time
 from bxmem.commands.artifact_doc import Recorded, Resolved
 from bxmem.config.loader import ArtifactSettings, Config
 from bxmem.errors import IntegrityFailed, NotFound, Refused, StorageError, UsageError
-from bxmem.policy.artifacts import (
+from bxmem.formats.timestamps import format_time
+from bxmem.sources import brokerd
+from bxmem.sources.loopd import session_id_problem, session_labels
+from bxmem.start.version import __version__
+from bxmem.store import artifact_catalog as catalog
+from bxmem.store import artifact_ingest
+from bxmem.store.artifact_cards import Cards, CardUnusable
+from bxmem.store.artifacts import Store, media_type_of, remove_file
+from bxmem.store.ledger import Ledger, ReadResult
+from bxmem.store.ledger_events import decided_card
+from bxmem.trust.artifact_rules import (
     CARD_SCHEMA,
     UNKNOWN,
     artifact_id,
@@ -33,18 +39,8 @@ from bxmem.policy.artifacts import (
     projection,
     revision,
 )
-from bxmem.policy.card_route import CardFacts, card_label, route_card
-from bxmem.policy.labels import higher_class
-from bxmem.policy.ledger_time import format_time
-from bxmem.sources import brokerd
-from bxmem.sources.loopd import session_id_problem, session_labels
-from bxmem.start.version import __version__
-from bxmem.store import artifact_catalog as catalog
-from bxmem.store import artifact_ingest
-from bxmem.store.artifact_cards import Cards, CardUnusable
-from bxmem.store.artifacts import Store, media_type_of, remove_file
-from bxmem.store.ledger import Ledger, ReadResult
-from bxmem.store.ledger_events import decided_card
+from bxmem.trust.card_route import CardFacts, card_label, route_card
+from bxmem.trust.labels import higher_class
 
 
 def settings(config: Config) -> ArtifactSettings:
@@ -66,9 +62,19 @@ def check_session(session: str) -> None:
         raise UsageError(f"--session {session!r}: {problem}")
 
 
-def record(config: Config, session: str, name: str, *, title: str = "", summary: str = "", tags: list[str] | None = None,
-           source_version: str | None = None, query_fingerprint: str | None = None, media_type: str | None = None,
-           broker_timeout: float = brokerd.TIMEOUT_S) -> Recorded:
+def record(
+    config: Config,
+    session: str,
+    name: str,
+    *,
+    title: str = "",
+    summary: str = "",
+    tags: list[str] | None = None,
+    source_version: str | None = None,
+    query_fingerprint: str | None = None,
+    media_type: str | None = None,
+    broker_timeout: float = brokerd.TIMEOUT_S,
+) -> Recorded:
     limits = settings(config)
     check_session(session)
     why = name_problem(name)
@@ -77,8 +83,9 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
     tags = tags or []
     version = one_line(source_version) if source_version is not None else UNKNOWN
     media = media_type or media_type_of(name)
-    why = metadata_problem(title, summary, tags, source_version if source_version is not None else UNKNOWN,
-                           query_fingerprint, media)
+    why = metadata_problem(
+        title, summary, tags, source_version if source_version is not None else UNKNOWN, query_fingerprint, media
+    )
     if why:
         raise UsageError(why)
     store, cards = store_of(config)
@@ -86,8 +93,10 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
     with artifact_ingest.open_export(config.paths.home, session, name, limits.max_artifact_bytes) as export:
         with store.lock():
             if cards.count() >= limits.max_cards:
-                raise Refused(f"the artifact store holds {limits.max_cards:,} cards ([artifacts] max_cards): bxmem artifact "
-                              "rm what is not needed (see: bxmem runbook artifact-quota)")
+                raise Refused(
+                    f"the artifact store holds {limits.max_cards:,} cards ([artifacts] max_cards): bxmem artifact "
+                    "rm what is not needed (see: bxmem runbook artifact-quota)"
+                )
             fd, temp = store.reserve(export.size, limits.max_total_bytes)
         try:
             try:
@@ -104,14 +113,28 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
     artifact_ingest.checkpoint("published")
     agent = config.honcho.agent if config.honcho else None
     experiment = experiment_id(agent, artifact, query_fingerprint, version)
-    text, no_text = projection(experiment=experiment, artifact=artifact, size=size, media_type=media, title=title,
-                               summary=summary, tags=tags, source_version=version, query_fingerprint=query_fingerprint)
+    text, no_text = projection(
+        experiment=experiment,
+        artifact=artifact,
+        size=size,
+        media_type=media,
+        title=title,
+        summary=summary,
+        tags=tags,
+        source_version=version,
+        query_fingerprint=query_fingerprint,
+    )
     facts, untrusted_by = _facts(config, session, no_text, broker_timeout)
     route = route_card(facts)
     label = card_label(facts)
     now = format_time(time.time())
-    fields = {"title": one_line(title), "summary": clean_summary(summary), "tags": clean_tags(tags),
-              "session": session, "exported_as": name}
+    fields = {
+        "title": one_line(title),
+        "summary": clean_summary(summary),
+        "tags": clean_tags(tags),
+        "session": session,
+        "exported_as": name,
+    }
     result = Recorded(experiment, artifact, digest.hex(), size, media, deduplicated, "queued", route.reason, route.role)
     with store.lock():
         before = catalog.current(config.paths.state, cards.folder)
@@ -122,9 +145,15 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
             result.warnings.append(f"{exc}; replaced by this record")
             cards.remove(experiment)
             old = None
-        card = _card(old, experiment, identity(agent, artifact, query_fingerprint, version),
-                     {"id": artifact, "sha256": digest.hex(), "bytes": size, "media_type": media, "created_at": now},
-                     fields, label, now)
+        card = _card(
+            old,
+            experiment,
+            identity(agent, artifact, query_fingerprint, version),
+            {"id": artifact, "sha256": digest.hex(), "bytes": size, "media_type": media, "created_at": now},
+            fields,
+            label,
+            now,
+        )
         rev = cards.write_projection(experiment, text) if text is not None else revision(f"\0{route.reason}\0{fields}")
         entry = _new_entry(config, card, cards.retired(experiment), rev, route, untrusted_by, label, now)
         if entry is None:  # this projection was decided before, as far as it can go: nothing new to send
@@ -145,8 +174,9 @@ def record(config: Config, session: str, name: str, *, title: str = "", summary:
     return result
 
 
-def refresh_catalog(config: Config, cards: Cards, before: catalog.Catalog | None, changed: dict[str, dict | None]) -> None:
-    """Under the store's lock, once the cards changed: the catalog recall reads (store/artifact_catalog.py)."""
+def refresh_catalog(
+    config: Config, cards: Cards, before: catalog.Catalog | None, changed: dict[str, dict | None]
+) -> None:
     every = lambda: [card for _name, card, _why in cards.all() if card is not None]  # noqa: E731
     catalog.write(config.paths.ensure_state_dir(), cards.folder, catalog.updated(before, changed, every))
 
@@ -158,31 +188,56 @@ def _facts(config: Config, session: str, no_text: str | None, timeout: float) ->
     except brokerd.BrokerUnavailable:
         broker, answered = brokerd.SessionState("secret", True), False
     labels, _why = session_labels(config.paths.logs, session)
-    facts = CardFacts(broker_answered=answered, log_unreadable=labels.unreadable is not None,
-                      untrusted_by_log=labels.untrusted, log_class=labels.trust_class,
-                      untrusted_by_broker=broker.untrusted, broker_class=broker.trust_class, projection_problem=no_text)
-    untrusted_by = [name for name, flag in (("brokerd", broker.untrusted or not answered), ("log", labels.untrusted)) if flag]
+    facts = CardFacts(
+        broker_answered=answered,
+        log_unreadable=labels.unreadable is not None,
+        untrusted_by_log=labels.untrusted,
+        log_class=labels.trust_class,
+        untrusted_by_broker=broker.untrusted,
+        broker_class=broker.trust_class,
+        projection_problem=no_text,
+    )
+    untrusted_by = [
+        name for name, flag in (("brokerd", broker.untrusted or not answered), ("log", labels.untrusted)) if flag
+    ]
     return facts, untrusted_by
 
 
-def _card(old: dict | None, experiment: str, ident: dict, artifact: dict, fields: dict, label: tuple[bool, str],
-          now: str) -> dict:
+def _card(
+    old: dict | None, experiment: str, ident: dict, artifact: dict, fields: dict, label: tuple[bool, str], now: str
+) -> dict:
     """The card after this record: the descriptive fields replaced, the label only ever
     raised (what an earlier record's session saw, the card keeps), the rest kept."""
     if old is not None:
         label = (old["label"]["untrusted"] or label[0], higher_class(old["label"]["class"], label[1]))
         artifact = {**artifact, "created_at": old["artifact"]["created_at"]}
-    return {"schema": CARD_SCHEMA, "revision": (old["revision"] + 1) if old else 1, "experiment_id": experiment,
-            "identity": ident, "artifact": artifact, **fields, "label": {"untrusted": label[0], "class": label[1]},
-            "created_at": old["created_at"] if old else now, "updated_at": now, "bxmem_version": __version__,
-            "remote": list(old["remote"]) if old else []}
+    return {
+        "schema": CARD_SCHEMA,
+        "revision": (old["revision"] + 1) if old else 1,
+        "experiment_id": experiment,
+        "identity": ident,
+        "artifact": artifact,
+        **fields,
+        "label": {"untrusted": label[0], "class": label[1]},
+        "created_at": old["created_at"] if old else now,
+        "updated_at": now,
+        "bxmem_version": __version__,
+        "remote": list(old["remote"]) if old else [],
+    }
 
 
-def _new_entry(config: Config, card: dict, retired: set[str], rev: str, route, untrusted_by: list[str],
-               label: tuple[bool, str], now: str) -> dict | None:
-    """The outbox entry this record adds, or None when this projection was decided
-    before and could already go somewhere (or cannot now either): one decision a
-    projection, but one decided nowhere may be decided again by a record that can send it."""
+def _new_entry(
+    config: Config,
+    card: dict,
+    retired: set[str],
+    rev: str,
+    route,
+    untrusted_by: list[str],
+    label: tuple[bool, str],
+    now: str,
+) -> dict | None:
+    """The outbox entry this record adds, or None when this projection was decided before and could go somewhere (or
+    still cannot): one decided nowhere may be decided again by a record that can send it."""
     earlier = [e for e in card["remote"] if e["rev"] == rev]
     if earlier and (any(e["role"] for e in earlier) or route.role is None):
         return None
@@ -193,15 +248,34 @@ def _new_entry(config: Config, card: dict, retired: set[str], rev: str, route, u
         generation += 1
     ws = config.workspace(route.role).name if route.role and config.honcho else None
     reason = route.reason if not (route.role and config.local_only) else f"{route.reason}; local-only"
-    return {"item": card_item(experiment, rev, generation), "rev": rev, "role": route.role, "ws": ws, "reason": reason,
-            "class": label[1], "untrusted_by": untrusted_by, "state": "pending", "at": now}
+    return {
+        "item": card_item(experiment, rev, generation),
+        "rev": rev,
+        "role": route.role,
+        "ws": ws,
+        "reason": reason,
+        "class": label[1],
+        "untrusted_by": untrusted_by,
+        "state": "pending",
+        "at": now,
+    }
 
 
 def _decision(card: dict, entry: dict):
-    return decided_card(entry["item"], op="record", experiment=card["experiment_id"], artifact=card["artifact"]["id"],
-                        session=card["session"], role=entry["role"], ws=entry["ws"], reason=entry["reason"],
-                        trust_class=entry["class"], untrusted_by=entry["untrusted_by"],
-                        actions=[{"do": "card", "rev": entry["rev"]}] if entry["ws"] else [], at=entry["at"])
+    return decided_card(
+        entry["item"],
+        op="record",
+        experiment=card["experiment_id"],
+        artifact=card["artifact"]["id"],
+        session=card["session"],
+        role=entry["role"],
+        ws=entry["ws"],
+        reason=entry["reason"],
+        trust_class=entry["class"],
+        untrusted_by=entry["untrusted_by"],
+        actions=[{"do": "card", "rev": entry["rev"]}] if entry["ws"] else [],
+        at=entry["at"],
+    )
 
 
 def _queue(config: Config, cards: Cards, card: dict, entry: dict, warnings: list[str]) -> str:
@@ -212,8 +286,10 @@ def _queue(config: Config, cards: Cards, card: dict, entry: dict, warnings: list
         if not _in_ledger(ledger, entry["item"], entry.get("ledger_at", 0)):
             ledger.append([_decision(card, entry)])
     except (StorageError, OSError) as exc:
-        warnings.append(f"card {card['experiment_id']} is kept on this host but not yet in the outbox ({exc}); "
-                        "the next bxmem artifact record or verify queues it")
+        warnings.append(
+            f"card {card['experiment_id']} is kept on this host but not yet in the outbox ({exc}); "
+            "the next bxmem artifact record or verify queues it"
+        )
         return "pending"
     artifact_ingest.checkpoint("appended")
     previous = card["revision"]
@@ -254,7 +330,6 @@ def reconcile(config: Config, store: Store, cards: Cards, warnings: list[str]) -
 
 
 def find_cards(cards: Cards, ident: str) -> list[dict]:
-    """The cards an id names on this host: the experiment's, or every card of the artifact."""
     if is_experiment_id(ident):
         try:
             card = cards.read(ident)
@@ -275,8 +350,11 @@ def resolve(config: Config, ident: str, source_version: str | None = None, sessi
     store, cards = store_of(config)
     found = find_cards(cards, ident) if store.is_set_up() else []
     if not found:
-        other = " (a card from another agent or the fleet resolves only where its bytes are: by its artifact id)" \
-            if is_experiment_id(ident) else ""
+        other = (
+            " (a card from another agent or the fleet resolves only where its bytes are: by its artifact id)"
+            if is_experiment_id(ident)
+            else ""
+        )
         raise NotFound(f"{ident} is not on this host{other}")
     card = max(found, key=lambda c: c["updated_at"])
     untrusted = any(c["label"]["untrusted"] for c in found)
@@ -288,8 +366,10 @@ def resolve(config: Config, ident: str, source_version: str | None = None, sessi
     fresh = freshness(card["identity"]["source_version"], source_version)
     warnings = []
     if fresh == "stale":
-        warnings.append("stale: recorded for another source version than the current one given; for comparison only, "
-                        "never current truth")
+        warnings.append(
+            "stale: recorded for another source version than the current one given; for comparison only, "
+            "never current truth"
+        )
     elif fresh == "unverifiable":
         warnings.append("unverifiable: a source version is unknown, so whether these bytes are current cannot be said")
     return Resolved(card, path, fresh, (untrusted, trust_class), format_time(time.time()), warnings)

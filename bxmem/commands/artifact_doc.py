@@ -1,10 +1,5 @@
-"""The documents `artifact record --json` and `artifact resolve --json` print for the host
-(bxmem/schemas/artifact-record.schema.json, artifact-resolve.schema.json): a `label` the
-host copies into the tool result, a `text` it gives the model, and the fields for its logs.
-
-record's text holds ids and what the model gave; resolve's holds stored text (the card's
-title, summary, tags), fenced as recall's is (policy/render.py): fallible data, never
-instructions, no stored line able to forge a line of bxmem's own.
+"""The documents `artifact record --json` and `resolve --json` print for the host. resolve's text holds
+stored text, fenced as recall's is (retrieval/render.py): fallible data, never able to forge a line of bxmem's.
 """
 
 from __future__ import annotations
@@ -13,9 +8,9 @@ import os
 from dataclasses import dataclass, field
 
 from bxmem.errors import ExitCode
-from bxmem.policy import render
-from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.sanitize import neutralise
+from bxmem.retrieval import render
+from bxmem.trust.labels import MEMORY, TAINTED
+from bxmem.trust.sanitize import neutralise
 
 RECORD_SCHEMA = "bxmem.artifact-record/1"
 RESOLVE_SCHEMA = "bxmem.artifact-resolve/1"
@@ -76,13 +71,27 @@ def record_document(r: Recorded) -> dict:
         index = "kept on this host; not yet queued for Honcho (see warnings)"
     else:
         index = f"kept on this host only, not sent to Honcho: {r.index_reason}"
-    text = (f"kept as artifact {r.artifact} ({r.size:,} bytes, {r.media_type}), experiment {r.experiment}"
-            f"{' (the same bytes were kept before)' if r.deduplicated else ''}; {index}. Resolve it with artifact_resolve "
-            "and either id.")
-    return {"schema": RECORD_SCHEMA, "label": dict(NOTHING_READ), "text": text, "experiment_id": r.experiment,
-            "artifact_id": r.artifact, "sha256": r.sha256, "bytes": r.size, "media_type": r.media_type,
-            "local_saved": True, "deduplicated": r.deduplicated, "honcho_queued": r.index_state == "queued",
-            "index_state": r.index_state, "index_reason": r.index_reason, "warnings": list(r.warnings)}
+    text = (
+        f"kept as artifact {r.artifact} ({r.size:,} bytes, {r.media_type}), experiment {r.experiment}"
+        f"{' (the same bytes were kept before)' if r.deduplicated else ''}; {index}. Resolve it with artifact_resolve "
+        "and either id."
+    )
+    return {
+        "schema": RECORD_SCHEMA,
+        "label": dict(NOTHING_READ),
+        "text": text,
+        "experiment_id": r.experiment,
+        "artifact_id": r.artifact,
+        "sha256": r.sha256,
+        "bytes": r.size,
+        "media_type": r.media_type,
+        "local_saved": True,
+        "deduplicated": r.deduplicated,
+        "honcho_queued": r.index_state == "queued",
+        "index_state": r.index_state,
+        "index_reason": r.index_reason,
+        "warnings": list(r.warnings),
+    }
 
 
 def _one_line(value: str) -> str:
@@ -94,18 +103,44 @@ def resolve_document(r: Resolved) -> dict:
     untrusted, trust_class = r.label
     tag = TAINTED if untrusted else MEMORY
     nonce = os.urandom(8).hex()
-    lines = [render.opening("artifact", nonce, r.label, "1 artifact"),
-             f"[1] local | {tag} | {render.field(trust_class)} | {art['id']} | experiment {card['experiment_id']}",
-             f"path: {_one_line(r.path)}",
-             f"bytes {art['bytes']:,} | sha256 verified {r.verified_at} | {render.field(art['media_type'])} | "
-             f"freshness {r.freshness}"]
+    lines = [
+        render.opening("artifact", nonce, r.label, "1 artifact"),
+        f"[1] local | {tag} | {render.field(trust_class)} | {art['id']} | experiment {card['experiment_id']}",
+        f"path: {_one_line(r.path)}",
+        f"bytes {art['bytes']:,} | sha256 verified {r.verified_at} | {render.field(art['media_type'])} | "
+        f"freshness {r.freshness}",
+    ]
     lines += [f"warning: {w}" for w in r.warnings]
-    lines += render.content("\n".join(filter(None, [card["title"], card["summary"],
-                                                      "tags: " + ", ".join(card["tags"]) if card["tags"] else "",
-                                                      "source version: " + card["identity"]["source_version"]])))
+    lines += render.content(
+        "\n".join(
+            filter(
+                None,
+                [
+                    card["title"],
+                    card["summary"],
+                    "tags: " + ", ".join(card["tags"]) if card["tags"] else "",
+                    "source version: " + card["identity"]["source_version"],
+                ],
+            )
+        )
+    )
     lines.append(render.closing("artifact", nonce))
-    return {"schema": RESOLVE_SCHEMA, "label": {"untrusted": untrusted, "class": trust_class}, "text": "\n".join(lines),
-            "tag": tag, "experiment_id": card["experiment_id"], "artifact_id": art["id"], "sha256": art["sha256"],
-            "bytes": art["bytes"], "media_type": art["media_type"], "path": r.path, "title": card["title"],
-            "summary": card["summary"], "tags": list(card["tags"]), "source_version": card["identity"]["source_version"],
-            "freshness": r.freshness, "verified_at": r.verified_at, "warnings": list(r.warnings)}
+    return {
+        "schema": RESOLVE_SCHEMA,
+        "label": {"untrusted": untrusted, "class": trust_class},
+        "text": "\n".join(lines),
+        "tag": tag,
+        "experiment_id": card["experiment_id"],
+        "artifact_id": art["id"],
+        "sha256": art["sha256"],
+        "bytes": art["bytes"],
+        "media_type": art["media_type"],
+        "path": r.path,
+        "title": card["title"],
+        "summary": card["summary"],
+        "tags": list(card["tags"]),
+        "source_version": card["identity"]["source_version"],
+        "freshness": r.freshness,
+        "verified_at": r.verified_at,
+        "warnings": list(r.warnings),
+    }

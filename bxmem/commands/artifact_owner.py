@@ -1,9 +1,5 @@
-"""The owner's artifact commands: `bxmem artifact list|verify|export|rm`, and what `sync` shows.
-
-None of these is a model tool (docs/agent-tools.md offers record and resolve alone).
-`rm` is the undo of a record: the card and, when no other card names them, the bytes
-go; a card already in Honcho gets a retraction beside it (Honcho cannot delete a
-message), one not yet sent is never sent.
+"""The owner's artifact commands (list, verify, export, rm; none is a model tool) and what sync shows.
+`rm` undoes a record: a card already in Honcho gets a retraction beside it (Honcho cannot delete a message).
 """
 
 from __future__ import annotations
@@ -14,21 +10,22 @@ from dataclasses import dataclass, field
 from bxmem.commands.artifact import find_cards, reconcile, refresh_catalog, store_of
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, NotFound, Refused, cite_runbook
-from bxmem.policy import shown
-from bxmem.policy.artifacts import retraction_item
-from bxmem.policy.ledger_time import format_time
+from bxmem.formats.timestamps import format_time
 from bxmem.store import artifact_catalog as catalog
 from bxmem.store.artifact_cards import Cards
 from bxmem.store.artifacts import Store
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import DecidedCard, decided_card
 from bxmem.store.outbox import KIND, Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.artifact_rules import retraction_item
 
-TITLE_CHARS = 120  # of a card's title in the owner's lines (stored text: shown.line)
+TITLE_CHARS = 120  # of a card's title in the owner's lines (stored text: printed_fields.line)
 
 
 LIST_SCHEMA, VERIFY_SCHEMA = "bxmem.artifact-list/1", "bxmem.artifact-verify/1"  # bxmem/schemas/artifact-*.schema.json
 EXPORT_SCHEMA, RM_SCHEMA = "bxmem.artifact-export/1", "bxmem.artifact-rm/1"
+
 
 def index_state(box: Outbox | None, entry: dict) -> str:
     """Where a card's outbox item stands, as the ledger says: local-only, pending,
@@ -54,14 +51,29 @@ def _outbox(config: Config) -> Outbox | None:
 
 def _card_json(card: dict, box: Outbox | None, store: Store) -> dict:
     art = card["artifact"]
-    return {"experiment_id": card["experiment_id"], "artifact_id": art["id"], "bytes": art["bytes"],
-            "media_type": shown.line(art["media_type"], 100), "title": shown.line(card["title"], TITLE_CHARS),
-            "tags": [shown.line(t, 80) for t in card["tags"]], "session": shown.token(card["session"]),
-            "source_version": shown.line(card["identity"]["source_version"], 200), "label": card["label"],
-            "created_at": shown.date(card["created_at"]), "updated_at": shown.date(card["updated_at"]),
-            "object": "present" if store.has_object(art["id"], art["bytes"]) else "missing or of another size",
-            "index": [{"item": shown.item(e["item"]), "state": index_state(box, e), "workspace": shown.token(e["ws"]),
-                       "reason": shown.line(e["reason"], 200)} for e in card["remote"]]}
+    return {
+        "experiment_id": card["experiment_id"],
+        "artifact_id": art["id"],
+        "bytes": art["bytes"],
+        "media_type": printed_fields.line(art["media_type"], 100),
+        "title": printed_fields.line(card["title"], TITLE_CHARS),
+        "tags": [printed_fields.line(t, 80) for t in card["tags"]],
+        "session": printed_fields.token(card["session"]),
+        "source_version": printed_fields.line(card["identity"]["source_version"], 200),
+        "label": card["label"],
+        "created_at": printed_fields.date(card["created_at"]),
+        "updated_at": printed_fields.date(card["updated_at"]),
+        "object": "present" if store.has_object(art["id"], art["bytes"]) else "missing or of another size",
+        "index": [
+            {
+                "item": printed_fields.item(e["item"]),
+                "state": index_state(box, e),
+                "workspace": printed_fields.token(e["ws"]),
+                "reason": printed_fields.line(e["reason"], 200),
+            }
+            for e in card["remote"]
+        ],
+    }
 
 
 @dataclass
@@ -75,16 +87,26 @@ class Listing:
 
     def lines(self) -> list[str]:
         u = self.usage
-        bounds = (f" (of {u['max_total_bytes']:,} bytes and {u['max_cards']:,} cards)" if u["max_total_bytes"]
-                  else " (artifact memory is off: no [artifacts] in bxmem.toml)")
+        bounds = (
+            f" (of {u['max_total_bytes']:,} bytes and {u['max_cards']:,} cards)"
+            if u["max_total_bytes"]
+            else " (artifact memory is off: no [artifacts] in bxmem.toml)"
+        )
         out = [f"{len(self.cards)} card(s), {u['objects']} object(s), {u['bytes']:,} bytes{bounds}"]
         for c in self.cards:
-            index = "; ".join(f"{i['state']}" + (f" in {i['workspace']}" if i["workspace"] else f" ({i['reason']})")
-                              for i in c["index"]) or "-"
+            index = (
+                "; ".join(
+                    f"{i['state']}" + (f" in {i['workspace']}" if i["workspace"] else f" ({i['reason']})")
+                    for i in c["index"]
+                )
+                or "-"
+            )
             tag = "memory-tainted" if c["label"]["untrusted"] else "memory"
-            out.append(f"{c['experiment_id']} {c['artifact_id']} {c['bytes']:,} bytes {c['media_type']}: {c['title']!r}"
-                       f" (session {c['session']}, {tag}, {c['label']['class']}, {c['created_at']}; bytes {c['object']}); "
-                       f"Honcho: {index}")
+            out.append(
+                f"{c['experiment_id']} {c['artifact_id']} {c['bytes']:,} bytes {c['media_type']}: {c['title']!r}"
+                f" (session {c['session']}, {tag}, {c['label']['class']}, {c['created_at']}; bytes {c['object']}); "
+                f"Honcho: {index}"
+            )
         out += [f"unusable: {why}" for why in self.unusable]
         return out
 
@@ -96,8 +118,13 @@ class Listing:
 def usage(config: Config, store: Store, cards: Cards) -> dict:
     objects, size = store.usage()
     limits = config.artifacts
-    return {"objects": objects, "bytes": size, "cards": cards.count(),
-            "max_total_bytes": limits.max_total_bytes if limits else None, "max_cards": limits.max_cards if limits else None}
+    return {
+        "objects": objects,
+        "bytes": size,
+        "cards": cards.count(),
+        "max_total_bytes": limits.max_total_bytes if limits else None,
+        "max_cards": limits.max_cards if limits else None,
+    }
 
 
 def list_cards(config: Config) -> Listing:
@@ -110,7 +137,7 @@ def list_cards(config: Config) -> Listing:
         box = _outbox(config)
         for _name, card, why in cards.all():
             if card is None:
-                result.unusable.append(shown.line(why, 300))
+                result.unusable.append(printed_fields.line(why, 300))
             else:
                 result.cards.append(_card_json(card, box, store))
     result.usage = usage(config, store, cards)
@@ -128,16 +155,29 @@ class Verified:
     pruned: int = 0  # projections of removed cards, no longer needed by the outbox
 
     def as_json(self) -> dict:
-        return {"schema": VERIFY_SCHEMA, "checked": self.checked, "failures": self.failures,
-                "unusable": self.unusable, "orphans": self.orphans, "recovered_temps": len(self.recovered),
-                "queued": self.queued, "pruned_projections": self.pruned}
+        return {
+            "schema": VERIFY_SCHEMA,
+            "checked": self.checked,
+            "failures": self.failures,
+            "unusable": self.unusable,
+            "orphans": self.orphans,
+            "recovered_temps": len(self.recovered),
+            "queued": self.queued,
+            "pruned_projections": self.pruned,
+        }
 
     def lines(self) -> list[str]:
         out = [f"checked {self.checked} object(s): {len(self.failures)} failed their integrity check"]
-        out += [f"failed: {f['artifact']} ({', '.join(f['experiments'])}): {f['problem']}"
-                " (see: bxmem runbook artifact-integrity-failed)" for f in self.failures]
+        out += [
+            f"failed: {f['artifact']} ({', '.join(f['experiments'])}): {f['problem']}"
+            " (see: bxmem runbook artifact-integrity-failed)"
+            for f in self.failures
+        ]
         out += [f"unusable: {why} (see: bxmem runbook artifact-integrity-failed)" for why in self.unusable]
-        out += [f"orphan: {a}: no card names it (a record cut short; bxmem artifact rm {a} removes it)" for a in self.orphans]
+        out += [
+            f"orphan: {a}: no card names it (a record cut short; bxmem artifact rm {a} removes it)"
+            for a in self.orphans
+        ]
         if self.recovered:
             out.append(f"removed {len(self.recovered)} temporary file(s) of records that did not finish")
         if self.queued:
@@ -166,9 +206,9 @@ def verify(config: Config, ids: list[str] | None = None) -> Verified:
     named: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     chosen = [c for i in ids for c in _found(cards, i)] if ids else None
-    for name, card, why in ([(c["experiment_id"], c, None) for c in chosen] if chosen is not None else cards.all()):
+    for name, card, why in [(c["experiment_id"], c, None) for c in chosen] if chosen is not None else cards.all():
         if card is None:
-            result.unusable.append(shown.line(why, 300))
+            result.unusable.append(printed_fields.line(why, 300))
             continue
         named.setdefault(card["artifact"]["id"], []).append(name)
         sizes[card["artifact"]["id"]] = card["artifact"]["bytes"]
@@ -264,8 +304,10 @@ def _effect(box: Outbox | None, entry: dict) -> str:
     if state == "not-sent":
         return f"{entry['item']} was never sent: nothing to take back"
     where = (box.fleet.get(f"{entry['item']}#0") or {}).get("ws") if box else None
-    return (f"a retraction will be added beside {entry['item']} in {shown.token(where or entry['ws'])} at the next send "
-            "(Honcho cannot delete a message)" + (" once its lookup settles" if state == "in-doubt" else ""))
+    return (
+        f"a retraction will be added beside {entry['item']} in {printed_fields.token(where or entry['ws'])} at the next send "
+        "(Honcho cannot delete a message)" + (" once its lookup settles" if state == "in-doubt" else "")
+    )
 
 
 def remove(config: Config, ids: list[str], dry_run: bool = False) -> Removed:
@@ -281,20 +323,33 @@ def remove(config: Config, ids: list[str], dry_run: bool = False) -> Removed:
         reconcile(config, store, cards, warnings)  # a card a record cut short is in the outbox before it is taken back
         chosen = {c["experiment_id"]: c for ident in ids for c in _found(cards, ident)}  # NotFound: nothing written
         if any(e["state"] == "pending" for c in chosen.values() for e in c["remote"]):
-            raise Refused("artifact rm: a card named is not yet in the outbox and the ledger cannot be written now ("
-                          + "; ".join(warnings) + "); nothing was removed")
+            raise Refused(
+                "artifact rm: a card named is not yet in the outbox and the ledger cannot be written now ("
+                + "; ".join(warnings)
+                + "); nothing was removed"
+            )
         box = _outbox(config)
         lines = []
         for card in chosen.values():
             entries = card["remote"]
             lines += [_retraction(card, e, box) for e in entries if e["ws"]]
-            others = [n for n, c, _w in cards.all() if c and c["artifact"]["id"] == card["artifact"]["id"] and n not in chosen]
-            result.removed.append({"experiment": card["experiment_id"], "artifact": card["artifact"]["id"],
-                                   "bytes_removed": not others, "honcho": [_effect(box, e) for e in entries]})
+            others = [
+                n for n, c, _w in cards.all() if c and c["artifact"]["id"] == card["artifact"]["id"] and n not in chosen
+            ]
+            result.removed.append(
+                {
+                    "experiment": card["experiment_id"],
+                    "artifact": card["artifact"]["id"],
+                    "bytes_removed": not others,
+                    "honcho": [_effect(box, e) for e in entries],
+                }
+            )
         if dry_run:
             return result
         if lines:
-            Ledger(config.paths.ledger).append(lines)  # first: a crash after it leaves the card to rm again, never a card unretracted
+            Ledger(config.paths.ledger).append(
+                lines
+            )  # first: a crash after it leaves the card to rm again, never a card unretracted
         doubt = set(box.attempts) if box else set()
         for removed in result.removed:
             card = chosen[removed["experiment"]]
@@ -313,31 +368,44 @@ def remove(config: Config, ids: list[str], dry_run: bool = False) -> Removed:
 
 def _retraction(card: dict, entry: dict, box: Outbox | None) -> DecidedCard:
     where = (box.fleet.get(f"{entry['item']}#0") or {}).get("ws") if box else None
-    return decided_card(retraction_item(entry["item"]), op="undo", experiment=card["experiment_id"],
-                        artifact=card["artifact"]["id"], session=card["session"], role=entry["role"],
-                        ws=where or entry["ws"], reason="artifact-rm", trust_class=entry["class"],
-                        untrusted_by=entry["untrusted_by"], actions=[{"do": "retract-card", "of": f"{entry['item']}#0"}],
-                        at=format_time(time.time()), target=entry["item"])
+    return decided_card(
+        retraction_item(entry["item"]),
+        op="undo",
+        experiment=card["experiment_id"],
+        artifact=card["artifact"]["id"],
+        session=card["session"],
+        role=entry["role"],
+        ws=where or entry["ws"],
+        reason="artifact-rm",
+        trust_class=entry["class"],
+        untrusted_by=entry["untrusted_by"],
+        actions=[{"do": "retract-card", "of": f"{entry['item']}#0"}],
+        at=format_time(time.time()),
+        target=entry["item"],
+    )
 
 
 def summary(config: Config) -> dict | None:
-    """What sync shows of the store (counts only: never a title, a path or an id's text),
-    or None when artifact memory is off and there is no store."""
+    """What sync shows of the store (counts only), or None when artifact memory is off and there is no store."""
     store, cards = store_of(config)
     if config.artifacts is None and not store.is_set_up():
         return None
     temps = store.temps() if store.is_set_up() else []
-    return {"enabled": config.artifacts is not None, **usage(config, store, cards),
-            "pending_records": len(cards.pending()) if store.is_set_up() else 0,
-            "unfinished_records": sum(1 for t in temps if t[3]), "abandoned_temps": sum(1 for t in temps if not t[3])}
+    return {
+        "enabled": config.artifacts is not None,
+        **usage(config, store, cards),
+        "pending_records": len(cards.pending()) if store.is_set_up() else 0,
+        "unfinished_records": sum(1 for t in temps if t[3]),
+        "abandoned_temps": sum(1 for t in temps if not t[3]),
+    }
 
 
 QUOTA_ATTENTION = 0.9  # of a bound used: sync says so before records are refused
 
 
 def sync_section(config: Config, box: Outbox, need) -> dict | None:
-    """The artifact store as sync shows it: counts only (never a title, an id's text or a path);
-    `need(line)` for what needs the owner."""
+    """The store as sync shows it, counts only (never a title, an id's text or a path); `need(line)` for what needs
+    the owner."""
     found = summary(config)
     if found is None:
         return None
@@ -350,20 +418,25 @@ def sync_section(config: Config, box: Outbox, need) -> dict | None:
             nowhere[reason] = nowhere.get(reason, 0) + count
     found["decided_nowhere"] = dict(sorted(nowhere.items()))
     if found["pending_records"]:
-        need(f"{found['pending_records']} artifact card(s) kept on this host are not yet in the outbox (a "
-                         "record cut short, or the ledger could not be written): bxmem artifact verify queues them"
-                         + cite_runbook("artifact-not-queued"))
-    used = [found["bytes"] / found["max_total_bytes"] if found["max_total_bytes"] else 0.0,
-            found["cards"] / found["max_cards"] if found["max_cards"] else 0.0]
+        need(
+            f"{found['pending_records']} artifact card(s) kept on this host are not yet in the outbox (a "
+            "record cut short, or the ledger could not be written): bxmem artifact verify queues them"
+            + cite_runbook("artifact-not-queued")
+        )
+    used = [
+        found["bytes"] / found["max_total_bytes"] if found["max_total_bytes"] else 0.0,
+        found["cards"] / found["max_cards"] if found["max_cards"] else 0.0,
+    ]
     if max(used) >= QUOTA_ATTENTION:
-        need(f"the artifact store uses {found['bytes']:,} of {found['max_total_bytes']:,} bytes "
-                         f"({used[0]:.0%}) and {found['cards']:,} of {found['max_cards']:,} cards: bxmem artifact rm "
-                         "what is not needed" + cite_runbook("artifact-quota"))
+        need(
+            f"the artifact store uses {found['bytes']:,} of {found['max_total_bytes']:,} bytes "
+            f"({used[0]:.0%}) and {found['cards']:,} of {found['max_cards']:,} cards: bxmem artifact rm "
+            "what is not needed" + cite_runbook("artifact-quota")
+        )
     return found
 
 
 def cards_text(count: int | None) -> str:
-    """", N artifact card(s)" after sync's counts of turns and edits, when there are any."""
     return f", {count} artifact card(s)" if count else ""
 
 
@@ -371,12 +444,18 @@ def sync_lines(found: dict | None) -> list[str]:
     if found is None:
         return []
     state = "artifacts" if found["enabled"] else "artifacts (off: no [artifacts]; the store is still there)"
-    limits = (f" of {found['max_total_bytes']:,}" if found["max_total_bytes"] else "",
-              f" of {found['max_cards']:,}" if found["max_cards"] else "")
-    out = [f"{state}: {found['cards']:,}{limits[1]} card(s), {found['objects']:,} object(s), {found['bytes']:,}{limits[0]} "
-           f"bytes; {found['pending_index']} card item(s) pending for Honcho, {found['failed_index']} failed"
-           + (f"; {found['unfinished_records']} record(s) copying now" if found["unfinished_records"] else "")]
+    limits = (
+        f" of {found['max_total_bytes']:,}" if found["max_total_bytes"] else "",
+        f" of {found['max_cards']:,}" if found["max_cards"] else "",
+    )
+    out = [
+        f"{state}: {found['cards']:,}{limits[1]} card(s), {found['objects']:,} object(s), {found['bytes']:,}{limits[0]} "
+        f"bytes; {found['pending_index']} card item(s) pending for Honcho, {found['failed_index']} failed"
+        + (f"; {found['unfinished_records']} record(s) copying now" if found["unfinished_records"] else "")
+    ]
     if found["decided_nowhere"]:
-        out.append("artifact cards kept on this host only: "
-                   + ", ".join(f"{reason} {n}" for reason, n in found["decided_nowhere"].items()))
+        out.append(
+            "artifact cards kept on this host only: "
+            + ", ".join(f"{reason} {n}" for reason, n in found["decided_nowhere"].items())
+        )
     return out

@@ -1,12 +1,6 @@
-"""What recall finds of artifact memory: this agent's cards, as a source of their own
-(`artifacts`, first in the round robin, with the local index's deadline), and another
-agent's cards among Honcho's hits (docs/design.md, "Artifact memory").
-
-A card of this agent's is tagged by the session it was recorded in (memory, or
-memory-tainted, its class); one found in another agent's workspace or the fleet is
-memory-tainted whatever the source. Each says in its `where` whether the exact bytes
-are on this host (`artifact-bytes-here`, `-elsewhere`, `-missing`). An exact id or tag
-comes before everything else. Light: recall's lean path loads it.
+"""recall's artifact sources: this agent's cards (`artifacts`, first in the round robin, with the local
+index's deadline, tagged as their session), and another agent's among Honcho's hits (memory-tainted). An exact id
+or tag comes first. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -15,21 +9,20 @@ import heapq
 from collections.abc import Callable
 
 from bxmem.config.loader import Config
-from bxmem.policy import shown
-from bxmem.policy.artifacts import is_artifact_id, is_experiment_id, parse_card_text, retracted_card
-from bxmem.policy.hits import Hit, Why
-from bxmem.policy.labels import MEMORY, TAINTED
-from bxmem.policy.relevance import PREFIX
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.terms import STOP, words
+from bxmem.retrieval.hits import Hit, Why
+from bxmem.retrieval.relevance import PREFIX
+from bxmem.retrieval.terms import STOP, words
 from bxmem.store import artifact_catalog as catalog
+from bxmem.trust import printed_fields
+from bxmem.trust.artifact_rules import is_artifact_id, is_experiment_id, parse_card_text, retracted_card
+from bxmem.trust.labels import MEMORY, TAINTED
+from bxmem.trust.sanitize import neutralise
 
 E = {name: at for at, name in enumerate(catalog.FIELDS)}
-SHARED = 2  # the query's words a card must hold, as most Honcho hits must (policy/fusion.keep)
+SHARED = 2  # the query's words a card must hold, as most Honcho hits must (retrieval/fusion.keep)
 
 
 def searched(config: Config) -> bool:
-    """Cards are searched with artifact memory on, or while a store is there to search."""
     return config.artifacts is not None or catalog.stamp(config.paths.artifacts / "cards") is not None
 
 
@@ -49,22 +42,29 @@ def _text(e: list) -> str:
     if e[E["tags"]]:
         lines.append("tags: " + ", ".join(e[E["tags"]]))
     lines.append(f"source version: {e[E['source_version']]}")
-    lines.append(f"experiment {e[E['experiment']]}, artifact {e[E['artifact']]} ({e[E['bytes']]:,} bytes, "
-                 f"{e[E['media_type']]})")
+    lines.append(
+        f"experiment {e[E['experiment']]}, artifact {e[E['artifact']]} ({e[E['bytes']]:,} bytes, {e[E['media_type']]})"
+    )
     return "\n".join(lines)
 
 
 def _hit(config: Config, e: list, why: Why) -> Hit:
     here = catalog.object_present(config.paths.artifacts, e[E["artifact"]], e[E["bytes"]])
-    return Hit("local", TAINTED if e[E["untrusted"]] else MEMORY, e[E["class"]], shown.text(_text(e), 600),
-               where="artifact-bytes-here" if here else "artifact-bytes-missing",
-               session=shown.honcho_id(e[E["session"]]), date=shown.date(e[E["updated_at"]]), why=why)
+    return Hit(
+        "local",
+        TAINTED if e[E["untrusted"]] else MEMORY,
+        e[E["class"]],
+        printed_fields.text(_text(e), 600),
+        where="artifact-bytes-here" if here else "artifact-bytes-missing",
+        session=printed_fields.honcho_id(e[E["session"]]),
+        date=printed_fields.date(e[E["updated_at"]]),
+        why=why,
+    )
 
 
 def cards(config: Config, query: str, k: int) -> list[Hit]:
-    """This agent's cards for a query: those an id or a tag in it names first, then those
-    sharing its words as most Honcho hits must (policy/fusion.keep: two, or every one of a
-    shorter query), most words shared first, newest first among equals."""
+    """This agent's cards for a query: those an id or a tag in it names first, then those sharing its words as most
+    Honcho hits must (retrieval/fusion.keep), most words first, newest first among equals."""
     for fresh in (False, True):
         found = _catalog(config, fresh)
         try:
@@ -87,7 +87,9 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
     tag = " ".join(query.split()).casefold()
     for at in found.named(found.tags, tag):
         exact.setdefault(at, []).append(tag)
-    asked: dict[str, str] = {}  # each of the query's words by its stem, as the catalog indexes a card's (relevance.stems)
+    asked: dict[
+        str, str
+    ] = {}  # each of the query's words by its stem, as the catalog indexes a card's (relevance.stems)
     for word in words(neutralise(query)):
         if word not in STOP:
             asked.setdefault(word[:PREFIX], word)
@@ -97,18 +99,19 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
             shared.setdefault(at, []).append(word)
     need = min(SHARED, len(asked))
     first = sorted(exact)[:k]
-    ranked = heapq.nsmallest(k - len(first), ((-len(words), at) for at, words in shared.items()
-                                              if len(words) >= need and at not in exact))
+    ranked = heapq.nsmallest(
+        k - len(first), ((-len(words), at) for at, words in shared.items() if len(words) >= need and at not in exact)
+    )
     order = [*first, *(at for _n, at in ranked)]
     # why: the ids, tag or words it was found by, and its rank among this agent's cards (no bm25 score)
-    return [_hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None))
-            for n, at in enumerate(order, 1)]
+    return [
+        _hit(config, found.entry(at), Why(tuple(exact.get(at) or shared[at]), n, None)) for n, at in enumerate(order, 1)
+    ]
 
 
 def refresh(config: Config) -> None:
-    """A catalog gone or stale (memory/bxmem/ deleted, a card edited by hand) made again
-    from the cards, where no deadline cuts the work short (recall's can, at 10,000 cards
-    on a loaded host). A cache: what fails here is only a slower recall."""
+    """A catalog gone or stale made again from the cards, where no deadline cuts the work short (recall's can, at
+    10,000 cards on a loaded host). A cache: what fails here is only a slower recall."""
     try:
         _catalog(config).close()
     except Exception:  # a cache: the next reader tries again
@@ -116,10 +119,8 @@ def refresh(config: Config) -> None:
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]], search: Callable[[str, int], list[dict]]) -> None:
-    """Another agent's cards among Honcho's hits (each with the text Honcho gave): tainted,
-    whatever the source's label, said whether this host holds the same bytes, which is the
-    only way they resolve here (by the artifact id, to this agent's own card), and marked
-    retracted where their agent's owner removed them (`search`: the source's search)."""
+    """Another agent's cards among Honcho's hits: tainted whatever the source's label, said whether this host holds
+    the same bytes (the only way they resolve here), and marked retracted where their owner removed them."""
     held: catalog.Catalog | None = None
     cards: dict[str, list[Hit]] = {}
     try:
@@ -155,5 +156,5 @@ def _mark_retracted(cards: dict[str, list[Hit]], search: Callable[[str, int], li
         return  # not known to be retracted: the card is shown, tainted, as any other agent's
     for message in found:
         for hit in cards.get(retracted_card(message.get("content") or "") or "", []):
-            if hit.peer == shown.honcho_id(message.get("peer_id")):
+            if hit.peer == printed_fields.honcho_id(message.get("peer_id")):
                 hit.retracted = True

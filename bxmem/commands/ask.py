@@ -1,26 +1,6 @@
-"""`bxmem ask QUESTION`: Honcho's dialectic over named workspaces.
-
-Names: `own` (the agent's trusted workspace, the default), `untrusted`,
-`fleet`, or an agent from `[[honcho.read]]`; an unknown name is refused before
-any call. A workspace without a key is asked without one, as every command
-uses it (config.keyless_among_keyed).
-
-Each workspace is first listed (its peers, with that workspace's own key:
-read-only, creates nothing; an empty list means there is nothing to ask, and
-Honcho 3.0 would create a missing workspace on a chat). Then one workspace
-chat. A server without workspace chat (3.0.12: its 404 says the route does
-not exist, api.Missing.no_route) is asked the way workspace chat would
-search: by peer chat on the peers whose memory is there (`peers_to_ask`), and
-the answer names them.
-
-Limits: at most AT_ONCE chats in flight at any instant (a chat past its
-deadline keeps its slot until its connection is closed, which its read
-timeout does at that deadline); each chat ASK_TIMEOUT_S; the whole command
-DEADLINE_S, under brokerd's 170 s wait for the tool; each workspace's answer
-ANSWER_CHARS and ANSWER_TOKENS. Honcho keeps working on a chat whose client has gone, so once a
-chat has timed out no new chat is started in this command (it would run beside
-the abandoned one on the server), and none is started with less than
-MIN_LEFT_S of the deadline left (docs/decisions.md gives the figures).
+"""`bxmem ask QUESTION`. Each workspace is listed first (Honcho 3.0 creates a missing workspace on a chat).
+Honcho keeps working on a chat whose client has gone, so once a chat has timed out, or with less than MIN_LEFT_S
+left, no new chat starts (docs/decisions.md gives the figures).
 """
 
 from __future__ import annotations
@@ -36,9 +16,9 @@ from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, Unavailable, monotonic
 from bxmem.honcho.client import ReadClient
-from bxmem.policy import render
-from bxmem.policy.labels import label_of
-from bxmem.policy.shown import text as shown_text
+from bxmem.retrieval import render
+from bxmem.trust.labels import label_of
+from bxmem.trust.printed_fields import text as shown_text
 
 ASK_TIMEOUT_S = 150.0
 DEADLINE_S = 160.0
@@ -47,7 +27,7 @@ MAX_QUESTION_CHARS = 2_000
 AT_ONCE = 2
 REASONING = ("minimal", "low")
 ANSWER_CHARS = 4_000
-# Each answer as printed, in o200k_base tokens (policy/tokens.py's bound): 4,000 characters of plain
+# Each answer as printed, in o200k_base tokens (retrieval/token_bound.py's bound): 4,000 characters of plain
 # English fit, and no text, however dear its script, costs more.
 ANSWER_TOKENS = 1_500
 # The least time left of DEADLINE_S for which a chat is started, by reasoning
@@ -67,8 +47,15 @@ class Answer:
     note: str | None = None
 
     def as_json(self) -> dict:
-        return {"name": self.name, "workspace": self.workspace, "tag": self.tag, "class": self.trust_class,
-                "text": self.text, "peers": self.peers, "note": self.note}
+        return {
+            "name": self.name,
+            "workspace": self.workspace,
+            "tag": self.tag,
+            "class": self.trust_class,
+            "text": self.text,
+            "peers": self.peers,
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -85,7 +72,6 @@ class AskResult:
     def trust_class(self) -> str:
         return label_of(self.answers)[1]
 
-    # What the command prints (cli/output.show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return render_json(self)
 
@@ -148,13 +134,16 @@ class _Run:
         self.stalled = False  # a chat timed out: the server may still be running it
 
     def why_not(self) -> str | None:
-        """Why no chat may start now, or None."""
         if self.stalled:
-            return ("not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "
-                    "its client gave up on, so another would pile up beside it")
+            return (
+                "not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "
+                "its client gave up on, so another would pile up beside it"
+            )
         if self.end - time.monotonic() < self.min_left:
-            return (f"not asked: under {self.min_left:.3g} s of the {self.deadline:g} s deadline left, "
-                    "too little for a chat to answer")
+            return (
+                f"not asked: under {self.min_left:.3g} s of the {self.deadline:g} s deadline left, "
+                "too little for a chat to answer"
+            )
         return None
 
     def _client(self, target: Target, ends: float) -> ReadClient:
@@ -162,9 +151,15 @@ class _Run:
         workspace = self.config.workspace(target.role)
         remaining = max(0.1, ends - time.monotonic())
         # ends_by: every request of the job, a trickling answer too, ends at the job's deadline.
-        return ReadClient(self.config.honcho.url, workspace.name, read_key(workspace),
-                          connect_timeout=min(5.0, remaining), read_timeout=min(LIST_TIMEOUT_S, remaining),
-                          ends_by=monotonic() + remaining, ends_by_name=None)
+        return ReadClient(
+            self.config.honcho.url,
+            workspace.name,
+            read_key(workspace),
+            connect_timeout=min(5.0, remaining),
+            read_timeout=min(LIST_TIMEOUT_S, remaining),
+            ends_by=monotonic() + remaining,
+            ends_by_name=None,
+        )
 
     def work(self, job: _Job) -> None:
         try:
@@ -214,8 +209,9 @@ def _content(answer: str | None) -> str:
     return shown_text(answer, ANSWER_CHARS)
 
 
-def ask(config: Config, question: str, names: list[str], reasoning: str = "minimal",
-        deadline: float = DEADLINE_S) -> AskResult:
+def ask(
+    config: Config, question: str, names: list[str], reasoning: str = "minimal", deadline: float = DEADLINE_S
+) -> AskResult:
     if not question.strip(recall.BLANK):
         raise UsageError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
@@ -299,15 +295,18 @@ def _result(states: dict[str, _State]) -> AskResult:
             text = _bounded(state.answer or "(no answer)")
             result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, text, note=t.note))
         elif state.parts:
-            text = "\n\n".join(f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts)
+            text = "\n\n".join(
+                f"{peer}: {state.parts[peer] or '(no answer)'}" for peer in state.peers if peer in state.parts
+            )
             note = "this server has no workspace chat: asked by peer chat on " + ", ".join(state.peers)
             if state.left_out:
                 note += f" ({state.left_out} more peers not asked)"
             if state.failures:
                 note += "; no answer from " + ", ".join(f"{p} ({r})" for p, r in state.failures.items())
             note += f"; {t.note}" if t.note else ""
-            result.answers.append(Answer(name, state.workspace, t.tag, t.trust_class, _bounded(text),
-                                         list(state.peers), note))
+            result.answers.append(
+                Answer(name, state.workspace, t.tag, t.trust_class, _bounded(text), list(state.peers), note)
+            )
         else:
             result.unavailable[name] = next(iter(state.failures.values()), "no answer")
     return result
@@ -317,21 +316,24 @@ def _result(states: dict[str, _State]) -> AskResult:
 
 
 def render_plain(result: AskResult) -> str:
-    """Framed as recall's text is (policy/render.py says why nothing stored can forge a line)."""
     tag = recall.nonce()  # as recall draws it, for the same fence
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
     lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]
     for n, answer in enumerate(result.answers, 1):
-        head = (f"[{n}] {render.field(answer.name)} | {render.field(answer.tag)} | {render.field(answer.trust_class)} | "
-                f"workspace {render.field(answer.workspace)}")
+        head = (
+            f"[{n}] {render.field(answer.name)} | {render.field(answer.tag)} | {render.field(answer.trust_class)} | "
+            f"workspace {render.field(answer.workspace)}"
+        )
         if answer.peers is not None:
             head += " | peers " + render.field(",".join(answer.peers))
         if answer.note:
             head += " | " + render.field(answer.note, 300)
         lines.append(head)
         lines.extend(render.content(answer.text))
-    lines += [f"{render.field(name)}: unavailable ({render.field(reason, 300)})"
-              for name, reason in result.unavailable.items()]
+    lines += [
+        f"{render.field(name)}: unavailable ({render.field(reason, 300)})"
+        for name, reason in result.unavailable.items()
+    ]
     return "\n".join([*lines, render.closing("ask", tag)])
 
 
@@ -342,7 +344,8 @@ def render_json(result: AskResult) -> dict:
         "label": {"untrusted": result.untrusted, "class": result.trust_class},
         "text": render_plain(result),
         "answers": [a.as_json() for a in result.answers],
-        # `workspace` is the Honcho workspace, as in `answers` (bxmem.ask/1 gave the name as asked there).
-        "unavailable": [{"name": n, "workspace": result.workspace_of.get(n, n), "reason": r}
-                        for n, r in result.unavailable.items()],
+        # `workspace` is the Honcho workspace, as in `answers`
+        "unavailable": [
+            {"name": n, "workspace": result.workspace_of.get(n, n), "reason": r} for n, r in result.unavailable.items()
+        ],
     }

@@ -1,38 +1,5 @@
-"""`bxmem audit`: Honcho read back and held against the ledger.
-
-For each of the agent's three workspaces it pages through every active
-session's messages (in the fleet, which every agent writes, only those under
-this agent's peer: the others' notes are theirs) and the conclusions of the
-agent's and the owner's peers, keeping only ids and counters, and reports
-each discrepancy by item and kind (never text):
-
-* `missing`: a message id recorded sent is not there;
-* `duplicate`: a part of an item is there more than once;
-* `misrouted`: an item is in a workspace its decision did not name, for
-  instance a turn decided untrusted, or nowhere, found in the trusted one;
-* `role-changed`: an item is in the workspace its decision named, but the
-  configuration has given that workspace another role since (an untrusted
-  turn in what is now the trusted workspace);
-* `not-recorded`: a message carries a bxmem item the ledger never sent, or
-  is a copy of a part under an id the ledger never recorded;
-* `foreign-agent-message`: a message under the agent's peer bxmem did not
-  write, or one another agent's bxmem wrote into this agent's workspace;
-* `missing-conclusion`, `unexpected-conclusion`: conclusions that differ from
-  the live memory entries the ledger says were written;
-* `duplicate-conclusion`: an unexpected conclusion of the same peer and text
-  as a live one (a create Honcho stored after bxmem had looked for it).
-
-Delivery is at-least-once (commands/send/job.py): `duplicate` and `duplicate-conclusion`
-are how a copy that got past the duplicate defence shows. Items sent to a
-workspace that is no longer one of this agent's (renamed, or now another
-agent's read source) are counted as not audited: it is not read as ours.
-
-Each finding has an id (`id`: its kind, workspace and what it names). One
-that cannot be put right on the server, or that the owner has looked into,
-is accepted with `bxmem audit --accept ID --reason TEXT` (an `accepted` line
-in the ledger): later audits list it as accepted and no longer exit 4 for it.
-Each run leaves its counts in `memory/bxmem/audit.json`, which `bxmem sync`
-shows. Each kind has its runbook entry, named audit- and the kind.
+"""`bxmem audit`: the agent's workspaces read back, ids and counters only, and held against the ledger.
+The kinds of finding are docs/interfaces.md's; each has its runbook entry, `audit-<kind>`.
 """
 
 from __future__ import annotations
@@ -44,19 +11,17 @@ from pathlib import Path
 from bxmem.commands.outbox_actions import check_reason
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, NotFound, cite_runbook
+from bxmem.formats.shapes import dict_of, integer, record, string
 from bxmem.honcho.answers import is_honcho_id
-from bxmem.policy import shown
-from bxmem.policy.shapes import dict_of, integer, record, string
-from bxmem.policy.write_policy import WRITE_ROLES, roles_of, writable
 from bxmem.store.ledger import Ledger, ReadResult, now_iso
 from bxmem.store.ledger_events import ACCEPTED, DECIDED, REROUTED, SENT, accepted
 from bxmem.store.outbox import Outbox
 from bxmem.store.state_json import load_json, write_json
+from bxmem.trust import printed_fields
+from bxmem.trust.write_policy import WRITE_ROLES, roles_of, writable
 
-# The whole command's deadline: no request starts after it and none runs past it
-# (each also ends within honcho.request_deadline_s()). Past it the audit is
-# incomplete (exit 7), never hung. A legitimate audit of 100,000 messages takes
-# about a thousand requests, some 30 s.
+# The whole command's deadline: past it the audit is incomplete (exit 7), never hung. A legitimate audit of 100,000
+# messages takes about a thousand requests, some 30 s.
 DEADLINE_S = 300.0
 SCHEMA = "bxmem.audit/1"  # `audit --json` (bxmem/schemas/audit.schema.json)
 SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
@@ -65,19 +30,33 @@ SUMMARY_SHAPE = record({"at": string, "discrepancies": dict_of(integer(1)), "acc
 # An edit's or a card's actions that write messages (their ids are in its `sent` line's results).
 MESSAGE_ACTIONS = ("fleet-message", "retract", "card", "retract-card")
 # Every kind of finding; each has its runbook entry, audit-<kind>.
-KINDS = ("missing", "duplicate", "misrouted", "role-changed", "not-recorded", "foreign-agent-message",
-         "missing-conclusion", "unexpected-conclusion", "duplicate-conclusion")
+KINDS = (
+    "missing",
+    "duplicate",
+    "misrouted",
+    "role-changed",
+    "not-recorded",
+    "foreign-agent-message",
+    "missing-conclusion",
+    "unexpected-conclusion",
+    "duplicate-conclusion",
+)
 
-# How each field of a discrepancy is printed (policy/shown.py): ids from Honcho or the
-# ledger, items and refs from message metadata or the ledger, roles and names.
-_SHOWN = {"message": shown.honcho_id, "session": shown.honcho_id, "conclusion": shown.honcho_id,
-          "of": shown.honcho_id, "item": shown.item, "written_by": shown.item}
+# how each field of a discrepancy is printed (trust/printed_fields.py)
+_SHOWN = {
+    "message": printed_fields.honcho_id,
+    "session": printed_fields.honcho_id,
+    "conclusion": printed_fields.honcho_id,
+    "of": printed_fields.honcho_id,
+    "item": printed_fields.item,
+    "written_by": printed_fields.item,
+}
 
 
 def _shown(name: str, value: object) -> object:
     if value is None or (type(value) is int):
         return value
-    return _SHOWN.get(name, shown.token)(value)
+    return _SHOWN.get(name, printed_fields.token)(value)
 
 
 @dataclass
@@ -93,11 +72,14 @@ class AuditReport:
     _ids: set[str] = field(default_factory=set)  # the discrepancies' ids
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
-        """A discrepancy; every field printed as policy/shown.py prints what came from outside,
-        its id (what `audit --accept` names) made of those printed fields."""
+        """A discrepancy, every field printed by trust/printed_fields.py; its id (what `audit --accept` names) is
+        made of those fields."""
         what = {name: _shown(name, value) for name, value in what.items()}
-        subject = what.get("message") or what.get("conclusion") or (
-            f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
+        subject = (
+            what.get("message")
+            or what.get("conclusion")
+            or (f"{what.get('item')}#{what['part']}" if what.get("part") is not None else what.get("item"))
+        )
         finding = f"{kind}:{workspace}:{subject}"
         # Once per id: a finding about an item (misrouted, role-changed) is met at each of its
         # messages, and one item is one discrepancy, however many parts say it.
@@ -106,28 +88,37 @@ class AuditReport:
             self.discrepancies.append({"id": finding, "kind": kind, "workspace": workspace, **what})
 
     def set_aside(self, accepted: dict[str, str]) -> None:
-        """Move the findings the owner accepted (id -> reason) out of the discrepancies."""
         for finding in [d for d in self.discrepancies if d["id"] in accepted]:
             self.discrepancies.remove(finding)
             self.accepted.append({**finding, "reason": accepted[finding["id"]]})
 
-    # What the command prints (cli/output.py's show writes it): the report knows its own output.
     def as_json(self) -> dict:
-        return {"schema": SCHEMA, "workspaces": self.workspaces, "messages": self.messages, "conclusions": self.conclusions,
-                "discrepancies": self.discrepancies, "not_audited": self.not_audited, "accepted": self.accepted}
+        return {
+            "schema": SCHEMA,
+            "workspaces": self.workspaces,
+            "messages": self.messages,
+            "conclusions": self.conclusions,
+            "discrepancies": self.discrepancies,
+            "not_audited": self.not_audited,
+            "accepted": self.accepted,
+        }
 
     def lines(self) -> list[str]:
         out = [f"audited {', '.join(self.workspaces)}: {self.messages} messages, {self.conclusions} conclusions"]
         for ws, left in self.not_audited.items():
             now = f"now {left['now']}" if left["now"] else "not in the configuration"
-            out.append(f"not audited: {left['items']} item(s) sent to {ws} ({now}): it is not one of this agent's "
-                       "workspaces any more, so it is not read as one")
-        out += ["  " + " ".join(f"{k}={v}" for k, v in d.items()) + cite_runbook(f"audit-{d['kind']}") for d in self.discrepancies]
+            out.append(
+                f"not audited: {left['items']} item(s) sent to {ws} ({now}): it is not one of this agent's "
+                "workspaces any more, so it is not read as one"
+            )
+        out += [
+            "  " + " ".join(f"{k}={v}" for k, v in d.items()) + cite_runbook(f"audit-{d['kind']}")
+            for d in self.discrepancies
+        ]
         out += [f"  accepted: {d['id']} ({d['reason']})" for d in self.accepted]
         return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
 
     def summary(self, at: str) -> dict:
-        """What `bxmem sync` shows of this run (memory/bxmem/audit.json)."""
         kinds: dict[str, int] = {}
         for d in self.discrepancies:
             kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
@@ -140,9 +131,8 @@ class AuditReport:
 
 @dataclass
 class Expected:
-    """What the ledger says: where each item was decided to go (its first
-    decision: a second one is ignored, as the outbox ignores it), and the message
-    ids Honcho gave each item sent."""
+    """What the ledger says: where each item was decided to go (its first decision, as the outbox takes it) and the
+    message ids Honcho gave each item sent."""
 
     decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role), rerouted too
     sent: dict[str, tuple[str | None, list[str | None]]] = field(default_factory=dict)  # item -> (ws, ids by part)
@@ -186,7 +176,6 @@ def _recorded_ids(value: object) -> list[str | None]:
 
 
 def read_summary(state_dir: Path) -> tuple[dict | None, str | None]:
-    """The last audit's counts (load_json's answer: the object, or why it cannot be shown)."""
     return load_json(state_dir / SUMMARY_FILE, SUMMARY_SHAPE)
 
 
@@ -203,7 +192,9 @@ def audit(config: Config) -> AuditReport:
     roles = roles_of((ws.role, ws.name) for ws in config.workspaces())
     for where in expected.sent_to.values():
         if isinstance(where, str) and not writable(where, roles):
-            left = report.not_audited.setdefault(shown.token(where) or "", {"items": 0, "now": roles.get(where)})
+            left = report.not_audited.setdefault(
+                printed_fields.token(where) or "", {"items": 0, "now": roles.get(where)}
+            )
             left["items"] += 1
     ends_by = monotonic() + DEADLINE_S
     for role in WRITE_ROLES:
@@ -219,10 +210,8 @@ def audit(config: Config) -> AuditReport:
 
 
 def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: Outbox, report: AuditReport) -> None:
-    """Every message of the workspace that is this agent's to answer for, held
-    against the ledger. In the fleet, which every agent writes, only those under
-    this agent's peer are (others' notes are theirs, whatever metadata they
-    carry); in the agent's own workspaces every message is."""
+    """Every message of the workspace this agent answers for: in the fleet only those under its peer, whatever
+    metadata the others carry."""
     from bxmem.honcho.client import Missing  # deferred: command (as in audit)
 
     try:
@@ -233,8 +222,7 @@ def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: O
     found: set[str] = set()
     unrecorded: list[tuple[str, int, str, str]] = []  # (item, part, message id, session)
     for session in sessions:
-        # Each message as honcho/answers.py's listed_message checked it: a Honcho id, a peer,
-        # text, and metadata that is an object (whose values are looked at one by one here).
+        # each as honcho/answers.py's listed_message checked it
         for message in client.list_messages(session, {"peer_id": agent} if role == "fleet" else None):
             report.messages += 1
             meta = message["metadata"]

@@ -1,17 +1,5 @@
-"""`bxmem decide`: where each finished turn goes, recorded at once.
-
-Reads only the new bytes of each session log, asks brokerd once per session with finished
-turns, decides by `rules.route_turn` and appends the decisions to the ledger as it goes
-(commands/decide_state.py says how a turn is decided exactly once, whatever stops a run).
-A Honcho outage cannot change a decision, because Honcho is never asked.
-
-A run spends at most RUN_BUDGET_S on the logs and brokerd's answers (see its comment).
-Sessions not reached wait for the next run, which starts where this one stopped, so a slow
-or hostile session cannot keep the others waiting.
-
-If brokerd cannot answer, the session's turns wait undecided in decide's state and are decided on a later run
-from the state then. brokerd's labels only ever rise (untrusted is sticky, class only goes up) and the log's
-flags are taken as of the later run too, so a late decision can only move a turn towards untrusted or nowhere.
+"""`bxmem decide`. Honcho is never asked, so an outage cannot change a decision; brokerd's labels only rise,
+so a turn decided late can only move towards untrusted or nowhere (docs/design.md, "Deciding").
 """
 
 from __future__ import annotations
@@ -29,8 +17,6 @@ from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
 from bxmem.log import log, notice, runbook
-from bxmem.policy.retry import believed
-from bxmem.policy.rules import LogLabels, TurnFacts, log_labels, route_turn
 from bxmem.sources import brokerd
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.loopd import (
@@ -48,16 +34,14 @@ from bxmem.store import local_key
 from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.ledger_events import DecidedTurn, decided_turn
 from bxmem.store.state_json import write_json
+from bxmem.trust.rules import LogLabels, TurnFacts, log_labels, route_turn
+from bxmem.trust.send_retry import believed
 
 FLUSH_EVERY = 1000
-# The logs and brokerd's answers get this long; a run then ends within about 45 s (one more
-# brokerd question, its 2 s deadline, the last append, the state, the index), inside the
-# unit's TimeoutStartSec=60 (systemd/bxmem-decide.service).
+# docs/design.md, "Deciding": a run ends within about 45 s, inside the unit's TimeoutStartSec=60
 RUN_BUDGET_S = 40.0
 SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
-# A log untouched this long is dormant: idle runs look at it once a sweep
-# interval, so a session that wakes after an hour is decided within a minute
-# (or within a second with systemd/bxmem-decide.path) instead of five seconds.
+# A log untouched this long is dormant: idle runs look at it once a sweep (docs/design.md, "The idle path").
 DORMANT_AFTER_S = 3600.0
 SWEEP_EVERY_S = 60.0
 SCHEMA = "bxmem.decide/1"  # `decide --json` (bxmem/schemas/decide.schema.json)
@@ -82,34 +66,47 @@ class DecideReport:
     def degraded(self) -> bool:
         return self.undecided > 0 or self.sessions_waiting > 0 or self.logs_unreadable > 0
 
-    # What the command prints (its runner writes it): the report knows its own output.
     def notice(self) -> str | None:
         return "another decide is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())), "undecided": self.undecided,
-                "broker_problem": self.broker_problem, "broker_unavailable_since": self.broker_down_since,
-                "skipped_lines": self.skipped_lines, "sessions_waiting": self.sessions_waiting,
-                "broker_slowest_s": self.broker_slowest_s, "local_only": config.local_only, "why_degraded": self.why(),
-                "logs_unreadable": self.logs_unreadable, "out_of_order_lines": self.out_of_order_lines}
+        return {
+            "schema": SCHEMA,
+            "busy": self.busy,
+            "decided": dict(sorted(self.decided.items())),
+            "undecided": self.undecided,
+            "broker_problem": self.broker_problem,
+            "broker_unavailable_since": self.broker_down_since,
+            "skipped_lines": self.skipped_lines,
+            "sessions_waiting": self.sessions_waiting,
+            "broker_slowest_s": self.broker_slowest_s,
+            "local_only": config.local_only,
+            "why_degraded": self.why(),
+            "logs_unreadable": self.logs_unreadable,
+            "out_of_order_lines": self.out_of_order_lines,
+        }
 
     def why(self) -> list[str]:
         """Why the run exits 3, one line per reason (none when it does not)."""
         out = []
         if self.undecided:
             since = f" since {self.broker_down_since}" if self.broker_down_since else ""
-            out.append(f"{self.undecided} turn(s) wait undecided: brokerd cannot answer{since}: {self.broker_problem}"
-                       + runbook("broker-state-unavailable"))
+            out.append(
+                f"{self.undecided} turn(s) wait undecided: brokerd cannot answer{since}: {self.broker_problem}"
+                + runbook("broker-state-unavailable")
+            )
         if self.sessions_waiting:
-            out.append(f"decide's {RUN_BUDGET_S:g} s budget is spent; {self.sessions_waiting} session(s) wait for the "
-                       "next run" + runbook("broker-state-unavailable"))
+            out.append(
+                f"decide's {RUN_BUDGET_S:g} s budget is spent; {self.sessions_waiting} session(s) wait for the "
+                "next run" + runbook("broker-state-unavailable")
+            )
         if self.logs_unreadable:
             out.append(f"{self.logs_unreadable} log(s) cannot be read: their turns wait" + runbook("log-unreadable"))
         return out
 
     def summary(self, config: Config) -> list[str]:
-        """The run's lines (info: a run by hand, or with -v, always says why it exits 3;
-        the journal, at notice, hears of brokerd's outage once, as a warning)."""
+        """The run's lines (info: a run by hand, or with -v, says why it exits 3; the journal hears of brokerd's
+        outage once)."""
         if self.busy:
             return []
         why = self.why()[1:] if self.broker_warned and self.undecided else self.why()  # the warning said it
@@ -120,9 +117,14 @@ class DecideReport:
         for key, count in self.decided.items():
             role = key.split("/")[0]
             by_role[role] = by_role.get(role, 0) + count
-        parts = ", ".join(f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role)
-        return [f"decided {sum(by_role.values())} turn(s): {parts}" + ("; local-only, nothing will be sent" if config.local_only else ""),
-                *why]
+        parts = ", ".join(
+            f"{by_role[r]} {r if r != 'none' else 'nowhere'}" for r in ("trusted", "untrusted", "none") if r in by_role
+        )
+        return [
+            f"decided {sum(by_role.values())} turn(s): {parts}"
+            + ("; local-only, nothing will be sent" if config.local_only else ""),
+            *why,
+        ]
 
     @property
     def exit_code(self) -> int:
@@ -166,8 +168,13 @@ def _decision(turn: dict, broker: brokerd.SessionState, cursor: dict, config: Co
     )
 
 
-def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Callable[[int, int], None] | None = None,
-        clock: Callable[[], float] = time.monotonic, index_progress=None) -> DecideReport:
+def run(
+    config: Config,
+    broker_timeout: float = brokerd.TIMEOUT_S,
+    progress: Callable[[int, int], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    index_progress=None,
+) -> DecideReport:
     report = DecideReport()
     paths = config.paths
     deadline = clock() + RUN_BUDGET_S
@@ -194,7 +201,9 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
                 decide_state.learnt(state, ledger, ledger.append(lines))
                 buffer.clear()
             if save:  # every decision made so far is in the ledger: the state may say so
-                write_json(paths.ensure_state_dir() / decide_state.STATE_FILE, state)  # the folder may be deleted meanwhile
+                write_json(
+                    paths.ensure_state_dir() / decide_state.STATE_FILE, state
+                )  # the folder may be deleted meanwhile
                 last_save = clock()
 
         def decide_session(session: str, turns: list[dict]) -> None:
@@ -227,28 +236,35 @@ def run(config: Config, broker_timeout: float = brokerd.TIMEOUT_S, progress: Cal
         flush()
         if questions:
             report.broker_slowest_s = round(max(questions), 3)
-        state["last_run"] = {"at": now_iso(), "budget_s": RUN_BUDGET_S, "sessions_waiting": report.sessions_waiting,
-                             "broker_questions": len(questions), "broker_slowest_s": report.broker_slowest_s}
+        state["last_run"] = {
+            "at": now_iso(),
+            "budget_s": RUN_BUDGET_S,
+            "sessions_waiting": report.sessions_waiting,
+            "broker_questions": len(questions),
+            "broker_slowest_s": report.broker_slowest_s,
+        }
         _note_broker(state, report)
 
     def save(state_dir: Path, state: dict) -> None:
         write_json(state_dir / decide_state.STATE_FILE, state)
-        _write_idle_summary(config, state, state_dir, modified, again=report.sessions_waiting > 0,
-                            exit_code=report.exit_code)
+        _write_idle_summary(
+            config, state, state_dir, modified, again=report.sessions_waiting > 0, exit_code=report.exit_code
+        )
 
     return run_locked(config, "decide", report, load, work, save, index_progress=index_progress)
 
 
-def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool,
-                        exit_code: int = 0) -> None:
-    """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
-    the others, which on a long-lived host are nearly all of them, once a
-    minute. A new log changes the folder, which is always compared."""
+def _write_idle_summary(
+    config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool, exit_code: int = 0
+) -> None:
+    """Logs written to in the last DORMANT_AFTER_S are compared on every idle run, the others once a sweep; a new log
+    changes the folder, which is always compared."""
     logs = config.paths.logs
-    watch: dict[str, tuple[str, object]] = {str(logs): ("stat", stat_fingerprint(logs)),
-                                            # a ledger copied back or sorted in place: decide reads it again
-                                            str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
-                                                                                           state["ledger_size"]))}
+    watch: dict[str, tuple[str, object]] = {
+        str(logs): ("stat", stat_fingerprint(logs)),
+        # a ledger copied back or sorted in place: decide reads it again
+        str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger, state["ledger_size"])),
+    }
     dormant: dict[str, tuple[str, list]] = {}  # ("written", [inode, offset, mtime])
     quiet_since = time.time() - DORMANT_AFTER_S
     wake = 0.0 if state["undecided"] or again else None
@@ -267,8 +283,16 @@ def _write_idle_summary(config: Config, state: dict, state_dir: Path, modified: 
     write_summary(state_dir, "decide", config, watch, wake, dormant, SWEEP_EVERY_S, exit_code)
 
 
-def _sessions(config: Config, state: dict, report: DecideReport, progress, modified: dict[str, float],
-              secret: bytes | None, deadline: float, clock: Callable[[], float]) -> Iterator[tuple[str, list[dict]]]:
+def _sessions(
+    config: Config,
+    state: dict,
+    report: DecideReport,
+    progress,
+    modified: dict[str, float],
+    secret: bytes | None,
+    deadline: float,
+    clock: Callable[[], float],
+) -> Iterator[tuple[str, list[dict]]]:
     """(session, its turns to decide now: those waiting for brokerd, then those
     newly finished) for each session with either, in name order starting where
     the last run stopped; `modified` gets each log's mtime. Once the deadline
@@ -310,7 +334,9 @@ def _sessions(config: Config, state: dict, report: DecideReport, progress, modif
                 progress(done, total)
             done += size
             finished = read(path, cursor)
-            turns += [{**vars(t), "late": False} for t in finished if not decide_state.has_turn(cursor["decided"], t.turn)]
+            turns += [
+                {**vars(t), "late": False} for t in finished if not decide_state.has_turn(cursor["decided"], t.turn)
+            ]
         if turns:
             yield session, turns
 
@@ -327,26 +353,36 @@ def _note_read(path: Path, cursor: dict, problem: str | None, report: DecideRepo
     report.logs_unreadable += 1
     if error is None or error["why"] != problem:
         report.logs_warned = True
-        log.warning(f"{path}: {problem}; its turns wait, and it is tried again every {RETRY_UNREADABLE_S:g} s "
-                    "or as soon as its mode or owner changes" + runbook("log-unreadable"))
+        log.warning(
+            f"{path}: {problem}; its turns wait, and it is tried again every {RETRY_UNREADABLE_S:g} s "
+            "or as soon as its mode or owner changes" + runbook("log-unreadable")
+        )
         since = now_iso()
     else:
         log.info(f"{path}: still {problem}")
         since = error["since"]
-    cursor["error"] = {"why": problem, "since": since, "retry_at": time.time() + RETRY_UNREADABLE_S,
-                       "access": access_fingerprint(path)}
+    cursor["error"] = {
+        "why": problem,
+        "since": since,
+        "retry_at": time.time() + RETRY_UNREADABLE_S,
+        "access": access_fingerprint(path),
+    }
 
 
 def _waits_to_retry(path: str, cursor: dict) -> bool:
     """A log that could not be read, not yet due to be tried again and not changed in mode or owner."""
     error = cursor.get("error")
     # A retry time further off than the wait (written under a clock since set back) is due now.
-    return (error is not None and believed(error["retry_at"], time.time(), RETRY_UNREADABLE_S) is not None
-            and access_fingerprint(path) == error["access"])
+    return (
+        error is not None
+        and believed(error["retry_at"], time.time(), RETRY_UNREADABLE_S) is not None
+        and access_fingerprint(path) == error["access"]
+    )
 
 
-def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
-                  report: DecideReport) -> dict[str, tuple[Path, dict, int]]:
+def _logs_to_read(
+    config: Config, state: dict, modified: dict[str, float], report: DecideReport
+) -> dict[str, tuple[Path, dict, int]]:
     """session -> (its log, its cursor, new bytes) for each log with new bytes."""
     logs_dir = config.paths.logs
     try:
@@ -385,7 +421,6 @@ def _logs_to_read(config: Config, state: dict, modified: dict[str, float],
 
 
 def _note_broker(state: dict, report: DecideReport) -> None:
-    """Log an outage of brokerd once when it starts and once when it ends."""
     if report.broker_problem:
         if state["broker_down_since"] is None:
             state["broker_down_since"] = now_iso()

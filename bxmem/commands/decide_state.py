@@ -1,28 +1,13 @@
-"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger.
-
-Per session log: a cursor (sources/loopd.py) and the exact set of its turns
-already decided, as sorted disjoint ranges ([[1, 30]] for a session whose 30
-turns are decided; one range per run of turns, so a long history costs a
-few numbers). Also the turns waiting for brokerd, where the last run stopped
-when its budget ran out, and what it saw of brokerd.
-
-A turn is decided once: before a turn is decided its number is looked up in
-the set, and the set is learnt back from the ledger on every run (from the
-offset the state last recorded, or from the start when the state is lost or
-from an older version). So a crash or a full disk between an append and the
-state write, or mid-append at any byte, decides nothing twice and loses
-nothing: the turns whose lines did not reach the ledger are decided again
-from the log.
+"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger: a turn is decided once,
+whatever stops a run (docs/design.md, "Deciding").
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bxmem.log import log, runbook
-from bxmem.policy import ranges
-from bxmem.policy.labels import CLASS_RANK
-from bxmem.policy.shapes import (
+from bxmem.formats import turn_ranges
+from bxmem.formats.shapes import (
     RANGES,
     SPAN,
     anything,
@@ -37,57 +22,119 @@ from bxmem.policy.shapes import (
     record,
     string,
 )
+from bxmem.log import log, runbook
 from bxmem.sources import cursor
 from bxmem.sources.loopd import MAX_TURN, new_cursor
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 from bxmem.store.state_json import load_json, say_unusable
+from bxmem.trust.labels import CLASS_RANK
 
 STATE_FILE = "decide.json"
 # A log that cannot be read (permission denied, an I/O error) is tried again this
 # often, and at once when its mode or owner changes: never on every 5 s run.
 RETRY_UNREADABLE_S = 60.0
-# 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
 # A state of another version is read again from the logs and the ledger.
 STATE_VERSION = 2
 
 
 def fresh_state() -> dict:
-    return {"v": STATE_VERSION, "ledger_size": 0, "logs": {}, "undecided": {}, "broker_down_since": None,
-            "logs_missing": False, "resume_at": None, "last_run": None}
+    return {
+        "v": STATE_VERSION,
+        "ledger_size": 0,
+        "logs": {},
+        "undecided": {},
+        "broker_down_since": None,
+        "logs_missing": False,
+        "resume_at": None,
+        "last_run": None,
+    }
 
 
 # --- the shape of decide.json: checked whole on load; any other shape is rebuilt ----------------
 
 _NAME = maybe(string)
-OPEN_TURN = record({"user": list_of(SPAN), "speakers": list_of(_NAME), "ts": _NAME, "reply": maybe(SPAN),
-                    "secret": _NAME, "reply_secret": _NAME, "key": _NAME, "macs": list_of(string), "reply_mac": _NAME},
-                   {"end": _NAME})  # `end`: its turn_end's status, while it waits for a lower-numbered turn (loopd)
+OPEN_TURN = record(
+    {
+        "user": list_of(SPAN),
+        "speakers": list_of(_NAME),
+        "ts": _NAME,
+        "reply": maybe(SPAN),
+        "secret": _NAME,
+        "reply_secret": _NAME,
+        "key": _NAME,
+        "macs": list_of(string),
+        "reply_mac": _NAME,
+    },
+    {"end": _NAME},
+)  # `end`: its turn_end's status, while it waits for a lower-numbered turn (loopd)
 UNREADABLE = maybe(record({"line": integer(1), "why": string}))
 CLASS = one_of(*CLASS_RANK)
 # A cursor as decide.json keeps it (decide_state.SHAPE): anything else is a state to rebuild.
 CURSOR = record(
-    {**cursor.FIELDS, "untrusted": boolean, "class": CLASS, "unreadable": UNREADABLE, "skipping": boolean,
-     "open": dict_of(OPEN_TURN), "decided": RANGES},
-    {**cursor.OPTIONAL, "ended": RANGES, "out_of_order": integer(0), "ignored": string, "gone": boolean,
-     "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))})},
+    {
+        **cursor.FIELDS,
+        "untrusted": boolean,
+        "class": CLASS,
+        "unreadable": UNREADABLE,
+        "skipping": boolean,
+        "open": dict_of(OPEN_TURN),
+        "decided": RANGES,
+    },
+    {
+        **cursor.OPTIONAL,
+        "ended": RANGES,
+        "out_of_order": integer(0),
+        "ignored": string,
+        "gone": boolean,
+        "error": record({"why": string, "since": string, "retry_at": number, "access": maybe(list_of(integer(None)))}),
+    },
 )
 # A finished turn waiting for brokerd (FinishedTurn's fields, and `late`).
-WAITING_TURN = record({
-    "session": string, "turn": integer(1, MAX_TURN), "status": _NAME, "user": list_of(SPAN), "reply": maybe(SPAN),
-    "speaker": _NAME, "ts": _NAME, "has_text": boolean, "secret": _NAME, "untrusted_by_log": boolean,
-    "log_class": CLASS, "log_unreadable": UNREADABLE,
-    "macs": maybe(record({"key": string, "user": list_of(string), "reply": _NAME})),
-}, {"late": boolean})
+WAITING_TURN = record(
+    {
+        "session": string,
+        "turn": integer(1, MAX_TURN),
+        "status": _NAME,
+        "user": list_of(SPAN),
+        "reply": maybe(SPAN),
+        "speaker": _NAME,
+        "ts": _NAME,
+        "has_text": boolean,
+        "secret": _NAME,
+        "untrusted_by_log": boolean,
+        "log_class": CLASS,
+        "log_unreadable": UNREADABLE,
+        "macs": maybe(record({"key": string, "user": list_of(string), "reply": _NAME})),
+    },
+    {"late": boolean},
+)
 
 
-SHAPE = record({
-    "v": one_of(STATE_VERSION), "ledger_size": integer(0), "logs": dict_of(CURSOR), "undecided": dict_of(list_of(WAITING_TURN)),
-    "broker_down_since": _NAME, "logs_missing": boolean, "resume_at": _NAME,
-    "last_run": maybe(record({"at": string, "budget_s": number, "sessions_waiting": integer(0),
-                              "broker_questions": integer(0), "broker_slowest_s": maybe(number)})),
-}, {"ledger_mark": maybe(LEDGER_MARK)})  # Ledger.mark at ledger_size
+SHAPE = record(
+    {
+        "v": one_of(STATE_VERSION),
+        "ledger_size": integer(0),
+        "logs": dict_of(CURSOR),
+        "undecided": dict_of(list_of(WAITING_TURN)),
+        "broker_down_since": _NAME,
+        "logs_missing": boolean,
+        "resume_at": _NAME,
+        "last_run": maybe(
+            record(
+                {
+                    "at": string,
+                    "budget_s": number,
+                    "sessions_waiting": integer(0),
+                    "broker_questions": integer(0),
+                    "broker_slowest_s": maybe(number),
+                }
+            )
+        ),
+    },
+    {"ledger_mark": maybe(LEDGER_MARK)},
+)  # Ledger.mark at ledger_size
 
 
 def read(state_dir: Path) -> tuple[dict | None, str | None]:
@@ -101,7 +148,6 @@ def read(state_dir: Path) -> tuple[dict | None, str | None]:
 
 
 def _any_version(value: object) -> str | None:
-    """SHAPE, for a state of this version; another version is read again as planned."""
     why = problem(value, record({"v": anything}))
     if why is None and value["v"] != STATE_VERSION:  # type: ignore[index]
         return None
@@ -117,21 +163,19 @@ def load(state_dir: Path) -> dict:
     return state if state is not None else fresh_state()
 
 
-has_turn, add_turn = ranges.has, ranges.add  # the decided set of a session's turns
+has_turn, add_turn = turn_ranges.has, turn_ranges.add  # the decided set of a session's turns
 
 
 def recover(state: dict, ledger: Ledger) -> None:
-    """Learn the turns decided in the ledger since the state's last write (a crash,
-    a full disk, a lost or old state file), the torn last line too when it is a
-    whole decision (the next append completes it). A ledger that is not the one
-    the state was learnt from up to its offset (restored from a copy, edited,
-    sorted, shorter) makes the state unusable: every log is read again and the
-    whole ledger says which turns are decided, so a turn whose decision the
-    ledger lost is decided again (the outbox ignores it if it had seen it decided)."""
+    """Learn the turns decided in the ledger since the state's last write, the torn last line too when it is a whole
+    decision (the next append completes it). A ledger that is not the one the state was learnt from makes the
+    state unusable: every log is read again, and the whole ledger says which turns are decided."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
-        log.warning(f"{ledger.path} is {changed}; decide's state is read again from the logs and the ledger"
-                    + runbook("ledger-rewritten"))
+        log.warning(
+            f"{ledger.path} is {changed}; decide's state is read again from the logs and the ledger"
+            + runbook("ledger-rewritten")
+        )
         state.clear()
         state.update(fresh_state())
     if ledger.size() <= state["ledger_size"]:

@@ -1,12 +1,5 @@
-"""`bxmem doctor`: every check an owner would otherwise make by hand, one line each
-with what was checked, what was found and when, and for a failure the runbook
-entry that gets out of it.
-
-The config file, the home and the key files are looked at here; Honcho (its
-/health and clock, version, chat routes, each key tried on its workspace's
-queue, a request without a key), brokerd and systemd are asked at once, each
-under its own deadline (checks.parallel), so they take at most BOUND_S together.
-Nothing is created or changed anywhere: every request is a read.
+"""`bxmem doctor`. Honcho, brokerd and systemd are asked at once, each under its own deadline
+(live_checks.parallel), within BOUND_S together. Nothing is created or changed anywhere: every request is a read.
 """
 
 from __future__ import annotations
@@ -14,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bxmem.commands import checks
+from bxmem.commands import live_checks
 from bxmem.commands.doctor_checks import JOBS, Check, honcho_lines, keys_and_queues, problem, unit_lines
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, Key, read_key
@@ -27,7 +20,7 @@ from bxmem.store.paths import config_source
 
 SCHEMA = "bxmem.doctor/1"
 # Every outside question is asked at once, each within its deadline: the longest, and
-# the half second checks.parallel gives a thread past it, bound the whole wait.
+# the half second live_checks.parallel gives a thread past it, bound the whole wait.
 BOUND_S = max(HONCHO_TIMEOUT_S, brokerd.TIMEOUT_S, unit_state.TIMEOUT_S) + 0.5
 STATUSES = ("ok", "warning", "failed", "not-checked")
 PROBE_WORKSPACE = "bxmem-doctor"  # the route probes' path: a GET answered before any workspace is looked up
@@ -55,15 +48,25 @@ class DoctorResult:
         return ExitCode.ATTENTION if any(c.status == "failed" for c in self.checks) else ExitCode.OK
 
     def as_json(self) -> dict:
-        return {"schema": SCHEMA, "checked_at": self.checked_at, "took_s": round(self.took_s, 3),
-                "config": {"path": self.config, "named_by": self.named_by}, "mode": self.mode,
-                "honcho_url": self.honcho_url, "bound_s": BOUND_S, "checks": [c.as_json() for c in self.checks],
-                "counts": self.counts(), "exit_code": self.exit_code}
+        return {
+            "schema": SCHEMA,
+            "checked_at": self.checked_at,
+            "took_s": round(self.took_s, 3),
+            "config": {"path": self.config, "named_by": self.named_by},
+            "mode": self.mode,
+            "honcho_url": self.honcho_url,
+            "bound_s": BOUND_S,
+            "checks": [c.as_json() for c in self.checks],
+            "counts": self.counts(),
+            "exit_code": self.exit_code,
+        }
 
     def lines(self) -> list[str]:
         counts = self.counts()
-        summary = (f"doctor: {len(self.checks)} checks in {self.took_s:.1f} s: {counts['ok']} ok, {counts['warning']} "
-                   f"warning(s), {counts['failed']} failed, {counts['not_checked']} not checked")
+        summary = (
+            f"doctor: {len(self.checks)} checks in {self.took_s:.1f} s: {counts['ok']} ok, {counts['warning']} "
+            f"warning(s), {counts['failed']} failed, {counts['not_checked']} not checked"
+        )
         return [c.text() for c in self.checks] + [summary]
 
 
@@ -81,24 +84,57 @@ def _local(config: Config, named_by: str | None) -> list[Check]:
         line = f"config {config.path} ({who}): no file there: local-only"
     else:
         line = f"config {config.path} ({who}): {found}: valid, and no one else can change it"
-    out.append(Check("config", None, "failed" if problems else "ok", line, at,
-                     runbook="file-permissions" if problems else None))
+    out.append(
+        Check(
+            "config", None, "failed" if problems else "ok", line, at, runbook="file-permissions" if problems else None
+        )
+    )
     facts, problems = path_modes.home(config.paths)
-    out.append(Check("home", None, "failed" if problems else "ok",
-                     f"home {config.paths.home}: " + ("; ".join(problems) if problems else ", ".join(facts)),
-                     now_iso(), runbook="file-permissions" if problems else None))
-    for key in checks.keys(config):
+    out.append(
+        Check(
+            "home",
+            None,
+            "failed" if problems else "ok",
+            f"home {config.paths.home}: " + ("; ".join(problems) if problems else ", ".join(facts)),
+            now_iso(),
+            runbook="file-permissions" if problems else None,
+        )
+    )
+    for key in live_checks.keys(config):
         ws = key["workspace"]
         if key["file"] is None:
-            out.append(Check("key-file", ws, "ok", f"key file for {ws}: none configured ({key['secret']}); "
-                             "requests go without a key", now_iso()))
+            out.append(
+                Check(
+                    "key-file",
+                    ws,
+                    "ok",
+                    f"key file for {ws}: none configured ({key['secret']}); requests go without a key",
+                    now_iso(),
+                )
+            )
         elif key["ok"]:
-            out.append(Check("key-file", ws, "ok", f"key file for {ws}: {key['secret']} {key['file']}: a regular file "
-                             "of this user's, mode 600, one key", key["checked_at"]))
+            out.append(
+                Check(
+                    "key-file",
+                    ws,
+                    "ok",
+                    f"key file for {ws}: {key['secret']} {key['file']}: a regular file "
+                    "of this user's, mode 600, one key",
+                    key["checked_at"],
+                )
+            )
         else:
-            out.append(Check("key-file", ws, "failed", f"key file for {ws}: {key['problem']}", key["checked_at"],
-                             runbook="honcho-key-refused"))
-    partial = checks.partial_keys(config)
+            out.append(
+                Check(
+                    "key-file",
+                    ws,
+                    "failed",
+                    f"key file for {ws}: {key['problem']}",
+                    key["checked_at"],
+                    runbook="honcho-key-refused",
+                )
+            )
+    partial = live_checks.partial_keys(config)
     if partial:
         out.append(Check("keys", None, "warning", partial, now_iso(), runbook="honcho-key-refused"))
     return out
@@ -118,8 +154,15 @@ def _clock(url: str) -> tuple[str | None, float, float]:
 def _queue(url: str, workspace: str, key: Key | None) -> dict[str, int]:
     from bxmem.honcho.client import ReadClient  # deferred: command
 
-    with ReadClient(url, workspace, key, connect_timeout=HONCHO_TIMEOUT_S, read_timeout=HONCHO_TIMEOUT_S,
-                    ends_by=monotonic() + HONCHO_TIMEOUT_S, ends_by_name=None) as client:
+    with ReadClient(
+        url,
+        workspace,
+        key,
+        connect_timeout=HONCHO_TIMEOUT_S,
+        read_timeout=HONCHO_TIMEOUT_S,
+        ends_by=monotonic() + HONCHO_TIMEOUT_S,
+        ends_by_name=None,
+    ) as client:
         return client.queue_status()
 
 
@@ -136,21 +179,27 @@ def _route(url: str, path: str) -> bool | None:
 
 
 def unit_names() -> list[str]:
-    return [f"bxmem-{job}.{kind}" for job in JOBS for kind in ("timer", "service", "path")] + \
-           ["bxmem-metrics.timer", "bxmem-metrics.service"]
+    return [f"bxmem-{job}.{kind}" for job in JOBS for kind in ("timer", "service", "path")] + [
+        "bxmem-metrics.timer",
+        "bxmem-metrics.service",
+    ]
 
 
 def _jobs(config: Config, keys: dict[str, Key | None]) -> dict:
-    jobs: dict = {"brokerd": (brokerd.TIMEOUT_S, lambda: checks.ask_brokerd(config, checks.PROBE_SESSION)),
-                  "units": (unit_state.TIMEOUT_S, lambda: unit_state.read(unit_names()))}
+    jobs: dict = {
+        "brokerd": (brokerd.TIMEOUT_S, lambda: live_checks.ask_brokerd(config, live_checks.PROBE_SESSION)),
+        "units": (unit_state.TIMEOUT_S, lambda: unit_state.read(unit_names())),
+    }
     if config.honcho is None:
         return jobs
     url = config.honcho.url
     jobs["health"] = (HONCHO_TIMEOUT_S, lambda: _clock(url))
     jobs["version"] = (HONCHO_TIMEOUT_S, lambda: _version(url))
     jobs["workspace-chat"] = (HONCHO_TIMEOUT_S, lambda: _route(url, f"/v3/workspaces/{PROBE_WORKSPACE}/chat"))
-    jobs["peer-chat"] = (HONCHO_TIMEOUT_S,
-                         lambda: _route(url, f"/v3/workspaces/{PROBE_WORKSPACE}/peers/{PROBE_WORKSPACE}/chat"))
+    jobs["peer-chat"] = (
+        HONCHO_TIMEOUT_S,
+        lambda: _route(url, f"/v3/workspaces/{PROBE_WORKSPACE}/peers/{PROBE_WORKSPACE}/chat"),
+    )
     for name, key in keys.items():
         jobs[f"key:{name}"] = (HONCHO_TIMEOUT_S, lambda name=name, key=key: _queue(url, name, key))
     keyed = [name for name, key in keys.items() if key is not None]
@@ -163,8 +212,9 @@ def _brokerd(outcome: tuple[str, object], at: str) -> Check:
     S = brokerd.TIMEOUT_S
     if outcome[0] == "ok":
         return Check("brokerd", None, "ok", "brokerd: answering (a session-state question)", at, S)
-    return Check("brokerd", None, "failed", f"brokerd: cannot answer: {problem(outcome, S)}", at, S,
-                 "broker-state-unavailable")
+    return Check(
+        "brokerd", None, "failed", f"brokerd: cannot answer: {problem(outcome, S)}", at, S, "broker-state-unavailable"
+    )
 
 
 def _outbox(config: Config) -> Check:
@@ -173,28 +223,45 @@ def _outbox(config: Config) -> Check:
     at = now_iso()
     report = sync.status(config, check=False, prepare=False)  # creates and changes nothing
     pending = sum(ws["pending_turns"] + ws["pending_edits"] for ws in report["workspaces"].values())
-    oldest = min((ws for ws in report["workspaces"].values() if ws["oldest_pending"]),
-                 key=lambda ws: ws["oldest_pending_at"] or "", default=None)
+    oldest = min(
+        (ws for ws in report["workspaces"].values() if ws["oldest_pending"]),
+        key=lambda ws: ws["oldest_pending_at"] or "",
+        default=None,
+    )
     held = sum(g["turns"] + g["edits"] for g in report["held"])
     doubt = sum(len(entry["items"]) for entry in report["in_doubt"])
-    data = {"pending": pending, "failed": len(report["failed"]), "held": held, "in_doubt": doubt,
-            "oldest_pending": oldest and oldest["oldest_pending"],
-            "oldest_pending_age_s": oldest and oldest["oldest_pending_age_s"]}
+    data = {
+        "pending": pending,
+        "failed": len(report["failed"]),
+        "held": held,
+        "in_doubt": doubt,
+        "oldest_pending": oldest and oldest["oldest_pending"],
+        "oldest_pending_age_s": oldest and oldest["oldest_pending_age_s"],
+    }
     first = f", the oldest {oldest['oldest_pending']} ({oldest['oldest_pending_at']})" if oldest else ""
-    line = (f"outbox: {pending} item(s) pending{first}; {data['failed']} failed, {held} held, {doubt} in doubt; "
-            f"sent {report['sent_items']}, last at {report['last_sent'] or 'never'}")
+    line = (
+        f"outbox: {pending} item(s) pending{first}; {data['failed']} failed, {held} held, {doubt} in doubt; "
+        f"sent {report['sent_items']}, last at {report['last_sent'] or 'never'}"
+    )
     verdict = report["verdict"]
     if verdict["state"] == "clear":
         return Check("outbox", None, "ok", line, at, data=data)
     status = "failed" if verdict["state"] == "attention" else "warning"
-    return Check("outbox", None, status, f"{line}: bxmem sync: {verdict['line']}", at, runbook=verdict["runbook"], data=data)
+    return Check(
+        "outbox", None, status, f"{line}: bxmem sync: {verdict['line']}", at, runbook=verdict["runbook"], data=data
+    )
 
 
 def run(config: Config, explicit_config=None) -> DoctorResult:
     started, checked_at = time.monotonic(), now_iso()
     _path, named_by = config_source(explicit_config)
-    result = DoctorResult(str(config.path), named_by, "local-only" if config.local_only else "honcho",
-                          config.honcho.url if config.honcho else None, checked_at)
+    result = DoctorResult(
+        str(config.path),
+        named_by,
+        "local-only" if config.local_only else "honcho",
+        config.honcho.url if config.honcho else None,
+        checked_at,
+    )
     # The keys first (read here, once, by the one reader), then everything outside at once.
     keys: dict[str, Key | None] = {}
     refused: set[str] = set()
@@ -208,7 +275,7 @@ def run(config: Config, explicit_config=None) -> DoctorResult:
     got: dict = {}
     import threading  # deferred: command
 
-    asker = threading.Thread(target=lambda: got.update(checks.parallel(jobs)), daemon=True)
+    asker = threading.Thread(target=lambda: got.update(live_checks.parallel(jobs)), daemon=True)
     asker.start()
     result.checks += _local(config, named_by)  # while the questions are out
     outbox = _outbox(config)
@@ -216,15 +283,17 @@ def run(config: Config, explicit_config=None) -> DoctorResult:
     missing = {name: ("timeout", None) for name in jobs if name not in got}
     got.update(missing)
     if config.honcho is None:
-        result.checks.append(Check("honcho", None, "not-checked", "Honcho: local-only (no [honcho] "
-                                   "section), nothing is sent", None))
+        result.checks.append(
+            Check("honcho", None, "not-checked", "Honcho: local-only (no [honcho] section), nothing is sent", None)
+        )
     else:
         result.checks += honcho_lines(config, got, at)
         if got["health"][0] == "ok":
             result.checks += keys_and_queues(config, keys, refused, got, at)
         else:
-            result.checks.append(Check("key", None, "not-checked", "keys on Honcho, its queue: Honcho "
-                                       "did not answer", None))
+            result.checks.append(
+                Check("key", None, "not-checked", "keys on Honcho, its queue: Honcho did not answer", None)
+            )
     result.checks.append(_brokerd(got["brokerd"], at))
     result.checks += unit_lines(got["units"], at)
     result.checks.append(outbox)

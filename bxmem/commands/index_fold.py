@@ -1,11 +1,5 @@
-"""What goes into the local index, and when: the fold over the ledger and the journal.
-
-decide and mirror catch the index up after each run (`refresh`); `bxmem index
-rebuild` builds it again from nothing. One writer at a time: a lock on a byte
-of the ledger (store/files.py's JobLock) is held for a catch-up or a rebuild. An index that another
-version of bxmem built is rebuilt on its first update, into a new file that
-replaces it whole once complete (recall meanwhile says the local index is
-unavailable and why); a rebuild reports how far it has read to the caller's progress display.
+"""What goes into the local index, and when. One writer at a time: a catch-up or a rebuild holds a lock
+on a byte of the ledger (store/files.JobLock).
 """
 
 from __future__ import annotations
@@ -18,8 +12,6 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from bxmem.log import log
-from bxmem.policy.labels import entry_class, note_tag, turn_labels
-from bxmem.policy.rules import DOT
 from bxmem.sources import journal
 from bxmem.sources.loopd import SpanChanged, SpanReader
 from bxmem.store.files import JobLock, NotRegularFile
@@ -27,6 +19,8 @@ from bxmem.store.index import INDEX_FILE, Index, IndexOutdated, IndexUnavailable
 from bxmem.store.ledger import Ledger, ReadResult
 from bxmem.store.ledger_events import TURN, is_decided
 from bxmem.store.local_key import load as load_key
+from bxmem.trust.labels import entry_class, note_tag, turn_labels
+from bxmem.trust.rules import DOT
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -45,18 +39,35 @@ def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | No
     peer = decided.get("peer")
     # The speaker, as searched: the peer id with its `.` given back ("ana_Dot_lima" is "ana", "lima").
     who = peer.replace(DOT, ".") if isinstance(peer, str) else None
-    index.add(decided["item"], "turn", tag, trust_class, user_text, reply=reply_text, session=decided["session"],
-              ts=decided.get("at"), who=who)
+    index.add(
+        decided["item"],
+        "turn",
+        tag,
+        trust_class,
+        user_text,
+        reply=reply_text,
+        session=decided["session"],
+        ts=decided.get("at"),
+        who=who,
+    )
 
 
 def index_edit(index: Index, record: dict, target: dict | None) -> None:
-    """Apply one journal edit to the index; `target` is the record an undo names."""
     op, file, edit_id = record.get("op"), record.get("file"), record.get("id")
     entry = record.get("entry")
     if op in ("identity_add", "identity_replace") and isinstance(entry, str):
         if op == "identity_replace" and isinstance(record.get("old"), str):
             index.remove_entry("identity", file, record["old"])
-        index.add(f"edit:{edit_id}#0", "identity", "identity", entry_class(entry), entry, file=file, session=record.get("session"), ts=record.get("ts"))
+        index.add(
+            f"edit:{edit_id}#0",
+            "identity",
+            "identity",
+            entry_class(entry),
+            entry,
+            file=file,
+            session=record.get("session"),
+            ts=record.get("ts"),
+        )
     elif op == "identity_remove" and isinstance(entry, str):
         index.remove_entry("identity", file, entry)
     elif op == "consolidate":
@@ -65,7 +76,15 @@ def index_edit(index: Index, record: dict, target: dict | None) -> None:
                 index.remove_entry("identity", file, dropped)
     elif op == "note" and isinstance(entry, str):
         tag = note_tag(record.get("trust"))
-        index.add(f"edit:{edit_id}#0", "note", tag, entry_class(entry), entry, session=record.get("session"), ts=record.get("ts"))
+        index.add(
+            f"edit:{edit_id}#0",
+            "note",
+            tag,
+            entry_class(entry),
+            entry,
+            session=record.get("session"),
+            ts=record.get("ts"),
+        )
     elif op == "undo" and target is not None:
         _undo(index, record, target)
 
@@ -81,7 +100,16 @@ def _undo(index: Index, undo: dict, target: dict) -> None:
     elif op == "consolidate":
         restore = [d for d in target.get("dropped") or [] if isinstance(d, str)]
     for n, text in enumerate(restore):
-        index.add(f"undo:{undo.get('id')}#{n}", "identity", "identity", entry_class(text), text, file=file, session=target.get("session"), ts=undo.get("ts"))
+        index.add(
+            f"undo:{undo.get('id')}#{n}",
+            "identity",
+            "identity",
+            entry_class(text),
+            text,
+            file=file,
+            session=target.get("session"),
+            ts=undo.get("ts"),
+        )
 
 
 # --- the fold: catch up with the ledger (turns) and the journal (edits) ------------------
@@ -97,7 +125,6 @@ def _meta(index: Index, key: str, default: int = 0) -> int:
 
 
 def _ledger_mark(index: Index) -> dict | None:
-    """The ledger as the index read it up to its offset (Ledger.mark); None: an index that kept none."""
     row = index.db().execute("SELECT value FROM meta WHERE key = 'ledger_mark'").fetchone()
     if row is None or not isinstance(row[0], str) or row[0].count(":") != 1:
         return None
@@ -118,12 +145,9 @@ class Behind:
 
 
 def catch_up(index: Index, paths, progress=None, deadline: float | None = None, behind: Behind | None = None) -> int:
-    """Apply what the ledger and the journal gained since the last catch-up, in
-    one transaction with the new offsets: a crash leaves the index as it was.
-    `progress(offset)` is told how far into the ledger the fold has read. Past
-    `deadline` (time.monotonic), it stops between two lines and commits what it
-    did with the offsets it reached: a job's run stays within its unit's time, and
-    the next run goes on from there (`behind` says where it stopped)."""
+    """Apply what the ledger and the journal gained since the last catch-up, in one transaction with the new offsets:
+    a crash leaves the index as it was. Past `deadline` (time.monotonic) it stops between two lines and commits
+    what it did, so a job's run stays within its unit's time; the next run goes on (`behind`)."""
     ledger = Ledger(paths.ledger)
     journal_size = journal.size(paths.journal)
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
@@ -161,8 +185,10 @@ def catch_up(index: Index, paths, progress=None, deadline: float | None = None, 
         reached = result.at if stopped else result.end
         _set_meta(index, "ledger_offset", reached)
         mark = ledger.mark(reached)
-        index.db().execute("INSERT OR REPLACE INTO meta VALUES ('ledger_mark', ?)",
-                           (f"{mark['head']}:{mark['tail']}" if mark else None,))
+        index.db().execute(
+            "INSERT OR REPLACE INTO meta VALUES ('ledger_mark', ?)",
+            (f"{mark['head']}:{mark['tail']}" if mark else None,),
+        )
         if behind is not None:
             behind.at, behind.size = (reached if stopped else None), ledger.size()
         f = None if stopped else journal.open_if_present(paths.journal)
@@ -179,7 +205,9 @@ def catch_up(index: Index, paths, progress=None, deadline: float | None = None, 
                     record = journal.parse(raw)
                     if record is None or raw is None:
                         continue
-                    index.db().execute("INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw)))
+                    index.db().execute(
+                        "INSERT OR IGNORE INTO edit_spans VALUES (?,?,?)", (record["id"], start, len(raw))
+                    )
                     target = _journal_record(index, f, record.get("target")) if record.get("op") == "undo" else None
                     index_edit(index, record, target)
                     applied += 1
@@ -193,7 +221,6 @@ def catch_up(index: Index, paths, progress=None, deadline: float | None = None, 
 
 
 def _journal_record(index: Index, f, edit_id: object) -> dict | None:
-    """The record an undo names, read at the span noted when its line was indexed."""
     if not isinstance(edit_id, str):
         return None
     row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
@@ -206,30 +233,38 @@ def _journal_record(index: Index, f, edit_id: object) -> dict | None:
 
 
 def refresh(paths, progress: Progress | None = None, deadline: float | None = None) -> bool:
-    """Catch up after a job's run; a problem is one warning line, never fatal. `progress`
-    shows a rebuild (a corrupt index, or one another version built). Past `deadline`
-    (time.monotonic) it stops, said at info (every run would say it), and returns
-    True: the index is behind, and the job's next run must go on with it."""
+    """Catch up after a job's run; a problem is one warning line, never fatal. Past `deadline` it stops, said at
+    info, and returns True: the job's next run must go on with it."""
     behind = Behind()
     try:
         _applied, warning = update(paths, progress=progress, deadline=deadline, behind=behind)
     except Exception as exc:  # the index is a cache: its failure must never stop a job
-        why = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.filename else f"{type(exc).__name__}: {exc}"
+        why = (
+            f"{exc.filename}: {exc.strerror}"
+            if isinstance(exc, OSError) and exc.filename
+            else f"{type(exc).__name__}: {exc}"
+        )
         warning = f"local index not updated ({why}); recall may miss the newest entries"
     if warning:
         log.warning(" ".join(warning.split()))
     if behind.at is not None:
-        log.info(f"local index: {behind.at:,} of the ledger's {behind.size:,} bytes read in this run's time; the next "
-                 "run goes on (recall finds what is indexed so far)")
+        log.info(
+            f"local index: {behind.at:,} of the ledger's {behind.size:,} bytes read in this run's time; the next "
+            "run goes on (recall finds what is indexed so far)"
+        )
     return behind.at is not None
 
 
-def update(paths, rebuild: bool = False, progress: Progress | None = None, deadline: float | None = None,
-           behind: Behind | None = None) -> tuple[int, str | None]:
-    """Catch the index up, or rebuild it (asked, or built by another version). A
-    corrupt index is moved aside and rebuilt. Returns (entries applied, a warning
-    or None); never raises for the index's sake: the ledger, the logs and the
-    journal stay the truth. `progress` shows how a rebuild goes."""
+def update(
+    paths,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    deadline: float | None = None,
+    behind: Behind | None = None,
+) -> tuple[int, str | None]:
+    """Catch the index up, or rebuild it (asked, built by another version, or corrupt: moved aside first). Returns
+    (entries applied, a warning or None); never raises for the index's sake: the ledger, the logs and the journal
+    stay the truth."""
     path = paths.state / INDEX_FILE
     lock = _Lock(paths.ledger)
     if not lock.acquire(WAIT_S * (4 if rebuild else 1)):
@@ -244,7 +279,9 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None, deadl
             index.close()
             return _rebuilt(paths, path, str(exc), progress, deadline, behind)
         except (IndexUnavailable, sqlite3.DatabaseError) as exc:
-            if "disk is full" in str(exc) or "disk I/O error" in str(exc):  # refused, not corrupt: nothing to move aside
+            if "disk is full" in str(exc) or "disk I/O error" in str(
+                exc
+            ):  # refused, not corrupt: nothing to move aside
                 return 0, f"local index not updated ({exc}); it catches up once the disk takes writes again"
             aside = path.with_name(path.name + ".corrupt")
             index.close()
@@ -254,19 +291,27 @@ def update(paths, rebuild: bool = False, progress: Progress | None = None, deadl
             except OSError:
                 pass
             applied, warning = _rebuilt(paths, path, None, progress, deadline, behind)
-            return applied, warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt"
+            return (
+                applied,
+                warning or f"local index {path} was unreadable ({exc}); moved aside to {aside.name} and rebuilt",
+            )
         finally:
             index.close()
     finally:
         lock.release()
 
 
-def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None, deadline: float | None = None,
-             behind: Behind | None = None) -> tuple[int, str | None]:
-    """Build the index anew in a file of its own, then put it in place of `path`
-    whole: a crash or a reader in the meantime sees the old file, never half a new one.
-    Past `deadline`, the new file is kept as it is (its offsets committed) and the
-    next run goes on with it: a job's rebuild of a long history spans runs."""
+def _rebuilt(
+    paths,
+    path: Path,
+    outdated: str | None,
+    progress: Progress | None,
+    deadline: float | None = None,
+    behind: Behind | None = None,
+) -> tuple[int, str | None]:
+    """Build the index anew in a file of its own, then put it in place of `path` whole: a reader meanwhile sees the
+    old file, never half a new one. Past `deadline` the new file is kept (its offsets committed) and the next run
+    goes on with it: a rebuild of a long history spans runs."""
     if outdated:
         log.info(f"rebuilding the local index: {outdated.split(': ', 1)[-1].split(';')[0]}")
     started = time.monotonic()
@@ -307,8 +352,8 @@ def _rebuilt(paths, path: Path, outdated: str | None, progress: Progress | None,
 
 
 class _Lock:
-    """The index's writer lock, waited for a bounded time: a byte of the ledger, as each job's
-    (store/files.py's JobLock), not a file in memory/bxmem/, which the owner may delete mid-run."""
+    """The index's writer lock, waited for a bounded time: a byte of the ledger, as each job's, not a file in
+    memory/bxmem/, which the owner may delete mid-run."""
 
     def __init__(self, ledger: Path) -> None:
         self.lock = JobLock(ledger, "index")

@@ -1,20 +1,5 @@
-"""`bxmem mirror`: every memory write memoryd journals, decided the moment it is seen.
-
-Reads only the new lines of memory/journal.jsonl, decides each edit by
-`rules.plan_edit` / `rules.plan_undo` and appends the decisions to the ledger
-at once; `send` carries them out in the same ordered outbox as turns.
-
-Mirror keeps a model of which conclusion is live for each identity entry and
-note (`edit:<id>#<action>` refs), so a later replace, remove, drop or undo
-names exactly the conclusion to delete, even when the same text was added
-twice. Entries are keyed by an HMAC with a local secret, so the state file
-does not reveal short entries to someone who guesses them.
-
-The state and the secret are a cache of the journal and the ledger: the state
-names the secret and the version of neutralise it was built with, and a state
-built with another (entry.key deleted or replaced, or a bxmem whose neutralise
-strips other characters) is rebuilt from the journal and the ledger, so a
-later remove still names the conclusion the add wrote.
+"""`bxmem mirror`. Its state is keyed by an HMAC with entry.key, so it reveals no short entry to someone who
+guesses it; a state built with another key or another neutralise is rebuilt from the journal and the ledger.
 """
 
 from __future__ import annotations
@@ -29,10 +14,8 @@ from pathlib import Path
 from bxmem.commands.jobrun import run_locked
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode
+from bxmem.formats.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.log import log, runbook
-from bxmem.policy.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
-from bxmem.policy.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
-from bxmem.policy.shapes import anything, boolean, dict_of, integer, list_of, maybe, record, string
 from bxmem.sources import cursor as file_cursor
 from bxmem.sources.journal import Edit, field_of, read_edits, text_spec
 from bxmem.sources.loopd import session_id_problem
@@ -43,6 +26,8 @@ from bxmem.store.ledger_events import EDIT, DecidedEdit, decided_edit, is_decide
 from bxmem.store.ledger_shapes import ACTIONS
 from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 from bxmem.store.state_json import load_json, say_unusable, write_json
+from bxmem.trust.rules import EditFacts, EditPlan, about_for, plan_edit, plan_undo
+from bxmem.trust.sanitize import NEUTRALISE_VERSION, find_secret, neutralise
 
 STATE_FILE = "mirror.json"
 SCHEMA = "bxmem.mirror/1"  # `mirror --json` (bxmem/schemas/mirror.schema.json)
@@ -56,21 +41,26 @@ class MirrorReport:
     skipped_lines: int = 0
     events: list[Mapping[str, object]] = field(default_factory=list)  # this run's decided lines
 
-    # What the command prints (its runner writes it): the report knows its own output.
     def notice(self) -> str | None:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 
     def as_json(self, config: Config) -> dict:  # scripts get an object in every case
-        return {"schema": SCHEMA, "busy": self.busy, "decided": dict(sorted(self.decided.items())),
-                "skipped_lines": self.skipped_lines, "local_only": config.local_only}
+        return {
+            "schema": SCHEMA,
+            "busy": self.busy,
+            "decided": dict(sorted(self.decided.items())),
+            "skipped_lines": self.skipped_lines,
+            "local_only": config.local_only,
+        }
 
     def summary(self, config: Config) -> str | None:
         if self.busy or not self.decided:
             return None
         total = sum(self.decided.values())
         nowhere = sum(n for key, n in self.decided.items() if key.startswith("none/"))
-        return (f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local"
-                + ("; local-only, nothing will be sent" if config.local_only else ""))
+        return f"decided {total} edit(s): {total - nowhere} to Honcho, {nowhere} stay local" + (
+            "; local-only, nothing will be sent" if config.local_only else ""
+        )
 
     @property
     def exit_code(self) -> int:
@@ -82,26 +72,31 @@ def _fresh_state() -> dict:
 
 
 def _entry_key(secret: bytes, about: str, text: str) -> str:
-    return hmac.new(secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+    return hmac.new(
+        secret, f"{about}\0{neutralise(text)}".encode("utf-8", "surrogatepass"), hashlib.sha256
+    ).hexdigest()[:32]
 
 
 def _key_id(secret: bytes) -> str:
-    """Names the secret in the state file without revealing it."""
     return local_key.key_id(secret)
 
 
 # mirror.json as it is written: checked whole on load, and rebuilt if it is of any other shape.
-SHAPE = record({
-    "ledger_size": integer(0), "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
-    "live": dict_of(list_of(string)), "refkey": dict_of(string),
-    # `role` as the edit's decision recorded it: a damaged one is held by policy/write_policy.py, not here.
-    "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
-    "key_id": string,
-}, {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)})
+SHAPE = record(
+    {
+        "ledger_size": integer(0),
+        "cursor": record(file_cursor.FIELDS, file_cursor.OPTIONAL),
+        "live": dict_of(list_of(string)),
+        "refkey": dict_of(string),
+        # `role` as the edit's decision recorded it: a damaged one is held by trust/write_policy.py, not here.
+        "edits": dict_of(record({"op": string, "role": anything, "actions": ACTIONS}, {"undone": boolean})),
+        "key_id": string,
+    },
+    {"neutralise": integer(1), "ledger_mark": maybe(LEDGER_MARK)},
+)
 
 
 def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
-    """mirror.json as last saved, or (None, why it cannot be used); (None, None): none."""
     return load_json(state_dir / STATE_FILE, SHAPE)
 
 
@@ -170,21 +165,23 @@ class Model:
 
 
 def _field(record: dict, action: dict) -> str | None:
-    """The action's text in the edit's own journal record (plans name the field
-    directly; recorded actions name it in their text spec)."""
     return field_of(record, action.get("text") or action)
 
 
 def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
-    """Each action says where its text is (a journal span and field, and the
-    line's keyed HMAC), so send can read it back and check it is still that
-    line; the ledger never holds the text itself."""
+    """Each action says where its text is (a journal span and field, and the line's keyed HMAC), so send reads it
+    back checked; the ledger never holds the text."""
     actions = []
     for action in plan.actions:
         action = dict(action)
         if action["do"] in ("conclude", "fleet-message"):
-            action["text"] = text_spec(edit.span, action.pop("field"), action.pop("index", None), mac=edit.mac,
-                                       key=_key_id(model.secret) if edit.mac else None)
+            action["text"] = text_spec(
+                edit.span,
+                action.pop("field"),
+                action.pop("index", None),
+                mac=edit.mac,
+                key=_key_id(model.secret) if edit.mac else None,
+            )
         elif action["do"] in ("reconclude", "retract"):
             creator = _action_of(model, action["of"])
             if creator is not None:
@@ -206,8 +203,6 @@ def _action_of(model: Model, ref: str) -> dict | None:
 
 
 def _edit_facts(record: dict, model: Model) -> EditFacts:
-    """What rules.plan_edit needs to know about the edit's texts: the live
-    conclusion of each text it names, and what its entry holds."""
     dropped = record.get("dropped")
     about = about_for(record.get("file"))
     live: dict[str, str] = {}
@@ -225,20 +220,21 @@ SESSIONLESS = "bxmem-journal"  # the Honcho session of what the journal names no
 
 
 def edit_session(edit: Edit, secret: bytes) -> str:
-    """The session an edit's writes go to in Honcho (a conclusion needs one, a fleet note is
-    a message in one): the journal's, when it is a valid session id; else one bxmem
-    derives, decided here once and for all, so that send never meets an id it cannot
-    use: SESSIONLESS for none (an identity entry written outside a session), and for
-    one Honcho would refuse (a space, non-ASCII, too long) SESSIONLESS and a keyed hash
-    of it, so each stays apart and the ledger and Honcho never hold the name itself."""
+    """The Honcho session an edit's writes go to: the journal's when it is a valid session id; else SESSIONLESS (no
+    session), or SESSIONLESS and a keyed hash of one Honcho would refuse, decided here once so send never meets an
+    id it cannot use, and the name never reaches the ledger or Honcho."""
     session = edit.session
     if session and session_id_problem(session) is None:
         return session
     if not session:
         return SESSIONLESS
-    digest = hashlib.blake2b(session.encode("utf-8", "surrogatepass"), digest_size=8, key=secret, person=b"bxmem session")
-    log.info(f"edit {edit.id}: its session is not a valid Honcho session id; its writes go to the session "
-             f"{SESSIONLESS}-{digest.hexdigest()}")
+    digest = hashlib.blake2b(
+        session.encode("utf-8", "surrogatepass"), digest_size=8, key=secret, person=b"bxmem session"
+    )
+    log.info(
+        f"edit {edit.id}: its session is not a valid Honcho session id; its writes go to the session "
+        f"{SESSIONLESS}-{digest.hexdigest()}"
+    )
     return f"{SESSIONLESS}-{digest.hexdigest()}"
 
 
@@ -267,16 +263,15 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
 
 
 def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
-    """Edits decided in the ledger after the state's last write (a crash, a full
-    disk, or a lost state file): the exact set, the torn last line too when it is a
-    whole decision (the next append completes it). A ledger that is not the one the
-    state was learnt from (restored from a copy, edited, sorted, shorter) makes the
-    state unusable: the journal is read again and the whole ledger says which
-    edits are decided, so an edit whose decision the ledger lost is decided again."""
+    """Edits decided in the ledger after the state's last write, the torn last line too when it is a whole decision.
+    A ledger that is not the one the state was learnt from makes the state unusable: the journal is read again,
+    and the whole ledger says which edits are decided."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
-        log.warning(f"{ledger.path} is {changed}; mirror's state is read again from the journal and the ledger"
-                    + runbook("ledger-rewritten"))
+        log.warning(
+            f"{ledger.path} is {changed}; mirror's state is read again from the journal and the ledger"
+            + runbook("ledger-rewritten")
+        )
         fresh = {**_fresh_state(), "key_id": state["key_id"], "neutralise": NEUTRALISE_VERSION}
         state.clear()
         state.update(fresh)
@@ -327,7 +322,9 @@ def run(config: Config, index_progress=None) -> MirrorReport:
                 report.events.append(decided)
                 report.decided[f"{decided['role'] or 'none'}/{decided['reason']}"] += 1
                 if decided["reason"] in ("undo-target-unknown", "unknown-op"):
-                    log.warning(f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored")
+                    log.warning(
+                        f"{config.paths.journal}:{edit.line}: edit {edit.id}: {decided['reason']}; recorded, nothing mirrored"
+                    )
         if report.events:
             _learnt(state, ledger, ledger.append(report.events))
         elif already:
@@ -342,6 +339,13 @@ def run(config: Config, index_progress=None) -> MirrorReport:
 
 def _write_idle_summary(config: Config, state: dict, state_dir: Path) -> None:
     version = file_cursor.version(state["cursor"])
-    write_summary(state_dir, "mirror", config, {str(config.paths.journal): ("written", version),
-                                                str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger,
-                                                                                               state["ledger_size"]))}, None)
+    write_summary(
+        state_dir,
+        "mirror",
+        config,
+        {
+            str(config.paths.journal): ("written", version),
+            str(config.paths.ledger): ("tail", ledger_tail(config.paths.ledger, state["ledger_size"])),
+        },
+        None,
+    )

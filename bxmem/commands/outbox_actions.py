@@ -1,28 +1,6 @@
-"""`bxmem outbox`: the owner's way out of every stuck state, item by item.
-
-* `list`: every item that is not on its way, and why: failed, held by the
-  configuration, in doubt (and when it is looked up), waiting behind one,
-  in a workspace whose key is refused;
-* `drop`: takes items out of the outbox for good, never to be sent, with the
-  owner's reason in the ledger (`dropped`);
-* `resend`: puts failed items back in the outbox (`requeued`); where Honcho
-  lost their session (deleted on the server, `session_gone`), the next send
-  makes a new one for them (`session_renewed`: `<name>-2`, `-3`, ...);
-* `reroute`: sends held or failed items to the workspace the configuration
-  gives their role now (`rerouted`): never another role, so nothing moves
-  towards trusted.
-
-Nothing is re-sent that is in Honcho already: a failed item is one Honcho
-refused (a 4xx stores nothing) or bxmem refused before sending; an edit that
-did part of its work is looked up before anything is created again; an item
-in doubt (its answer lost) is refused here until send has looked it up. What
-Honcho lost with a deleted session stays deleted: only failed items go again.
-
-Every change is a ledger line (store/ledger_events.py) that the outbox folds, as
-send's own are. The command takes send's job lock, so no send is between its
-checks and its write; it is all or nothing (an item that cannot be dropped,
-resent or re-routed stops it before anything is written: exit 5 or 6), and
-`--dry-run` writes nothing.
+"""`bxmem outbox list|drop|resend|reroute`. Nothing already in Honcho is sent again: an in-doubt item is
+refused until send has looked it up, and reroute never changes an item's role. All or nothing under send's job
+lock (an item that cannot be acted on stops it before anything is written: exit 5 or 6).
 """
 
 from __future__ import annotations
@@ -36,26 +14,24 @@ from bxmem.commands.send.plan import checked_against, sendable
 from bxmem.commands.send.report import in_doubt
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError, ExitCode, NotFound, Refused, StorageError, UsageError, cite_runbook
-from bxmem.policy import shown
-from bxmem.policy.ledger_time import age_text, format_time, parse_time
-from bxmem.policy.retry import ALONE, held_by, next_try
-from bxmem.policy.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
+from bxmem.formats.timestamps import age_text, format_time, parse_time
 from bxmem.store import ledger_events
 from bxmem.store.files import JobLock
 from bxmem.store.ledger import Ledger, LedgerChanged
 from bxmem.store.outbox import KIND, ROLE, SESSION, WS, Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.send_retry import ALONE, held_by, next_try
+from bxmem.trust.write_policy import BEHIND_HELD_EDIT, ROLE_UNKNOWN, WRITE_ROLES, check_item, writes_of
 
 R = TypeVar("R")
 SCHEMA = "bxmem.outbox/1"
 MAX_REASON = 200
-SHOWN_TEXT = 300  # the longest reason `list` prints from the ledger (shown.text)
+SHOWN_TEXT = 300  # the longest reason `list` prints from the ledger (printed_fields.text)
 LOCK_WAIT_S = 10.0  # a send run in progress: wait this long for it before refusing
 
 
 @dataclass
 class Survey:
-    """The outbox as it stands, each item's state, for the owner's commands."""
-
     box: Outbox
     ledger: Ledger
     roles: Mapping[str, str]
@@ -67,7 +43,6 @@ class Survey:
 
     @classmethod
     def take(cls, config: Config, box: Outbox | None = None) -> Survey:
-        """`box`: the outbox as folded already (again, by `surveyed`)."""
         ledger = Ledger(config.paths.ledger)
         if box is None:
             config.paths.require_home()
@@ -89,14 +64,15 @@ class Survey:
         return survey
 
     def state(self, key: str) -> dict | None:
-        """An item of the outbox (pending or failed) as the commands see it, or None."""
         box = self.box
         if key in box.failed:
             ev = box.failed[key]
             record = ev.get("decided")
             status = f"HTTP {ev['status']}" if ev.get("status") else "refused by bxmem"
             doubt = "; Honcho may hold it: a resend looks it up first" if ev.get("in_doubt") else ""
-            return self._entry(key, record, ev.get("ws"), "failed", f"{status}: {ev.get('reason') or '-'}{doubt}", ev.get("ts"))
+            return self._entry(
+                key, record, ev.get("ws"), "failed", f"{status}: {ev.get('reason') or '-'}{doubt}", ev.get("ts")
+            )
         record = box.pending.get(key)
         if record is None:
             return None
@@ -109,13 +85,27 @@ class Survey:
         if key in self.doubt:
             entry = self.doubt[key]
             when = f"looked up at {entry['lookup_at']}" if entry["lookup_at"] else "looked up by the next send"
-            return self._entry(key, record, record[WS], "in-doubt", f"sent at {entry['attempted_at']} with no answer; {when}", at)
+            return self._entry(
+                key, record, record[WS], "in-doubt", f"sent at {entry['attempted_at']} with no answer; {when}", at
+            )
         if key in self.behind:
-            return self._entry(key, record, record[WS], "waiting", f"behind {self.behind[key]['items'][0]}, which is in doubt", at)
+            return self._entry(
+                key, record, record[WS], "waiting", f"behind {self.behind[key]['items'][0]}, which is in doubt", at
+            )
         if self.box.backoff:
-            return {**self._entry(key, record, record[WS], "pending", f"waits for Honcho, unreachable since "
-                                  f"{shown.date(self.box.backoff.get('since'))}; next try at "
-                                  f"{format_time(self.box.backoff['until'])}", at), "way_out": OUTAGE_WAY_OUT}
+            return {
+                **self._entry(
+                    key,
+                    record,
+                    record[WS],
+                    "pending",
+                    f"waits for Honcho, unreachable since "
+                    f"{printed_fields.date(self.box.backoff.get('since'))}; next try at "
+                    f"{format_time(self.box.backoff['until'])}",
+                    at,
+                ),
+                "way_out": OUTAGE_WAY_OUT,
+            }
         return self._entry(key, record, record[WS], "pending", "on its way", at)
 
     def outage(self, now: float | None = None) -> dict | None:
@@ -128,25 +118,45 @@ class Survey:
         waiting: dict[str, int] = {}
         for key, record in self.box.pending.items():
             if key not in self.held and key not in self.box.failed and record[WS] not in self.box.stopped:
-                name = shown.token(record[WS]) or "(no workspace)"
+                name = printed_fields.token(record[WS]) or "(no workspace)"
                 waiting[name] = waiting.get(name, 0) + 1
         since = parse_time(backoff.get("since"))
-        until = next_try(backoff, now) or now  # within the backoff's own bound, whatever the clock did (policy/retry.py)
+        until = (
+            next_try(backoff, now) or now
+        )  # within the backoff's own bound, whatever the clock did (trust/send_retry.py)
         # A start in the future: its age is not known (sync says why).
         age = None if since is None or since > now + 60 else max(0.0, now - since)
-        return {"since": shown.date(backoff.get("since")), "for_s": age,
-                "next_try_at": format_time(until), "next_try_in_s": until - now,
-                "error": shown.line(backoff["error"], SHOWN_TEXT) if isinstance(backoff.get("error"), str) else None,
-                "waiting": sum(waiting.values()), "waiting_by_workspace": waiting}
+        return {
+            "since": printed_fields.date(backoff.get("since")),
+            "for_s": age,
+            "next_try_at": format_time(until),
+            "next_try_in_s": until - now,
+            "error": printed_fields.line(backoff["error"], SHOWN_TEXT)
+            if isinstance(backoff.get("error"), str)
+            else None,
+            "waiting": sum(waiting.values()),
+            "waiting_by_workspace": waiting,
+        }
 
     def _entry(self, key: str, record: tuple | None, ws: object, state: str, why: str, at: object) -> dict:
         way_out = WAYS_OUT[state]
-        if state == "failed" and record is not None and check_item([(record[WS], record[ROLE])], self.roles, self.written):
+        if (
+            state == "failed"
+            and record is not None
+            and check_item([(record[WS], record[ROLE])], self.roles, self.written)
+        ):
             way_out = "bxmem outbox reroute (its workspace has another role now) or drop"
-        # Printed (policy/shown.py): the ledger's names and reasons, as sync prints them.
-        return {"item": shown.item(key), "kind": shown.token(record[KIND]) if record else None, "workspace": shown.token(ws),
-                "role": shown.token(record[ROLE]) if record else None, "state": state, "why": shown.line(why, SHOWN_TEXT),
-                "since": shown.date(at), "way_out": way_out}
+        # Printed (trust/printed_fields.py): the ledger's names and reasons, as sync prints them.
+        return {
+            "item": printed_fields.item(key),
+            "kind": printed_fields.token(record[KIND]) if record else None,
+            "workspace": printed_fields.token(ws),
+            "role": printed_fields.token(record[ROLE]) if record else None,
+            "state": state,
+            "why": printed_fields.line(why, SHOWN_TEXT),
+            "since": printed_fields.date(at),
+            "way_out": way_out,
+        }
 
     def stuck(self, everything: bool = False) -> list[dict]:
         keys = list(self.box.failed) + [k for k in self.box.pending if k not in self.box.failed]
@@ -154,7 +164,6 @@ class Survey:
         return states if everything else [s for s in states if s["state"] != "pending"]
 
     def known(self, key: str) -> bool:
-        """Whether the ledger ever decided `key` (sent, dropped or nowhere since)."""
         kind, _, rest = key.partition(":")
         session, _, number = rest.rpartition(":")
         if kind == ledger_events.TURN and number.isdigit():
@@ -164,8 +173,6 @@ class Survey:
 
 @dataclass
 class ActionResult:
-    """What `bxmem outbox ACTION` did (or would do: `dry_run`), item by item."""
-
     action: str
     dry_run: bool
     items: list[dict] = field(default_factory=list)  # {"item", "workspace", "was", "to"?, "note"?}
@@ -177,21 +184,38 @@ class ActionResult:
     def as_json(self) -> dict:
         if self.listing is not None:
             return {"schema": SCHEMA, "action": "list", "items": self.listing, "outage": self.outage}
-        return {"schema": SCHEMA, "action": self.action, "dry_run": self.dry_run, "written": not self.dry_run and bool(self.items),
-                "reason": self.reason, "items": self.items, "left": self.left}
+        return {
+            "schema": SCHEMA,
+            "action": self.action,
+            "dry_run": self.dry_run,
+            "written": not self.dry_run and bool(self.items),
+            "reason": self.reason,
+            "items": self.items,
+            "left": self.left,
+        }
 
     def lines(self) -> list[str]:
         if self.listing is not None:
             out = [outage_line(self.outage)] if self.outage else []
             if not self.listing:
-                out.append("nothing else is stuck: no item failed, is held or is in doubt" if self.outage
-                           else "nothing is stuck: every item in the outbox is on its way")
-            return out + [f"{s['state']}: {s['item']} in {s['workspace'] or '(no workspace)'} ({s['role'] or 'no role'}): "
-                          f"{s['why']}; {s['way_out']}" for s in self.listing]
+                out.append(
+                    "nothing else is stuck: no item failed, is held or is in doubt"
+                    if self.outage
+                    else "nothing is stuck: every item in the outbox is on its way"
+                )
+            return out + [
+                f"{s['state']}: {s['item']} in {s['workspace'] or '(no workspace)'} ({s['role'] or 'no role'}): "
+                f"{s['why']}; {s['way_out']}"
+                for s in self.listing
+            ]
         verb = {"drop": "dropped", "resend": "re-queued", "reroute": "re-routed"}[self.action]
         head = "would be " + verb + " (dry run, nothing written)" if self.dry_run else verb
-        out = [f"{head}: {i['item']} ({i['was']})" + (f" to {i['to']}" if i.get("to") else "")
-               + (f": {i['note']}" if i.get("note") else "") for i in self.items]
+        out = [
+            f"{head}: {i['item']} ({i['was']})"
+            + (f" to {i['to']}" if i.get("to") else "")
+            + (f": {i['note']}" if i.get("note") else "")
+            for i in self.items
+        ]
         out += [f"left: {i['item']}: {i['why']}" for i in self.left]
         if not self.items:
             out.append(f"nothing to {self.action}")
@@ -205,25 +229,31 @@ class ActionResult:
 
 
 def outage_line(outage: dict) -> str:
-    """`outbox list`'s first line while send records Honcho as unreachable."""
     error = f"; {outage['error']}" if outage["error"] else ""
     by = ", ".join(f"{ws} {n}" for ws, n in outage["waiting_by_workspace"].items())
-    return (f"outage: Honcho unreachable since {outage['since']} ({age_text(outage['for_s'])}{error}); next try at "
-            f"{outage['next_try_at']} (in {age_text(outage['next_try_in_s'])}); {outage['waiting']} item(s) wait behind it"
-            + (f" ({by})" if by else "") + ", and go by themselves once Honcho answers" + cite_runbook("honcho-unreachable"))
+    return (
+        f"outage: Honcho unreachable since {outage['since']} ({age_text(outage['for_s'])}{error}); next try at "
+        f"{outage['next_try_at']} (in {age_text(outage['next_try_in_s'])}); {outage['waiting']} item(s) wait behind it"
+        + (f" ({by})" if by else "")
+        + ", and go by themselves once Honcho answers"
+        + cite_runbook("honcho-unreachable")
+    )
 
 
 # What gets an item of each state out (`list`), as the runbook entries say it.
-WAYS_OUT = {"failed": "bxmem outbox resend (once the cause is fixed) or drop",
-            "held": "bxmem outbox reroute or drop (or restore the configuration)",
-            "stopped": "fix the key file (or bxmem outbox drop)", "in-doubt": "send settles it by itself",
-            "waiting": "goes once the one before it is settled", "pending": "on its way"}
+WAYS_OUT = {
+    "failed": "bxmem outbox resend (once the cause is fixed) or drop",
+    "held": "bxmem outbox reroute or drop (or restore the configuration)",
+    "stopped": "fix the key file (or bxmem outbox drop)",
+    "in-doubt": "send settles it by itself",
+    "waiting": "goes once the one before it is settled",
+    "pending": "on its way",
+}
 OUTAGE_WAY_OUT = "goes by itself once Honcho answers"
 
 
 def surveyed(config: Config, use: Callable[[Survey], R]) -> R:
-    """`use(survey)`; if a decision read back is not the line the outbox folded (the ledger
-    was rewritten in place), the outbox is folded again (said once) and `use` run again."""
+    """`use(survey)`, run again once if the ledger was rewritten in place (`surveyed` folds again, said once)."""
     survey = Survey.take(config)
     try:
         return use(survey)
@@ -239,13 +269,24 @@ def list_items(config: Config, everything: bool = False) -> ActionResult:
     return surveyed(config, listing)
 
 
-def act(config: Config, action: str, items: list[str], *, all_failed: bool = False, all_held: bool = False,
-        reason: str | None = None, dry_run: bool = False) -> ActionResult:
+def act(
+    config: Config,
+    action: str,
+    items: list[str],
+    *,
+    all_failed: bool = False,
+    all_held: bool = False,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> ActionResult:
     """drop, resend or reroute: checked item by item, then written at once (or not at all)."""
     if action == "drop":
         reason = check_reason(reason)
     if not items and not all_failed and not all_held:
-        raise UsageError(f"outbox {action}: name the items (ITEM...), or --all-failed" + (" or --all-held" if action != "resend" else ""))
+        raise UsageError(
+            f"outbox {action}: name the items (ITEM...), or --all-failed"
+            + (" or --all-held" if action != "resend" else "")
+        )
     config.paths.require_home()
     lock = JobLock(config.paths.ledger, "send")
     if not dry_run and not _acquire(lock):
@@ -256,8 +297,9 @@ def act(config: Config, action: str, items: list[str], *, all_failed: bool = Fal
         lock.release()
 
 
-def _act(survey: Survey, action: str, items: list[str], all_failed: bool, all_held: bool, reason: str | None,
-         dry_run: bool) -> ActionResult:
+def _act(
+    survey: Survey, action: str, items: list[str], all_failed: bool, all_held: bool, reason: str | None, dry_run: bool
+) -> ActionResult:
     result = ActionResult(action, dry_run, reason=reason)
     chosen = list(dict.fromkeys(items))
     if all_failed:
@@ -282,10 +324,9 @@ def _act(survey: Survey, action: str, items: list[str], all_failed: bool, all_he
 
 
 def _remember(survey: Survey) -> None:
-    """The outbox as the action left it, saved under send's lock: a ledger put back from an
-    older copy before send's next run would otherwise lose what was dropped, which the
-    checkpoint keeps out for good (Outbox.withdrawn). A checkpoint that cannot be written
-    is the next send's to fold."""
+    """The outbox as the action left it, saved under send's lock: a ledger put back from an older copy before send's
+    next run would otherwise lose what was dropped, which the checkpoint keeps out for good. One that cannot be
+    written is the next send's to fold."""
     state = survey.config.paths.state
     if not state.is_dir():
         return  # deleted with memory/bxmem/: the next send folds the ledger whole
@@ -306,7 +347,6 @@ def _acquire(lock: JobLock) -> bool:
 
 
 def check_reason(reason: str | None, command: str = "outbox drop") -> str:
-    """The owner's reason, as the ledger keeps it: one line of printable text, at most MAX_REASON."""
     text = " ".join((reason or "").split())
     if not text:
         raise UsageError(f"{command}: say why with --reason TEXT (it is kept in the ledger)")
@@ -324,7 +364,9 @@ def _state_or_raise(survey: Survey, key: str) -> dict:
     raise NotFound(f"no item {key!r} in the ledger")
 
 
-def _plan_drop(survey: Survey, key: str, result: ActionResult, _renewed: set, reason: str | None) -> list[Mapping[str, object]]:
+def _plan_drop(
+    survey: Survey, key: str, result: ActionResult, _renewed: set, reason: str | None
+) -> list[Mapping[str, object]]:
     state = _state_or_raise(survey, key)
     if state["state"] == "in-doubt":
         raise Refused(f"{key} is in doubt ({state['why']}): it may be in Honcho already; drop it once send has looked")
@@ -335,7 +377,9 @@ def _plan_drop(survey: Survey, key: str, result: ActionResult, _renewed: set, re
     return [ledger_events.dropped(key, ws, state["state"], reason)]
 
 
-def _plan_resend(survey: Survey, key: str, result: ActionResult, renewed: set, _reason: str | None) -> list[Mapping[str, object]]:
+def _plan_resend(
+    survey: Survey, key: str, result: ActionResult, renewed: set, _reason: str | None
+) -> list[Mapping[str, object]]:
     state = _state_or_raise(survey, key)
     if state["state"] != "failed":
         raise Refused(f"{key} has not failed ({state['state']}: {state['why']}): only a failed item is sent again")
@@ -344,13 +388,17 @@ def _plan_resend(survey: Survey, key: str, result: ActionResult, renewed: set, _
         raise Refused(f"{key} failed before it was decided with a workspace: there is nothing to send")
     held = check_item([(record[WS], record[ROLE])], survey.roles, survey.written)
     if held is not None:
-        raise Refused(f"{key} cannot go to {record[WS]} now ({held.reason}: {held.explain()}): bxmem outbox reroute sends it "
-                      "where its role is now")
+        raise Refused(
+            f"{key} cannot go to {record[WS]} now ({held.reason}: {held.explain()}): bxmem outbox reroute sends it "
+            "where its role is now"
+        )
     events: list[Mapping[str, object]] = [ledger_events.requeued(key)]
     known = (survey.box.setup.get(record[WS]) or {}).get("sessions", {}).get(record[SESSION])
     entry: dict = {"item": key, "workspace": record[WS], "was": "failed"}
     if known and known.get("gone"):
-        entry["note"] = f"its Honcho session {known['name']} is gone: to a new session, {record[SESSION]}-{known['n'] + 1}"
+        entry["note"] = (
+            f"its Honcho session {known['name']} is gone: to a new session, {record[SESSION]}-{known['n'] + 1}"
+        )
         if (record[WS], record[SESSION]) not in renewed and not known.get("renew"):
             renewed.add((record[WS], record[SESSION]))
             events.insert(0, ledger_events.session_renewed(record[WS], record[SESSION], known["name"]))
@@ -358,7 +406,9 @@ def _plan_resend(survey: Survey, key: str, result: ActionResult, renewed: set, _
     return events
 
 
-def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set, _reason: str | None) -> list[Mapping[str, object]]:
+def _plan_reroute(
+    survey: Survey, key: str, result: ActionResult, _renewed: set, _reason: str | None
+) -> list[Mapping[str, object]]:
     state = _state_or_raise(survey, key)
     if state["state"] not in ("held", "failed"):
         raise Refused(f"{key} is {state['state']} ({state['why']}): only a held or failed item is re-routed")
@@ -373,15 +423,23 @@ def _plan_reroute(survey: Survey, key: str, result: ActionResult, _renewed: set,
         raise Refused(f"{key} cannot be re-routed: its decision records no role that can be checked")
     to = survey.config.workspace(role).name  # the workspace of the role it was decided for: never another role
     if to == ws:
-        raise Refused(f"{key} is already decided for {to}, this agent's {role} workspace: bxmem outbox resend sends it again")
-    target = check_item([(to, role)], survey.roles, survey.written)  # the rule send holds it to: a re-route goes nowhere it may not
+        raise Refused(
+            f"{key} is already decided for {to}, this agent's {role} workspace: bxmem outbox resend sends it again"
+        )
+    target = check_item(
+        [(to, role)], survey.roles, survey.written
+    )  # the rule send holds it to: a re-route goes nowhere it may not
     if target is not None:
         raise Refused(f"{key} cannot be re-routed to {to}: {target.explain()}")
     if key in survey.box.attempts:
-        raise Refused(f"{key} is in doubt in {ws} (it may be there already): it cannot move until send has looked it up")
+        raise Refused(
+            f"{key} is in doubt in {ws} (it may be there already): it cannot move until send has looked it up"
+        )
     if failed and failed.get("attempt"):
-        raise Refused(f"{key} failed in {ws} with Honcho perhaps holding it (its answer was not usable): it cannot move; "
-                      "bxmem outbox resend looks it up there first, or drop it")
+        raise Refused(
+            f"{key} failed in {ws} with Honcho perhaps holding it (its answer was not usable): it cannot move; "
+            "bxmem outbox resend looks it up there first, or drop it"
+        )
     if failed and failed.get("results"):
         raise Refused(f"{key} did part of its work in {ws} before it failed: it cannot move; drop it")
     if record[KIND] in ALONE:

@@ -1,16 +1,5 @@
-"""`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
-
-Sources: the local index (this agent's own turns and memory, exact labels);
-this agent's artifact cards, while artifact memory is on (commands/artifact_recall.py);
-each `[[honcho.read]]` workspace (message search, plus the conclusions of
-that agent's peer and of the owner's); the fleet workspace (message search
-over the whole workspace). The agent's own Honcho workspaces are not
-searched, and fleet messages from its own peer are dropped: the local index
-holds the same text with exact labels.
-
-Every hit carries a tag and a class. The label over all hits tells the
-caller how to taint the session: untrusted if any hit is memory-tainted, and
-the highest class among them.
+"""`bxmem recall QUERY`. The agent's own Honcho workspaces are not searched, and fleet messages from its
+own peer are dropped: the local index holds the same text with exact labels.
 """
 
 from __future__ import annotations
@@ -27,9 +16,10 @@ from bxmem.commands.recall_remote import snippet
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ExitCode, KeyFileInvalid, UsageError
 from bxmem.honcho.api import HonchoError, Missing, monotonic, reach
-from bxmem.policy import render, shown
-from bxmem.policy.hits import Hit, RecallResult, Why
-from bxmem.policy.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag, stored_label
+from bxmem.retrieval import render
+from bxmem.retrieval.hits import Hit, RecallResult, Why
+from bxmem.trust import printed_fields
+from bxmem.trust.labels import FLEET_LABEL, MEMORY, TAINTED, read_tag, stored_label
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -43,14 +33,13 @@ MAX_QUERY_CHARS = 10_000
 
 
 def nonce() -> str:
-    """The fence's nonce (policy/render.py), drawn for each output, after every stored
+    """The fence's nonce (retrieval/render.py), drawn for each output, after every stored
     text was written. os.urandom is what secrets.token_hex reads, without the cost of
     importing secrets on every recall (docs/performance.md)."""
     return os.urandom(8).hex()
 
 
 def exit_code(result: RecallResult) -> int:
-    """What `bxmem recall` exits with: no source answered is UNAVAILABLE."""
     return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
 
 
@@ -111,22 +100,37 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
         where = f"turn {doc.key.rsplit(':', 1)[-1]}" if doc.kind == "turn" else doc.kind  # the session is its own field
         follows = f"turn {doc.follows.rsplit(':', 1)[-1]}" if doc.follows else None
         tag, trust_class = stored_label(doc.tag, doc.trust_class)
-        hits.append(Hit("local", tag, trust_class, snippet(doc.text), where=where, session=shown.honcho_id(doc.session),
-                        date=shown.date(doc.ts), why=Why(doc.matched, rank, -doc.score, follows=follows)))
+        hits.append(
+            Hit(
+                "local",
+                tag,
+                trust_class,
+                snippet(doc.text),
+                where=where,
+                session=printed_fields.honcho_id(doc.session),
+                date=printed_fields.date(doc.ts),
+                why=Why(doc.matched, rank, -doc.score, follows=follows),
+            )
+        )
     return hits
 
 
 def _client(config: Config, role: str):
     assert config.honcho is not None  # recall() adds the Honcho sources only when [honcho] is set
     workspace = config.workspace(role)
-    # Connect first: when Honcho is down (the common failure), the source is
-    # unavailable at once, without loading the HTTP stack for nothing.
+    # Connect first: when Honcho is down, the source is unavailable at once (api.reach).
     reach(config.honcho.url, HONCHO_TIMEOUT_S, workspace.name)
     from bxmem.honcho.client import ReadClient  # deferred: lean
 
     # ends_by: the source's requests end at its deadline, a trickling answer too, with the connection closed.
-    return ReadClient(config.honcho.url, workspace.name, read_key(workspace), connect_timeout=HONCHO_TIMEOUT_S,
-                      read_timeout=HONCHO_TIMEOUT_S, ends_by=monotonic() + HONCHO_TIMEOUT_S)
+    return ReadClient(
+        config.honcho.url,
+        workspace.name,
+        read_key(workspace),
+        connect_timeout=HONCHO_TIMEOUT_S,
+        read_timeout=HONCHO_TIMEOUT_S,
+        ends_by=monotonic() + HONCHO_TIMEOUT_S,
+    )
 
 
 def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
@@ -157,10 +161,13 @@ def _read_source(config: Config, source, query: str, k: int) -> list[Hit]:
 
             if tainting_notes(config.paths.state, config.paths.ledger, [ws]):
                 tag = TAINTED  # labelled trusted, but this agent wrote untrusted turns or notes there
-        hits = [remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
-                for c, why in ranked[:k]]
-        artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)],
-                                    client.search)
+        hits = [
+            remote.hit(source.agent, tag, source.trust_class, c, why, query, ws, agent=source.agent)
+            for c, why in ranked[:k]
+        ]
+        artifact_recall.mark_remote(
+            config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=False)], client.search
+        )
         return hits
 
 
@@ -197,18 +204,17 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
         return []
     with _client(config, "fleet") as client:
         found = client.search(asked, remote.CANDIDATES)
-        # Our own notes are dropped: the local index holds the same text with exact labels.
         candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
         ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
         ws = config.workspace("fleet").name
         hits = [remote.hit("fleet", *FLEET_LABEL, c, why, query, ws) for c, why in ranked]
-        artifact_recall.mark_remote(config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)],
-                                    client.search)
+        artifact_recall.mark_remote(
+            config, [(hit, c.text) for hit, (c, _why) in zip(hits, ranked, strict=True)], client.search
+        )
     return [hit for unit in _fitting(_units(_pair_retractions(hits)), k) for hit in unit]
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:
-    """A retracted note is shown beside its retraction."""
     retractions = {h.text.removeprefix("retracted: "): h for h in hits if h.text.startswith("retracted: ")}
     out: list[Hit] = []
     for hit in hits:
@@ -242,7 +248,9 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
     check_query(query)
     if not 1 <= k <= MAX_K:
         raise UsageError(f"-k must be a whole number from 1 to {MAX_K}, not {k!r}")
-    sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))]
+    sources: list[tuple[str, float, Callable[[], list[Hit]]]] = [
+        ("local", LOCAL_TIMEOUT_S, lambda: _local(config, query, k))
+    ]
     if artifact_recall.searched(config):  # first: an exact id or tag leads the round robin
         sources.insert(0, ("artifacts", LOCAL_TIMEOUT_S, lambda: artifact_recall.cards(config, query, k)))
     if config.honcho:
@@ -253,8 +261,8 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
 
 
 def run_sources(sources: list[tuple[str, float, Callable[[], list[Hit]]]], k: int) -> RecallResult:
-    """Each source on a daemon thread with its own deadline from the same start:
-    a source that does not answer in time is abandoned, never waited for."""
+    """Each source on a daemon thread, its deadline from the same start: one that does not answer in time is
+    abandoned, never waited for."""
     outcomes: dict[str, list[Hit] | str] = {}  # a source's hits, or why it has none
 
     def work(name: str, fn: Callable[[], list[Hit]]) -> None:
@@ -298,8 +306,6 @@ def _fitting(units: list[list[Hit]], k: int) -> list[list[Hit]]:
 
 
 def _units(hits: list[Hit]) -> list[list[Hit]]:
-    """A source's hits as the units the round robin takes in turn: a retracted
-    note with the retraction _pair_retractions placed right after it, or one hit."""
     units: list[list[Hit]] = []
     for hit in hits:
         if units and units[-1][0].retracted and len(units[-1]) == 1 and hit.text.startswith("retracted: "):
@@ -309,13 +315,13 @@ def _units(hits: list[Hit]) -> list[list[Hit]]:
     return units
 
 
-# --- what cli/output.recall writes: the model-facing text (policy/render.py frames it) and the JSON contract ---
+# --- what cli/output.recall writes: the model-facing text (retrieval/render.py frames it) and the JSON contract ---
 
 SCHEMA = "bxmem.recall/1"
 
 
 def bound(result: RecallResult) -> RecallResult:
-    """Keep the model-facing text within render.MAX_TOKENS (o200k_base tokens, by policy/tokens.py's
+    """Keep the model-facing text within render.MAX_TOKENS (o200k_base tokens, by retrieval/token_bound.py's
     bound, which no text can pass): hits in rank order,
     the last one that does not fit cut to what does, the rest left out and counted."""
     hits, result.hits = result.hits, []
@@ -340,7 +346,7 @@ def bound(result: RecallResult) -> RecallResult:
 
 
 def render_plain(result: RecallResult, explain: bool = False) -> str:
-    """The model-facing text (policy/render.py says why nothing stored can forge a line of it).
+    """The model-facing text (retrieval/render.py says why nothing stored can forge a line of it).
     `explain`: each hit's explanation after it, for a person; the model is never given it
     (the host runs recall with --json and gives it `text`), so it costs no tokens there."""
     head, tail, end = render.recall_frame(result, nonce())

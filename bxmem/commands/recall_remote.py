@@ -1,22 +1,17 @@
-"""A Honcho source of `recall`: its candidates gathered wide, ranked as the local index ranks.
-
-Honcho is sent the query's words alone (its full-text arm takes no punctuation:
-policy/fusion.py), and answers with up to CANDIDATES messages by its own order;
-a `[[honcho.read]]` source adds the conclusions of the agent's peer and the
-owner's, by meaning (conclusions/query) and by their words (conclusions/list
-filtered on content). Every candidate goes into a scratch index in memory and
-is ranked by store/search.py, then fused with Honcho's orders and kept by
-policy/fusion.py's rule.
+"""A Honcho source of `recall`: its candidates gathered wide (the query's words alone; a read source adds its
+agent's and the owner's conclusions, by meaning and by their words), ranked in a scratch index by store/search.py,
+then fused and kept by retrieval/fusion.py's rule (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-from bxmem.policy import fusion, shown
-from bxmem.policy.hits import Hit, Why
-from bxmem.policy.relevance import held, rarity, share, spans
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.snippets import SNIPPET_CHARS, around
-from bxmem.policy.terms import query_words
+from bxmem.retrieval import fusion
+from bxmem.retrieval.hits import Hit, Why
+from bxmem.retrieval.relevance import held, rarity, share, spans
+from bxmem.retrieval.snippets import SNIPPET_CHARS, around
+from bxmem.retrieval.terms import query_words
+from bxmem.trust import printed_fields
+from bxmem.trust.sanitize import neutralise
 
 CANDIDATES = 100  # Honcho's most for one search, query or page: the messages recall takes
 CONCLUSIONS = 50  # conclusions of one peer, by meaning and by words each: a peer's own facts are fewer
@@ -33,8 +28,9 @@ class Candidate:
 
     __slots__ = ("text", "peer", "where", "session", "date", "semantic_rank")
 
-    def __init__(self, text: str, peer: str | None, where: str, session: str | None, date: str | None,
-                 semantic_rank: int | None) -> None:
+    def __init__(
+        self, text: str, peer: str | None, where: str, session: str | None, date: str | None, semantic_rank: int | None
+    ) -> None:
         self.text, self.peer, self.where, self.session, self.date = text, peer, where, session, date
         self.semantic_rank = semantic_rank
 
@@ -45,19 +41,26 @@ def words_query(query: str) -> str:
 
 
 def messages(found: list[dict], where: str) -> list[Candidate]:
-    return [Candidate(m["content"], m["peer_id"], where, m["session_id"], m["created_at"], n)
-            for n, m in enumerate(found, 1) if m["content"]]
+    return [
+        Candidate(m["content"], m["peer_id"], where, m["session_id"], m["created_at"], n)
+        for n, m in enumerate(found, 1)
+        if m["content"]
+    ]
 
 
 def conclusions(by_meaning: list[dict], by_words: list[dict]) -> list[Candidate]:
     """Both answers as one list, each conclusion once (its rank by meaning kept)."""
     out: dict[tuple, Candidate] = {}
     for n, c in enumerate(by_meaning, 1):
-        out.setdefault((c["content"], c["created_at"]), Candidate(c["content"], c["observer_id"], "conclusion",
-                                                                   c["session_id"], c["created_at"], n))
+        out.setdefault(
+            (c["content"], c["created_at"]),
+            Candidate(c["content"], c["observer_id"], "conclusion", c["session_id"], c["created_at"], n),
+        )
     for c in by_words:
-        out.setdefault((c["content"], c["created_at"]), Candidate(c["content"], c["observer_id"], "conclusion",
-                                                                   c["session_id"], c["created_at"], None))
+        out.setdefault(
+            (c["content"], c["created_at"]),
+            Candidate(c["content"], c["observer_id"], "conclusion", c["session_id"], c["created_at"], None),
+        )
     return [c for c in out.values() if c.text]
 
 
@@ -106,16 +109,35 @@ def _ranked_part(text: str, query: str) -> str:
     return around(text, None, spans(query, text), RANK_CHARS)
 
 
-def hit(source: str, tag: str, trust_class: str, c: Candidate, why: Why, query: str, workspace: str,
-        agent: str | None = None) -> Hit:
-    # Every field shown goes through policy/shown.py: an id outside Honcho's alphabet is a
+def hit(
+    source: str,
+    tag: str,
+    trust_class: str,
+    c: Candidate,
+    why: Why,
+    query: str,
+    workspace: str,
+    agent: str | None = None,
+) -> Hit:
+    # Every field shown goes through trust/printed_fields.py: an id outside Honcho's alphabet is a
     # marked placeholder, a date that is not one is dropped, the text is neutralised.
-    return Hit(source, tag, trust_class, snippet(c.text, query), agent=agent, peer=shown.honcho_id(c.peer),
-               where=c.where, workspace=workspace, session=shown.honcho_id(c.session), date=shown.date(c.date), why=why)
+    return Hit(
+        source,
+        tag,
+        trust_class,
+        snippet(c.text, query),
+        agent=agent,
+        peer=printed_fields.honcho_id(c.peer),
+        where=c.where,
+        workspace=workspace,
+        session=printed_fields.honcho_id(c.session),
+        date=printed_fields.date(c.date),
+        why=why,
+    )
 
 
 def snippet(text: str, query: str | None = None) -> str:
-    """At most SNIPPET_CHARS of a Honcho text, neutralised as shown.text does, around the
+    """At most SNIPPET_CHARS of a Honcho text, neutralised as printed_fields.text does, around the
     query's words when it is cut (the local index cuts its own, around what FTS5 matched)."""
     text = neutralise(text).strip()
     if len(text) <= SNIPPET_CHARS:
@@ -125,5 +147,5 @@ def snippet(text: str, query: str | None = None) -> str:
 
 def _author(peer: str | None) -> str | None:
     """A writing peer's id as a word of its text: only a real Honcho id (never the placeholder's words)."""
-    shown_id = shown.honcho_id(peer)
-    return None if shown_id == shown.INVALID_ID else shown_id
+    shown_id = printed_fields.honcho_id(peer)
+    return None if shown_id == printed_fields.INVALID_ID else shown_id

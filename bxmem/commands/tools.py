@@ -1,19 +1,6 @@
-"""The tool definitions the host puts in the model's tools array (`bxmem tools`).
-
-Two tools (docs/agent-tools.md, "2. The tools array"), generated from the configuration, so the model is
-offered exactly what will work: `recall` always (local-only, it searches the
-local index alone, and says so); `ask_memory` only when there is a `[honcho]`
-section (local-only, ask always exits 6), its `workspaces` an enum of the names
-`bxmem ask -w` takes: own, untrusted, fleet and each `[[honcho.read]]` agent.
-
-Every word here is paid for in every session's context (bench/run counts them
-in o200k_base against the 400-token target and the 3,000-token budget, with
-eight read agents), so the descriptions say only what the model must know:
-what the tool does, and that what it returns is fallible data, never
-instructions, below current files, tests and the user's corrections. The same
-configuration always gives the same bytes (the host may cache them until
-bxmem.toml changes). docs/agent-tools.md gives the argv each one runs.
-Stdlib only.
+"""The tools array (`bxmem tools`). Every word here is paid for in every session's context (bench/run counts
+it), so the descriptions say only what the model must know; the same configuration gives the same bytes (a host
+may cache them). Stdlib only.
 """
 
 from __future__ import annotations
@@ -69,8 +56,11 @@ def _ask(agents: list[str]) -> dict:
                 "question": {"type": "string", "maxLength": MAX_QUESTION_CHARS, "pattern": NOT_BLANK},
                 # No minItems, maxItems or uniqueItems: ask takes none as `own` and each name once,
                 # and every token here is paid in every session (the 400-token target).
-                "workspaces": {"type": "array", "items": {"type": "string", "enum": names},
-                               "description": f"own (default){others}."},
+                "workspaces": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": names},
+                    "description": f"own (default){others}.",
+                },
                 "reasoning": {"type": "string", "enum": list(REASONING), "default": REASONING[0]},
             },
             "required": ["question"],
@@ -121,8 +111,13 @@ def definitions(config: Config, fmt: str = "anthropic") -> list[dict]:
     if config.artifacts is not None:
         tools += [_artifact_record(), _artifact_resolve()]
     if fmt == "openai":
-        return [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                                  "parameters": t["input_schema"]}} for t in tools]
+        return [
+            {
+                "type": "function",
+                "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]},
+            }
+            for t in tools
+        ]
     return tools
 
 

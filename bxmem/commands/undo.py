@@ -1,9 +1,5 @@
-"""`bxmem undo EDIT_ID`: the owner takes back a memory edit.
-
-Checks that the edit exists and can be undone, appends the undo to memoryd's
-journal under the journal's lock (memoryd reverts its local files when it
-reads it), mirrors it at once, and says what will happen in Honcho. Nothing
-is written when the edit cannot be undone, or with `dry_run`.
+"""`bxmem undo EDIT_ID`: the undo appended to memoryd's journal under its lock, then mirrored at once.
+Nothing is written when the edit cannot be undone, or with `dry_run`.
 """
 
 from __future__ import annotations
@@ -14,12 +10,12 @@ from dataclasses import dataclass, field
 from bxmem.commands import mirror
 from bxmem.config.loader import Config
 from bxmem.errors import ExitCode, NotFound, Refused
-from bxmem.policy import shown
-from bxmem.policy.rules import plan_undo
-from bxmem.policy.write_policy import check_write, roles_of
 from bxmem.sources.journal import append_checked, find_edit, find_edit_in
 from bxmem.store.ledger import Ledger, edit_item, now_iso
 from bxmem.store.outbox import Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.rules import plan_undo
+from bxmem.trust.write_policy import check_write, roles_of
 
 SCHEMA = "bxmem.undo/1"  # `undo --json` (bxmem/schemas/undo.schema.json)
 
@@ -31,13 +27,22 @@ class UndoResult:
     written: bool
     effects: list[str] = field(default_factory=list)
 
-    # What the command prints (cli/output.py's show writes it): the result knows its own output.
     def as_json(self) -> dict:
-        return {"schema": SCHEMA, "target": self.target, "undo_id": self.undo_id, "written": self.written, "effects": self.effects}
+        return {
+            "schema": SCHEMA,
+            "target": self.target,
+            "undo_id": self.undo_id,
+            "written": self.written,
+            "effects": self.effects,
+        }
 
     def lines(self) -> list[str]:
         # Not written means a dry run: a real one that cannot write raises instead of returning.
-        head = f"undid {self.target} as {self.undo_id}" if self.written else f"would undo {self.target} (dry run, nothing written)"
+        head = (
+            f"undid {self.target} as {self.undo_id}"
+            if self.written
+            else f"would undo {self.target} (dry run, nothing written)"
+        )
         return [head, *(f"  Honcho: {effect}" for effect in self.effects)]
 
     @property
@@ -88,17 +93,31 @@ def _effects(config: Config, edit_id: str) -> list[str]:
             written = box.conclusions.get(action["of"])
             held = check_write(written["ws"], "trusted", roles, written_as) if written else None
             if action["do"] == "unconclude" and written and not written.get("deleted_by"):
-                # The id and workspace are the ledger's, written from Honcho's answer: shown as policy/shown.py shows ids.
-                effects.append(f"its conclusion {shown.honcho_id(written['id'])} in {shown.honcho_id(written['ws'])} will be deleted"
-                               + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
+                # The id and workspace are the ledger's, written from Honcho's answer: shown as trust/printed_fields.py shows ids.
+                effects.append(
+                    f"its conclusion {printed_fields.honcho_id(written['id'])} in {printed_fields.honcho_id(written['ws'])} will be deleted"
+                    + (
+                        f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)"
+                        if held
+                        else ""
+                    )
+                )
             elif action["do"] == "reconclude":
-                effects.append("the conclusion it deleted will be written again, in its old session"
-                               + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
+                effects.append(
+                    "the conclusion it deleted will be written again, in its old session"
+                    + (
+                        f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)"
+                        if held
+                        else ""
+                    )
+                )
         elif action["do"] == "retract":
             note = box.fleet.get(action["of"])
             held = check_write(note["ws"], "fleet", roles, written_as) if note else None
-            effects.append("a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
-                           + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else ""))
+            effects.append(
+                "a retraction message will be added beside the note in the fleet (Honcho cannot delete a message)"
+                + (f", but not now: {held.explain()} (held; see: bxmem runbook honcho-held-by-config)" if held else "")
+            )
     return effects or ["nothing in Honcho: nothing it wrote is there"]
 
 

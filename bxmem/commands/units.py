@@ -1,8 +1,4 @@
-"""`bxmem units`: the systemd units, generated from the templates bxmem ships
-(systemd/, start/where.py's `shipped`) for this host's bxmem, Boxmaker home and
-configuration, installed, enabled, and uninstalled from the manifest install
-keeps (exactly the files it wrote).
-"""
+"""`bxmem units`: the systemd units from bxmem's templates, installed, enabled, and removed by the manifest."""
 
 from __future__ import annotations
 
@@ -19,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bxmem.errors import BxmemError, Refused, UsageError
-from bxmem.start import where
-from bxmem.start.grammar import JOBS
+from bxmem.start import locations
+from bxmem.start.lean_argv import JOBS
 from bxmem.start.version import __version__
 from bxmem.store import unit_files
 from bxmem.store.paths import check_named, config_source, load_toml, resolve_paths
@@ -72,14 +68,18 @@ def target(scope: str, writing: bool = True) -> Target:
         home = Path(os.environ.get("HOME") or entry.pw_dir)
         config_home = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
         state_home = Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state")
-        return Target("user", entry.pw_name, home, config_home / "systemd" / "user", state_home / "bxmem" / "units.json")
+        return Target(
+            "user", entry.pw_name, home, config_home / "systemd" / "user", state_home / "bxmem" / "units.json"
+        )
     name = os.environ.get("SUDO_USER") if os.geteuid() == 0 else None
     if os.geteuid() != 0 and not writing:
         entry = pwd.getpwuid(os.getuid())
         return Target("system", entry.pw_name, Path(entry.pw_dir), SYSTEM_DIR, SYSTEM_MANIFEST)
     if not name or name == "root":
-        raise Refused("units --system writes /etc/systemd/system and runs the jobs as the user who asks: run it with "
-                      "sudo from the account the jobs run as (sudo \"$(command -v bxmem)\" units install --system)")
+        raise Refused(
+            "units --system writes /etc/systemd/system and runs the jobs as the user who asks: run it with "
+            'sudo from the account the jobs run as (sudo "$(command -v bxmem)" units install --system)'
+        )
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
@@ -88,11 +88,9 @@ def target(scope: str, writing: bool = True) -> Target:
 
 
 def resolve(where_to: Target, explicit_config: str | os.PathLike[str] | None) -> Resolved:
-    """The configuration and home as this command finds them, and the `Environment=`
-    lines the units need to find the same ones: a unit starts with a bare environment
-    (HOME is the user's; nothing of the owner's shell: $BOXMAKER_HOME, $BXMEM_CONFIG,
-    $XDG_*). Read only: nothing is written to the home (under sudo, that would leave
-    root's files there)."""
+    """The configuration and home as this command finds them, and the `Environment=` lines the units need to find the
+    same ones: a unit starts with a bare environment (nothing of the owner's shell). Read only: under sudo a write
+    would leave root's files in the home."""
     # Under sudo, HOME and XDG_* are root's: as the user, keeping what was passed on purpose.
     under_sudo = where_to.scope == "system" and os.geteuid() == 0
     with _as_user(where_to, drop=("XDG_CONFIG_HOME", "XDG_DATA_HOME") if under_sudo else (), set_home=under_sudo):
@@ -100,17 +98,26 @@ def resolve(where_to: Target, explicit_config: str | os.PathLike[str] | None) ->
         paths = resolve_paths(_checked(config, named_by))
     config, home = Path(os.path.abspath(config)), Path(os.path.abspath(paths.home))  # a unit's cwd is not this one's
     environment = {}
-    with _as_user(where_to, drop=(where.CONFIG_ENV, where.HOME_ENV, "XDG_CONFIG_HOME", "XDG_DATA_HOME"), set_home=True):
-        if config != Path(where.default_config_path()):
-            environment[where.CONFIG_ENV] = str(config)
-        if Path(os.path.abspath(resolve_paths(load_toml(config)).home)) != home:  # what the unit would find in the same file
-            environment[where.HOME_ENV] = str(home)
+    with _as_user(
+        where_to, drop=(locations.CONFIG_ENV, locations.HOME_ENV, "XDG_CONFIG_HOME", "XDG_DATA_HOME"), set_home=True
+    ):
+        if config != Path(locations.default_config_path()):
+            environment[locations.CONFIG_ENV] = str(config)
+        if (
+            Path(os.path.abspath(resolve_paths(load_toml(config)).home)) != home
+        ):  # what the unit would find in the same file
+            environment[locations.HOME_ENV] = str(home)
     resolved = Resolved(_bxmem_command(), config, home, paths.run, environment)
-    for name, path in (("the Boxmaker home", resolved.home), ("the configuration", resolved.config),
-                       ("bxmem", Path(resolved.command[0]))):
+    for name, path in (
+        ("the Boxmaker home", resolved.home),
+        ("the configuration", resolved.config),
+        ("bxmem", Path(resolved.command[0])),
+    ):
         if not _PLAIN_PATH.fullmatch(str(path)):
-            raise Refused(f"units: {name} {path} cannot be written into a unit as it is (a blank, quote, backslash, "
-                          "`%` or `;` in it): name it with a plain absolute path")
+            raise Refused(
+                f"units: {name} {path} cannot be written into a unit as it is (a blank, quote, backslash, "
+                "`%` or `;` in it): name it with a plain absolute path"
+            )
     return resolved
 
 
@@ -152,8 +159,7 @@ def _bxmem_command() -> list[str]:
 
 
 def templates() -> dict[str, str]:
-    """Every unit template bxmem ships, by file name."""
-    folder = Path(where.shipped("systemd"))
+    folder = Path(locations.shipped("systemd"))
     found = unit_files.templates(folder)
     if not found:
         raise BxmemError(f"no unit templates in {folder}: this bxmem was installed without them")
@@ -161,7 +167,6 @@ def templates() -> dict[str, str]:
 
 
 def generate(where_to: Target, resolved: Resolved) -> dict[str, str]:
-    """Each unit, as it is installed: the templates with this host's paths."""
     command = " ".join(shlex.quote(word) for word in resolved.command)
     units = {}
     for name, text in templates().items():
@@ -176,19 +181,23 @@ def generate(where_to: Target, resolved: Resolved) -> dict[str, str]:
                 if where_to.scope == "system":
                     lines.append(f"User={where_to.user}")
                 lines += [f"Environment={key}={value}" for key, value in resolved.environment.items()]
-        header = (f"# Generated by `bxmem units install --{where_to.scope}` (bxmem {__version__}) from the template "
-                  f"{name}, for the Boxmaker home {resolved.home} and the configuration {resolved.config}.\n"
-                  "# `bxmem units install` writes it again; `bxmem units uninstall` removes it.\n")
+        header = (
+            f"# Generated by `bxmem units install --{where_to.scope}` (bxmem {__version__}) from the template "
+            f"{name}, for the Boxmaker home {resolved.home} and the configuration {resolved.config}.\n"
+            "# `bxmem units install` writes it again; `bxmem units uninstall` removes it.\n"
+        )
         units[name] = header + "\n".join(lines) + "\n"
     return units
 
 
 def to_enable(units: dict[str, str], optional: bool = False) -> list[str]:
-    """The timers and .path units to enable (each starts its service; the services are
-    not enabled): the timer jobs' (start/registry.py), and with `optional` every other's
-    too (bxmem metrics, which writes for node_exporter: a host without one has no use for it)."""
-    return [name for name in units if name.endswith((".timer", ".path"))
-            and (optional or name.split(".")[0].removeprefix("bxmem-") in JOBS)]
+    """The timers and .path units to enable (each starts its service): the timer jobs', and with `optional` the
+    others' (bxmem metrics, of no use on a host without node_exporter)."""
+    return [
+        name
+        for name in units
+        if name.endswith((".timer", ".path")) and (optional or name.split(".")[0].removeprefix("bxmem-") in JOBS)
+    ]
 
 
 @dataclass
@@ -202,23 +211,28 @@ class Installed:
     left: list[str] = field(default_factory=list)  # written, not enabled (optional)
 
     def lines(self) -> list[str]:
-        out = [f"wrote {path}" + (" (replacing the one there)" if path in self.replaced else "") for path in self.written]
+        out = [
+            f"wrote {path}" + (" (replacing the one there)" if path in self.replaced else "") for path in self.written
+        ]
         out += [f"removed {path} (an earlier install's, no template now)" for path in self.removed]
         out += [f"the units find the configuration and home through {k}={v}" for k, v in self.environment.items()]
         if self.enabled:
             out.append(f"enabled and started: {' '.join(self.enabled)}")
         if self.left:
-            out.append(f"written, not enabled (optional; units install --optional enables them too): {' '.join(self.left)}")
+            out.append(
+                f"written, not enabled (optional; units install --optional enables them too): {' '.join(self.left)}"
+            )
         out.append(f"bxmem units uninstall removes exactly these (the list: {self.manifest})")
         return out
 
 
 def install(where_to: Target, resolved: Resolved, optional: bool = False) -> Installed:
-    """Write the units (each whole, then moved in place), record them, reload the
-    manager and enable the timers and .path units."""
+    """Write the units (each whole), record them, reload the manager and enable the timers and .path units."""
     if not resolved.home.is_dir():
-        raise Refused(f"the Boxmaker home {resolved.home} does not exist: bxmem init makes it (the units' "
-                      "ReadWritePaths= needs it)")
+        raise Refused(
+            f"the Boxmaker home {resolved.home} does not exist: bxmem init makes it (the units' "
+            "ReadWritePaths= needs it)"
+        )
     units = generate(where_to, resolved)
     previous = read_manifest(where_to)
     written, replaced = [], []
@@ -231,9 +245,16 @@ def install(where_to: Target, resolved: Resolved, optional: bool = False) -> Ins
     removed = [path for path in stale if unit_files.remove(path)]
     enabled = to_enable(units, optional)
     left = [name for name in to_enable(units, True) if name not in enabled]
-    unit_files.write_manifest(where_to.manifest, {"version": MANIFEST_VERSION, "scope": where_to.scope, "user": where_to.user,
-                              "files": [{"path": str(p), "sha256": _digest(units[p.name].encode())} for p in written],
-                              "enabled": enabled})
+    unit_files.write_manifest(
+        where_to.manifest,
+        {
+            "version": MANIFEST_VERSION,
+            "scope": where_to.scope,
+            "user": where_to.user,
+            "files": [{"path": str(p), "sha256": _digest(units[p.name].encode())} for p in written],
+            "enabled": enabled,
+        },
+    )
     _systemctl(where_to, "daemon-reload")
     if enabled:
         _systemctl(where_to, "enable", "--now", *enabled)
@@ -251,8 +272,10 @@ class Uninstalled:
         if not self.removed and not self.disabled and not self.missing:
             return ["no units installed by bxmem units install: nothing to remove"]
         out = [f"disabled and stopped: {' '.join(self.disabled)}"] if self.disabled else []
-        out += [f"removed {path}" + (" (changed since it was installed)" if path in self.changed else "")
-                for path in self.removed]
+        out += [
+            f"removed {path}" + (" (changed since it was installed)" if path in self.changed else "")
+            for path in self.removed
+        ]
         out += [f"already gone: {path}" for path in self.missing]
         return out
 
@@ -278,8 +301,11 @@ def uninstall(where_to: Target) -> Uninstalled:
             removed.append(path)
     _systemctl(where_to, "daemon-reload")
     if enabled:
-        subprocess.run([*where_to.systemctl, "reset-failed", *(n.rsplit(".", 1)[0] + ".service" for n in enabled)],
-                       capture_output=True, check=False)
+        subprocess.run(
+            [*where_to.systemctl, "reset-failed", *(n.rsplit(".", 1)[0] + ".service" for n in enabled)],
+            capture_output=True,
+            check=False,
+        )
     unit_files.remove(where_to.manifest)
     return Uninstalled(removed, enabled, changed, missing)
 
@@ -291,9 +317,13 @@ def read_manifest(where_to: Target) -> dict:
     if manifest is None:
         return {}
     files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(manifest, dict) or manifest.get("version") != MANIFEST_VERSION or not isinstance(files, list) \
-            or not all(isinstance(e, dict) and isinstance(e.get("path"), str) for e in files) \
-            or not all(isinstance(name, str) for name in manifest.get("enabled", [])):
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("version") != MANIFEST_VERSION
+        or not isinstance(files, list)
+        or not all(isinstance(e, dict) and isinstance(e.get("path"), str) for e in files)
+        or not all(isinstance(name, str) for name in manifest.get("enabled", []))
+    ):
         raise BxmemError(f"{where_to.manifest}: not a list of installed units this bxmem wrote")
     for entry in files:
         path = Path(entry["path"])
@@ -310,13 +340,18 @@ def _systemctl(where_to: Target, *args: str) -> None:
     try:
         done = subprocess.run([*where_to.systemctl, *args], capture_output=True, text=True, timeout=120, check=False)
     except FileNotFoundError:
-        raise BxmemError("systemctl is not installed: the units are written; start them with your init system") from None
+        raise BxmemError(
+            "systemctl is not installed: the units are written; start them with your init system"
+        ) from None
     except subprocess.TimeoutExpired:
         raise BxmemError(f"{' '.join([*where_to.systemctl, *args])} did not finish in 120 s") from None
     if done.returncode != 0:
         said = " ".join((done.stderr or done.stdout).split()) or f"exit status {done.returncode}"
-        hint = (" (no user manager: log in, or `sudo loginctl enable-linger $USER`, or use --system)"
-                if where_to.scope == "user" and "bus" in said.lower() else "")
+        hint = (
+            " (no user manager: log in, or `sudo loginctl enable-linger $USER`, or use --system)"
+            if where_to.scope == "user" and "bus" in said.lower()
+            else ""
+        )
         raise BxmemError(f"{' '.join([*where_to.systemctl, *args])}: {said}{hint}")
 
 

@@ -1,5 +1,4 @@
-"""A new bxmem.toml, written once by `bxmem init` and never over one: the only write
-of the configuration file (config/loader.py reads it)."""
+"""A new bxmem.toml (`bxmem init`), never over one: the only write of the configuration file."""
 
 from __future__ import annotations
 
@@ -20,8 +19,9 @@ def write_new(path: Path, text: str) -> None:
     (made 700); Refused when one is there, a link included, even one that appears
     while it is written: never over a configuration."""
     if is_there(path):
-        raise Refused(f"{path} exists: bxmem init never writes over a configuration (bxmem config check shows what "
-                      "it holds)")
+        raise Refused(
+            f"{path} exists: bxmem init never writes over a configuration (bxmem config check shows what it holds)"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

@@ -1,8 +1,4 @@
-"""The schema of bxmem.toml, checked with pydantic at the boundary.
-
-`validate` turns the raw TOML into plain data or raises ConfigInvalid with one
-line naming the field. The rest of bxmem never sees a pydantic object.
-"""
+"""The schema of bxmem.toml, checked with pydantic; the rest of bxmem never sees a pydantic object."""
 
 from __future__ import annotations
 
@@ -14,8 +10,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bxmem.errors import ConfigInvalid
-from bxmem.policy.artifacts import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
-from bxmem.policy.rules import owner_problem
+from bxmem.trust.artifact_rules import MAX_ARTIFACT_BYTES, MAX_CARDS, MAX_TOTAL_BYTES
+from bxmem.trust.rules import owner_problem
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 ID_RULE = "must be 1 to 512 characters of A-Z a-z 0-9 _ -"
@@ -83,7 +79,7 @@ class HonchoSection(_Strict):
     @field_validator("owner", mode="before")
     @classmethod
     def _owner(cls, value: object) -> object:
-        """An owner no speaker can ever be (policy/rules.owner_problem): said with what to write."""
+        """An owner no speaker can ever be (trust/rules.owner_problem): said with what to write."""
         why = owner_problem(value) if isinstance(value, str) else None
         if why:
             raise ValueError(why)
@@ -114,8 +110,10 @@ class HonchoSection(_Strict):
             if source.agent == self.agent:
                 raise ValueError("read: an agent cannot read itself")
             if source.agent in RESERVED_AGENT_NAMES:
-                raise ValueError(f"read: agent {source.agent!r} is a name recall or ask gives a source of its own "
-                                 f"({', '.join(RESERVED_AGENT_NAMES)})")
+                raise ValueError(
+                    f"read: agent {source.agent!r} is a name recall or ask gives a source of its own "
+                    f"({', '.join(RESERVED_AGENT_NAMES)})"
+                )
         return self
 
 
@@ -158,9 +156,7 @@ class RawConfig(_Strict):
             allowed |= {f"honcho_read_{s.agent}" for s in self.honcho.read}
         for name in self.secrets:
             if name not in allowed:
-                raise ValueError(
-                    f"secrets: unknown key name {name!r} (expected one of {', '.join(sorted(allowed))})"
-                )
+                raise ValueError(f"secrets: unknown key name {name!r} (expected one of {', '.join(sorted(allowed))})")
         unknown_paths = set(self.paths) - {"home", "run"}
         if unknown_paths:
             raise ValueError(f"paths: unknown key {sorted(unknown_paths)[0]!r}")
@@ -190,5 +186,9 @@ def validate(raw: dict, path: Path) -> dict:
     artifacts = parsed.artifacts.model_dump() if parsed.artifacts and parsed.artifacts.enabled else None
     if artifacts is not None:
         del artifacts["enabled"]
-    return {"honcho": honcho, "secrets": {name: ref.file for name, ref in parsed.secrets.items()}, "batch": parsed.send.batch,
-            "artifacts": artifacts}
+    return {
+        "honcho": honcho,
+        "secrets": {name: ref.file for name, ref in parsed.secrets.items()},
+        "batch": parsed.send.batch,
+        "artifacts": artifacts,
+    }

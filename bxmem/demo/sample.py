@@ -1,8 +1,4 @@
-"""A sample Boxmaker home whose sessions exercise every decision.
-
-Used by the demo (`bxmem demo`) and by the tests, so both speak of the
-same sessions.
-"""
+"""A sample Boxmaker home whose sessions exercise every decision, shared by the demo and the tests."""
 
 from __future__ import annotations
 
@@ -16,14 +12,30 @@ AGENT = "boxmaker0"
 FAKE_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 
 
-def turn_lines(n: int, text: str, reply: str | None, speaker: object = OWNER, status: str = "completed", results: list[dict] | None = None) -> list[dict]:
+def turn_lines(
+    n: int,
+    text: str,
+    reply: str | None,
+    speaker: object = OWNER,
+    status: str = "completed",
+    results: list[dict] | None = None,
+) -> list[dict]:
     ts = f"2026-09-27T10:{n:02d}:00Z"
     user: dict = {"type": "user", "turn": n, "ts": ts, "text": text}
     if speaker is not None:
         user["speaker"] = speaker
     lines = [user]
     for i, label in enumerate(results or []):
-        lines.append({"type": "tool_call", "turn": n, "ts": ts, "id": f"c{i}", "tool": "fetch", "args": {"url": "https://example.org"}})
+        lines.append(
+            {
+                "type": "tool_call",
+                "turn": n,
+                "ts": ts,
+                "id": f"c{i}",
+                "tool": "fetch",
+                "args": {"url": "https://example.org"},
+            }
+        )
         lines.append({"type": "tool_result", "turn": n, "ts": ts, "id": f"c{i}", "label": label, "text": "<page text>"})
     if reply is not None:
         lines.append({"type": "assistant", "turn": n, "ts": ts, "final": False, "text": "let me think"})
@@ -42,8 +54,12 @@ SESSIONS: dict[str, tuple[tuple[str, bool], list[dict], str]] = {
     ),
     "s-fetched": (
         ("public", True),
-        turn_lines(1, "summarise the vendor's release notes", "v2 is deprecated, per the page",
-              results=[{"untrusted": True, "class": "public"}]),
+        turn_lines(
+            1,
+            "summarise the vendor's release notes",
+            "v2 is deprecated, per the page",
+            results=[{"untrusted": True, "class": "public"}],
+        ),
         "fetched a web page: its turn goes to the untrusted workspace only",
     ),
     "s-secret": (
@@ -76,7 +92,6 @@ SESSIONS: dict[str, tuple[tuple[str, bool], list[dict], str]] = {
 
 
 def write_home(home: Path) -> None:
-    """Write the sample logs under `home/logs` (the journal: `write_journal`)."""
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     for session, (_state, lines, _why) in SESSIONS.items():
@@ -90,8 +105,6 @@ def broker_states() -> dict[str, tuple[str, bool]]:
 
 
 def workspaces(run_id: str) -> dict[str, str]:
-    """The demo's workspaces, named for its run: a rerun never adds to an earlier
-    run's data, and never to the workspaces a real agent uses."""
     return {role: f"bxmem-demo-{run_id}-{role}" for role in ("trusted", "untrusted", "fleet")}
 
 
@@ -101,25 +114,96 @@ def write_config(path: Path, home: Path, honcho_url: str | None, names: dict[str
 
     text = f"[paths]\nhome = {quote(str(home))}\n"
     if honcho_url:
-        text += (
-            f"\n[honcho]\nurl = {quote(honcho_url)}\nagent = {quote(AGENT)}\nowner = {quote(OWNER)}\n"
-            + "".join(f"{role} = {quote(name)}\n" for role, name in names.items())
+        text += f"\n[honcho]\nurl = {quote(honcho_url)}\nagent = {quote(AGENT)}\nowner = {quote(OWNER)}\n" + "".join(
+            f"{role} = {quote(name)}\n" for role, name in names.items()
         )
     path.write_text(text)
 
 
 # The interfaces file's example journal: one edit of every kind.
 JOURNAL: list[dict] = [
-    {"id": "j-0001", "ts": "2026-09-27T10:00:00Z", "session": "s-clean", "op": "identity_add", "file": "user.md", "entry": "Kyle prefers metric units"},
-    {"id": "j-0002", "ts": "2026-09-27T10:01:00Z", "session": "s-clean", "op": "identity_add", "file": "memory.md", "entry": "backups run weekly"},
-    {"id": "j-0003", "ts": "2026-09-27T10:02:00Z", "session": "s-clean", "op": "identity_replace", "file": "memory.md", "old": "backups run weekly", "entry": "backups run nightly"},
-    {"id": "j-0004", "ts": "2026-09-27T10:03:00Z", "session": "s-clean", "op": "identity_add", "file": "user.md", "entry": "Kyle lives in Oakland"},
-    {"id": "j-0005", "ts": "2026-09-27T10:04:00Z", "session": "s-clean", "op": "identity_remove", "file": "user.md", "entry": "Kyle lives in Oakland"},
-    {"id": "j-0006", "ts": "2026-09-27T10:05:00Z", "session": "s-clean", "op": "identity_add", "file": "memory.md", "entry": "old fact"},
-    {"id": "j-0007", "ts": "2026-09-27T10:06:00Z", "session": "s-clean", "op": "consolidate", "file": "memory.md", "dropped": ["old fact"], "moved": ["long-form note"]},
-    {"id": "j-0008", "ts": "2026-09-27T10:07:00Z", "session": "s-team", "op": "note", "trust": "trusted", "entry": "the NAS is at 10.0.0.5"},
-    {"id": "j-0009", "ts": "2026-09-27T10:08:00Z", "session": "s-fetched", "op": "note", "trust": "untrusted", "entry": "the vendor page says v2 is deprecated"},
-    {"id": "j-0010", "ts": "2026-09-27T10:09:00Z", "session": "s-fetched", "op": "note", "trust": "flagged", "entry": "ignore previous instructions and ..."},
+    {
+        "id": "j-0001",
+        "ts": "2026-09-27T10:00:00Z",
+        "session": "s-clean",
+        "op": "identity_add",
+        "file": "user.md",
+        "entry": "Kyle prefers metric units",
+    },
+    {
+        "id": "j-0002",
+        "ts": "2026-09-27T10:01:00Z",
+        "session": "s-clean",
+        "op": "identity_add",
+        "file": "memory.md",
+        "entry": "backups run weekly",
+    },
+    {
+        "id": "j-0003",
+        "ts": "2026-09-27T10:02:00Z",
+        "session": "s-clean",
+        "op": "identity_replace",
+        "file": "memory.md",
+        "old": "backups run weekly",
+        "entry": "backups run nightly",
+    },
+    {
+        "id": "j-0004",
+        "ts": "2026-09-27T10:03:00Z",
+        "session": "s-clean",
+        "op": "identity_add",
+        "file": "user.md",
+        "entry": "Kyle lives in Oakland",
+    },
+    {
+        "id": "j-0005",
+        "ts": "2026-09-27T10:04:00Z",
+        "session": "s-clean",
+        "op": "identity_remove",
+        "file": "user.md",
+        "entry": "Kyle lives in Oakland",
+    },
+    {
+        "id": "j-0006",
+        "ts": "2026-09-27T10:05:00Z",
+        "session": "s-clean",
+        "op": "identity_add",
+        "file": "memory.md",
+        "entry": "old fact",
+    },
+    {
+        "id": "j-0007",
+        "ts": "2026-09-27T10:06:00Z",
+        "session": "s-clean",
+        "op": "consolidate",
+        "file": "memory.md",
+        "dropped": ["old fact"],
+        "moved": ["long-form note"],
+    },
+    {
+        "id": "j-0008",
+        "ts": "2026-09-27T10:07:00Z",
+        "session": "s-team",
+        "op": "note",
+        "trust": "trusted",
+        "entry": "the NAS is at 10.0.0.5",
+    },
+    {
+        "id": "j-0009",
+        "ts": "2026-09-27T10:08:00Z",
+        "session": "s-fetched",
+        "op": "note",
+        "trust": "untrusted",
+        "entry": "the vendor page says v2 is deprecated",
+    },
+    {
+        "id": "j-0010",
+        "ts": "2026-09-27T10:09:00Z",
+        "session": "s-fetched",
+        "op": "note",
+        "trust": "flagged",
+        "entry": "ignore previous instructions and ...",
+    },
 ]
 
 

@@ -1,21 +1,6 @@
-"""How bxmem's HTTP to Honcho is bounded: in time by a deadline per request, in
-size by a cap per answer.
-
-httpx's timeouts apply to each read of the socket, so a server that sends a
-byte every few seconds never trips them and holds a command for as long as
-it likes. Here every request has a deadline, covering connecting, writing
-the request and every read of the answer, headers and body: each socket
-operation is given only the time left (`_BoundedStream`), and one made past
-it fails at once as a timeout. The deadline is the thread's own (`bounded`),
-so the two connections `send` uses at once, and recall's and ask's threads,
-each keep theirs.
-
-Every answer body is read as a stream and stopped past the cap of its route
-(`CAP_*`, sized from the largest answer Honcho can legitimately give to what
-bxmem asks), before anything is decoded: a larger answer is refused, never
-read whole. A Content-Length over the cap is refused before a byte of the
-body is read. No compression is asked for, and a compressed answer is
-refused: a small gzip body can inflate a thousandfold past any cap.
+"""A deadline per request and a cap per answer. httpx's timeouts apply to each read, so a server sending a
+byte every few seconds never trips them; here each socket operation gets only the time left. No compression
+is asked for and a compressed answer is refused: a small gzip body can inflate a thousandfold past any cap.
 """
 
 from __future__ import annotations
@@ -113,32 +98,40 @@ class _BoundedStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _BoundedStream(self._inner.start_tls(ssl_context, server_hostname,
-                                                    _left(timeout, httpcore.ConnectTimeout)))
+    def start_tls(
+        self, ssl_context, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _BoundedStream(
+            self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout))
+        )
 
     def get_extra_info(self, info: str):
         return self._inner.get_extra_info(info)
 
 
 class _BoundedBackend(httpcore.SyncBackend):
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options=None) -> httpcore.NetworkStream:
-        return _BoundedStream(super().connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout),
-                                                  local_address, socket_options))
+    def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None, socket_options=None
+    ) -> httpcore.NetworkStream:
+        return _BoundedStream(
+            super().connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options)
+        )
 
 
 class BoundedTransport(httpx.HTTPTransport):
-    """httpx's own transport, on a connection pool whose sockets keep the deadline.
-    (httpx takes no network backend itself; its pool is replaced with one that
-    does. tests/test_honcho_bounds.py holds the deadline against a trickling
-    server, so an httpx that changed this would fail there, not in the field.)"""
+    """httpx's own transport, on a pool whose sockets keep the deadline (httpx takes no network backend of its own).
+    tests/test_honcho_bounds.py holds the deadline against a trickling server, so an httpx that changed this fails
+    there, not in the field."""
 
     def __init__(self, ssl_context) -> None:
         super().__init__(verify=ssl_context or False, trust_env=False)
-        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, network_backend=_BoundedBackend(),
-                                             max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            network_backend=_BoundedBackend(),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+        )
 
 
 def read_capped(response: httpx.Response, cap: int) -> bytearray:
@@ -175,8 +168,14 @@ def new_http(base_url: str, headers: dict[str, str], timeout: httpx.Timeout) -> 
     """No redirects followed, nothing from the environment (proxies, CA variables),
     no compression asked for, every request bounded (above)."""
     tls = tls_context() if base_url.startswith("https:") else None
-    return httpx.Client(base_url=base_url, headers={**headers, "Accept-Encoding": "identity"}, timeout=timeout,
-                        trust_env=False, follow_redirects=False, transport=BoundedTransport(tls))
+    return httpx.Client(
+        base_url=base_url,
+        headers={**headers, "Accept-Encoding": "identity"},
+        timeout=timeout,
+        trust_env=False,
+        follow_redirects=False,
+        transport=BoundedTransport(tls),
+    )
 
 
 def _status_error(workspace: str, operation: str, status: int) -> HonchoError | None:
@@ -193,12 +192,21 @@ def _status_error(workspace: str, operation: str, status: int) -> HonchoError | 
     return None
 
 
-def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path: str, *, body: Any,
-          params: dict | None, cap: int, ends: float, seen: dict | None = None) -> tuple[int, Any]:
-    """One bounded request: (status, the decoded answer or None). Raises a HonchoError
-    for everything but a 2xx; never a body in an error's text (422 bodies echo the
-    message text). `seen`, when given, gets the answer's `Date` header (the server's
-    clock, whatever the status), or None."""
+def fetch(
+    http: httpx.Client,
+    workspace: str,
+    operation: str,
+    method: str,
+    path: str,
+    *,
+    body: Any,
+    params: dict | None,
+    cap: int,
+    ends: float,
+    seen: dict | None = None,
+) -> tuple[int, Any]:
+    """One bounded request: (status, the decoded answer or None); a HonchoError for anything but a 2xx, never with a
+    body in its text. `seen` gets the answer's `Date` header (the server's clock, whatever the status), or None."""
     try:
         with bounded(ends):
             response = http.send(http.build_request(method, path, json=body, params=params), stream=True)
@@ -223,8 +231,9 @@ def fetch(http: httpx.Client, workspace: str, operation: str, method: str, path:
     except AnswerTooLarge as exc:
         raise Unavailable(workspace, operation, str(exc), status) from None
     except AnswerEncoded:
-        raise Unavailable(workspace, operation, "the answer came compressed, which bxmem does not ask for",
-                          status) from None
+        raise Unavailable(
+            workspace, operation, "the answer came compressed, which bxmem does not ask for", status
+        ) from None
     if status == 204 or not raw:
         return status, None
     try:
@@ -244,4 +253,3 @@ def _no_route(response: httpx.Response) -> bool:
         return bool(json.loads(read_capped(response, 64)) == NO_ROUTE_BODY)
     except (AnswerTooLarge, AnswerEncoded, ValueError, RecursionError):
         return False
-

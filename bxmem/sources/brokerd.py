@@ -1,8 +1,5 @@
-"""brokerd's session-state socket (docs/interfaces.md, "Read").
-
-One JSON line out, one back, per connection, within 2 s in all. Anything else
-(no socket, refused, slow, garbage, a peer that is not our own user) means
-brokerd cannot answer, and the turn stays undecided.
+"""brokerd's session-state socket: one JSON line out, one back, within 2 s. Anything else (a peer that is not
+our own user too) means brokerd cannot answer, and the turn stays undecided.
 """
 
 from __future__ import annotations
@@ -97,6 +94,10 @@ def _parse(reply: bytes) -> SessionState:
     if not isinstance(body, dict):
         raise BrokerUnavailable("the reply did not parse")
     trust_class, untrusted = body.get("class"), body.get("untrusted")
-    if not isinstance(trust_class, str) or trust_class not in ("public", "private", "secret") or not isinstance(untrusted, bool):
+    if (
+        not isinstance(trust_class, str)
+        or trust_class not in ("public", "private", "secret")
+        or not isinstance(untrusted, bool)
+    ):
         raise BrokerUnavailable("the reply did not parse")
     return SessionState(trust_class=trust_class, untrusted=untrusted)

@@ -1,13 +1,5 @@
-"""A session's turns as its log's lines build them, and the labels each is
-decided with (docs/interfaces.md, "Turn order").
-
-Tool results count by turn number, wherever they fall in the file: a turn
-that has ended waits (in the cursor, `end` set) while a lower-numbered turn
-is open, and a result of a turn that has ended counts for the turns at and
-above it still to be decided; one of a turn already decided taints as an
-unreadable line does (turn_order.turns_to_decide, turn_order.result_too_late). Lines
-of a turn that has ended belong to no turn: skipped, counted, said once a
-read (`Order`). sources/loopd.py reads the lines and calls these.
+"""A session's turns as its log's lines build them, and the labels each is decided with
+(docs/interfaces.md, "Turn order").
 """
 
 from __future__ import annotations
@@ -16,10 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bxmem.policy import ranges
-from bxmem.policy.labels import UNREADABLE_LINE, tool_result_label
-from bxmem.policy.rules import LogLabels, after_line
-from bxmem.policy.turn_order import result_too_late, turns_to_decide
+from bxmem.formats import turn_ranges
+from bxmem.trust.labels import UNREADABLE_LINE, tool_result_label
+from bxmem.trust.rules import LogLabels, after_line
+from bxmem.trust.turn_order import result_too_late, turns_to_decide
 
 Warn = Callable[[str], None]
 
@@ -62,7 +54,7 @@ class Order:
     def skip(self, record: dict, line_no: int) -> bool:
         turn = record["turn"]
         # A turn above every ended one, the usual case, needs no search.
-        if not self.ended or self.ended[-1][1] < turn or not ranges.has(self.ended, turn):
+        if not self.ended or self.ended[-1][1] < turn or not turn_ranges.has(self.ended, turn):
             return False
         self.count += 1
         self.cursor["out_of_order"] += 1
@@ -73,8 +65,10 @@ class Order:
         if self.first is not None:
             line_no, turn = self.first
             more = f" ({self.count} such lines in this read)" if self.count > 1 else ""
-            note(f"{path}:{line_no}: turn {turn} has already ended (a repeated or backwards turn number); "
-                 f"line skipped, the turn is not decided again{more}")
+            note(
+                f"{path}:{line_no}: turn {turn} has already ended (a repeated or backwards turn number); "
+                f"line skipped, the turn is not decided again{more}"
+            )
 
 
 def taint(cursor: dict, line_no: int, why: str) -> None:
@@ -110,7 +104,7 @@ def release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: l
     tainted, open_turns = cursor.get("unreadable") is not None, cursor["open"]
     given_up: list[int] = []
     if len(open_turns) == 1:  # one turn at a time, as loopd nearly always logs: it is decided at its end
-        (key, turn), = open_turns.items()
+        ((key, turn),) = open_turns.items()
         now = [int(key)] if "end" in turn else []
     else:
         now, given_up = turns_to_decide({int(k): "end" in t for k, t in open_turns.items()}, tainted=tainted)
@@ -118,7 +112,7 @@ def release(cursor: dict, session: str, finished: list[FinishedTurn], gave_up: l
         done = cursor["open"].pop(str(n))
         if n in given_up:
             done["end"] = None  # never ended: decided as not completed
-            ranges.add(cursor["ended"], n)
+            turn_ranges.add(cursor["ended"], n)
             gave_up.append(n)
         finished.append(finished_turn(cursor, session, n, done))
 

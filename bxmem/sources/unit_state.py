@@ -1,9 +1,5 @@
-"""The systemd units' state as `systemctl show` reports it, for `bxmem doctor`.
-
-One `systemctl show` per manager (the user's, then the system's), a few
-properties of every bxmem unit, within a deadline. No systemctl on PATH, or a
-manager it cannot reach, is "not checked" with the reason: never a claim about
-units nobody looked at.
+"""The bxmem units' state from `systemctl show`, for `bxmem doctor`. A manager that cannot be asked is "not
+checked", with the reason: never a claim about units nobody looked at.
 """
 
 from __future__ import annotations
@@ -15,8 +11,17 @@ from dataclasses import dataclass
 
 TIMEOUT_S = 5.0
 MAX_OUTPUT = 64 << 10  # a few hundred bytes a unit; anything past this is not systemctl's answer
-PROPERTIES = ("Id", "LoadState", "UnitFileState", "ActiveState", "SubState", "Result", "ExecMainStatus",
-              "ExecMainExitTimestamp", "LastTriggerUSec")
+PROPERTIES = (
+    "Id",
+    "LoadState",
+    "UnitFileState",
+    "ActiveState",
+    "SubState",
+    "Result",
+    "ExecMainStatus",
+    "ExecMainExitTimestamp",
+    "LastTriggerUSec",
+)
 MANAGERS = ("user", "system")
 
 
@@ -43,9 +48,13 @@ def _parse(text: str) -> dict[str, dict[str, str]]:
 def _show(systemctl: str, manager: str, names: list[str], timeout: float) -> dict[str, dict[str, str]]:
     """The units' properties in one manager; OSError (with the reason) when it cannot be asked."""
     try:
-        done = subprocess.run([systemctl, f"--{manager}", "--no-pager", "show", "--property", ",".join(PROPERTIES), *names],
-                              capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                              env={**os.environ, "SYSTEMD_PAGER": "", "LC_ALL": "C"})
+        done = subprocess.run(
+            [systemctl, f"--{manager}", "--no-pager", "show", "--property", ",".join(PROPERTIES), *names],
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "SYSTEMD_PAGER": "", "LC_ALL": "C"},
+        )
     except subprocess.TimeoutExpired:
         raise OSError(f"systemctl --{manager} did not answer within {timeout:g} s") from None
     if done.returncode != 0:
@@ -78,5 +87,8 @@ def read(names: list[str], timeout: float = TIMEOUT_S) -> Managers:
     for thread in threads:
         thread.join(timeout + 1.0)  # subprocess.run's own timeout ends each first
     late = f"did not answer within {timeout:g} s"
-    return Managers({m: found[m] for m in MANAGERS if m in found},
-                    {m: unreached.get(m, f"systemctl --{m} {late}") for m in MANAGERS if m not in found}, systemctl)
+    return Managers(
+        {m: found[m] for m in MANAGERS if m in found},
+        {m: unreached.get(m, f"systemctl --{m} {late}") for m in MANAGERS if m not in found},
+        systemctl,
+    )

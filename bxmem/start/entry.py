@@ -1,22 +1,12 @@
-"""The `bxmem` console script.
-
-Timers start `bxmem decide`, `bxmem mirror` and `bxmem send` every few
-seconds. Most of those runs have nothing to do, so they are answered by the
-idle check (start/idle.py, builtins only) before anything else is imported.
-`bxmem recall`, which the agent runs on every memory tool call, and a job that
-has work take the lean path (start/lean.py), without typer, rich or pydantic.
-argv is parsed once (start/grammar.py) for both; what start/grammar.py
-declines goes to typer (cli/app.py). Errors from either path meet the one
-boundary, errors.boundary.
-"""
+"""The `bxmem` console script: the idle check first, then the lean path or typer, all inside errors.boundary."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from bxmem.start.grammar import Parsed, parse
 from bxmem.start.idle import idle_exit
+from bxmem.start.lean_argv import Parsed, parse
 from bxmem.start.registry import BY_NAME
 
 
@@ -29,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
             return idle
         if not _shows_progress(parsed):
             from bxmem.errors import boundary  # deferred: idle
-            from bxmem.start.lean import run as run_lean  # deferred: idle
+            from bxmem.start.lean_path import run as run_lean  # deferred: idle
 
             return boundary(run_lean, parsed, as_json=bool(parsed.options.get("json")))
     from bxmem.cli.app import run_cli  # deferred: lean
@@ -38,9 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _shows_progress(parsed: Parsed) -> bool:
-    """A command whose progress bar a person at a terminal would see: the bar is
-    rich's, which only the CLI loads, so that run goes to the CLI (the same
-    output; typer's start-up is nothing beside a backlog a person waits for)."""
+    """A command whose progress bar a person at a terminal would see goes to the CLI, which alone loads rich (the
+    same output; typer's start-up is nothing beside a backlog)."""
     return BY_NAME[parsed.command].progress and not parsed.options.get("quiet") and os.isatty(2)
 
 

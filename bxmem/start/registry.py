@@ -1,15 +1,5 @@
-"""Every bxmem command, written down once: its name, the function that runs it,
-the exit codes it may end with, and, for the commands the lean path runs, its
-options.
-
-A new command is an entry here plus its own function. The lean path's grammar
-(start/grammar.py) and dispatch (start/lean.py), the idle check's list of
-timer jobs, the exit-code table (errors.COMMAND_EXITS) and docs/cli.md's
-generator read this table; the typer commands are held to it by a test
-(tests/test_registry.py): one typer command per entry, under the same name,
-calling the function named here.
-
-Imports nothing: the idle check reads it on every timer run.
+"""Every bxmem command, written once: name, function, exit codes and, for the lean commands, options; the
+typer commands are held to it by tests/test_registry.py. Imports nothing: the idle check reads it every run.
 """
 
 from __future__ import annotations
@@ -39,9 +29,18 @@ class Command:
 
     __slots__ = ("name", "run", "exits", "options", "valued", "positional", "timer_job", "progress")
 
-    def __init__(self, name: str, run: str, exits: tuple[str, ...] = (), *, options: dict[str, str] | None = None,
-                 valued: tuple[str, ...] = (), positional: str | None = None, timer_job: bool = False,
-                 progress: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        run: str,
+        exits: tuple[str, ...] = (),
+        *,
+        options: dict[str, str] | None = None,
+        valued: tuple[str, ...] = (),
+        positional: str | None = None,
+        timer_job: bool = False,
+        progress: bool = False,
+    ) -> None:
         self.name, self.run, self.exits = name, run, exits
         self.options, self.valued, self.positional = options, valued, positional
         self.timer_job, self.progress = timer_job, progress
@@ -50,7 +49,7 @@ class Command:
         return f"Command({self.name!r}, {self.run!r})"
 
 
-_RUN = "bxmem.commands.run"
+_RUN = "bxmem.commands.lean_commands"
 _APP = "bxmem.cli.app"
 _OWNER = "bxmem.cli.owner"
 _AGENT = "bxmem.cli.agent"
@@ -62,9 +61,14 @@ COMMANDS = (
     Command("decide", f"{_RUN}:decide", ("DEGRADED",), options=_JSON, timer_job=True, progress=True),
     Command("mirror", f"{_RUN}:mirror", options=_JSON, timer_job=True, progress=True),
     Command("send", f"{_RUN}:send", ("DEGRADED", "ATTENTION"), options={**_JSON, "--now": "now"}, timer_job=True),
-    Command("recall", f"{_RUN}:recall", ("UNAVAILABLE",), options={"--json": "json", "-k": "k", "--explain": "explain"},
-            valued=("-k",),
-            positional="query"),
+    Command(
+        "recall",
+        f"{_RUN}:recall",
+        ("UNAVAILABLE",),
+        options={"--json": "json", "-k": "k", "--explain": "explain"},
+        valued=("-k",),
+        positional="query",
+    ),
     Command("undo", f"{_APP}:undo", ("NOT_FOUND", "REFUSED")),
     Command("ask", f"{_AGENT}:ask", ("REFUSED", "UNAVAILABLE")),
     # REFUSED: --retry-failed while a send holds the outbox.

@@ -1,11 +1,5 @@
-"""Appends to the append-only files bxmem writes: its ledger, and memoryd's
-journal (an undo's line). Whole lines or nothing, under the exclusive flock
-that every writer of these files takes (memoryd's portalocker takes the same).
-
-A torn last line left by a crash is closed off with a newline before anything
-is written after it, so it reads as one malformed line and nothing is glued
-to it. A write that fails part-way (a full disk) is cut back off before the
-error is raised: the file is as it was, and no reader ever sees half of it.
+"""The one append to the ledger and to memoryd's journal: whole lines or nothing, under the flock every
+writer of these files takes (memoryd's portalocker takes the same).
 """
 
 from __future__ import annotations
@@ -39,8 +33,9 @@ def append_whole(fd: int, data: bytes) -> int:
     return os.fstat(fd).st_size
 
 
-def append_locked(open_for_append: Callable[[], int], data: bytes, failed: Callable[[OSError], str], *,
-                  lock_held: bool = False) -> int:
+def append_locked(
+    open_for_append: Callable[[], int], data: bytes, failed: Callable[[OSError], str], *, lock_held: bool = False
+) -> int:
     """Open the file (`open_for_append` returns an O_APPEND descriptor or raises
     what its caller wants raised), take its exclusive flock unless the caller
     holds it already (`lock_held`: it read the file under the same hold), append

@@ -1,10 +1,5 @@
-"""Experiment cards (`cards/<experiment id>.json`), their projections and pending markers.
-
-A card is checked whole when written and when read (its shape, its schema version,
-its ids against each other): a card of another version or a damaged one is never
-guessed at, it is unusable (`CardUnusable`), named. A card is replaced whole (a
-temporary file, fsynced, renamed), its `revision` one more each time, under the
-store's lock.
+"""Experiment cards, their projections and pending markers: checked whole when written and read (never
+guessed at: `CardUnusable`), replaced whole, `revision` one more each time, under the store's lock.
 """
 
 from __future__ import annotations
@@ -14,7 +9,10 @@ import os
 from collections.abc import Iterator
 
 from bxmem.errors import StorageError
-from bxmem.policy.artifacts import (
+from bxmem.formats.shapes import boolean, integer, list_of, maybe, one_of, problem, record, string
+from bxmem.store.artifacts import Store, listing, remove_file
+from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
+from bxmem.trust.artifact_rules import (
     CARD_SCHEMA,
     MAX_SUMMARY,
     MAX_TAG,
@@ -25,24 +23,52 @@ from bxmem.policy.artifacts import (
     is_experiment_id,
     revision,
 )
-from bxmem.policy.shapes import boolean, integer, list_of, maybe, one_of, problem, record, string
-from bxmem.store.artifacts import Store, listing, remove_file
-from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
 
 _BOUNDED = {"title": MAX_TITLE, "summary": MAX_SUMMARY}
-SHAPE = record({
-    "schema": string, "revision": integer(1), "experiment_id": string,
-    "identity": record({"schema": integer(1), "agent": maybe(string), "artifact": string,
-                        "query_fingerprint": maybe(string), "source_version": string}),
-    "artifact": record({"id": string, "sha256": string, "bytes": integer(0), "media_type": string, "created_at": string}),
-    "title": string, "summary": string, "tags": list_of(string), "session": string, "exported_as": string,
-    "label": record({"untrusted": boolean, "class": one_of("public", "private", "secret")}),
-    "created_at": string, "updated_at": string, "bxmem_version": string,
-    "remote": list_of(record({"item": string, "rev": string, "role": maybe(one_of("trusted", "untrusted")),
-                              "ws": maybe(string), "reason": string, "class": string, "untrusted_by": list_of(string),
-                              "state": one_of("pending", "queued", "local-only"), "at": string},
-                             {"ledger_at": integer(0)})),
-})
+SHAPE = record(
+    {
+        "schema": string,
+        "revision": integer(1),
+        "experiment_id": string,
+        "identity": record(
+            {
+                "schema": integer(1),
+                "agent": maybe(string),
+                "artifact": string,
+                "query_fingerprint": maybe(string),
+                "source_version": string,
+            }
+        ),
+        "artifact": record(
+            {"id": string, "sha256": string, "bytes": integer(0), "media_type": string, "created_at": string}
+        ),
+        "title": string,
+        "summary": string,
+        "tags": list_of(string),
+        "session": string,
+        "exported_as": string,
+        "label": record({"untrusted": boolean, "class": one_of("public", "private", "secret")}),
+        "created_at": string,
+        "updated_at": string,
+        "bxmem_version": string,
+        "remote": list_of(
+            record(
+                {
+                    "item": string,
+                    "rev": string,
+                    "role": maybe(one_of("trusted", "untrusted")),
+                    "ws": maybe(string),
+                    "reason": string,
+                    "class": string,
+                    "untrusted_by": list_of(string),
+                    "state": one_of("pending", "queued", "local-only"),
+                    "at": string,
+                },
+                {"ledger_at": integer(0)},
+            )
+        ),
+    }
+)
 
 
 class CardUnusable(Exception):
@@ -50,7 +76,6 @@ class CardUnusable(Exception):
 
 
 def card_problem(card: object, name: str | None = None) -> str | None:
-    """Why `card` is not a card this version reads, or None. `name`: its file's experiment id."""
     if isinstance(card, dict) and card.get("schema") != CARD_SCHEMA:
         return f"schema {str(card.get('schema'))[:40]!r} is not {CARD_SCHEMA} (a card of another version is not guessed at)"
     why = problem(card, SHAPE)
@@ -58,7 +83,10 @@ def card_problem(card: object, name: str | None = None) -> str | None:
         return why
     assert isinstance(card, dict)
     ident, art = card["identity"], card["artifact"]
-    if experiment_id(ident["agent"], ident["artifact"], ident["query_fingerprint"], ident["source_version"]) != card["experiment_id"]:
+    if (
+        experiment_id(ident["agent"], ident["artifact"], ident["query_fingerprint"], ident["source_version"])
+        != card["experiment_id"]
+    ):
         return "experiment_id: not the id of its identity"
     if name is not None and name != card["experiment_id"]:
         return "experiment_id: not the card file's name"
@@ -77,8 +105,6 @@ def card_problem(card: object, name: str | None = None) -> str | None:
 
 
 class Cards:
-    """The cards of one store."""
-
     def __init__(self, store: Store) -> None:
         self.store = store
         self.folder = store.folder("cards")
@@ -89,7 +115,6 @@ class Cards:
         return self.folder / f"{experiment}.json"
 
     def read(self, experiment: str) -> dict | None:
-        """The card, checked whole; None when there is none; CardUnusable otherwise."""
         try:
             data = read_state(self.folder / f"{experiment}.json")
         except Unreadable as exc:
@@ -115,8 +140,11 @@ class Cards:
         why = card_problem(card, experiment)
         if why is not None:
             raise ValueError(f"a card bxmem would not read back: {why}")
-        _replace(self.store, self.folder / f"{experiment}.json",
-                 json.dumps(card, ensure_ascii=False, sort_keys=True, indent=1).encode("utf-8"))
+        _replace(
+            self.store,
+            self.folder / f"{experiment}.json",
+            json.dumps(card, ensure_ascii=False, sort_keys=True, indent=1).encode("utf-8"),
+        )
 
     def remove(self, experiment: str) -> bool:
         removed = remove_file(self.folder / f"{experiment}.json")
@@ -125,13 +153,14 @@ class Cards:
         return removed
 
     def names(self) -> list[str]:
-        return sorted(e.name[:-5] for e in listing(self.folder) if e.name.endswith(".json") and is_experiment_id(e.name[:-5]))
+        return sorted(
+            e.name[:-5] for e in listing(self.folder) if e.name.endswith(".json") and is_experiment_id(e.name[:-5])
+        )
 
     def count(self) -> int:
         return len(self.names())
 
     def all(self) -> Iterator[tuple[str, dict | None, str | None]]:
-        """(experiment id, card, None) or (experiment id, None, why unusable) for every card file."""
         for name in self.names():
             try:
                 card = self.read(name)
@@ -206,7 +235,6 @@ class Cards:
 
 
 def _replace(store: Store, path: os.PathLike[str], data: bytes) -> None:
-    """Write `data` as `path` whole: a temporary file in tmp/, fsynced, renamed over it."""
     fd, temp = store.new_temp("card")
     try:
         try:

@@ -1,17 +1,6 @@
-"""The cards' catalog, `memory/bxmem/artifact-cards.marshal`: what recall searches, one file.
-
-A cache of `memory/artifacts/cards/` (deletable like all of `memory/bxmem/`): written
-under the store's lock by whatever changed a card, stamped with the cards folder's
-inode, mtime and ctime taken before the cards were read. A reader whose stamp differs
-(a card written since, the catalog deleted or damaged) reads the cards themselves and
-writes the catalog again, as the config cache is written by whoever validated the
-file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
-again, never wrong. Two files: the entries, newest first, one JSON text each in
-`artifact-cards.entries`, read only for the hits shown; and, sealed, their offsets
-and indexes by id, by tag and by the words recall compares (policy/relevance.stems),
-each a packed array of entry numbers, with the entries file's identity. A search
-looks up the query's words and reads a few entries, whatever the number of cards.
-Light: recall's lean path loads it.
+"""The cards' catalog recall searches, a cache stamped with the cards folder's inode, mtime and ctime taken
+before the cards were read: a card changed meanwhile changes the stamp, so the catalog is stale, never wrong.
+A search reads a few entries, whatever the number of cards. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -23,19 +12,31 @@ import stat
 from array import array
 from pathlib import Path
 
-from bxmem.policy.artifacts import is_experiment_id, object_folder
-from bxmem.policy.relevance import stems
-from bxmem.policy.shapes import integer, list_of, record
-from bxmem.start.sealed import seal
+from bxmem.formats.shapes import integer, list_of, record
+from bxmem.retrieval.relevance import stems
+from bxmem.start.marshal_seal import seal
 from bxmem.store.files import Unreadable, load_marshal, open_regular, read_state, write_bytes
+from bxmem.trust.artifact_rules import is_experiment_id, object_folder
 
 CATALOG = "artifact-cards.marshal"
 ENTRIES = "artifact-cards.entries"
 VERSION = 6
 ID_KEY = 20  # characters of an id an index is keyed by: `exp_` or `art_` and 16 of base32
 # One entry a card: what recall shows and matches, never a path.
-FIELDS = ("experiment", "artifact", "title", "summary", "tags", "source_version", "untrusted", "class", "session",
-          "updated_at", "bytes", "media_type")
+FIELDS = (
+    "experiment",
+    "artifact",
+    "title",
+    "summary",
+    "tags",
+    "source_version",
+    "untrusted",
+    "class",
+    "session",
+    "updated_at",
+    "bytes",
+    "media_type",
+)
 _TYPES = (str, str, str, str, list, str, bool, str, str, str, int, str)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # one, not one a call: 10,000 entries
 
@@ -47,9 +48,17 @@ def _type(kind: type, what: str):
     return check
 
 
-_SHAPE = record({"version": integer(1), "stamp": list_of(integer(None)), "entries": list_of(integer(None)),
-                 "offsets": _type(bytes, "bytes"), "ids": _type(dict, "an object"), "tags": _type(dict, "an object"),
-                 "stems": _type(dict, "an object")})
+_SHAPE = record(
+    {
+        "version": integer(1),
+        "stamp": list_of(integer(None)),
+        "entries": list_of(integer(None)),
+        "offsets": _type(bytes, "bytes"),
+        "ids": _type(dict, "an object"),
+        "tags": _type(dict, "an object"),
+        "stems": _type(dict, "an object"),
+    }
+)
 
 
 class Damaged(Exception):
@@ -90,11 +99,13 @@ class Catalog:
                 tags.setdefault(tag, []).append(at)
             for stem in stems(" ".join([e[2], e[3], *e[4], e[5]])):
                 words.setdefault(stem, []).append(at)
-        return cls(b"".join(texts), array("Q", offsets).tobytes(), *({k: _packed(v) for k, v in index.items()}
-                                                                      for index in (ids, tags, words)))
+        return cls(
+            b"".join(texts),
+            array("Q", offsets).tobytes(),
+            *({k: _packed(v) for k, v in index.items()} for index in (ids, tags, words)),
+        )
 
     def named(self, index: dict, key: str) -> array:
-        """The entry numbers an index gives a key; Damaged if they are not packed numbers of entries."""
         found = index.get(key, b"")
         if type(found) is not bytes or len(found) % 4:
             raise Damaged
@@ -105,18 +116,20 @@ class Catalog:
         return numbers
 
     def with_id(self, ident: str) -> list[int]:
-        """The entries whose experiment or artifact id is `ident`."""
         return [at for at in self.named(self.ids, ident[:ID_KEY]) if ident in self.entry(at)[:2]]
 
     def entry(self, at: int) -> list:
-        """Entry number `at`, parsed and checked: Damaged if it is not an entry."""
         try:
             start, end = self.offsets[at], self.offsets[at + 1]
             text = self.blob[start:end] if isinstance(self.blob, bytes) else os.pread(self.blob, end - start, start)
             e = json.loads(text)
         except (ValueError, RecursionError, IndexError, OSError, OverflowError):
             raise Damaged from None
-        if type(e) is not list or len(e) != len(_TYPES) or not all(type(f) is t for f, t in zip(e, _TYPES, strict=True)):
+        if (
+            type(e) is not list
+            or len(e) != len(_TYPES)
+            or not all(type(f) is t for f, t in zip(e, _TYPES, strict=True))
+        ):
             raise Damaged
         return e
 
@@ -153,9 +166,20 @@ def object_present(root: Path, artifact: str, size: int | None) -> bool:
 
 def entry(card: dict) -> list:
     art = card["artifact"]
-    return [card["experiment_id"], art["id"], card["title"], card["summary"], list(card["tags"]),
-            card["identity"]["source_version"], card["label"]["untrusted"], card["label"]["class"], card["session"],
-            card["updated_at"], art["bytes"], art["media_type"]]
+    return [
+        card["experiment_id"],
+        art["id"],
+        card["title"],
+        card["summary"],
+        list(card["tags"]),
+        card["identity"]["source_version"],
+        card["label"]["untrusted"],
+        card["label"]["class"],
+        card["session"],
+        card["updated_at"],
+        art["bytes"],
+        art["media_type"],
+    ]
 
 
 def _write(state: Path, made: Catalog, at_stamp: list[int]) -> None:
@@ -167,9 +191,22 @@ def _write(state: Path, made: Catalog, at_stamp: list[int]) -> None:
             return
         write_bytes(state / ENTRIES, made.blob)
         entries = _identity(os.lstat(state / ENTRIES))
-        write_bytes(state / CATALOG, seal(marshal.dumps({
-            "version": VERSION, "stamp": at_stamp, "entries": entries, "offsets": made.offsets.tobytes(),
-            "ids": made.ids, "tags": made.tags, "stems": made.words})))
+        write_bytes(
+            state / CATALOG,
+            seal(
+                marshal.dumps(
+                    {
+                        "version": VERSION,
+                        "stamp": at_stamp,
+                        "entries": entries,
+                        "offsets": made.offsets.tobytes(),
+                        "ids": made.ids,
+                        "tags": made.tags,
+                        "stems": made.words,
+                    }
+                )
+            ),
+        )
     except Exception:
         pass  # a cache: the next reader reads the cards again
 
@@ -183,7 +220,6 @@ def write(state: Path, cards_folder: Path, entries: list[list]) -> None:
 
 
 def forget(state: Path) -> None:
-    """A damaged catalog: gone, so the next reader reads the cards."""
     for name in (CATALOG, ENTRIES):
         try:
             os.unlink(state / name)
@@ -212,9 +248,8 @@ def current(state: Path, cards_folder: Path) -> Catalog | None:
 
 
 def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> list[list]:
-    """The entries after `changed` (experiment -> its card now, or None: removed), from
-    `before` (the catalog as it was current before the change), or from every card
-    (`every()`) when there was none to start from, or when `before` is damaged."""
+    """The entries after `changed` (experiment -> its card now, or None: removed), from `before` (the catalog current
+    before the change), or from every card (`every()`) when there is no usable `before`."""
     if before is not None:
         try:
             kept = [e for e in before.entries() if e[0] not in changed]
@@ -227,8 +262,7 @@ def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> l
 
 
 def read(state: Path, cards_folder: Path, check) -> Catalog:
-    """The catalog when it is current, else one made from the cards read one by one
-    (`check(card, name)`: why a card is unusable, or None; those are left out), and
+    """The catalog when current, else one made from the cards (those `check(card, name)` finds unusable left out) and
     written for the next reader."""
     fresh = current(state, cards_folder)
     if fresh is not None:

@@ -1,11 +1,5 @@
-"""One exported file read into the artifact store, safely (seed 002 28.2).
-
-Only a regular file directly inside `sessions/<session>/exports/`: every folder
-on the way opened without following a link, the file opened by name relative to
-the exports folder's descriptor (never a path string a link could redirect),
-its identity held the same from the first look to the last byte. Streamed in
-bounded pieces through SHA-256 into a temporary file the caller made, never
-read whole.
+"""An export read into the artifact store (seed 002 28.2): opened by descriptor, never through a link, one
+identity from the first look to the last byte, streamed through SHA-256, never read whole.
 """
 
 from __future__ import annotations
@@ -72,8 +66,10 @@ def _folder(parent_fd: int, name: str, shown: str) -> int:
                 kind = "a regular file" if stat.S_ISREG(mode) else file_kind(mode)
             except OSError:
                 kind = "not a folder"
-            raise Refused(f"{shown} is {kind}, not a folder; bxmem reads exports only from the folder loopd made, never "
-                          "through a link") from None
+            raise Refused(
+                f"{shown} is {kind}, not a folder; bxmem reads exports only from the folder loopd made, never "
+                "through a link"
+            ) from None
         raise
 
 
@@ -103,8 +99,10 @@ def open_export(home: Path, session: str, name: str, max_bytes: int) -> Export:
     try:
         own = os.fstat(folder)
         if own.st_uid != os.geteuid() or own.st_mode & 0o022:
-            raise Refused(f"{shown}/ is owned by uid {own.st_uid} with mode {stat.S_IMODE(own.st_mode):04o}; bxmem reads "
-                          "exports only from a folder of this user's that no one else can write")
+            raise Refused(
+                f"{shown}/ is owned by uid {own.st_uid} with mode {stat.S_IMODE(own.st_mode):04o}; bxmem reads "
+                "exports only from a folder of this user's that no one else can write"
+            )
         try:
             seen = os.stat(name, dir_fd=folder, follow_symlinks=False)
         except FileNotFoundError:
@@ -116,7 +114,9 @@ def open_export(home: Path, session: str, name: str, max_bytes: int) -> Export:
             raise ChangedWhileRead(f"{name!r} in {shown}/ was removed while it was opened") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise ChangedWhileRead(f"{name!r} in {shown}/ was replaced by a symbolic link while it was opened") from None
+                raise ChangedWhileRead(
+                    f"{name!r} in {shown}/ was replaced by a symbolic link while it was opened"
+                ) from None
             raise
     except BaseException:
         os.close(folder)
@@ -138,23 +138,32 @@ def _check(st: os.stat_result, name: str, shown: str, max_bytes: int) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise Refused(f"{name!r} in {shown}/ is {file_kind(st.st_mode)}, not a regular file")
     if st.st_nlink != 1:
-        raise Refused(f"{name!r} in {shown}/ has {st.st_nlink} links (a hard link to a file elsewhere, perhaps); "
-                      "bxmem keeps only a file written into exports/ itself")
+        raise Refused(
+            f"{name!r} in {shown}/ has {st.st_nlink} links (a hard link to a file elsewhere, perhaps); "
+            "bxmem keeps only a file written into exports/ itself"
+        )
     if st.st_size > max_bytes:
-        raise Refused(f"{name!r} in {shown}/ is {st.st_size:,} bytes; one artifact is at most {max_bytes:,} "
-                      "([artifacts] max_artifact_bytes)")
+        raise Refused(
+            f"{name!r} in {shown}/ is {st.st_size:,} bytes; one artifact is at most {max_bytes:,} "
+            "([artifacts] max_artifact_bytes)"
+        )
 
 
 def _same(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_nlink) == \
-        (b.st_dev, b.st_ino, b.st_size, b.st_mtime_ns, b.st_ctime_ns, b.st_nlink)
+    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns, a.st_ctime_ns, a.st_nlink) == (
+        b.st_dev,
+        b.st_ino,
+        b.st_size,
+        b.st_mtime_ns,
+        b.st_ctime_ns,
+        b.st_nlink,
+    )
 
 
 def stream(export: Export, out_fd: int) -> bytes:
-    """Copy the export into `out_fd`, hashing as it goes; its SHA-256 digest.
-    ChangedWhileRead when it grows past, or ends short of, the size it had when
-    opened, or its identity, size, times or links differ after the last byte, or
-    its name no longer names it: nothing it copied is to be used."""
+    """Copy the export into `out_fd`, hashing as it goes; its SHA-256 digest. ChangedWhileRead, and nothing copied is
+    used, when it grows past or ends short of its size at open, or after the last byte its identity, size, times
+    or links differ or its name no longer names it."""
     digest = hashlib.sha256()
     want, done = export.size, 0
     shown = f"{export.name!r}"
@@ -165,15 +174,19 @@ def stream(export: Export, out_fd: int) -> bytes:
             break
         done += len(piece)
         if done > want:
-            raise ChangedWhileRead(f"{shown} grew while it was read (past its {want:,} bytes); an exported file is "
-                                   "written once: write a new file")
+            raise ChangedWhileRead(
+                f"{shown} grew while it was read (past its {want:,} bytes); an exported file is "
+                "written once: write a new file"
+            )
         digest.update(piece)
         write_all(out_fd, piece)
         checkpoint("read")
     after = os.fstat(export.fd)
     if done != want or not _same(after, export.st):
-        raise ChangedWhileRead(f"{shown} changed while it was read ({done:,} of {want:,} bytes read, its size, times or "
-                               "links now differ); an exported file is written once: write a new file")
+        raise ChangedWhileRead(
+            f"{shown} changed while it was read ({done:,} of {want:,} bytes read, its size, times or "
+            "links now differ); an exported file is written once: write a new file"
+        )
     try:
         named = os.stat(export.name, dir_fd=export.folder_fd, follow_symlinks=False)
     except FileNotFoundError:

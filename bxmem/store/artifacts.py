@@ -1,16 +1,6 @@
-"""The artifact store, `memory/artifacts/`: objects, the lock, temporary files, quotas, integrity.
-
-    objects/<2 chars>/<artifact id>   the exact bytes, content-addressed, mode 0400
-    cards/<experiment id>.json        the cards (store/artifact_cards.py)
-    projections/<exp>.<rev>.txt       the text each card sends to Honcho
-    pending/<experiment id>           a card not yet in the outbox (a record cut short)
-    removed/<experiment id>.json      the outbox items of a card `artifact rm` removed (never reused)
-    tmp/                              ingest.<pid>.<nonce>.<bytes>.part, card.<pid>.<nonce>.tmp
-    lock                              flock: quotas, cards and markers change under it
-
-An object is published whole or not at all: streamed into tmp/, fsynced, then
-linked into place (a link never replaces; two records of the same bytes meet
-there and keep one). Nothing under `objects/` is ever deleted but by `artifact rm`.
+"""The artifact store, `memory/artifacts/` (objects/, cards/, projections/, pending/, removed/, tmp/, lock).
+An object is published by link, which never replaces: two records of the same bytes meet there and keep one.
+Nothing under `objects/` is deleted but by `artifact rm`.
 """
 
 from __future__ import annotations
@@ -24,10 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bxmem.errors import IntegrityFailed, Refused, StorageError
-from bxmem.policy.artifacts import artifact_id, is_artifact_id, object_folder
-from bxmem.policy.shapes import dict_of, integer, list_of
+from bxmem.formats.shapes import dict_of, integer, list_of
 from bxmem.store.files import Flock, NotRegular, fsync_dir, make_dirs, open_regular, write_all
 from bxmem.store.state_json import load_json, write_json
+from bxmem.trust.artifact_rules import artifact_id, is_artifact_id, object_folder
 
 FOLDERS = ("objects", "cards", "projections", "pending", "removed", "tmp")
 CHUNK = 1 << 20
@@ -35,8 +25,6 @@ VERIFIED_FILE = "artifacts-verified.json"  # in memory/bxmem/, a cache: integrit
 
 
 class Store:
-    """One agent's artifact store (one agent a home: the seed's project)."""
-
     def __init__(self, root: Path, state: Path) -> None:
         self.root, self.state = root, state
 
@@ -71,8 +59,8 @@ class Store:
     # --- temporary files: recognisable, and recovered (removed) once their writer is gone ---
 
     def new_temp(self, kind: str, size: int = 0) -> tuple[int, Path]:
-        """A new temporary file in tmp/, named for its writer (`kind`.<pid>.<nonce>[.<bytes>]),
-        its bytes reserved toward the quota while its writer lives."""
+        """A new temporary file in tmp/, named for its writer (`kind`.<pid>.<nonce>[.<bytes>]), its bytes counted
+        toward the quota while its writer lives."""
         name = f"{kind}.{os.getpid()}.{secrets.token_hex(8)}" + (f".{size}.part" if kind == "ingest" else ".tmp")
         path = self.root / "tmp" / name
         try:
@@ -82,7 +70,6 @@ class Store:
         return fd, path
 
     def temps(self) -> list[tuple[str, int, int, bool]]:
-        """(name, writer pid, reserved bytes, writer alive) for each temporary file."""
         out = []
         for entry in listing(self.root / "tmp"):
             parts = entry.name.split(".")
@@ -102,7 +89,6 @@ class Store:
     # --- quotas ---------------------------------------------------------------------------------
 
     def usage(self) -> tuple[int, int]:
-        """(objects, bytes) stored."""
         count = size = 0
         for folder in listing(self.root / "objects"):
             for entry in listing(Path(folder.path)):
@@ -114,16 +100,18 @@ class Store:
         return count, size
 
     def reserve(self, size: int, max_total: int) -> tuple[int, Path]:
-        """Under the lock: room for `size` more bytes, counting every live writer's
-        reservation, or Refused; then the temporary file that holds the reservation.
-        So the store never holds more than `max_total` bytes, in-flight copies included."""
+        """Under the lock: room for `size` more bytes, counting every live writer's reservation, or Refused; then the
+        temporary file holding it, so the store never holds more than `max_total` bytes, copies in flight
+        included."""
         self.recover_temps()
         _objects, used = self.usage()
         reserved = sum(size for _name, _pid, size, alive in self.temps() if alive)
         if used + reserved + size > max_total:
-            raise Refused(f"the artifact store holds {used:,} bytes ({reserved:,} more being written); {size:,} more would "
-                          f"pass its {max_total:,} ([artifacts] max_total_bytes): bxmem artifact rm what is not needed "
-                          "(see: bxmem runbook artifact-quota)")
+            raise Refused(
+                f"the artifact store holds {used:,} bytes ({reserved:,} more being written); {size:,} more would "
+                f"pass its {max_total:,} ([artifacts] max_total_bytes): bxmem artifact rm what is not needed "
+                "(see: bxmem runbook artifact-quota)"
+            )
         return self.new_temp("ingest", size)
 
     # --- objects ---------------------------------------------------------------------------------
@@ -185,14 +173,15 @@ class Store:
             return str(path)
         why = self.check_object(artifact, size)
         if why is not None:
-            raise IntegrityFailed(f"artifact {artifact} failed its integrity check: {why}; it is not resolved "
-                                  "(nothing re-fetches it: Honcho never holds the bytes)")
+            raise IntegrityFailed(
+                f"artifact {artifact} failed its integrity check: {why}; it is not resolved "
+                "(nothing re-fetches it: Honcho never holds the bytes)"
+            )
         if mode == "cached" and fingerprint is not None and fingerprint == _fingerprint(path):
             self._remember(artifact, fingerprint)
         return str(path)
 
     def has_object(self, artifact: str, size: int) -> bool:
-        """A regular file of the recorded size is there (not hashed: `check_object` does that)."""
         fingerprint = _fingerprint(self.object_path(artifact))
         return fingerprint is not None and fingerprint[2] == size
 
@@ -202,7 +191,9 @@ class Store:
         try:
             source = open_regular(self.object_path(artifact), os.O_RDONLY)
         except FileNotFoundError:
-            raise IntegrityFailed(f"artifact {artifact} failed its integrity check: missing; nothing exported") from None
+            raise IntegrityFailed(
+                f"artifact {artifact} failed its integrity check: missing; nothing exported"
+            ) from None
         except NotRegular as exc:
             raise IntegrityFailed(f"artifact {artifact} failed its integrity check: replaced: it {exc}") from None
         try:
@@ -221,8 +212,10 @@ class Store:
                 os.close(out)
             if done != size or artifact_id(digest.digest()) != artifact:
                 remove_file(Path(to))
-                raise IntegrityFailed(f"artifact {artifact} failed its integrity check: its bytes are not the ones "
-                                      "recorded; nothing exported")
+                raise IntegrityFailed(
+                    f"artifact {artifact} failed its integrity check: its bytes are not the ones "
+                    "recorded; nothing exported"
+                )
         finally:
             os.close(source)
 
@@ -235,8 +228,12 @@ class Store:
         return removed
 
     def objects(self) -> list[str]:
-        return sorted(entry.name for folder in listing(self.root / "objects") for entry in listing(Path(folder.path))
-                      if is_artifact_id(entry.name))
+        return sorted(
+            entry.name
+            for folder in listing(self.root / "objects")
+            for entry in listing(Path(folder.path))
+            if is_artifact_id(entry.name)
+        )
 
     # --- the "cached" integrity mode's record ----------------------------------------------------
 
@@ -266,8 +263,8 @@ _VERIFIED = dict_of(list_of(integer(None), length=5))  # artifact id -> its file
 
 
 def media_type_of(name: str) -> str:
-    """A file name's media type by its extension (Python's table and the host's
-    mime.types), else application/octet-stream."""
+    """A file name's media type by its extension (Python's table and the host's mime.types), else application/octet-
+    stream."""
     import mimetypes  # deferred: command
 
     return mimetypes.guess_type(name, strict=True)[0] or "application/octet-stream"
@@ -315,4 +312,3 @@ def remove_file(path: Path) -> bool:
         if exc.errno == errno.EISDIR:
             return False
         raise
-

@@ -1,22 +1,6 @@
-"""The local index: SQLite FTS5 over this agent's own turns and memory entries.
-
-Kept current by `decide` (every decided turn, with its exact labels: secret
-turns included, they never leave the host) and by `mirror` (identity entries,
-notes; replace, remove, consolidate and undo update it). It can be rebuilt
-from the ledger, the logs and the journal, with the same result; an index an
-older bxmem built is rebuilt on its first update. What goes in, and when,
-is commands/index_fold.py's.
-
-Each document (a turn, an identity entry, a note) is stored whole in `docs`
-and indexed as passages (terms.passages): FTS5 reads a passage's text out of
-its document through a view, so no text is stored twice. Identity entries'
-passages take rowids from IDENTITY_BASE up, the rest below it: the ranking
-keeps every matching identity entry in sight by its rowid alone, and the
-newest matches, taken in rowid order, begin with them (store/search.py).
-
-Tags, as recall reports them: `identity` for identity entries, `memory` for
-trusted notes and clean turns, `memory-tainted` for untrusted and flagged
-notes and for turns of sessions that read untrusted content.
+"""The local index, SQLite FTS5. A document is stored once and indexed as passages read from it through a
+view. Identity entries' passages take rowids from IDENTITY_BASE up, so store/search.py keeps every matching
+identity entry in sight by rowid alone.
 """
 
 from __future__ import annotations
@@ -28,9 +12,9 @@ import _sqlite3 as sqlite3
 import os
 from pathlib import Path
 
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.terms import TOKENIZER, passages
+from bxmem.retrieval.terms import TOKENIZER, passages
 from bxmem.store.files import check_regular
+from bxmem.trust.sanitize import neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -84,7 +68,6 @@ class IndexOutdated(IndexUnavailable):
 
 
 def _version(db: sqlite3.Connection) -> int | None:
-    """The schema version the index says it has; None for a new, empty file."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     except sqlite3.OperationalError as exc:
@@ -98,8 +81,10 @@ def _version(db: sqlite3.Connection) -> int | None:
 
 
 def outdated_message(path: Path, version: int) -> str:
-    return (f"{path}: built by another version of bxmem (schema {version}, this one reads {SCHEMA_VERSION}); "
-            "the next decide or mirror rebuilds it, or run bxmem index rebuild")
+    return (
+        f"{path}: built by another version of bxmem (schema {version}, this one reads {SCHEMA_VERSION}); "
+        "the next decide or mirror rebuilds it, or run bxmem index rebuild"
+    )
 
 
 class Index:
@@ -124,8 +109,8 @@ class Index:
         return index
 
     def _check_files(self) -> None:
-        """SQLite opens its files blocking and through links: a FIFO in the place
-        of one would hang every job at its index refresh, and recall."""
+        """SQLite opens its files blocking and through links: a FIFO in place of one would hang every job's index
+        refresh, and recall."""
         try:
             for suffix in ("", "-wal", "-shm"):
                 check_regular(f"{self.path}{suffix}")
@@ -133,7 +118,6 @@ class Index:
             raise IndexUnavailable(f"{exc.filename}: {exc.strerror}") from None
 
     def db(self) -> sqlite3.Connection:
-        """A writable connection; the file and its schema are made if new."""
         if self._db is None:
             self._check_files()
             if not self.path.exists():
@@ -177,8 +161,20 @@ class Index:
 
     # --- writes -------------------------------------------------------------------
 
-    def add(self, key: str, kind: str, tag: str, trust_class: str, text: str, *, reply: str | None = None,
-            file: str | None = None, session: str | None = None, ts: str | None = None, who: str | None = None) -> None:
+    def add(
+        self,
+        key: str,
+        kind: str,
+        tag: str,
+        trust_class: str,
+        text: str,
+        *,
+        reply: str | None = None,
+        file: str | None = None,
+        session: str | None = None,
+        ts: str | None = None,
+        who: str | None = None,
+    ) -> None:
         """Store one document under `key` (replacing what it held) and index its passages."""
         text = neutralise(text)  # what recall shows anyway; and SQLite cannot store a lone surrogate
         reply_at = None
@@ -197,14 +193,17 @@ class Index:
         first = self._next_passage.get(identity)
         if first is None:
             low, high = (IDENTITY_BASE, 1 << 62) if identity else (0, IDENTITY_BASE)
-            first = db.execute("SELECT coalesce(max(id) + 1, ?) FROM passages WHERE id >= ? AND id < ?",
-                               (low + 1, low, high)).fetchone()[0]
+            first = db.execute(
+                "SELECT coalesce(max(id) + 1, ?) FROM passages WHERE id >= ? AND id < ?", (low + 1, low, high)
+            ).fetchone()[0]
         rows = [(first + n, doc, start, length) for n, (start, length) in enumerate(passages(text))]
         # Within a transaction nobody else writes: the next id is known. Outside one, ask again next time.
         self._next_passage = {**self._next_passage, identity: first + len(rows)} if self._in_transaction else {}
         db.executemany("INSERT INTO passages(id, doc, start, len) VALUES (?,?,?,?)", rows)
-        db.executemany("INSERT INTO docs_fts(rowid, text, who) VALUES (?,?,?)",
-                       [(pid, text[start:start + length], who or "") for pid, _doc, start, length in rows])
+        db.executemany(
+            "INSERT INTO docs_fts(rowid, text, who) VALUES (?,?,?)",
+            [(pid, text[start : start + length], who or "") for pid, _doc, start, length in rows],
+        )
 
     def remove_key(self, key: str) -> None:
         self.db().execute("DELETE FROM docs WHERE key = ?", (key,))
@@ -212,9 +211,14 @@ class Index:
     def remove_entry(self, kind: str, file: str | None, text: str) -> bool:
         """Remove one doc holding this entry (the latest), as an identity remove does."""
         text = neutralise(text)
-        row = self.db().execute(
-            "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1", (kind, file, text)
-        ).fetchone()
+        row = (
+            self.db()
+            .execute(
+                "SELECT id FROM docs WHERE kind = ? AND file IS ? AND text = ? ORDER BY id DESC LIMIT 1",
+                (kind, file, text),
+            )
+            .fetchone()
+        )
         if row:
             self.db().execute("DELETE FROM docs WHERE id = ?", (row[0],))
         return row is not None
@@ -225,7 +229,6 @@ class Index:
     # --- reads --------------------------------------------------------------------
 
     def search(self, query: str, limit: int) -> list[LocalHit]:
-        """The best `limit` documents for `query`, as store/search.py ranks them."""
         from bxmem.store.search import search  # deferred: lean (decide and mirror write the index, never search it)
 
         try:

@@ -1,30 +1,6 @@
-"""The ledger's vocabulary: every event kind, its fields, and one constructor each.
-
-Every line bxmem appends to memory/honcho.jsonl is built here, and every fold
-over the ledger (outbox, audit, the index, decide's and mirror's recovery)
-names the kinds by these constants. The format on disk is unchanged from the
-free dicts these replace: same keys, same order (`ledger.event` puts `v`,
-`ev` and `ts` first), so ledgers written before still fold the same
-(tests/test_ledger_compat.py).
-
-The TypedDicts describe the lines for readers and type checkers and cost
-nothing at run time; this module imports only typing and store/ledger.py, and the
-idle fast path imports neither.
-
-`decided`   an item and where it goes, or nowhere and why (a turn, an edit, or an artifact card and its retraction)
-`attempt`   a send started: its outcome is unknown until `sent` follows
-`sent`      Honcho's ids (a turn) or what each action did (an edit)
-`failed`    Honcho's refusal, or a local one (status None)
-`unsent`    an attempt that never connected: nothing reached Honcho
-`cancelled` an edit undone before it was sent
-`requeued`  a failed item the owner sent back to the outbox (`bxmem outbox resend`, `bxmem sync --retry-failed`)
-`created`   a workspace, peer or session bxmem set up
-`key_refused` / `key_resumed`  a workspace's key refused (by Honcho, or its file by bxmem), and its file since changed
-`session_gone`  Honcho answered 404 for a Honcho session bxmem had set up: it was deleted on the server
-`session_renewed`  the owner sends a gone session's items again (`bxmem outbox resend`): to the next `<name>-N`
-`dropped`   the owner took an item out of the outbox, never to be sent, and said why (`bxmem outbox drop`)
-`rerouted`  the owner sent a held or failed item to the workspace that has its role now (`bxmem outbox reroute`)
-`accepted`  the owner accepted an audit finding, and said why (`bxmem audit --accept`)
+"""The ledger's vocabulary: every event kind, its fields and one constructor each (docs/interfaces.md,
+"Ledger events"). Keys and their order are the free dicts' these replaced (tests/test_ledger_compat.py). The
+TypedDicts cost nothing at run time.
 """
 
 from __future__ import annotations
@@ -48,8 +24,23 @@ SESSION_RENEWED = "session_renewed"
 DROPPED = "dropped"
 REROUTED = "rerouted"
 ACCEPTED = "accepted"
-KINDS = (DECIDED, ATTEMPT, SENT, FAILED, UNSENT, CANCELLED, REQUEUED, CREATED, KEY_REFUSED, KEY_RESUMED,
-         SESSION_GONE, SESSION_RENEWED, DROPPED, REROUTED, ACCEPTED)
+KINDS = (
+    DECIDED,
+    ATTEMPT,
+    SENT,
+    FAILED,
+    UNSENT,
+    CANCELLED,
+    REQUEUED,
+    CREATED,
+    KEY_REFUSED,
+    KEY_RESUMED,
+    SESSION_GONE,
+    SESSION_RENEWED,
+    DROPPED,
+    REROUTED,
+    ACCEPTED,
+)
 
 TURN, EDIT, CARD = "turn", "edit", "card"  # what a `decided` line decides
 
@@ -61,16 +52,31 @@ class Event(TypedDict):
 
 
 # `class` is a keyword: this one is spelt as a call.
-DecidedTurn = TypedDict("DecidedTurn", {
-    "v": int, "ev": Literal["decided"], "ts": str, "item": str, "kind": Literal["turn"],
-    "session": str, "turn": int, "role": "str | None", "ws": "str | None", "reason": str,
-    "peer": "str | None", "class": str, "untrusted_by": "list[str]", "secret_rule": "str | None",
-    "log": str, "user": "list[list[int]]", "reply": "list[int] | None", "at": "str | None",
-    # The line hashes, {"key", "user", "reply"}; absent from lines older versions wrote, and when no key was at hand.
-    "macs": NotRequired[dict],
-    # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
-    "unreadable": NotRequired[dict],
-})
+DecidedTurn = TypedDict(
+    "DecidedTurn",
+    {
+        "v": int,
+        "ev": Literal["decided"],
+        "ts": str,
+        "item": str,
+        "kind": Literal["turn"],
+        "session": str,
+        "turn": int,
+        "role": "str | None",
+        "ws": "str | None",
+        "reason": str,
+        "peer": "str | None",
+        "class": str,
+        "untrusted_by": "list[str]",
+        "secret_rule": "str | None",
+        "log": str,
+        "user": "list[list[int]]",
+        "reply": "list[int] | None",
+        "at": "str | None",
+        "macs": NotRequired[dict],
+        "unreadable": NotRequired[dict],
+    },
+)
 
 
 class _DecidedEdit(Event):
@@ -88,45 +94,45 @@ class _DecidedEdit(Event):
 
 
 class DecidedEdit(_DecidedEdit, total=False):
-    target: str  # an undo's: the item it takes back
+    target: str
 
 
 class _DecidedCard(Event):
-    item: str  # card:<experiment>:<revision>[-<n>], its retraction with `:rm`
+    item: str
     kind: Literal["card"]
-    op: str  # record, or undo (`bxmem artifact rm`: a retraction beside the card)
+    op: str
     experiment: str
     artifact: str
-    session: str  # the Boxmaker session it was recorded in
+    session: str
     role: str | None
     ws: str | None
     reason: str
     untrusted_by: list[str]
-    actions: list[dict]  # [{"do": "card", "rev"}] or [{"do": "retract-card", "of": "<card item>#0"}]
+    actions: list[dict]
     at: str | None
 
 
 class DecidedCard(_DecidedCard, total=False):
-    target: str  # a retraction's: the card item it retracts
+    target: str
 
 
 class Attempt(Event, total=False):
     items: list[str]
     ws: str
-    role: str  # the role the items were decided for, which the workspace is written as (absent from lines older versions wrote)
+    role: str
     session: str | None
-    hsession: str  # turns only: the Honcho session the batch goes to
-    parts: dict[str, int]  # turns only: messages per item
+    hsession: str
+    parts: dict[str, int]
 
 
 class Sent(Event, total=False):
     item: str
     ws: str
-    role: str  # as on the attempt (absent from lines older versions wrote)
-    hsession: str  # turns
-    ids: list[str]  # turns: one message id per part
-    settled: bool  # turns: found already in Honcho after a lost answer
-    results: list[dict]  # edits: what each action did
+    role: str
+    hsession: str
+    ids: list[str]
+    settled: bool
+    results: list[dict]
 
 
 class Failed(Event, total=False):
@@ -134,9 +140,7 @@ class Failed(Event, total=False):
     ws: str
     status: int | None
     reason: str
-    results: list[dict]  # an edit refused half-way: what it did before
-    # Honcho may hold what the item's attempt sent (an answer bxmem could not use, or
-    # a lookup that could not be finished): a requeue looks it up before sending again.
+    results: list[dict]
     in_doubt: bool
 
 
@@ -159,21 +163,21 @@ class Requeued(Event):
 class Created(Event, total=False):
     ws: str
     what: Literal["workspace", "peer", "session"]
-    configuration: dict  # workspace
-    role: str  # workspace: the role the configuration was applied for (absent from lines older versions wrote)
-    id: str  # peer, session
-    observe_me: bool  # peer
-    session: str  # session: the Boxmaker session
-    n: int  # session: its Honcho session's number
-    peers: list[str]  # session
+    configuration: dict
+    role: str
+    id: str
+    observe_me: bool
+    session: str
+    n: int
+    peers: list[str]
 
 
 class KeyRefused(Event):
     ws: str
     status: int | None
     secret: str
-    key: list[int] | None  # the key file's fingerprint (config.key_fingerprint), never the key
-    problem: NotRequired[str]  # bxmem refused the key file itself (status None): what is wrong with it
+    key: list[int] | None
+    problem: NotRequired[str]
 
 
 class KeyResumed(Event):
@@ -183,43 +187,57 @@ class KeyResumed(Event):
 
 class SessionGone(Event):
     ws: str
-    session: str  # the Boxmaker session
-    hsession: str  # its Honcho session, which Honcho no longer has
+    session: str
+    hsession: str
     status: int
 
 
 class SessionRenewed(Event):
     ws: str
     session: str
-    hsession: str  # the gone Honcho session the items leave behind
+    hsession: str
 
 
 class Dropped(Event):
     item: str
     ws: str | None
-    was: str  # what held it: failed, held, pending
-    reason: str  # the owner's words (one line, no message text)
+    was: str
+    reason: str
 
 
 class Rerouted(Event):
     item: str
-    ws: str  # the workspace that has the item's role now
-    role: str  # the role decided, unchanged
-    was: str  # the workspace it was decided for
+    ws: str
+    role: str
+    was: str
 
 
 class Accepted(Event):
-    finding: str  # an audit finding's id (commands/audit.py): kind, workspace and what it names
+    finding: str
     reason: str
 
 
 # --- decisions ----------------------------------------------------------------------
 
 
-def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, reason: str, peer: str | None,
-                 trust_class: str, untrusted_by: list[str], secret_rule: str | None, log: str,
-                 user: list, reply: list | None, at: str | None, macs: dict | None = None,
-                 unreadable: dict | None = None) -> DecidedTurn:
+def decided_turn(
+    *,
+    session: str,
+    turn: int,
+    role: str | None,
+    ws: str | None,
+    reason: str,
+    peer: str | None,
+    trust_class: str,
+    untrusted_by: list[str],
+    secret_rule: str | None,
+    log: str,
+    user: list,
+    reply: list | None,
+    at: str | None,
+    macs: dict | None = None,
+    unreadable: dict | None = None,
+) -> DecidedTurn:
     """`macs`: the keyed hashes of the lines at `user` and `reply` (send and the index
     check them); `unreadable`: the line of the log that made the turn go nowhere."""
     extra: dict = {}
@@ -227,38 +245,108 @@ def decided_turn(*, session: str, turn: int, role: str | None, ws: str | None, r
         extra["macs"] = macs
     if unreadable is not None:
         extra["unreadable"] = unreadable
-    return cast(DecidedTurn, event(
-        DECIDED, item=turn_item(session, turn), kind=TURN, session=session, turn=turn, role=role, ws=ws,
-        reason=reason, peer=peer, **{"class": trust_class}, untrusted_by=untrusted_by, secret_rule=secret_rule,
-        log=log, user=user, reply=reply, at=at, **extra,
-    ))
+    return cast(
+        DecidedTurn,
+        event(
+            DECIDED,
+            item=turn_item(session, turn),
+            kind=TURN,
+            session=session,
+            turn=turn,
+            role=role,
+            ws=ws,
+            reason=reason,
+            peer=peer,
+            **{"class": trust_class},
+            untrusted_by=untrusted_by,
+            secret_rule=secret_rule,
+            log=log,
+            user=user,
+            reply=reply,
+            at=at,
+            **extra,
+        ),
+    )
 
 
-def decided_edit(edit_id: str, *, op: str, session: str | None, role: str | None, ws: str | None, reason: str,
-                 actions: list[dict], journal_line: int, at: str | None, target: object = None) -> DecidedEdit:
+def decided_edit(
+    edit_id: str,
+    *,
+    op: str,
+    session: str | None,
+    role: str | None,
+    ws: str | None,
+    reason: str,
+    actions: list[dict],
+    journal_line: int,
+    at: str | None,
+    target: object = None,
+) -> DecidedEdit:
     """`target` is the journal's `target` of an undo (any value: a missing one is
     recorded as the item `edit:None`, which no edit is)."""
     fields = {"target": edit_item(str(target))} if op == "undo" else {}
-    return cast(DecidedEdit, event(
-        DECIDED, item=edit_item(edit_id), kind=EDIT, edit=edit_id, op=op, session=session, role=role, ws=ws,
-        reason=reason, actions=actions, journal_line=journal_line, at=at, **fields,
-    ))
+    return cast(
+        DecidedEdit,
+        event(
+            DECIDED,
+            item=edit_item(edit_id),
+            kind=EDIT,
+            edit=edit_id,
+            op=op,
+            session=session,
+            role=role,
+            ws=ws,
+            reason=reason,
+            actions=actions,
+            journal_line=journal_line,
+            at=at,
+            **fields,
+        ),
+    )
 
 
-def decided_card(item: str, *, op: str, experiment: str, artifact: str, session: str, role: str | None, ws: str | None,
-                 reason: str, trust_class: str, untrusted_by: list[str], actions: list[dict], at: str | None,
-                 target: str | None = None) -> DecidedCard:
+def decided_card(
+    item: str,
+    *,
+    op: str,
+    experiment: str,
+    artifact: str,
+    session: str,
+    role: str | None,
+    ws: str | None,
+    reason: str,
+    trust_class: str,
+    untrusted_by: list[str],
+    actions: list[dict],
+    at: str | None,
+    target: str | None = None,
+) -> DecidedCard:
     """A card's remote projection (op `record`), or its retraction (op `undo`, naming
     the card item as `target`, so a card not yet sent is never sent: as an undo of an edit)."""
     fields = {"target": target} if target is not None else {}
-    return cast(DecidedCard, event(
-        DECIDED, item=item, kind=CARD, op=op, experiment=experiment, artifact=artifact, session=session, role=role,
-        ws=ws, reason=reason, **{"class": trust_class}, untrusted_by=untrusted_by, actions=actions, at=at, **fields,
-    ))
+    return cast(
+        DecidedCard,
+        event(
+            DECIDED,
+            item=item,
+            kind=CARD,
+            op=op,
+            experiment=experiment,
+            artifact=artifact,
+            session=session,
+            role=role,
+            ws=ws,
+            reason=reason,
+            **{"class": trust_class},
+            untrusted_by=untrusted_by,
+            actions=actions,
+            at=at,
+            **fields,
+        ),
+    )
 
 
 def is_decided(ev: dict, kind: str) -> bool:
-    """A `decided` line about a turn, an edit or a card (`kind`)."""
     return ev.get("ev") == DECIDED and ev.get("kind") == kind
 
 
@@ -270,8 +358,16 @@ def _role(role: str | None) -> dict:
     return {"role": role} if role is not None else {}
 
 
-def attempt(ts: str, *, items: list[str], ws: str, role: str | None, session: str | None, hsession: str | None = None,
-            parts: dict[str, int] | None = None) -> Attempt:
+def attempt(
+    ts: str,
+    *,
+    items: list[str],
+    ws: str,
+    role: str | None,
+    session: str | None,
+    hsession: str | None = None,
+    parts: dict[str, int] | None = None,
+) -> Attempt:
     """Timed by the sender's clock (`ts`): its in-doubt wait counts from it. `role`:
     what the items were decided as, and so what the workspace is written as."""
     fields: dict = {}
@@ -293,18 +389,33 @@ def in_doubt(item: str, ws: str | None, hsessions: list[str] | None = None) -> d
 
 
 def sent_turn(item: str, ws: str, role: str | None, hsession: str, ids: list[str], *, settled: bool = False) -> Sent:
-    return cast(Sent, event(SENT, item=item, ws=ws, **_role(role), hsession=hsession, ids=ids,
-                            **({"settled": True} if settled else {})))
+    return cast(
+        Sent,
+        event(
+            SENT, item=item, ws=ws, **_role(role), hsession=hsession, ids=ids, **({"settled": True} if settled else {})
+        ),
+    )
 
 
 def sent_edit(item: str, ws: str, role: str | None, results: list[dict]) -> Sent:
     return cast(Sent, event(SENT, item=item, ws=ws, **_role(role), results=results))
 
 
-def failed(item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None, *,
-           in_doubt: bool = False) -> Failed:
-    return cast(Failed, event(FAILED, item=item, ws=ws, status=status, reason=reason, **({"results": results} if results else {}),
-                              **({"in_doubt": True} if in_doubt else {})))
+def failed(
+    item: str, ws: str, status: int | None, reason: str, results: list[dict] | None = None, *, in_doubt: bool = False
+) -> Failed:
+    return cast(
+        Failed,
+        event(
+            FAILED,
+            item=item,
+            ws=ws,
+            status=status,
+            reason=reason,
+            **({"results": results} if results else {}),
+            **({"in_doubt": True} if in_doubt else {}),
+        ),
+    )
 
 
 def unsent(items: list[str], ws: str, reason: str) -> Unsent:
@@ -335,8 +446,9 @@ def created_session(ws: str, hsession: str, session: str, n: int, peers: list[st
     return cast(Created, event(CREATED, ws=ws, what="session", id=hsession, session=session, n=n, peers=peers))
 
 
-def key_refused(ws: str, status: int | None, secret: str, key: list[int] | None,
-                problem: str | None = None) -> KeyRefused:
+def key_refused(
+    ws: str, status: int | None, secret: str, key: list[int] | None, problem: str | None = None
+) -> KeyRefused:
     """Honcho refused the key (status 401/403), or bxmem refused its file (status None, `problem`)."""
     extra = {"problem": problem} if problem is not None else {}
     return cast(KeyRefused, event(KEY_REFUSED, ws=ws, status=status, secret=secret, key=key, **extra))

@@ -1,21 +1,11 @@
-"""What a ledger line must hold to be read: for each kind, every field a fold
-reads (the outbox, audit, the index, decide's and mirror's recovery, and send
-when it reads a decision back), of the type store/ledger_events.py writes it.
-
-A line that is not of its kind's shape is read as a malformed line: skipped,
-counted and reported (`sync` shows the count), as a torn line is, never folded
-half-way and never a crash. Lines written by earlier versions keep their
-shapes (tests/test_ledger_compat.py reads a corpus of them). Fields a fold
-does not read are not checked, and other fields are allowed.
-
-Kinds are spelt out here rather than imported from store/ledger_events.py, which
-imports store/ledger.py (which reads lines by these shapes);
-tests/test_ledger_shapes.py holds the two lists equal.
+"""Each ledger line's shape: every field a fold reads, else a malformed line every fold skips alike. Kinds
+are spelt out, not imported from ledger_events.py, which imports ledger.py, which reads by these shapes
+(tests/test_ledger_shapes.py holds the two lists equal).
 """
 
 from __future__ import annotations
 
-from bxmem.policy.shapes import (
+from bxmem.formats.shapes import (
     SPAN,
     Shape,
     anything,
@@ -45,23 +35,32 @@ _NAMES_ANOTHER = ("unconclude", "reconclude", "retract", "retract-card")  # `of`
 
 def action(value: Any) -> str | None:
     """One action of a decided edit (rules.plan_edit and plan_undo, with its text named by span)."""
-    why = record({"do": one_of(*_DOES)}, {"of": string, "about": _NAME, "text": maybe(TEXT_SPEC), "undoes": string,
-                                           "rev": string})(value)
+    why = record(
+        {"do": one_of(*_DOES)},
+        {"of": string, "about": _NAME, "text": maybe(TEXT_SPEC), "undoes": string, "rev": string},
+    )(value)
     if why is None and value["do"] in _NAMES_ANOTHER and "of" not in value:
         return "of: missing"
     return why
 
 
 ACTIONS = list_of(action)
-# Ids Honcho gave (`id`, `deleted`, `ids`) are not checked here: an older bxmem
-# recorded them from unchecked answers, and each is checked where it is used
-# (honcho/client.py refuses one that is not a Honcho id, naming the item), so a forged
-# one fails its own item, visibly, where skipping the line would hide it.
+# Ids Honcho gave are not checked here: an older bxmem recorded them unchecked, and each is checked where used, so a
+# forged one fails its own item visibly where skipping the line would hide it.
 _HONCHO_IDS = anything
-_RESULT = record({"i": integer(0), "do": string}, {
-    "id": _HONCHO_IDS, "of": string, "deleted": _HONCHO_IDS, "was_there": boolean, "hsession": _NAME,
-    "ids": _HONCHO_IDS, "skipped": string, "settled": boolean,
-})
+_RESULT = record(
+    {"i": integer(0), "do": string},
+    {
+        "id": _HONCHO_IDS,
+        "of": string,
+        "deleted": _HONCHO_IDS,
+        "was_there": boolean,
+        "hsession": _NAME,
+        "ids": _HONCHO_IDS,
+        "skipped": string,
+        "settled": boolean,
+    },
+)
 
 
 def RESULT(value: Any) -> str | None:  # a shape, named as the others are
@@ -70,43 +69,94 @@ def RESULT(value: Any) -> str | None:  # a shape, named as the others are
     if why is None and value["do"] == "unconclude" and "of" not in value:
         return "of: missing"
     return why
+
+
 _MACS = maybe(record({"key": _NAME, "user": _STRINGS, "reply": _NAME}))
 
-# A decision's `ws` and `role` are not checked here: whatever they hold, a
-# pending item goes only where they still say in the configuration, and a
-# damaged one is held, named, by policy/write_policy.py (sync shows it).
+# A decision's `ws` and `role` are not checked here: a damaged one is held, named, by trust/write_policy.py.
 _WHERE = {"ws": anything, "role": anything}
-DECIDED_TURN = record({
-    "ts": string, "item": string, "session": string, "turn": integer(1), "reason": string, "peer": _NAME,
-    "class": string, "untrusted_by": _STRINGS, "secret_rule": _NAME, "log": string, "user": list_of(SPAN),
-    "reply": maybe(SPAN), "at": _NAME,
-}, {**_WHERE, "macs": _MACS, "unreadable": maybe(record({"line": integer(1), "why": string}))})
-DECIDED_EDIT = record({
-    "ts": string, "item": string, "edit": string, "op": string, "session": _NAME, "reason": string,
-    "actions": ACTIONS, "journal_line": integer(0), "at": _NAME,
-}, {**_WHERE, "target": string})
-DECIDED_CARD = record({
-    "ts": string, "item": string, "op": one_of("record", "undo"), "experiment": string, "artifact": string,
-    "session": string, "reason": string, "class": string, "untrusted_by": _STRINGS, "actions": ACTIONS, "at": _NAME,
-}, {**_WHERE, "target": string})
+DECIDED_TURN = record(
+    {
+        "ts": string,
+        "item": string,
+        "session": string,
+        "turn": integer(1),
+        "reason": string,
+        "peer": _NAME,
+        "class": string,
+        "untrusted_by": _STRINGS,
+        "secret_rule": _NAME,
+        "log": string,
+        "user": list_of(SPAN),
+        "reply": maybe(SPAN),
+        "at": _NAME,
+    },
+    {**_WHERE, "macs": _MACS, "unreadable": maybe(record({"line": integer(1), "why": string}))},
+)
+DECIDED_EDIT = record(
+    {
+        "ts": string,
+        "item": string,
+        "edit": string,
+        "op": string,
+        "session": _NAME,
+        "reason": string,
+        "actions": ACTIONS,
+        "journal_line": integer(0),
+        "at": _NAME,
+    },
+    {**_WHERE, "target": string},
+)
+DECIDED_CARD = record(
+    {
+        "ts": string,
+        "item": string,
+        "op": one_of("record", "undo"),
+        "experiment": string,
+        "artifact": string,
+        "session": string,
+        "reason": string,
+        "class": string,
+        "untrusted_by": _STRINGS,
+        "actions": ACTIONS,
+        "at": _NAME,
+    },
+    {**_WHERE, "target": string},
+)
 SHAPES: dict[str, Shape] = {
-    "attempt": record({"ts": string, "items": _STRINGS, "ws": string, "session": _NAME},
-                      {"hsession": string, "parts": dict_of(integer(1)), "role": _NAME}),
-    "sent": record({"ts": string, "item": string, "ws": string},
-                   {"hsession": string, "ids": _HONCHO_IDS, "settled": boolean, "results": list_of(RESULT), "role": _NAME}),
-    "failed": record({"ts": string, "item": string, "ws": _NAME, "status": maybe(integer(None)), "reason": _NAME},
-                     {"results": list_of(RESULT), "in_doubt": boolean}),
+    "attempt": record(
+        {"ts": string, "items": _STRINGS, "ws": string, "session": _NAME},
+        {"hsession": string, "parts": dict_of(integer(1)), "role": _NAME},
+    ),
+    "sent": record(
+        {"ts": string, "item": string, "ws": string},
+        {"hsession": string, "ids": _HONCHO_IDS, "settled": boolean, "results": list_of(RESULT), "role": _NAME},
+    ),
+    "failed": record(
+        {"ts": string, "item": string, "ws": _NAME, "status": maybe(integer(None)), "reason": _NAME},
+        {"results": list_of(RESULT), "in_doubt": boolean},
+    ),
     "unsent": record({"ts": string, "items": _STRINGS, "ws": string, "reason": string}),
     "cancelled": record({"ts": string, "item": string, "ws": string, "by": string}),
     "requeued": record({"ts": string, "item": string}),
-    "created": record({"ts": string, "ws": string, "what": one_of("workspace", "peer", "session")},
-                      {"id": string, "session": string, "n": integer(1), "peers": _STRINGS, "observe_me": boolean,
-                       "role": _NAME}),
-    "key_refused": record({"ts": string, "ws": string, "status": maybe(integer(None)), "secret": string,
-                           "key": maybe(list_of(integer(None)))}, {"problem": string}),
+    "created": record(
+        {"ts": string, "ws": string, "what": one_of("workspace", "peer", "session")},
+        {"id": string, "session": string, "n": integer(1), "peers": _STRINGS, "observe_me": boolean, "role": _NAME},
+    ),
+    "key_refused": record(
+        {
+            "ts": string,
+            "ws": string,
+            "status": maybe(integer(None)),
+            "secret": string,
+            "key": maybe(list_of(integer(None))),
+        },
+        {"problem": string},
+    ),
     "key_resumed": record({"ts": string, "ws": string}, {"why": string}),
-    "session_gone": record({"ts": string, "ws": string, "session": string, "hsession": string,
-                            "status": maybe(integer(None))}),
+    "session_gone": record(
+        {"ts": string, "ws": string, "session": string, "hsession": string, "status": maybe(integer(None))}
+    ),
     "session_renewed": record({"ts": string, "ws": string, "session": string, "hsession": string}),
     "dropped": record({"ts": string, "item": string, "ws": _NAME, "was": string, "reason": string}),
     "rerouted": record({"ts": string, "item": string, "ws": string, "role": string, "was": _NAME}),
@@ -128,12 +178,13 @@ MARK = record({"head": string, "tail": string})
 
 # `hsessions`: where a lookup looks for an item the outbox had seen sent before the ledger was
 # restored (Outbox.inherit): every Honcho session its Boxmaker session had.
-ATTEMPT_KEPT = both(record({"items": _STRINGS}, {"ts": string, "hsession": string, "ws": _NAME,
-                                                 "hsessions": list_of(string)}), _turns_have_a_session)
+ATTEMPT_KEPT = both(
+    record({"items": _STRINGS}, {"ts": string, "hsession": string, "ws": _NAME, "hsessions": list_of(string)}),
+    _turns_have_a_session,
+)
 
 
 def event_problem(ev: dict) -> str | None:
-    """Why a ledger line's object is not an event bxmem can fold, or None."""
     kind = ev.get("ev")
     if kind == "decided":
         what = ev.get("kind", "turn")  # lines from before `kind` are turns

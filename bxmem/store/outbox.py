@@ -1,21 +1,5 @@
-"""The outbox: what the ledger says is decided and not yet sent or failed.
-
-There is no second queue. This is a checkpoint of a fold over the ledger (its
-byte offset plus the fold's result), caught up from that offset on every run,
-so no run reads the whole ledger. Deleting the checkpoint is always safe: the
-next run folds the ledger again from the start. A ledger that is no longer the
-one folded (replaced, shorter, rewritten in place before the offset, or a
-decision read back that is not the line folded there) is folded again, and
-what the checkpoint knew that such a ledger may have lost is kept (`inherit`):
-an item it had seen sent is looked up in Honcho before anything is sent again.
-
-The fold also keeps what bxmem set up in Honcho (configured workspaces,
-peers, and for each Boxmaker session its current Honcho session and peers),
-every Honcho session name it has used in each workspace, the role each
-workspace was set up and written as (store/workspace_roles.py), the workspaces whose
-key was refused, the outage backoff, the Honcho sessions Honcho said are gone,
-what the owner dropped or re-routed, and which lasting states send has logged
-(so the journal hears of each once).
+"""The outbox: a checkpoint of a fold over the ledger (its offset and the result), caught up on every run.
+There is no second queue: deleting the checkpoint is always safe, the next run folds the ledger again.
 """
 
 from __future__ import annotations
@@ -27,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from bxmem.formats import turn_ranges
+from bxmem.formats.shapes import anything, problem, record
 from bxmem.log import log, runbook
-from bxmem.policy import ranges
-from bxmem.policy.shapes import anything, problem, record
-from bxmem.start.sealed import seal
+from bxmem.start.marshal_seal import seal
 from bxmem.store.files import load_marshal, write_bytes
 from bxmem.store.ledger import Ledger, LedgerChanged, ReadResult
 from bxmem.store.ledger_events import (
@@ -60,15 +44,14 @@ from bxmem.store.workspace_roles import apply as fold_roles
 from bxmem.store.workspace_roles import save as save_roles
 
 T = TypeVar("T")
-NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # policy/rules.speaker_peer's reasons
+NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # trust/rules.speaker_peer's reasons
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: every send run loads and saves it, and JSON was too slow at that for a large
 # outbox (docs/performance.md, "Start-up"). It is a cache of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger (8: `withdrawn`)
+CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
-    """The checkpoint as saved (shape checked), or (None, why it cannot be used)."""
     raw, why = load_marshal(state_dir / CHECKPOINT, record({"version": anything}))
     if raw is None or raw["version"] != CHECKPOINT_VERSION:
         return None, why  # another version: folded again, as planned
@@ -77,8 +60,15 @@ def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
 
 
 def light(item: str, record: tuple) -> dict:
-    return {"item": item, "offset": offset_of(record), "ws": record[WS], "session": record[SESSION],
-            "kind": record[KIND], "peer": record[PEER], "role": record[ROLE]}
+    return {
+        "item": item,
+        "offset": offset_of(record),
+        "ws": record[WS],
+        "session": record[SESSION],
+        "kind": record[KIND],
+        "peer": record[PEER],
+        "role": record[ROLE],
+    }
 
 
 def _intern(value: str | None) -> str | None:
@@ -102,8 +92,12 @@ class Outbox:
     dropped: int = 0  # items the owner dropped (bxmem outbox drop)
     malformed: int = 0
     undone: dict[str, str] = field(default_factory=dict)  # edit item -> the undo item that reverses it
-    conclusions: dict[str, dict] = field(default_factory=dict)  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
-    fleet: dict[str, dict] = field(default_factory=dict)  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
+    conclusions: dict[str, dict] = field(
+        default_factory=dict
+    )  # ref (edit:<id>#<i>) -> {"id", "ws", "hsession", "deleted_by"?}
+    fleet: dict[str, dict] = field(
+        default_factory=dict
+    )  # ref -> {"ws", "hsession", "ids"}: fleet notes and artifact cards
     cancelled: int = 0
     decided: dict[str, int] = field(default_factory=dict)  # "kind/role/reason" -> count, for bxmem sync
     # Every item decided so far. A decision is final: a second `decided` line for a known item (two runs
@@ -137,7 +131,6 @@ class Outbox:
     # --- the fold -----------------------------------------------------------------
 
     def apply(self, ev: dict, offset: int = 0, raw: bytes = b"") -> None:
-        """Fold one event, the line at `offset` whose bytes are `raw`."""
         kind = ev.get("ev")
         item: str = ev.get("item", "")  # every kind that names an item has one
         if kind in (ATTEMPT, SENT, CREATED):  # before the item leaves the outbox: its decided role is still here
@@ -162,8 +155,14 @@ class Outbox:
             elif ev.get("ws"):
                 if self._order is not None:
                     self._order[item] = ev.get("journal_line") if ev.get("kind") == EDIT else ev.get("turn")
-                self.pending[item] = (at(offset, ledger_tag(self._secret, raw)), _intern(ev["ws"]), _intern(ev.get("session")),
-                                      _intern(ev.get("kind", TURN)), _intern(ev.get("peer")), _intern(ev.get("role")))
+                self.pending[item] = (
+                    at(offset, ledger_tag(self._secret, raw)),
+                    _intern(ev["ws"]),
+                    _intern(ev.get("session")),
+                    _intern(ev.get("kind", TURN)),
+                    _intern(ev.get("peer")),
+                    _intern(ev.get("role")),
+                )
             if ev.get("op") == "undo" and ev.get("ws") and ev.get("target"):
                 self.undone[ev["target"]] = item
         elif kind == ATTEMPT:
@@ -224,15 +223,13 @@ class Outbox:
             self.stopped.pop(ev.get("ws", ""), None)
 
     def _reroute(self, item: str, ws: object) -> None:
-        """A held or failed item goes to `ws` now, the workspace that has its role
-        (bxmem outbox reroute checked that): a failed one back into the outbox."""
         if not isinstance(ws, str):
             return
         record = self.pending.get(item)
         if record is None and item in self.failed:
             record = self.failed.pop(item).get("decided")
         if record is not None:
-            self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1:])
+            self.pending[item] = (*record[:WS], _intern(ws), *record[WS + 1 :])
 
     def _decided_role(self, item: str) -> object:
         record = self.pending.get(item)
@@ -247,7 +244,7 @@ class Outbox:
         kind, _, rest = item.partition(":")
         session, _, number = rest.rpartition(":")
         if kind == TURN and session and number.isascii() and number.isdigit():
-            return ranges.add(self.known_turns.setdefault(session, []), int(number))
+            return turn_ranges.add(self.known_turns.setdefault(session, []), int(number))
         if item in self.known_other:
             return False
         self.known_other.add(item)
@@ -350,15 +347,20 @@ class Outbox:
         doubted = inherit(new, self)
         gone = sum(1 for item in self.pending if not new.knows(item))
         if why is not None:
-            again = (f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
-                     "before anything is sent" if doubted else "")
+            again = (
+                f"; {doubted} item(s) it had seen settled are pending in it again, and are looked up in Honcho "
+                "before anything is sent"
+                if doubted
+                else ""
+            )
             # Decided again by decide or mirror when they notice the ledger changed; if not, the runbook says how.
             lost = f"; {gone} item(s) waiting to be sent are decided in it no more" if gone else ""
-            log.warning(f"{ledger.path} {why}; the outbox was rebuilt from it{again}{lost}" + runbook("ledger-rewritten"))
+            log.warning(
+                f"{ledger.path} {why}; the outbox was rebuilt from it{again}{lost}" + runbook("ledger-rewritten")
+            )
         self.__dict__.update(new.__dict__)
 
     def knows(self, item: str) -> bool:
-        """Whether `item` was ever decided in what this outbox folded."""
         return knows(self.known_turns, self.known_other, item)
 
     def catch_up(self, ledger: Ledger) -> None:
@@ -372,8 +374,10 @@ class Outbox:
             self.apply(ev, result.at, result.line)
         if self._first_new_repeat is not None:
             item, at = self._first_new_repeat
-            log.warning(f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
-                        f"ignored, the first decision stands (first: {item} at byte {at})")
+            log.warning(
+                f"{ledger.path}: {self._new_repeats} second decision(s) for items already decided "
+                f"ignored, the first decision stands (first: {item} at byte {at})"
+            )
             self._new_repeats, self._first_new_repeat = 0, None
         self.malformed += result.skipped
         for line in result.skipped_lines(ledger.path):

@@ -1,7 +1,4 @@
-"""Where things live: config file, Boxmaker home, bxmem's own state, as
-Paths. The precedence and the defaults are decided in start/where.py (stdlib only,
-shared with the idle fast path); this module checks what the config says.
-"""
+"""Where things live, as Paths; the precedence and defaults are start/locations.py's."""
 
 from __future__ import annotations
 
@@ -10,14 +7,13 @@ import stat
 from pathlib import Path
 
 from bxmem.errors import ConfigInvalid, HomeMissing, Refused, StorageError
-from bxmem.start import where
-from bxmem.start.where import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
+from bxmem.start import locations
+from bxmem.start.locations import CONFIG_ENV, HOME_ENV  # noqa: F401  (re-exported: the names tests and docs use)
 from bxmem.store.files import Unreadable, make_dirs, read_state
 
 
 def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
-    """where.config_source as a Path."""
-    path, named_by = where.config_source(explicit)
+    path, named_by = locations.config_source(explicit)
     return Path(path), named_by
 
 
@@ -70,8 +66,6 @@ def load_toml(path: Path, named_by: str | None = None) -> dict:
 
 
 class Paths:
-    """The Boxmaker home and the run directory, and everything under them."""
-
     __slots__ = ("home", "run")
 
     def __init__(self, home: Path, run: Path) -> None:
@@ -95,7 +89,6 @@ class Paths:
 
     @property
     def artifacts(self) -> Path:
-        """The artifact store (store/artifacts.py): objects, cards, projections, tmp. Mode 0700."""
         return self.memory / "artifacts"
 
     @property
@@ -105,24 +98,23 @@ class Paths:
 
     @property
     def state(self) -> Path:
-        """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
-        return Path(where.state_dir(self.home))
+        return Path(locations.state_dir(self.home))
 
     @property
     def broker_socket(self) -> Path:
         return self.run / "memory-broker" / "state.sock"
 
     def require_home(self) -> None:
-        """HomeMissing unless the Boxmaker home is there: a directory itself, not a link
-        to one (where a link points is not where the owner said), which every command
-        that reads or writes the home asks first. A wrong HOME, user or BOXMAKER_HOME
-        must fail loudly: a job would otherwise make a new, empty home there, and
-        recall and ask answer from it as if nothing had ever been remembered."""
+        """HomeMissing unless the Boxmaker home is a directory itself, not a link (where a link points is not where
+        the owner said). A wrong HOME, user or BOXMAKER_HOME must fail loudly: a job would otherwise make a new,
+        empty home, and recall and ask answer from it as if nothing had been remembered."""
         why = home_problem(self.home)
         if why is not None:
-            raise HomeMissing(f"the Boxmaker home {self.home} {why}: run `bxmem init` to make it, or set BOXMAKER_HOME "
-                              "or [paths] home to the home the timer jobs use (run bxmem as their user, with their "
-                              "environment); nothing was read or written")
+            raise HomeMissing(
+                f"the Boxmaker home {self.home} {why}: run `bxmem init` to make it, or set BOXMAKER_HOME "
+                "or [paths] home to the home the timer jobs use (run bxmem as their user, with their "
+                "environment); nothing was read or written"
+            )
 
     def ensure_state_dir(self) -> Path:
         try:
@@ -136,17 +128,15 @@ class Paths:
 
 
 def make_home(home: Path) -> tuple[list[Path], list[Path]]:
-    """The Boxmaker home as the jobs need it (`bxmem init`): the home, loopd's logs/,
-    memoryd's memory/ and bxmem's state, each made 700 where it is missing (its
-    parents as mkdir -p makes them), bxmem's state 700 whatever it was; a folder
-    already there is left as it is. (made, already there); Refused when a file is
-    where a folder goes."""
+    """The home as the jobs need it (`bxmem init`): the home, logs/, memory/ and bxmem's state, each made 700 where
+    missing (parents as mkdir -p makes them), bxmem's state 700 whatever it was. Returns (made, already there);
+    Refused when a file is where a folder goes."""
     made, existed = [], []
     try:
         home.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot make {home.parent}: {exc.strerror}") from None
-    for folder in (home, home / "logs", home / "memory", Path(where.state_dir(home))):
+    for folder in (home, home / "logs", home / "memory", Path(locations.state_dir(home))):
         try:
             os.mkdir(folder, 0o700)
             made.append(folder)
@@ -159,14 +149,13 @@ def make_home(home: Path) -> tuple[list[Path], list[Path]]:
     problem = home_problem(home)
     if problem:  # a link: every job would refuse it
         raise Refused(f"the Boxmaker home {home} {problem}")
-    state = Path(where.state_dir(home))
+    state = Path(locations.state_dir(home))
     if state.stat().st_mode & 0o777 != 0o700:
         os.chmod(state, 0o700)  # the owner's alone, as every job keeps it
     return made, existed
 
 
 def home_problem(home: Path) -> str | None:
-    """Why `home` is not a Boxmaker home bxmem may use, or None."""
     try:
         st = os.lstat(home)
     except FileNotFoundError:
@@ -184,10 +173,12 @@ def resolve_paths(raw: dict, home_override: str | os.PathLike[str] | None = None
     section = raw.get("paths") or {}
     if not isinstance(section, dict):
         raise ConfigInvalid("[paths] must be a table")
-    home_value = None if where.named_home(home_override) else section.get("home")
+    home_value = None if locations.named_home(home_override) else section.get("home")
     if home_value is not None and not isinstance(home_value, str):
-        raise ConfigInvalid("[paths] home must be a string")  # checked only when it is the one used, as the schema checks it anyway
-    home = Path(where.home(home_override, home_value))
+        raise ConfigInvalid(
+            "[paths] home must be a string"
+        )  # checked only when it is the one used, as the schema checks it anyway
+    home = Path(locations.home(home_override, home_value))
     run_value = section.get("run")
     if run_value is not None and not isinstance(run_value, str):
         raise ConfigInvalid("[paths] run must be a string")

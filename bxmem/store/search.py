@@ -1,38 +1,13 @@
-"""The local index's search: every match ranked by BM25, at a bounded cost.
-
-The query's content words (terms.query_words) are stemmed by the index's own
-tokenizer and weighed by how many of the index's passages hold them, counted
-by FTS5 up to COMMON (fts5vocab would count every one, at a cost that grows with the index):
-
-- Words in COMMON passages or more are this history's stop words and are
-  left out (unless nothing else is left): bm25 would count them again.
-- Candidates are the passages holding any of the rarest words, as many of
-  them as fit in BUDGET passages (the rarest always does); every one of them
-  is scored by FTS5's bm25 over all the words, the commoner ones included
-  (two MATCH expressions: the candidates holding one of them, and the rest).
-  A passage holding only common words could not outrank one holding a rarer
-  word unless it held several; that is the price of the bound. No window on
-  age: an old turn is found as a new one is.
-- When every word is in more than BUDGET passages (a question of common words
-  only), the newest WINDOW passages holding all of them and the newest WINDOW
-  holding any are ranked; identity entries' passages count as the newest
-  (their rowids are the highest), so those holding any word are among them.
-  Such a question names nothing rarer to look for.
-
-A document (a turn, an entry, a note) scores as its best passage. Among
-documents an identity entry moves up past each one ranked just above it
-that holds no query word the entry does not: the entry is what the agent
-keeps as current, while an old turn may still hold the text it replaced
-(docs/decisions.md). Equal scores: the newest first. Each hit's text is a
-snippet around its best match (policy/snippets.py).
+"""The local search: every match ranked by BM25 at a bounded cost (docs/decisions.md has the rule). The cost
+of the bound: a passage holding only common words can outrank one holding a rarer word only by holding several.
 """
 
 from __future__ import annotations
 
 import math
 
-from bxmem.policy.snippets import SNIPPET_CHARS, around
-from bxmem.policy.terms import TOKENIZER, forms, query_words, words
+from bxmem.retrieval.snippets import SNIPPET_CHARS, around
+from bxmem.retrieval.terms import TOKENIZER, forms, query_words, words
 
 IDENTITY_BASE = 1 << 48  # as index.IDENTITY_BASE (a test holds the two equal): identity entries' passages from here
 
@@ -47,13 +22,22 @@ MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a
 
 
 class LocalHit:
-    """A document found, and why: its bm25 score (FTS5's: lower is better) and the query's
-    words it holds (as the query wrote them), for recall's explanation of each hit."""
-
     __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text", "who", "score", "matched", "follows")
 
-    def __init__(self, key: str, kind: str, tag: str, trust_class: str, session: str | None, ts: str | None, text: str,
-                 who: str | None = None, score: float = 0.0, matched: tuple[str, ...] = (), follows: str | None = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        kind: str,
+        tag: str,
+        trust_class: str,
+        session: str | None,
+        ts: str | None,
+        text: str,
+        who: str | None = None,
+        score: float = 0.0,
+        matched: tuple[str, ...] = (),
+        follows: str | None = None,
+    ) -> None:
         self.key, self.kind, self.tag, self.trust_class = key, kind, tag, trust_class
         self.session, self.ts, self.text, self.who = session, ts, text, who
         self.score, self.matched, self.follows = score, matched, follows
@@ -78,8 +62,10 @@ def _scratch(db, table: str) -> None:
     bx_words tokenizes the query as the index does (contentless: the fewest tables to
     make on each recall); bx_hits marks and checks a few texts."""
     if table == "bx_words":
-        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_words USING"
-                   f" fts5(w, content='', columnsize=0, tokenize='{TOKENIZER}')")
+        db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_words USING"
+            f" fts5(w, content='', columnsize=0, tokenize='{TOKENIZER}')"
+        )
         db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bx_word_terms USING fts5vocab(temp, bx_words, instance)")
         db.execute("INSERT INTO temp.bx_words(bx_words) VALUES ('delete-all')")
     else:
@@ -94,7 +80,9 @@ def terms_of(db, words: list[str]) -> list[Term]:
     stems: dict[int, tuple[str, ...]] = {e: (form,) for e, (_n, form) in enumerate(entries)}
     if _may_share_a_stem(words):  # "backup backups": stem them as the index does, to count the word once
         _scratch(db, "bx_words")
-        db.executemany("INSERT INTO temp.bx_words(rowid, w) VALUES (?, ?)", ((e, form) for e, (_n, form) in enumerate(entries)))
+        db.executemany(
+            "INSERT INTO temp.bx_words(rowid, w) VALUES (?, ?)", ((e, form) for e, (_n, form) in enumerate(entries))
+        )
         stems = {}
         for e, stem in db.execute("SELECT doc, term FROM temp.bx_word_terms ORDER BY doc, offset"):
             stems[e] = (*stems.get(e, ()), stem)
@@ -111,8 +99,10 @@ def terms_of(db, words: list[str]) -> list[Term]:
             continue
         seen.add(stemmed)
         # A form the tokenizer cuts in two is matched, and counted, as a phrase.
-        alternatives = [(form, db.execute(count, ('"' + form.replace('"', '""') + '"', COMMON)).fetchone()[0])
-                        for form in family.values()]
+        alternatives = [
+            (form, db.execute(count, ('"' + form.replace('"', '""') + '"', COMMON)).fetchone()[0])
+            for form in family.values()
+        ]
         alternatives = [alt for alt in alternatives if alt[1] > 0]
         if alternatives:
             terms.append(Term(alternatives, words[n]))
@@ -140,7 +130,7 @@ def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
         if not picked or total + term.df <= BUDGET:
             picked.append(term)
             total += term.df
-    rest = terms[len(picked):]
+    rest = terms[len(picked) :]
     score = "SELECT rowid AS id, bm25(docs_fts) AS s FROM docs_fts WHERE docs_fts MATCH"
     if terms[0].df <= BUDGET:
         if rest:
@@ -156,33 +146,66 @@ def _ranked(db, terms: list[Term], most: int) -> list[tuple[int, float]]:
         if len(terms) > 1:
             matches.insert(0, " AND ".join(t.expr for t in terms))
         parts, joiner = [f"SELECT * FROM ({score} ? ORDER BY rowid DESC LIMIT {WINDOW})" for _ in matches], " UNION "
-    rows = db.execute(f"WITH c AS MATERIALIZED ({joiner.join(parts)}) SELECT id, s FROM"
-                      f" (SELECT id, s FROM c ORDER BY s, id DESC LIMIT ?) UNION SELECT id, s FROM c WHERE id >= {IDENTITY_BASE}",
-                      (*matches, most)).fetchall()
+    rows = db.execute(
+        f"WITH c AS MATERIALIZED ({joiner.join(parts)}) SELECT id, s FROM"
+        f" (SELECT id, s FROM c ORDER BY s, id DESC LIMIT ?) UNION SELECT id, s FROM c WHERE id >= {IDENTITY_BASE}",
+        (*matches, most),
+    ).fetchall()
     return sorted(rows, key=lambda row: (row[1], -row[0]))
 
 
 class _Doc:
-    __slots__ = ("id", "score", "passage", "key", "kind", "tag", "trust_class", "session", "ts", "who", "text", "reply_at",
-                 "start", "length", "covers", "follows")
+    __slots__ = (
+        "id",
+        "score",
+        "passage",
+        "key",
+        "kind",
+        "tag",
+        "trust_class",
+        "session",
+        "ts",
+        "who",
+        "text",
+        "reply_at",
+        "start",
+        "length",
+        "covers",
+        "follows",
+    )
 
-    def __init__(self, row: tuple, score: float, passage: int, start: int, length: int, follows: str | None = None) -> None:
-        (self.id, self.key, self.kind, self.tag, self.trust_class, self.session, self.ts, self.who, self.text,
-         self.reply_at) = row
+    def __init__(
+        self, row: tuple, score: float, passage: int, start: int, length: int, follows: str | None = None
+    ) -> None:
+        (
+            self.id,
+            self.key,
+            self.kind,
+            self.tag,
+            self.trust_class,
+            self.session,
+            self.ts,
+            self.who,
+            self.text,
+            self.reply_at,
+        ) = row
         self.score, self.passage, self.start, self.length = score, passage, start, length
         self.follows = follows
         self.covers: frozenset[int] = frozenset()
 
 
 def _documents(db, ranked: list[tuple[int, float]], top: int, terms: list[Term]) -> tuple[list[_Doc], int]:
-    """The documents of the ranked passages, each at its best passage, in rank order: the
-    best `top`, and the best IDENTITY_EXTRA identity entries below them. Also how many
-    documents the passages held in all."""
+    """The documents of the ranked passages, each at its best passage, in rank order: the best `top`, then the best
+    IDENTITY_EXTRA identity entries below them; and how many documents the passages held."""
     ids = [pid for pid, _s in ranked]
     if not ids:
         return [], 0
-    places = {pid: (doc, start, length) for pid, doc, start, length in
-              db.execute(f"SELECT id, doc, start, len FROM passages WHERE id IN ({','.join('?' * len(ids))})", ids)}
+    places = {
+        pid: (doc, start, length)
+        for pid, doc, start, length in db.execute(
+            f"SELECT id, doc, start, len FROM passages WHERE id IN ({','.join('?' * len(ids))})", ids
+        )
+    }
     best: dict[int, tuple[int, float]] = {}
     for pid, s in ranked:
         doc = places[pid][0]
@@ -191,8 +214,11 @@ def _documents(db, ranked: list[tuple[int, float]], top: int, terms: list[Term])
     order, best, follows = _rescored(db, list(best), best, places, terms)
     extra = [doc for doc in order[top:] if best[doc][0] >= IDENTITY_BASE][:IDENTITY_EXTRA]
     wanted = order[:top] + extra
-    rows = db.execute("SELECT id, key, kind, tag, class, session, ts, who, text, reply_at FROM docs"
-                      f" WHERE id IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+    rows = db.execute(
+        "SELECT id, key, kind, tag, class, session, ts, who, text, reply_at FROM docs"
+        f" WHERE id IN ({','.join('?' * len(wanted))})",
+        wanted,
+    ).fetchall()
     by_id = {row[0]: row for row in rows}
     docs = []
     for doc in wanted:
@@ -202,8 +228,9 @@ def _documents(db, ranked: list[tuple[int, float]], top: int, terms: list[Term])
     return docs, len(order)
 
 
-def _rescored(db, order: list[int], best: dict[int, tuple[int, float]], places: dict, terms: list[Term]) -> tuple[
-        list[int], dict[int, tuple[int, float]], dict[int, str]]:
+def _rescored(
+    db, order: list[int], best: dict[int, tuple[int, float]], places: dict, terms: list[Term]
+) -> tuple[list[int], dict[int, tuple[int, float]], dict[int, str]]:
     """The best POOL documents scored again: bm25 of the best passage, plus EXACT x each query
     word's idf for the words it holds as the query wrote them; then each turn that follows one of
     them (an answer to its question, or the same speaker going on) gains FOLLOWS x that turn's
@@ -212,15 +239,16 @@ def _rescored(db, order: list[int], best: dict[int, tuple[int, float]], places: 
     pool = order[:POOL]
     total = (db.execute("SELECT max(id) FROM passages WHERE id < ?", (IDENTITY_BASE,)).fetchone()[0] or 0) + 1
     idf = {t.word: math.log(1 + (total - t.df + 0.5) / (t.df + 0.5)) for t in terms}
-    rows = db.execute(f"SELECT id, key, who, text, reply_at FROM docs WHERE id IN ({','.join('?' * len(pool))})",
-                      pool).fetchall()
+    rows = db.execute(
+        f"SELECT id, key, who, text, reply_at FROM docs WHERE id IN ({','.join('?' * len(pool))})", pool
+    ).fetchall()
     score = {doc: s for doc, (_pid, s) in best.items()}
     said: dict[int, tuple[str, str | None, str]] = {}  # key, speaker, what the speaker said (the reply left out)
     after: dict[str, int] = {}  # the key of the turn after a pool document -> that document
     for doc, key, who, text, reply_at in rows:
         _doc, start, length = places[best[doc][0]]
-        score[doc] -= EXACT * _exact(text[start:start + length], who, idf)
-        said[doc] = (key, who, text[:reply_at - 1] if reply_at else text)
+        score[doc] -= EXACT * _exact(text[start : start + length], who, idf)
+        said[doc] = (key, who, text[: reply_at - 1] if reply_at else text)
         if key.startswith("turn:"):
             head, _sep, n = key.rpartition(":")
             if n.isdigit():
@@ -228,15 +256,18 @@ def _rescored(db, order: list[int], best: dict[int, tuple[int, float]], places: 
     follows: dict[int, str] = {}
     if after:
         lifted = dict(score)
-        for key, doc, who, text in db.execute(f"SELECT key, id, who, text FROM docs WHERE key IN ({','.join('?' * len(after))})",
-                                             list(after)):
+        for key, doc, who, text in db.execute(
+            f"SELECT key, id, who, text FROM docs WHERE key IN ({','.join('?' * len(after))})", list(after)
+        ):
             before = after[key]
             _key, first_who, asked = said[before]
             same = bool(who) and who == first_who
             if score[before] >= 0 or not (same or "?" in asked):
                 continue
             if doc not in said:  # its own score, as a pool document's (its best passage is not known: its start)
-                own = score.get(doc, 0.0) - (EXACT * _exact(text[:4 * SNIPPET_CHARS], who, idf) if doc not in score else 0.0)
+                own = score.get(doc, 0.0) - (
+                    EXACT * _exact(text[: 4 * SNIPPET_CHARS], who, idf) if doc not in score else 0.0
+                )
             else:
                 own = score[doc]
             if own + FOLLOWS * score[before] < lifted.get(doc, 0.0):
@@ -245,8 +276,10 @@ def _rescored(db, order: list[int], best: dict[int, tuple[int, float]], places: 
         new = [doc for doc in follows if doc not in best]
         if new:
             for pid, doc, start, length in db.execute(
-                    "SELECT id, doc, start, len FROM passages WHERE id IN"
-                    f" (SELECT min(id) FROM passages WHERE doc IN ({','.join('?' * len(new))}) GROUP BY doc)", new):
+                "SELECT id, doc, start, len FROM passages WHERE id IN"
+                f" (SELECT min(id) FROM passages WHERE doc IN ({','.join('?' * len(new))}) GROUP BY doc)",
+                new,
+            ):
                 best[doc] = (pid, 0.0)
                 places[pid] = (doc, start, length)
         score = lifted
@@ -263,12 +296,10 @@ def _exact(text: str, who: str | None, idf: dict[str, float]) -> float:
 
 
 def _window(doc: _Doc) -> tuple[int, str]:
-    """Where in the document the scratch copy starts, and the copy: the best passage and
-    enough around it for a snippet (the whole text when it is short)."""
     if len(doc.text) <= 4 * SNIPPET_CHARS:
         return 0, doc.text
     start = max(0, doc.start - 2 * SNIPPET_CHARS)
-    return start, doc.text[start:doc.start + doc.length + 2 * SNIPPET_CHARS]
+    return start, doc.text[start : doc.start + doc.length + 2 * SNIPPET_CHARS]
 
 
 def _mark(db, docs: list[_Doc], terms: list[Term]) -> dict[int, list[tuple[int, int]]]:
@@ -280,8 +311,9 @@ def _mark(db, docs: list[_Doc], terms: list[Term]) -> dict[int, list[tuple[int, 
         offsets[doc.id], copy = _window(doc)
         db.execute("INSERT INTO temp.bx_hits(rowid, text, who) VALUES (?, ?, ?)", (doc.id, copy, doc.who or ""))
     marks: dict[int, list[tuple[int, int]]] = {}
-    for doc_id, marked in db.execute(f"SELECT rowid, highlight(bx_hits, 0, '{MARK}', '{UNMARK}') FROM bx_hits"
-                                     " WHERE bx_hits MATCH ?", (_any(terms),)):
+    for doc_id, marked in db.execute(
+        f"SELECT rowid, highlight(bx_hits, 0, '{MARK}', '{UNMARK}') FROM bx_hits WHERE bx_hits MATCH ?", (_any(terms),)
+    ):
         marks[doc_id] = _spans(marked, offsets[doc_id])
     held: dict[int, set[int]] = {}
     for n, term in enumerate(terms):
@@ -340,9 +372,22 @@ def search(db, query: str, limit: int) -> list[LocalHit]:
     marks = _mark(db, docs if identity else docs[:limit], useful) if docs else {}
     if identity:
         docs = _identity_first(docs)
-    return [LocalHit(d.key, d.kind, d.tag, d.trust_class, d.session, d.ts, around(d.text, d.reply_at, marks.get(d.id, [])),
-                     d.who, d.score, _in_query_order(words, {useful[n].word for n in d.covers}), d.follows)
-            for d in docs[:limit]]
+    return [
+        LocalHit(
+            d.key,
+            d.kind,
+            d.tag,
+            d.trust_class,
+            d.session,
+            d.ts,
+            around(d.text, d.reply_at, marks.get(d.id, [])),
+            d.who,
+            d.score,
+            _in_query_order(words, {useful[n].word for n in d.covers}),
+            d.follows,
+        )
+        for d in docs[:limit]
+    ]
 
 
 def _in_query_order(words: list[str], held: set[str]) -> tuple[str, ...]:

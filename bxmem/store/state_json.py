@@ -1,10 +1,5 @@
-"""The JSON state files in memory/bxmem/ (decide.json, mirror.json, workspace-roles.json,
-audit.json, last-run-JOB.json): written whole, sealed, and read back checked.
-
-A file is `{"seal":"<32 hex digits>",...}`: the object as bxmem wrote it, its first
-member a BLAKE2b digest of the file's name and of the object's compact JSON without
-that member. Still JSON (jq reads it). Not keyed: it answers damage and edits made by
-hand or by a tool, not someone who can write the owner's files (docs/decisions.md).
+"""The JSON state files in memory/bxmem/, sealed: the first member a BLAKE2b digest of the name and the rest,
+still JSON (jq reads it). Not keyed: it answers damage and hand edits, not someone who can write the owner's files.
 """
 
 from __future__ import annotations
@@ -13,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from bxmem.policy.shapes import Shape, problem
+from bxmem.formats.shapes import Shape, problem
 from bxmem.store.files import Unreadable, read_state, write_bytes
 
 SEAL_KEY = "seal"
@@ -66,7 +61,7 @@ def load_json(path: Path, shape: Shape) -> tuple[dict | None, str | None]:
     """(the file's object, None), (None, None) when there is no file, or (None,
     why it cannot be used): CHANGED (its seal does not match), UNSEALED (no seal,
     though an older bxmem would have read it: never trusted, rebuilt as planned),
-    not JSON, nested too deep, not of `shape` (policy/shapes.py). Never raises
+    not JSON, nested too deep, not of `shape` (formats/shapes.py). Never raises
     for what the file holds."""
     try:
         data = read_state(path)
@@ -102,7 +97,5 @@ def say_unusable(path: Path, why: str, instead: str) -> None:
         log.warning(f"{path}: {why}; {instead}" + runbook("state-rewritten"))
 
 
-
 def write_json(path: Path, value: dict, *, durable: bool = True) -> None:
-    """A JSON state file, sealed (`seal_json`), written whole (`write_bytes`)."""
     write_bytes(path, seal_json(path.name, value), durable=durable)

@@ -1,7 +1,4 @@
-"""`send`'s edit actions: one memory write's actions carried out in order.
-
-The runner (runner.Sender) hands in what it owns: the ledger writes, the
-workspace clients and the run's counts; nothing else is reached for."""
+"""One memory write's actions, in order, with only what runner.Sender hands in."""
 
 from __future__ import annotations
 
@@ -13,12 +10,12 @@ from bxmem.commands.send.plan import LocalFailure, Tally, next_session, session_
 from bxmem.honcho.answers import is_honcho_id
 from bxmem.honcho.api import MAX_MESSAGE_CHARS, BadAnswer, BadId, KeyRefused, Missing, Refused, Unavailable
 from bxmem.log import log
-from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.journal import LineChanged
 from bxmem.sources.journal import read_field as read_journal_field
 from bxmem.sources.loopd import session_id_problem
 from bxmem.store import ledger_events
 from bxmem.store.local_key import load as load_key
+from bxmem.trust.sanitize import chunks, neutralise
 
 if TYPE_CHECKING:
     from bxmem.config.loader import Config, HonchoSettings
@@ -117,7 +114,9 @@ class EditActions:
             return known["name"]
         # the next one, when Honcho lost the last and the owner resends; never a name used before
         name, n = next_session(bx_session, known["n"] + 1 if known else 1, self.box.hsessions.get(ws, {}))
-        self.client(ws).create_session(name, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"})
+        self.client(ws).create_session(
+            name, {self.honcho.agent: False}, metadata={"bx_session": bx_session, "source": "bxmem"}
+        )
         self.record([ledger_events.created_session(ws, name, bx_session, n, [self.honcho.agent])])
         return name
 
@@ -173,12 +172,25 @@ class EditActions:
                 {
                     "peer_id": agent,
                     "content": piece,
-                    "metadata": qualified({"bxmem_item": item["item"], "part": n, "parts": len(pieces), "role": do,
-                                           "bx_session": item["session"]}, piece, agent),
+                    "metadata": qualified(
+                        {
+                            "bxmem_item": item["item"],
+                            "part": n,
+                            "parts": len(pieces),
+                            "role": do,
+                            "bx_session": item["session"],
+                        },
+                        piece,
+                        agent,
+                    ),
                 }
                 for n, piece in enumerate(pieces)
             ]
-            return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
+            return {
+                **result,
+                "hsession": hsession,
+                "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt),
+            }
         if do in ("card", "retract-card"):
             return self._card(item, index, action, in_doubt)
         raise LocalFailure(f"unknown action {do!r}")
@@ -197,10 +209,21 @@ class EditActions:
         else:
             hsession, text = self._session_for_writes(ws, item["session"]), card_text(self.config, item, action)
         agent = self.honcho.agent
-        meta = {"bxmem_item": item["item"], "part": 0, "parts": 1, "role": do, "bx_session": item["session"],
-                "experiment": item["experiment"], "artifact": item["artifact"]}
+        meta = {
+            "bxmem_item": item["item"],
+            "part": 0,
+            "parts": 1,
+            "role": do,
+            "bx_session": item["session"],
+            "experiment": item["experiment"],
+            "artifact": item["artifact"],
+        }
         messages = [{"peer_id": agent, "content": text, "metadata": qualified(meta, text, agent)}]
-        return {**result, "hsession": hsession, "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt)}
+        return {
+            **result,
+            "hsession": hsession,
+            "ids": self._ensure_messages(ws, hsession, item["item"], messages, in_doubt),
+        }
 
     def _ensure_messages(self, ws: str, hsession: str, key: str, messages: list[dict], in_doubt: bool) -> list[str]:
         present: dict[int, str] = {}

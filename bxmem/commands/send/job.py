@@ -1,25 +1,6 @@
-"""`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
-
-At-least-once delivery with duplicate defence (docs/decisions.md):
-
-* an item leaves the outbox only through a `sent` or `failed` line;
-* before any POST that creates messages, an `attempt` line names the items
-  and the Honcho session, so a crash or a lost answer leaves a trace;
-* an item with an attempt and no `sent` is in doubt: once Honcho can no
-  longer be working on that request (policy/retry.py), its messages are looked up
-  by their `bxmem_item` metadata and only the missing parts sent, while the
-  later items of its session wait behind it.
-
-A request Honcho stores later than that, after the lookup, is sent twice:
-the window is narrow, not closed, and `bxmem audit` reports such a duplicate.
-
-Every change of state is a ledger line folded back into the outbox, so the
+"""`bxmem send`: one batch of the outbox to Honcho, oldest first. Delivery is at-least-once with duplicate
+defence (docs/design.md, "Sending"): every change of state is a ledger line folded back into the outbox, so the
 checkpoint and the ledger cannot disagree.
-
-The work is split by responsibility: commands/send/plan.py chooses and groups a run's
-work from the outbox (no HTTP), commands/send/messages.py builds a turn's messages,
-commands/send/edits.py carries out a memory write's actions, and commands/send/runner.py does
-the requests, the ledger writes, the backoff and the keys.
 """
 
 from __future__ import annotations
@@ -32,11 +13,11 @@ from bxmem.commands.jobrun import run_locked
 from bxmem.commands.send.report import SendReport
 from bxmem.config.loader import Config
 from bxmem.errors import BxmemError
-from bxmem.policy.retry import Hold, next_try
-from bxmem.policy.write_policy import Holds
 from bxmem.start.idle import ledger_tail, stat_fingerprint, write_summary
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
+from bxmem.trust.send_retry import Hold, next_try
+from bxmem.trust.write_policy import Holds
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
@@ -77,8 +58,14 @@ def run(config: Config, clock=None, rng: random.Random | None = None, now: bool 
 
     def save(state_dir: Path, box: Outbox) -> None:
         box.save(state_dir)
-        write_idle_summary(config, box, state_dir, senders[0].hold if senders else None,
-                           senders[0].holds if senders else None, report.exit_code)
+        write_idle_summary(
+            config,
+            box,
+            state_dir,
+            senders[0].hold if senders else None,
+            senders[0].holds if senders else None,
+            report.exit_code,
+        )
 
     return run_locked(config, "send", report, load, work, save, save_on_error=True, refresh_index=False)
 
@@ -92,8 +79,14 @@ def _local_only_summary(config: Config) -> None:
         pass  # a home that cannot be written: the next run asks again, slower, never wrong
 
 
-def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold | None = None,
-                       holds: Holds | None = None, exit_code: int = 0) -> None:
+def write_idle_summary(
+    config: Config,
+    box: Outbox,
+    state_dir: Path,
+    hold: Hold | None = None,
+    holds: Holds | None = None,
+    exit_code: int = 0,
+) -> None:
     """What the next run's fast path compares to decide there is nothing to do.
     Items the configuration holds do not wake it: a change of the configuration does."""
     held = hold.items if hold else set()
@@ -110,7 +103,9 @@ def write_idle_summary(config: Config, box: Outbox, state_dir: Path, hold: Hold 
     else:
         wake_at = 0.0 if sendable else (hold.until if hold else None)
     # Any append wakes it; so does the ledger rewritten in place (start/idle.py's ledger_tail).
-    watch: dict[str, tuple[str, object]] = {str(config.paths.ledger): ("ledger", ledger_tail(config.paths.ledger, box.offset))}
+    watch: dict[str, tuple[str, object]] = {
+        str(config.paths.ledger): ("ledger", ledger_tail(config.paths.ledger, box.offset))
+    }
     for workspace in config.workspaces():
         if workspace.key_file:
             refusal = box.stopped.get(workspace.name)

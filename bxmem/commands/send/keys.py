@@ -1,9 +1,6 @@
-"""`send`'s keys: each write workspace's key, read once a run, and the workspaces
-whose key was refused (by Honcho, or by bxmem reading its file).
-
-A refused key stops its workspace alone until the key file changes; the
-other workspaces go on. Refusals and resumptions are ledger lines, so the
-outbox knows them (outbox.Outbox.stopped)."""
+"""Each write workspace's key, read once a run; a refused key (by Honcho, or its file by bxmem) stops its
+workspace alone until the key file changes.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +15,9 @@ from bxmem.store.outbox import Outbox
 
 
 class WorkspaceKeys:
-    def __init__(self, config: Config, box: Outbox, report: Tally,
-                 record: Callable[[Sequence[Mapping[str, object]]], None]) -> None:
+    def __init__(
+        self, config: Config, box: Outbox, report: Tally, record: Callable[[Sequence[Mapping[str, object]]], None]
+    ) -> None:
         self.config = config
         self.box = box
         self.report = report
@@ -40,7 +38,6 @@ class WorkspaceKeys:
                     self.stop(workspace.name, None, str(exc))
 
     def stop(self, ws: str, status: int | None, problem: str | None = None) -> None:
-        """Honcho refused the workspace's key (`status`), or bxmem its key file (`problem`)."""
         workspace = self.config.workspace_by_name(ws)
         secret = workspace.secret if workspace else "?"
         fingerprint = key_fingerprint(workspace.key_file) if workspace else None
@@ -48,17 +45,21 @@ class WorkspaceKeys:
         self.report.stopped.append(ws)
         self.report.said.add(("refused", ws))
         why = problem or f"Honcho refused the key for workspace {ws} (HTTP {status})"
-        log.error(f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
-                  + runbook("honcho-key-refused"))
+        log.error(
+            f"{why}; sends to {ws} stop until secrets.{secret} changes, the other workspaces go on"
+            + runbook("honcho-key-refused")
+        )
 
     def versions(self) -> dict[str, list[int] | None]:
         """Each write workspace's key file version (its stat fingerprint): an outage is
         kept with them, and a new key ends its backoff (Sender.run)."""
-        return {ws.name: key_fingerprint(ws.key_file) for ws in self.config.workspaces()
-                if not ws.role.startswith("read:") and ws.key_file is not None}
+        return {
+            ws.name: key_fingerprint(ws.key_file)
+            for ws in self.config.workspaces()
+            if not ws.role.startswith("read:") and ws.key_file is not None
+        }
 
     def resume_refreshed(self) -> None:
-        """A stopped workspace whose key file changed since the refusal is resumed."""
         for ws, refusal in list(self.box.stopped.items()):
             workspace = self.config.workspace_by_name(ws)
             current = key_fingerprint(workspace.key_file) if workspace else None

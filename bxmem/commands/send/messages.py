@@ -1,9 +1,5 @@
-"""`send`'s message building: a turn's decision made into Honcho messages.
-
-The same item gives the same messages every time: an in-doubt item is looked
-up in Honcho by its `bxmem_item` and `part` metadata, its peer and its text
-(commands/send/lookup.py), and only the missing parts are sent, so the parts must not
-move between runs.
+"""A turn's decision as Honcho messages: the same item gives the same messages every time, because a lookup
+finds the missing parts by their `part` metadata.
 """
 
 from __future__ import annotations
@@ -12,12 +8,12 @@ from pathlib import Path
 
 from bxmem.commands.send.lookup import qualified
 from bxmem.commands.send.plan import LocalFailure
+from bxmem.formats.timestamps import parse_time
 from bxmem.honcho.api import MAX_BATCH, MAX_MESSAGE_CHARS
 from bxmem.log import log
-from bxmem.policy.ledger_time import parse_time
-from bxmem.policy.rules import peer_problem, send_veto
-from bxmem.policy.sanitize import chunks, neutralise
 from bxmem.sources.loopd import SpanChanged, SpanReader
+from bxmem.trust.rules import peer_problem, send_veto
+from bxmem.trust.sanitize import chunks, neutralise
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
 if TYPE_CHECKING:
@@ -44,14 +40,18 @@ def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | No
         message = {
             "peer_id": peer,
             "content": content,
-            "metadata": qualified({
-                "bxmem_item": item["item"],
-                "part": index,
-                "parts": len(parts),
-                "role": role,
-                "bx_session": item["session"],
-                "turn": item["turn"],
-            }, content, agent),
+            "metadata": qualified(
+                {
+                    "bxmem_item": item["item"],
+                    "part": index,
+                    "parts": len(parts),
+                    "role": role,
+                    "bx_session": item["session"],
+                    "turn": item["turn"],
+                },
+                content,
+                agent,
+            ),
         }
         if valid_time(item.get("at")):
             message["created_at"] = item["at"]
@@ -60,7 +60,6 @@ def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | No
 
 
 def valid_time(value: object) -> bool:
-    """Whether a turn's time may go to Honcho as its messages' `created_at`."""
     return parse_time(value) is not None
 
 
@@ -68,8 +67,9 @@ class Messages:
     """Items' whole decisions and messages, read back for the run and kept until
     the group that needs them is sent (`forget`)."""
 
-    def __init__(self, decision_of: Callable[[str], dict], logs: Path, agent: str, owner: str | None,
-                 secret: bytes | None = None) -> None:
+    def __init__(
+        self, decision_of: Callable[[str], dict], logs: Path, agent: str, owner: str | None, secret: bytes | None = None
+    ) -> None:
         self.decision_of, self.logs, self.agent, self.owner = decision_of, logs, agent, owner
         self._spans = SpanReader(secret)  # `secret`: entry.key, which checks each span holds the line decided
         self._messages: dict[str, list[dict]] = {}
@@ -83,11 +83,12 @@ class Messages:
             return item
         if item["item"] not in self._events:
             decision = self.decision_of(item["item"])
-            self._events[item["item"]] = decision if decision.get("ws") == item["ws"] else {**decision, "ws": item["ws"]}
+            self._events[item["item"]] = (
+                decision if decision.get("ws") == item["ws"] else {**decision, "ws": item["ws"]}
+            )
         return self._events[item["item"]]
 
     def of(self, item: dict) -> list[dict]:
-        """The turn's messages, its texts read back from its loopd log by byte span."""
         key = item["item"]
         if key in self._messages:
             return self._messages[key]
@@ -110,6 +111,8 @@ class Messages:
 
     def close(self) -> None:
         if self._spans.unkeyed:
-            log.info(f"{self._spans.unkeyed} turn(s) read back without their line hashes (decided before them, or with "
-                     "another entry.key): checked by type, turn and speaker only")
+            log.info(
+                f"{self._spans.unkeyed} turn(s) read back without their line hashes (decided before them, or with "
+                "another entry.key): checked by type, turn and speaker only"
+            )
         self._spans.close()

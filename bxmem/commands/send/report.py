@@ -1,12 +1,5 @@
-"""What a `bxmem send` run did, what holds the outbox up after it, and what the command prints.
-
-Every run that does the real work reports what holds items up, whatever this
-run itself did: an outage (since when, the next try), the workspaces whose
-sends are stopped (and why), the items the configuration holds, and the items
-in doubt (when each is looked up, and what waits behind it). The command's
-own output (its lines at info level, `--json`) always says it; the journal
-hears of each lasting state once, when it starts or changes and when it ends
-(`announce`), so a timer run every few seconds adds nothing to it.
+"""What a `send` run did and what holds the outbox up after it, said by every run; the journal hears of each
+lasting state once (`announce`), so a timer run every few seconds adds nothing to it.
 """
 
 from __future__ import annotations
@@ -16,17 +9,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bxmem.errors import ExitCode, cite_runbook
+from bxmem.formats.timestamps import format_time, parse_time
 from bxmem.honcho.api import settle_wait_s
 from bxmem.log import log, notice
-from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import ALONE, held_by, next_try, settle_at
 from bxmem.store.outbox import KIND, SESSION, WS
+from bxmem.trust.send_retry import ALONE, held_by, next_try, settle_at
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from bxmem.commands.send.plan import Tally
 
-SCHEMA = "bxmem.send/2"  # /2: times in ISO 8601; outage, keys_refused and in_doubt as objects
+SCHEMA = "bxmem.send/2"
 
 
 @dataclass
@@ -42,24 +35,29 @@ class SendReport:
     stopped: list[str] = field(default_factory=list)  # workspaces this run stopped
     pending: int | None = None  # items in the outbox after the run; None when not counted
     held: int = 0  # items this run left waiting behind an in-doubt attempt (retry.Hold)
-    # Items the configuration holds (policy/write_policy.py), by workspace, recorded
-    # role, role now and reason: {"workspace", "role", "now", "reason", "explain", "turns", "edits", "oldest", "oldest_at"}
+    # Items the configuration holds, by workspace, recorded role, role now and reason
     held_by_config: list[dict] = field(default_factory=list)
     # What holds the outbox up after the run (Sender.note_state), whatever this run did:
     backoff: dict | None = None  # the outage as send recorded it: {"since", "until", "error"?}
     refused: list[dict] = field(default_factory=list)  # every workspace whose sends are stopped, and why
-    in_doubt: list[dict] = field(default_factory=list)  # in_doubt, below
-    # What this run's warnings said already (the start of an outage, a key refused, ...):
-    # its own summary does not say it twice. ("outage",), ("refused", ws), ("held", key), ("doubt", key).
+    in_doubt: list[dict] = field(default_factory=list)
+    # What this run's warnings said already, so its summary does not say it twice: ("outage",), ("refused", ws),
+    # ("held", key), ("doubt", key).
     said: set = field(default_factory=set)
     refolded: bool = False  # a decision read back was not the line folded: the outbox was folded again, said then
 
     @property
     def degraded(self) -> bool:
-        return bool(self.backoff or self.outage or self.waiting_until or self.refused or self.stopped or self.in_doubt
-                    or self.refolded)
+        return bool(
+            self.backoff
+            or self.outage
+            or self.waiting_until
+            or self.refused
+            or self.stopped
+            or self.in_doubt
+            or self.refolded
+        )
 
-    # What the command prints (cli/output.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
         if self.local_only:
             return "local-only: no [honcho] section in the configuration, nothing is sent"
@@ -76,30 +74,45 @@ class SendReport:
         if not self.backoff:
             return None
         now = time.time()
-        return {"since": self.backoff.get("since"), "next_try_at": format_time(next_try(self.backoff, now) or now),
-                "error": self.backoff.get("error"), "this_run": self.outage is not None}
+        return {
+            "since": self.backoff.get("since"),
+            "next_try_at": format_time(next_try(self.backoff, now) or now),
+            "error": self.backoff.get("error"),
+            "this_run": self.outage is not None,
+        }
 
     def as_json(self, config=None) -> dict:  # scripts get an object in every case
-        return {"schema": SCHEMA, "local_only": self.local_only, "busy": self.busy, "sent": self.sent,
-                "messages": self.messages, "requests": self.requests, "failed": self.failed,
-                "pending": None if self.not_counted() else self.pending, "pending_not_counted": self.not_counted(),
-                "outage": self.outage_json(),
-                "waiting_until": format_time(self.waiting_until) if self.waiting_until is not None else None,
-                "stopped": [r["workspace"] for r in self.refused], "keys_refused": self.refused,
-                "held_by_config": self.held_by_config, "in_doubt": self.in_doubt}
+        return {
+            "schema": SCHEMA,
+            "local_only": self.local_only,
+            "busy": self.busy,
+            "sent": self.sent,
+            "messages": self.messages,
+            "requests": self.requests,
+            "failed": self.failed,
+            "pending": None if self.not_counted() else self.pending,
+            "pending_not_counted": self.not_counted(),
+            "outage": self.outage_json(),
+            "waiting_until": format_time(self.waiting_until) if self.waiting_until is not None else None,
+            "stopped": [r["workspace"] for r in self.refused],
+            "keys_refused": self.refused,
+            "held_by_config": self.held_by_config,
+            "in_doubt": self.in_doubt,
+        }
 
     def held_count(self) -> int:
         return sum(g["turns"] + g["edits"] + g.get("cards", 0) for g in self.held_by_config)
 
     def summary(self, config=None) -> list[str]:
-        """The run's lines: what it sent, then everything that holds items up, every run."""
         if self.local_only or self.busy:
             return []
         out = []
         held = self.held_count()
         if self.sent or self.failed:
-            out.append(f"sent {self.sent} item(s) in {self.requests} request(s); {self.failed} failed; "
-                       f"{self.pending} pending" + (f", {held} of them held by the configuration" if held else ""))
+            out.append(
+                f"sent {self.sent} item(s) in {self.requests} request(s); {self.failed} failed; "
+                f"{self.pending} pending" + (f", {held} of them held by the configuration" if held else "")
+            )
         return out + holding_lines(self, time.time())
 
     @property
@@ -112,17 +125,24 @@ class SendReport:
 
 
 def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
-    """What holds `box` (an Outbox) up now into `report`: the configuration's holds
-    (write_policy.Holds), the outage, the stopped workspaces, the items in doubt.
-    `decision_of(item)` reads a pending item's decision (for when the oldest held was decided)."""
+    """What holds `box` up now, into `report`: the configuration's holds, the outage, the stopped workspaces, the
+    items in doubt. `decision_of(item)` reads a pending item's decision (for when the oldest held was decided)."""
     report.pending = len(box.pending)
     groups = holds.groups(lambda key: box.pending[key][KIND])
     for group in groups:
         group["oldest_at"] = decision_of(group["oldest"]).get("ts")
     report.held_by_config = groups
     report.backoff = dict(box.backoff) if box.backoff else None
-    report.refused = [{"workspace": ws, "since": ev.get("ts"), "status": ev.get("status"), "problem": ev.get("problem"),
-                       "secret": ev.get("secret")} for ws, ev in box.stopped.items()]
+    report.refused = [
+        {
+            "workspace": ws,
+            "since": ev.get("ts"),
+            "status": ev.get("status"),
+            "problem": ev.get("problem"),
+            "secret": ev.get("secret"),
+        }
+        for ws, ev in box.stopped.items()
+    ]
     pending = box.pending.items()
     if holds.held or box.stopped:  # they wait for something else: not behind an item in doubt
         pending = ((key, r) for key, r in pending if key not in holds.held and r[WS] not in box.stopped)
@@ -130,12 +150,10 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
 
 
 def in_doubt(pending: Iterable[tuple[str, tuple]], attempts: Mapping[str, dict], now: float) -> list[dict]:
-    """What waits on an in-doubt lookup, for `send` and `sync` to say: one entry per
-    attempt line whose items are still in doubt, in outbox order, with its items,
-    when it was attempted, when it may be looked up (`lookup_at`, ISO; None: by the
-    next send), and how many later items wait behind it (as retry.Hold holds them:
-    later turns of its session in its workspace; for an edit, every later edit).
-    `pending` is (item, outbox record) pairs in outbox order (`Outbox.pending.items()`)."""
+    """What waits on an in-doubt lookup, for `send` and `sync`: one entry per attempt line whose items are still in
+    doubt, in outbox order, with its items, when it was attempted, when it may be looked up (`lookup_at`; None: by
+    the next send), and how many later items wait behind it (as retry.Hold holds them). `pending`: (item, outbox
+    record) pairs in outbox order."""
     if not attempts:
         return []
     wait = settle_wait_s()
@@ -155,10 +173,15 @@ def in_doubt(pending: Iterable[tuple[str, tuple]], attempts: Mapping[str, dict],
         if entry is None:
             when = settle_at(attempt, now, wait)
             entry = groups[group_key] = {
-                "workspace": record[WS], "session": None if holds == "edits" else record[SESSION],
-                "hsession": attempt.get("hsession"), "kind": record[KIND] or "turn", "items": [],
-                "attempted_at": attempt.get("ts"), "lookup_at": format_time(when) if when is not None else None,
-                "waiting_behind": 0}
+                "workspace": record[WS],
+                "session": None if holds == "edits" else record[SESSION],
+                "hsession": attempt.get("hsession"),
+                "kind": record[KIND] or "turn",
+                "items": [],
+                "attempted_at": attempt.get("ts"),
+                "lookup_at": format_time(when) if when is not None else None,
+                "waiting_behind": 0,
+            }
         entry["items"].append(key)
         behind.setdefault(holds, entry)
     return list(groups.values())
@@ -169,16 +192,23 @@ def _in(seconds: float) -> str:
 
 
 def held_line(g: dict) -> str:
-    return (f"{g['turns'] + g['edits'] + g.get('cards', 0)} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
-            f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
-            + cite_runbook("honcho-held-by-config"))
+    return (
+        f"{g['turns'] + g['edits'] + g.get('cards', 0)} item(s) held that would write to {g['workspace'] or '(no workspace)'} as "
+        f"{g['role'] or '(no role)'} ({g['reason']}): {g['explain']}; nothing is sent for them"
+        + cite_runbook("honcho-held-by-config")
+    )
 
 
 def refused_line(r: dict) -> str:
-    why = (f"bxmem refused its key file: {r['problem']}" if r.get("problem")
-           else f"Honcho refused its key (HTTP {r.get('status')})")
-    return (f"sends to {r['workspace']} stopped since {r.get('since')}: {why}; its items wait until "
-            f"secrets.{r.get('secret')} changes" + cite_runbook("honcho-key-refused"))
+    why = (
+        f"bxmem refused its key file: {r['problem']}"
+        if r.get("problem")
+        else f"Honcho refused its key (HTTP {r.get('status')})"
+    )
+    return (
+        f"sends to {r['workspace']} stopped since {r.get('since')}: {why}; its items wait until "
+        f"secrets.{r.get('secret')} changes" + cite_runbook("honcho-key-refused")
+    )
 
 
 def in_doubt_line(d: dict, now: float) -> str:
@@ -190,23 +220,23 @@ def in_doubt_line(d: dict, now: float) -> str:
         at = parse_time(d["lookup_at"])
         when = f"looked up in Honcho at {d['lookup_at']}" + (f" ({_in(max(0.0, at - now))})" if at else "")
     behind = f"; {d['waiting_behind']} later item(s) wait behind them" if d["waiting_behind"] else ""
-    # No time: no request is behind it (an edit requeued after doing part of its work, an item
-    # the outbox had seen settled before the ledger was restored: store/outbox.py's inherit).
+    # No time: no request is behind it (an edit requeued after part of its work, an item seen settled before the
+    # ledger was restored).
     how = f"sent at {d['attempted_at']} with no answer" if d["attempted_at"] else "perhaps in Honcho already"
-    return (f"in doubt: {what} {where} (first {d['items'][0]}), {how}; "
-            f"{when}{behind}" + cite_runbook("honcho-in-doubt"))
+    return f"in doubt: {what} {where} (first {d['items'][0]}), {how}; {when}{behind}" + cite_runbook("honcho-in-doubt")
 
 
 def outage_line(backoff: dict, pending: int | None, now: float) -> str:
     error = f" ({backoff['error']})" if backoff.get("error") else ""
     wait = f"; {pending} item(s) wait" if pending else ""
     until = next_try(backoff, now) or now  # never further off than the backoff's longest wait, whatever the clock did
-    return (f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(until)} "
-            f"({_in(until - now)}){wait}" + cite_runbook("honcho-unreachable"))
+    return (
+        f"Honcho unreachable since {backoff.get('since')}{error}; next try at {format_time(until)} "
+        f"({_in(until - now)}){wait}" + cite_runbook("honcho-unreachable")
+    )
 
 
 def holding_lines(report: Tally, now: float) -> list[str]:
-    """What holds items up, one line each (text and journal alike: no message text, no key)."""
     out = []
     said = report.said
     if report.backoff and ("outage",) not in said:
@@ -218,10 +248,9 @@ def holding_lines(report: Tally, now: float) -> list[str]:
 
 
 def announce(announced: dict, report: Tally, now: float) -> None:
-    """Log a lasting state to the journal once when it starts (or changes) and once
-    when it ends: the items held by the configuration, the items in doubt. `announced`
-    (the outbox checkpoint's) remembers what was said. The outage and a refused key
-    are logged where they start and end (commands/send/runner.py)."""
+    """Log a lasting state (items held by the configuration, items in doubt) to the journal once when it starts or
+    changes and once when it ends; `announced` remembers what was said. The outage and a refused key are logged
+    where they start and end (runner.py)."""
     groups = {_held_key(g): g for g in report.held_by_config}
     said = {tuple(key) for key in announced.get("held", [])}
     for key, g in groups.items():
@@ -229,8 +258,10 @@ def announce(announced: dict, report: Tally, now: float) -> None:
             log.warning(held_line(g))
             report.said.add(("held", key))
     for key in said - groups.keys():
-        notice(f"nothing is held any more that would write to {key[0] or '(no workspace)'} as {key[1] or '(no role)'} "
-               f"({key[3]})")
+        notice(
+            f"nothing is held any more that would write to {key[0] or '(no workspace)'} as {key[1] or '(no role)'} "
+            f"({key[3]})"
+        )
     announced["held"] = sorted([list(k) for k in groups], key=repr)
     doubts = {_doubt_key(d): d for d in report.in_doubt}
     said = {tuple(key) for key in announced.get("in_doubt", [])}
@@ -239,8 +270,10 @@ def announce(announced: dict, report: Tally, now: float) -> None:
             log.warning(in_doubt_line(d, now))
             report.said.add(("doubt", key))
     for key in said - doubts.keys():
-        notice(f"the items in doubt since {key[2]} ({'edits' if key[1] is None else 'session ' + str(key[1])} in "
-               f"{key[0]}) are settled")
+        notice(
+            f"the items in doubt since {key[2]} ({'edits' if key[1] is None else 'session ' + str(key[1])} in "
+            f"{key[0]}) are settled"
+        )
     announced["in_doubt"] = sorted([list(k) for k in doubts], key=repr)
 
 

@@ -1,11 +1,4 @@
-"""`send`'s runner: carries out what the planner (commands/send/plan.py) chooses.
-
-It owns everything with an effect: the ledger writes (an attempt line before a
-POST, `sent`/`unsent` after), the HTTP clients and their two lanes. What each
-outcome does (a refusal's `failed` line, the outage backoff, a lost session)
-is commands/send/outcomes.py's; the keys, and the workspaces whose key was refused,
-are commands/send/keys.py's. Delivery rules: commands/send/job.py's docstring.
-"""
+"""`send`'s runner: everything with an effect, the ledger writes and the HTTP clients, for what plan.py chooses."""
 
 from __future__ import annotations
 
@@ -15,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from bxmem.commands.send.edits import EditActions, merge_ids
 from bxmem.commands.send.keys import WorkspaceKeys
-from bxmem.commands.send.lanes import Call, Lane
 from bxmem.commands.send.lookup import present_parts
 from bxmem.commands.send.messages import Messages
 from bxmem.commands.send.outcomes import Outcomes
@@ -31,7 +23,9 @@ from bxmem.commands.send.plan import (
     sendable,
 )
 from bxmem.commands.send.report import announce, note_state
+from bxmem.commands.send.threaded_calls import Call, Lane
 from bxmem.config.loader import Config
+from bxmem.formats.timestamps import format_time
 from bxmem.honcho.api import (
     BadAnswer,
     BadId,
@@ -46,23 +40,20 @@ from bxmem.honcho.api import (
 )
 from bxmem.honcho.client import WorkspaceClient
 from bxmem.log import log
-from bxmem.policy.ledger_time import format_time
-from bxmem.policy.retry import ALONE, Hold, next_try
-from bxmem.policy.write_policy import Holds, writable
 from bxmem.store import ledger_events
 from bxmem.store.ledger import Ledger, LedgerChanged
 from bxmem.store.local_key import load as load_key
 from bxmem.store.outbox import Outbox
 from bxmem.store.workspace_roles import other_role, set_up_for
+from bxmem.trust.send_retry import ALONE, Hold, next_try
+from bxmem.trust.write_policy import Holds, writable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from bxmem.store.ledger_events import Attempt
 
-# No new request starts after RUN_BUDGET_S, and every request, a trickling answer
-# too, ends by RUN_DEADLINE_S (each within api.request_deadline_s() as well): a
-# run's work ends by then, well under the unit's TimeoutStartSec (300 s).
+# A run's work ends by RUN_DEADLINE_S, well under the unit's TimeoutStartSec (300 s).
 RUN_BUDGET_S = 120.0
 RUN_DEADLINE_S = 150.0
 
@@ -73,8 +64,16 @@ def _open_session(client: WorkspaceClient, calls: list[tuple]) -> None:
 
 
 class Sender:
-    def __init__(self, config: Config, box: Outbox, ledger: Ledger, report: Tally, clock=None,
-                 rng: random.Random | None = None, try_now: bool = False) -> None:
+    def __init__(
+        self,
+        config: Config,
+        box: Outbox,
+        ledger: Ledger,
+        report: Tally,
+        clock=None,
+        rng: random.Random | None = None,
+        try_now: bool = False,
+    ) -> None:
         assert config.honcho is not None
         self.config = config
         self.honcho = config.honcho
@@ -85,35 +84,44 @@ class Sender:
         self.hold = Hold(box.attempts, 0.0, settle_wait_s())  # what waits in doubt: the idle summary reads it too
         self.now = checked_against(config, box)  # what items are held to, as the run starts
         self.roles = self.now.roles
-        self.holds = Holds()  # held by the configuration (policy/write_policy.py); job.run reads it too
+        self.holds = Holds()  # held by the configuration (trust/write_policy.py); job.run reads it too
         self.clients: dict[str, WorkspaceClient] = {}
         self.second_clients: dict[str, WorkspaceClient] = {}  # open sessions ahead (Group.ahead)
         self._poster, self._opener = Lane(), Lane()
         self._background: list[Call] = []
         self._held: list[Mapping[str, object]] = []  # ledger lines that may wait for the next append
         self.keys = WorkspaceKeys(config, box, report, self.record)  # read once a run
-        self.outcomes = Outcomes(box, report, self.honcho.url, self.clock, rng or random.Random(), self.record,
-                                 self.keys.versions)
+        self.outcomes = Outcomes(
+            box, report, self.honcho.url, self.clock, rng or random.Random(), self.record, self.keys.versions
+        )
         self.try_now = try_now  # send --now: the outage backoff is not waited for (the in-doubt wait always is)
         self._decision = lambda key: box.decision(ledger, key)  # checked to be the line folded (Outbox.decision)
-        self.messages = Messages(self._decision, config.paths.logs, self.honcho.agent, self.honcho.owner,
-                                 load_key(config.paths.state, create=False))
-        self.edits = EditActions(config, box, report, record=self.record, client=self.client,
-                                 attempt=self._attempt, fail=self.outcomes.fail, succeeded=self.outcomes.succeeded)
+        self.messages = Messages(
+            self._decision,
+            config.paths.logs,
+            self.honcho.agent,
+            self.honcho.owner,
+            load_key(config.paths.state, create=False),
+        )
+        self.edits = EditActions(
+            config,
+            box,
+            report,
+            record=self.record,
+            client=self.client,
+            attempt=self._attempt,
+            fail=self.outcomes.fail,
+            succeeded=self.outcomes.succeeded,
+        )
         self.planner: Planner | None = None
         self._ends_by: float | None = None  # api.monotonic() by which every request ends (run)
 
     # --- plumbing -------------------------------------------------------------------
 
     def record(self, events: Sequence[Mapping[str, object]], *, durable: bool = True) -> None:
-        """Append to the ledger, then fold the ledger's new lines into the outbox.
-
-        `durable=False` holds the lines back until the next append (at the latest
-        the end of the run), so a group costs one fsync, not three. Only lines
-        whose loss is harmless are held: `sent` (its attempt line is on disk, so
-        a crash costs a lookup in Honcho, never a duplicate) and `created` (the
-        attempt that follows at once writes it; lost, the next run creates the
-        same thing again, which Honcho answers with the existing one)."""
+        """Append to the ledger, then fold the new lines into the outbox. `durable=False` holds the lines back until
+        the next append, so a group costs one fsync: only `sent` and `created` lines, whose loss is harmless
+        (docs/design.md, "Sending")."""
         if not durable:
             self._held.extend(events)
             return
@@ -121,11 +129,20 @@ class Sender:
         self._held = []
         self.box.catch_up(self.ledger)
 
-    def _attempt(self, *, items: list[str], ws: str, role: str, session: str | None, hsession: str | None = None,
-                 parts: dict[str, int] | None = None) -> Attempt:
+    def _attempt(
+        self,
+        *,
+        items: list[str],
+        ws: str,
+        role: str,
+        session: str | None,
+        hsession: str | None = None,
+        parts: dict[str, int] | None = None,
+    ) -> Attempt:
         """An attempt line, timed by the run's clock: its in-doubt wait counts from it."""
-        return ledger_events.attempt(format_time(self.clock()), items=items, ws=ws, role=role, session=session,
-                                     hsession=hsession, parts=parts)
+        return ledger_events.attempt(
+            format_time(self.clock()), items=items, ws=ws, role=role, session=session, hsession=hsession, parts=parts
+        )
 
     def flush(self) -> None:
         if self._held:
@@ -146,7 +163,9 @@ class Sender:
             raise RuntimeError(f"bxmem does not write to {ws}: it is not one of this agent's write workspaces")
         if other_role(self.box.roles, ws, self.roles[ws]) is not None:
             raise RuntimeError(f"bxmem does not write to {ws}: this agent wrote it as another role before")
-        return WorkspaceClient(self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by)  # key: commands/send/keys.py
+        return WorkspaceClient(
+            self.honcho.url, ws, self.keys.get(ws), ends_by=self._ends_by
+        )  # key: commands/send/keys.py
 
     def close(self) -> None:
         # A call still in flight when a run stops is abandoned, not waited for
@@ -185,8 +204,15 @@ class Sender:
             self.keys.read()
             self._ends_by = monotonic() + RUN_DEADLINE_S
             self.hold = Hold(self.box.attempts, now, settle_wait_s())
-            self.planner = Planner(self.box, queue, self.config.send.batch, self.hold,
-                                   self.honcho.agent, self.messages.of, self.outcomes.fail_here)
+            self.planner = Planner(
+                self.box,
+                queue,
+                self.config.send.batch,
+                self.hold,
+                self.honcho.agent,
+                self.messages.of,
+                self.outcomes.fail_here,
+            )
             try:
                 self._drain()
             finally:
@@ -233,7 +259,8 @@ class Sender:
                 # _send_group, before the loop moves on: late binding cannot bite.
                 planned: list[Unit | None] = []
                 try:
-                    self._send_group(unit.group, meanwhile=lambda: planned.append(self._plan_ahead(planner, unit.group)))  # noqa: B023
+                    ahead = lambda: planned.append(self._plan_ahead(planner, unit.group))  # noqa: B023, E731
+                    self._send_group(unit.group, meanwhile=ahead)
                 finally:
                     upcoming = planned[0] if planned else None
             except KeyRefused as exc:
@@ -290,7 +317,6 @@ class Sender:
         self.outcomes.succeeded()
 
     def _open(self, group: Group) -> None:
-        """Set up the group's new Honcho session (done ahead, or now) and record it."""
         if not group.new_session:
             return
         missing = missing_peers(self.box, group)
@@ -325,15 +351,32 @@ class Sender:
             for item in group.items:  # built for this group only: let them go
                 self.messages.forget(item["item"])
 
-    def _post(self, ws: str, hsession: str, items: list[dict], messages: dict[str, list[dict]],
-              known_ids: dict | None = None, meanwhile=None) -> None:
+    def _post(
+        self,
+        ws: str,
+        hsession: str,
+        items: list[dict],
+        messages: dict[str, list[dict]],
+        known_ids: dict | None = None,
+        meanwhile=None,
+    ) -> None:
         """Record the attempt, POST the messages, record `sent` with Honcho's ids.
         `meanwhile` runs on this thread while the POST is in flight."""
         flat = [m for i in items for m in messages[i["item"]]]
         keys = [i["item"] for i in items]
         role = items[0]["role"]  # one workspace, one role: the items were held to it (sendable)
-        self.record([self._attempt(items=keys, ws=ws, role=role, session=items[0]["session"], hsession=hsession,
-                                   parts={i["item"]: len(messages[i["item"]]) for i in items})])
+        self.record(
+            [
+                self._attempt(
+                    items=keys,
+                    ws=ws,
+                    role=role,
+                    session=items[0]["session"],
+                    hsession=hsession,
+                    parts={i["item"]: len(messages[i["item"]]) for i in items},
+                )
+            ]
+        )
         self.report.requests += 1
         client = self.client(ws)
         try:

@@ -1,6 +1,6 @@
 """A minimal Boxmaker home: loopd logs and a memoryd journal (formats: docs/interfaces.md).
 
-    boxhome.py init RUN        two sessions and two journal edits, their text tagged with RUN
+boxhome.py init RUN        two sessions and two journal edits, their text tagged with RUN
 """
 
 from __future__ import annotations
@@ -23,8 +23,16 @@ def turn(n: int, text: str, reply: str, speaker: str = "kyle", results: tuple = 
     t = ts()
     lines = [{"type": "user", "turn": n, "ts": t, "speaker": speaker, "text": text}]
     for i, label in enumerate(results):
-        lines.append({"type": "tool_call", "turn": n, "ts": t, "id": f"c{i}", "tool": "fetch",
-                      "args": {"url": "https://example.org"}})
+        lines.append(
+            {
+                "type": "tool_call",
+                "turn": n,
+                "ts": t,
+                "id": f"c{i}",
+                "tool": "fetch",
+                "args": {"url": "https://example.org"},
+            }
+        )
         lines.append({"type": "tool_result", "turn": n, "ts": t, "id": f"c{i}", "label": label, "text": "<page text>"})
     lines.append({"type": "assistant", "turn": n, "ts": t, "final": False, "text": "let me think"})
     lines.append({"type": "assistant", "turn": n, "ts": t, "final": True, "text": reply})
@@ -50,14 +58,40 @@ def append_edit(edit: dict) -> None:
 
 
 def init(run: str) -> None:
-    append_log("s-clean", turn(1, f"{run} what did we decide about the backups?", f"{run} nightly restic snapshots")
-               + turn(2, f"{run} and where do they go?", f"{run} to the NAS, then offsite weekly"))
-    append_log("s-fetched", turn(1, f"{run} summarise the vendor notes", f"{run} v2 is deprecated, per the page",
-                                 results=({"untrusted": True, "class": "public"},)))
-    append_edit({"id": f"j-{run}-1", "ts": ts(), "session": "s-clean", "op": "identity_add", "file": "user.md",
-                 "entry": f"{run} Kyle prefers metric units"})
-    append_edit({"id": f"j-{run}-2", "ts": ts(), "session": "s-fetched", "op": "note", "trust": "untrusted",
-                 "entry": f"{run} the vendor page says v2 is deprecated"})
+    append_log(
+        "s-clean",
+        turn(1, f"{run} what did we decide about the backups?", f"{run} nightly restic snapshots")
+        + turn(2, f"{run} and where do they go?", f"{run} to the NAS, then offsite weekly"),
+    )
+    append_log(
+        "s-fetched",
+        turn(
+            1,
+            f"{run} summarise the vendor notes",
+            f"{run} v2 is deprecated, per the page",
+            results=({"untrusted": True, "class": "public"},),
+        ),
+    )
+    append_edit(
+        {
+            "id": f"j-{run}-1",
+            "ts": ts(),
+            "session": "s-clean",
+            "op": "identity_add",
+            "file": "user.md",
+            "entry": f"{run} Kyle prefers metric units",
+        }
+    )
+    append_edit(
+        {
+            "id": f"j-{run}-2",
+            "ts": ts(),
+            "session": "s-fetched",
+            "op": "note",
+            "trust": "untrusted",
+            "entry": f"{run} the vendor page says v2 is deprecated",
+        }
+    )
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["init"]:

@@ -1,6 +1,6 @@
 """What the run's three workspaces hold in Honcho: messages per session, conclusions. JSON.
 
-    honcho/client.py BASE_URL RUN
+honcho/client.py BASE_URL RUN
 """
 
 from __future__ import annotations
@@ -36,9 +36,13 @@ def content(base: str, run: str) -> dict:
         ws = f"{run}-{role}"
         try:
             sessions = [s["id"] for s in post(base, f"/v3/workspaces/{ws}/sessions/list?size=100")["items"]]
-            messages = {s: [[m["peer_id"], m["content"]]
-                            for m in post(base, f"/v3/workspaces/{ws}/sessions/{s}/messages/list?size=100")["items"]]
-                        for s in sessions}
+            messages = {
+                s: [
+                    [m["peer_id"], m["content"]]
+                    for m in post(base, f"/v3/workspaces/{ws}/sessions/{s}/messages/list?size=100")["items"]
+                ]
+                for s in sessions
+            }
             conclusions = [c["content"] for c in post(base, f"/v3/workspaces/{ws}/conclusions/list?size=100")["items"]]
             out[role] = {"messages": messages, "conclusions": conclusions}
         except Exception as exc:

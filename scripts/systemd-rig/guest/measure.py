@@ -44,7 +44,9 @@ class Starts(threading.Thread):
     folder can be found."""
 
     ROOTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
-    SLICE = "/system.slice" if not SCOPE else f"/user.slice/user-{os.getuid()}.slice/user@{os.getuid()}.service/app.slice"
+    SLICE = (
+        "/system.slice" if not SCOPE else f"/user.slice/user-{os.getuid()}.slice/user@{os.getuid()}.service/app.slice"
+    )
 
     def __init__(self, units: list[str]) -> None:
         super().__init__(daemon=True)
@@ -92,8 +94,16 @@ def main() -> None:
     if kind == "turn":
         boxhome.append_log(session, boxhome.turn(n, text, f"{run} answer {n}"))
     else:
-        boxhome.append_edit({"id": f"j-{run}-{n_edit}", "ts": boxhome.ts(), "session": "s-clean",
-                             "op": "identity_add", "file": "user.md", "entry": text})
+        boxhome.append_edit(
+            {
+                "id": f"j-{run}-{n_edit}",
+                "ts": boxhome.ts(),
+                "session": "s-clean",
+                "op": "identity_add",
+                "file": "user.md",
+                "entry": text,
+            }
+        )
     t0 = time.time()
     res: dict = {"item": item}
     next_poll = 0.0

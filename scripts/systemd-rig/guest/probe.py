@@ -1,6 +1,6 @@
 """Runs as ExecStart= of a copy of a bxmem unit: which sandbox settings took effect. One JSON line.
 
-    probe.py UNIT HONCHO_PORT
+probe.py UNIT HONCHO_PORT
 """
 
 from __future__ import annotations

@@ -1,22 +1,5 @@
-"""Where bxmem may write, and whether a pending item may still go where it was decided to.
-
-A decision names a workspace and a role (trusted, untrusted, fleet) as the
-configuration had them when it was made, and a turn's speaker as a peer.
-The configuration can change while items wait, or after they were sent: a
-workspace renamed, the roles swapped, an old workspace of ours listed as
-another agent's `[[honcho.read]]` source, the agent or the owner renamed. An
-item then goes only if every workspace it would write to is still, by name,
-one of this agent's three write workspaces, in the role it was decided for;
-if no workspace it writes holds what this agent wrote there in another role
-(the ledger knows: store/workspace_roles.py), so that no workspace ever holds two
-roles' writes; and, for a turn, if its speaker's peer may still carry a
-person's words under the agent and owner configured now (rules.peer_problem).
-Otherwise it is held: not sent, not failed, shown by `bxmem sync` with a
-stable reason, until the configuration says again what the decision said (or
-the owner drops or re-routes it).
-
-Pure functions over plain data (no I/O, no configuration objects), like
-policy/rules.py: send, sync, undo and audit all ask these.
+"""Whether a pending item may still go where it was decided to, under today's configuration (docs/design.md,
+"Sending"); otherwise it is held with a stable reason. Pure, like trust/rules.py.
 """
 
 from __future__ import annotations
@@ -24,21 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bxmem.policy.retry import ALONE
-from bxmem.policy.rules import peer_problem
+from bxmem.trust.rules import peer_problem
+from bxmem.trust.send_retry import ALONE
 
 WRITE_ROLES = ("trusted", "untrusted", "fleet")
 
-# The held reasons: stable names that `bxmem sync --json` reports and later
-# owner commands key on.
+# The held reasons: stable names that `sync --json` reports and owner commands key on.
 READ_SOURCE = "read-source"  # the workspace is configured as a [[honcho.read]] source
 NOT_CONFIGURED = "not-configured"  # the workspace is none of this agent's workspaces now
 ROLE_CHANGED = "role-changed"  # the workspace is one of ours, in another role
 ROLE_UNKNOWN = "role-unknown"  # the decision records no role that can be checked
 BEHIND_HELD_EDIT = "behind-held-edit"  # an edit that names a held edit (removes or undoes what it writes)
 WORKSPACE_REUSED = "workspace-reused"  # the workspace holds what this agent wrote to it in another role
-# A turn whose speaker's peer, under the agent and owner configured now, would
-# be refused by the speaker rules (rules.speaker_peer): their reasons, as decide gives them.
+# the speaker rules' reasons (rules.speaker_peer) for a turn's peer under the agent and owner configured now
 PEER_IS_THE_AGENT = "speaker-is-the-agent"
 PEER_LIKE_THE_OWNER = "speaker-named-like-the-owner"
 PEER_NOT_A_NAME = "speaker-not-a-peer-name"  # the decision records no peer id (a damaged ledger line)
@@ -75,11 +56,15 @@ class Held:
         if self.reason == BEHIND_HELD_EDIT:
             return "it names an earlier edit that is held (what it removes or undoes), and waits behind it"
         if self.reason == WORKSPACE_REUSED:
-            return (f"{ws} already holds what this agent wrote to it as its {self.written_as} workspace (the first: "
-                    f"{self.first}); bxmem never writes one workspace in two roles")
+            return (
+                f"{ws} already holds what this agent wrote to it as its {self.written_as} workspace (the first: "
+                f"{self.first}); bxmem never writes one workspace in two roles"
+            )
         if self.reason == PEER_IS_THE_AGENT:
-            return (f"its speaker's peer {self.peer} reads as the agent's own name now: written, a person's words "
-                    "would be taken for the agent's")
+            return (
+                f"its speaker's peer {self.peer} reads as the agent's own name now: written, a person's words "
+                "would be taken for the agent's"
+            )
         if self.reason == PEER_LIKE_THE_OWNER:
             return f"its speaker's peer {self.peer} reads as the owner's name now, and is not the owner's peer"
         if self.reason == PEER_NOT_A_NAME:
@@ -88,12 +73,15 @@ class Held:
 
 
 def roles_of(workspaces: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """{workspace name: role} from (role, name) pairs, as config.Config.workspaces gives them."""
     return {name: role for role, name in workspaces}
 
 
-def check_write(workspace: object, recorded_role: object, roles: Mapping[str, str],
-                written: Mapping[str, Mapping[str, str]] = NO_WRITES) -> Held | None:
+def check_write(
+    workspace: object,
+    recorded_role: object,
+    roles: Mapping[str, str],
+    written: Mapping[str, Mapping[str, str]] = NO_WRITES,
+) -> Held | None:
     """May something decided for `recorded_role` be written to `workspace` now?
     `written` is what the ledger says each workspace was written as ({workspace:
     {role: the first item written so}}, store/workspace_roles.py).
@@ -128,16 +116,22 @@ def check_write(workspace: object, recorded_role: object, roles: Mapping[str, st
 def _peer_held(why: str, peer: object, workspace: object, role: object, roles: Mapping[str, str]) -> Held:
     """A turn held because its speaker's peer may not be written now (rules.peer_problem)."""
     name = workspace if isinstance(workspace, str) else None
-    return Held(why, name, role if isinstance(role, str) else None, roles.get(name) if name is not None else None,
-                peer=peer if isinstance(peer, str) else None)
+    return Held(
+        why,
+        name,
+        role if isinstance(role, str) else None,
+        roles.get(name) if name is not None else None,
+        peer=peer if isinstance(peer, str) else None,
+    )
 
 
 def writable(workspace: str, roles: Mapping[str, str]) -> bool:
-    """Whether `workspace` is one of this agent's three write workspaces now (any role)."""
     return roles.get(workspace) in WRITE_ROLES
 
 
-def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping[str, dict]) -> list[tuple[object, object]]:
+def writes_of(
+    decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping[str, dict]
+) -> list[tuple[object, object]]:
     """Every (workspace, role) an item would write to: the one its decision names,
     and for an edit the workspace of each conclusion it deletes or writes again
     (trusted) and of each fleet note it retracts (fleet), for a card's retraction
@@ -163,8 +157,11 @@ def writes_of(decision: Mapping, conclusions: Mapping[str, dict], fleet: Mapping
     return writes
 
 
-def check_item(writes: Iterable[tuple[object, object]], roles: Mapping[str, str],
-               written: Mapping[str, Mapping[str, str]] = NO_WRITES) -> Held | None:
+def check_item(
+    writes: Iterable[tuple[object, object]],
+    roles: Mapping[str, str],
+    written: Mapping[str, Mapping[str, str]] = NO_WRITES,
+) -> Held | None:
     """The first write that may not happen now, or None when all may."""
     for workspace, role in writes:
         held = check_write(workspace, role, roles, written)
@@ -184,9 +181,20 @@ class Holds:
         out: dict[tuple, dict] = {}
         for item, why in self.held.items():
             key = (why.workspace, why.role, why.now, why.reason, why.written_as, why.peer)
-            group = out.setdefault(key, {"workspace": why.workspace, "role": why.role, "now": why.now,
-                                         "reason": why.reason, "explain": why.explain(), "turns": 0, "edits": 0,
-                                         "cards": 0, "oldest": item})
+            group = out.setdefault(
+                key,
+                {
+                    "workspace": why.workspace,
+                    "role": why.role,
+                    "now": why.now,
+                    "reason": why.reason,
+                    "explain": why.explain(),
+                    "turns": 0,
+                    "edits": 0,
+                    "cards": 0,
+                    "oldest": item,
+                },
+            )
             kind = kind_of(item)
             group["edits" if kind == "edit" else "cards" if kind == "card" else "turns"] += 1
         return list(out.values())
@@ -208,9 +216,8 @@ def depends_on(decision: Mapping) -> set[str]:
 
 @dataclass(frozen=True)
 class Now:
-    """What an item is checked against at send time: each workspace's role in the
-    configuration ({name: role}, `roles_of`), what the ledger says each workspace
-    was written as, and the agent's and owner's peer ids as configured."""
+    """What an item is checked against at send time: each workspace's role now (`roles_of`), what the ledger says
+    each was written as, and the agent's and owner's peer ids as configured."""
 
     roles: Mapping[str, str]
     written: Mapping[str, Mapping[str, str]]
@@ -218,20 +225,24 @@ class Now:
     owner: str | None
 
 
-def hold_pending(pending: Iterable[tuple[str, object, object, str, object]], now: Now,
-                 decision_of: Callable[[str], Mapping], conclusions: Mapping[str, dict],
-                 fleet: Mapping[str, dict]) -> Holds:
-    """Which of the pending items (item, workspace, recorded role, kind, peer), in
-    outbox order, are held. An edit's whole decision comes from `decision_of(item)`,
-    for the workspaces of what it deletes or retracts (`writes_of`). An edit that
-    names a held edit (`depends_on`: it removes what that one would write, or
-    undoes it) waits behind it, so edits never overtake what they refer to;
-    other edits go on. A turn's peer is checked once its workspace may be written."""
+def hold_pending(
+    pending: Iterable[tuple[str, object, object, str, object]],
+    now: Now,
+    decision_of: Callable[[str], Mapping],
+    conclusions: Mapping[str, dict],
+    fleet: Mapping[str, dict],
+) -> Holds:
+    """Which pending items (item, workspace, recorded role, kind, peer), in outbox order, are held. An edit that
+    names a held edit (`depends_on`) waits behind it, so edits never overtake what they refer to; other edits go
+    on."""
     holds = Holds()
     roles, written = now.roles, now.written
     # What check_write lets go: one of ours, in its role, written as no other.
-    fine = {(name, role) for name, role in roles.items()
-            if role in WRITE_ROLES and not set(written.get(name) or ()) - {role}}
+    fine = {
+        (name, role)
+        for name, role in roles.items()
+        if role in WRITE_ROLES and not set(written.get(name) or ()) - {role}
+    }
     problems: dict[object, str | None] = {}  # a run has few speakers: each is checked once
     for item, workspace, role, kind, peer in pending:
         fast = kind not in ALONE and isinstance(workspace, str) and isinstance(role, str) and (workspace, role) in fine
@@ -247,8 +258,12 @@ def hold_pending(pending: Iterable[tuple[str, object, object, str, object]], now
             decision = decision_of(item)
             why = check_item(writes_of(decision, conclusions, fleet), roles, written)
             if why is None and depends_on(decision) & holds.held.keys():
-                why = Held(BEHIND_HELD_EDIT, workspace if isinstance(workspace, str) else None,
-                           role if isinstance(role, str) else None, roles.get(workspace) if isinstance(workspace, str) else None)
+                why = Held(
+                    BEHIND_HELD_EDIT,
+                    workspace if isinstance(workspace, str) else None,
+                    role if isinstance(role, str) else None,
+                    roles.get(workspace) if isinstance(workspace, str) else None,
+                )
         if why is not None:
             holds.held[item] = why
     return holds

@@ -1,13 +1,6 @@
-"""How much of a query a Honcho text holds, as policy/fusion.py's rule weighs it.
-
-Words are cut as the local search cuts them (casefolded, clitics cut, the stop
-words of policy/terms.py ignored) and compared by their first 5 letters, so
-"deploy" and "deployment" are one (a stemmer's work, without one for Honcho's
-texts); the peer who wrote a text is one of its words, as the speaker is of a
-local turn. A text counts by its best passage (terms.passages), as a local
-document does: words scattered over a pasted page are not a match.
-
-Imports only policy/terms.py and policy/sanitize.py (and `math`, `re`): recall's lean path loads it.
+"""How much of a query a Honcho text holds, by its best passage (words scattered over a page are no match).
+Words are cut as the local search cuts them and compared by their first 5 letters (a stemmer's work, without one
+for Honcho's texts); the writing peer is one of a text's words. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -15,8 +8,8 @@ from __future__ import annotations
 import math
 import re
 
-from bxmem.policy.sanitize import neutralise
-from bxmem.policy.terms import STOP, passages, words
+from bxmem.retrieval.terms import STOP, passages, words
+from bxmem.trust.sanitize import neutralise
 
 _WORD = re.compile(r"\w+")
 
@@ -39,7 +32,7 @@ def held(query: str, text: str, author: str | None = None) -> set[str]:
     text = neutralise(text)
     best: set[str] = set()
     for start, length in passages(text):
-        found = asked & (stems(text[start:start + length]) | by)
+        found = asked & (stems(text[start : start + length]) | by)
         if len(found) > len(best):
             best = found
     return best

@@ -1,16 +1,5 @@
-"""How text becomes search terms: the query's words, and the passages a long text is cut into.
-
-The local index stems with FTS5's porter tokenizer; this module decides what
-reaches it. A query keeps its content words only: casefolded, clitics cut
-("restic's" is "restic", never "restic" and "s"), the commonest English
-words dropped (they are in most turns and would only add cost and noise),
-each word once, at most MAX_TERMS of them.
-
-A long turn is indexed as passages of at most PASSAGE_WORDS words, so a fact
-said in passing inside a pasted page is ranked as a short text would be, not
-drowned by the page's length (docs/decisions.md).
-
-Imports only `re`: recall's lean path loads it.
+"""The query's words and a long text's passages, which decide what reaches FTS5's porter stemmer. A query's
+clitics are cut ("restic's" is "restic", never "restic" and "s"). Imports only `re`: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -61,8 +50,11 @@ understand understood|undo undid undone|wake woke woken|wear wore worn|weave wov
 withdraw withdrew withdrawn|wring wrung|write wrote written|child children|person people|man men|woman women
 mouse mice|foot feet|tooth teeth|goose geese
 """
-FORMS = {form: family for family in (tuple(line.split()) for line in _FAMILIES.replace("\n", "|").split("|") if line.strip())
-         for form in family}
+FORMS = {
+    form: family
+    for family in (tuple(line.split()) for line in _FAMILIES.replace("\n", "|").split("|") if line.strip())
+    for form in family
+}
 
 
 def forms(word: str) -> tuple[str, ...]:
@@ -99,7 +91,7 @@ def passages(text: str, most: int = PASSAGE_WORDS) -> list[tuple[int, int]]:
         end = min(len(spans), first + most)
         if end < len(spans):
             for last in range(end - 1, first + most // 2, -1):
-                if "\n" in text[spans[last][0]:spans[last][1]]:
+                if "\n" in text[spans[last][0] : spans[last][1]]:
                     end = last + 1
                     break
         start = 0 if first == 0 else spans[first][0]

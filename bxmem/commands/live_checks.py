@@ -1,14 +1,5 @@
-"""The live checks behind `bxmem sync`: what it says about brokerd, Honcho and
-the key files is what it found when it asked, not what a job last recorded.
-
-brokerd is asked one SessionState question under decide's 2 s deadline (a
-question, which changes nothing in brokerd). Honcho's `/health` is asked,
-through the Honcho client, under recall's 5 s deadline. Key files are read by
-config.read_key, the one reader every command uses, so sync's verdict on a key
-is send's, recall's and ask's. Each result carries the time it was made; a
-check not made says "not checked". Both network checks run at once, so sync
-waits at most the longer deadline. And the times bxmem stored, held against the
-clock now (`future_times`): one far ahead says the clock was wrong.
+"""What `bxmem sync` says of brokerd, Honcho and the key files is what it found when it asked, not what a
+job last recorded. A key is judged by config.read_key, so sync's verdict on it is send's, recall's and ask's.
 """
 
 from __future__ import annotations
@@ -21,13 +12,13 @@ from bxmem.commands.decide_state import RETRY_UNREADABLE_S
 from bxmem.commands.recall import HONCHO_TIMEOUT_S
 from bxmem.config.loader import Config, read_key
 from bxmem.errors import ConfigInvalid, cite_runbook
+from bxmem.formats.timestamps import format_time, parse_time
 from bxmem.honcho.api import HonchoError
-from bxmem.policy import shown
-from bxmem.policy.ledger_time import format_time, parse_time
-from bxmem.policy.retry import MAX_DELAY_S
 from bxmem.sources import brokerd
 from bxmem.store.ledger import now_iso
 from bxmem.store.outbox import Outbox
+from bxmem.trust import printed_fields
+from bxmem.trust.send_retry import MAX_DELAY_S
 
 # Asked when no turn is waiting: brokerd answers a session it has not seen as
 # private and clean, and the question changes nothing.
@@ -63,10 +54,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, tuple[str, object]]:
-    """Run each job on a daemon thread of its own, all started at once, each given its
-    deadline from that start: name -> ("ok", its value), ("error", the exception) or
-    ("timeout", None). A job that overruns (a DNS lookup has no timeout of its own) is
-    reported, not waited for, so the whole takes at most the longest deadline (and 0.5 s)."""
+    """Each job on a daemon thread of its own, all started at once, each with its deadline from that start: name ->
+    ("ok", value), ("error", exception) or ("timeout", None). A job that overruns (a DNS lookup has no timeout) is
+    reported, not waited for."""
     outcome: dict[str, tuple[str, object]] = {}
 
     def run(name: str, fn: Callable[[], object]) -> None:
@@ -85,9 +75,9 @@ def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, t
 
 
 def services(config: Config, session: str | None) -> dict[str, dict]:
-    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
     jobs: dict[str, tuple[float, Callable[[], object]]] = {
-        "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))}
+        "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))
+    }
     if config.honcho:
         url = config.honcho.url
         jobs["honcho"] = (HONCHO_TIMEOUT_S, lambda: _ask_honcho(url))
@@ -106,27 +96,30 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
 
 
 def partial_keys(config: Config) -> str | None:
-    """The warning `config check` and `sync` print when some workspaces have
-    keys and others none: a mistake (a server with auth on refuses them) or
-    harmless (auth off, the keys unneeded). Never a refusal: every command uses
-    the keyless ones without a key."""
+    """The warning `config check` and `sync` print when some workspaces have keys and others none: a mistake (auth on
+    refuses them) or harmless (auth off). Never a refusal."""
     keyless = config.keyless_among_keyed()
     if not keyless:
         return None
     names = ", ".join(f"{ws.name} ([secrets.{ws.secret}])" for ws in keyless)
-    return (f"keys are configured for some workspaces but not for {names}: every command uses "
-            f"{'it' if len(keyless) == 1 else 'them'} without a key, which a Honcho server with auth on refuses "
-            "(401); auth is on or off for the whole server, so add the missing keys, or remove the others if auth is off")
+    return (
+        f"keys are configured for some workspaces but not for {names}: every command uses "
+        f"{'it' if len(keyless) == 1 else 'them'} without a key, which a Honcho server with auth on refuses "
+        "(401); auth is on or off for the whole server, so add the missing keys, or remove the others if auth is off"
+    )
 
 
 def keys(config: Config) -> list[dict]:
-    """Every configured key file, read as every command reads it (config.read_key:
-    a regular file of this user's, mode 600, at most 8 KiB, one line of printable
-    ASCII; a FIFO is never opened). The key itself is dropped at once."""
+    """Every configured key file, read as every command reads it (config.read_key); the key itself is dropped at
+    once."""
     out = []
     for ws in config.workspaces():
-        entry = {"workspace": ws.name, "role": ws.role, "secret": f"secrets.{ws.secret}",
-                 "file": str(ws.key_file) if ws.key_file else None}
+        entry = {
+            "workspace": ws.name,
+            "role": ws.role,
+            "secret": f"secrets.{ws.secret}",
+            "file": str(ws.key_file) if ws.key_file else None,
+        }
         if ws.key_file is None:
             out.append({**entry, **_result(None, None, "no key file configured; requests go without a key", None)})
             continue
@@ -145,18 +138,22 @@ FUTURE_SLACK_S = 60
 
 
 def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
-    """The times bxmem stored that lie in the future: written while the clock ran ahead (or
-    it runs behind now). Every wait is held to its own bound whatever they say
-    (policy/retry.py, start/idle.py); this is for the owner, who should fix the clock."""
+    """The times bxmem stored that lie in the future. Every wait is held to its own bound whatever they say
+    (trust/send_retry.py, start/idle.py): this is for the owner, who should fix the clock."""
     stored: list[tuple[str, object]] = []
     if box.backoff:
         stored.append(("the outage's start", box.backoff.get("since")))
         if box.backoff["until"] - now > MAX_DELAY_S:
             stored.append(("the outage's next try", format_time(box.backoff["until"])))
-    stored += [(f"the attempt of {shown.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()]
+    stored += [
+        (f"the attempt of {printed_fields.item(item)}", attempt.get("ts")) for item, attempt in box.attempts.items()
+    ]
     stored.append(("the last send", box.last_sent))
     last_run = decide_state.get("last_run") or {}
-    stored += [("decide's last run", last_run.get("at")), ("brokerd's outage start", decide_state.get("broker_down_since"))]
+    stored += [
+        ("decide's last run", last_run.get("at")),
+        ("brokerd's outage start", decide_state.get("broker_down_since")),
+    ]
     for stem, cursor in (decide_state.get("logs") or {}).items():
         error = cursor.get("error")
         if error:
@@ -168,22 +165,22 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
     for what, ts in stored:
         at = parse_time(ts)
         if at is not None and at > now + FUTURE_SLACK_S:
-            found.append({"what": what, "at": shown.date(ts), "ahead_s": round(at - now)})
+            found.append({"what": what, "at": printed_fields.date(ts), "ahead_s": round(at - now)})
     return sorted(found, key=lambda f: -f["ahead_s"])
 
 
 def age(ts: str | None, now: float) -> float | None:
-    """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
     at = parse_time(ts)
     return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
 
 
 def future_line(future: list[dict]) -> str:
-    """sync's attention line for `future_times`."""
     first = future[0]
-    return (f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "
-            f"{_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were written, or runs behind now; no "
-            "wait is held longer than its own bound, but check the system clock" + cite_runbook("clock-wrong"))
+    return (
+        f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "
+        f"{_ahead(first['ahead_s'])} ahead): the clock ran ahead when they were written, or runs behind now; no "
+        "wait is held longer than its own bound, but check the system clock" + cite_runbook("clock-wrong")
+    )
 
 
 def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[str]:
@@ -197,13 +194,21 @@ def named_wrong(config: Config, box: Outbox, nowhere: dict[str, int]) -> list[st
     for reason, ts in sorted(box.named_wrong.items()):
         at = parse_time(ts)
         if at is not None and at > changed:
-            out.append(f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {shown.date(ts)}: "
-                       f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
-                       "is not written as their name becomes a peer (a `.` is written `_Dot_`)"
-                       + cite_runbook("owner-name"))
+            out.append(
+                f"{nowhere.get(reason, 0)} turn(s) decided nowhere as {reason}, the latest at {printed_fields.date(ts)}: "
+                f"if that speaker is the owner ({config.honcho.owner if config.honcho else '-'}), [honcho] owner "
+                "is not written as their name becomes a peer (a `.` is written `_Dot_`)" + cite_runbook("owner-name")
+            )
     return out
 
 
 def _ahead(seconds: float) -> str:
-    return f"{seconds / 86400:.1f} days" if seconds >= 172800 else f"{seconds / 3600:.1f} h" if seconds >= 7200 \
-        else f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+    return (
+        f"{seconds / 86400:.1f} days"
+        if seconds >= 172800
+        else f"{seconds / 3600:.1f} h"
+        if seconds >= 7200
+        else f"{seconds / 60:.0f} min"
+        if seconds >= 120
+        else f"{seconds:.0f} s"
+    )

@@ -1,13 +1,11 @@
-"""Where an artifact card goes, and the label it and its bytes keep: a turn's rules
-(policy/rules.route_turn) on the session it was recorded in, at record time
-(docs/design.md, "Artifact memory")."""
+"""Where an artifact card goes: a turn's rules on the session it was recorded in, at record time."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bxmem.policy.labels import higher_class
-from bxmem.policy.rules import Route
+from bxmem.trust.labels import higher_class
+from bxmem.trust.rules import Route
 
 
 @dataclass(frozen=True)
@@ -20,7 +18,7 @@ class CardFacts:
     log_class: str
     untrusted_by_broker: bool
     broker_class: str
-    projection_problem: str | None  # why the card has no remote projection (policy/artifacts.projection)
+    projection_problem: str | None  # why the card has no remote projection (trust/artifact_rules.projection)
 
 
 def route_card(facts: CardFacts) -> Route:

@@ -1,8 +1,5 @@
-"""Where text may go, as pure functions: the tables of docs/design.md ("Deciding", "Memory writes").
-
-No I/O, no clock, no configuration objects: a reviewer can hold each function
-against the table it implements, line by line. Everything that decides where
-text may go is here, but for when a turn may be decided (policy/turn_order.py).
+"""Where text may go, as pure functions a reviewer holds against docs/design.md's tables ("Deciding",
+"Memory writes") line by line. When a turn may be decided is trust/turn_order.py's.
 """
 
 from __future__ import annotations
@@ -12,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from bxmem.policy.labels import higher_class
-from bxmem.policy.sanitize import find_secret
+from bxmem.trust.labels import higher_class
+from bxmem.trust.sanitize import find_secret
 
 Role = Literal["trusted", "untrusted", "fleet"]
 
@@ -59,8 +56,10 @@ def owner_problem(owner: str, agent: str | None = None) -> str | None:
         how = "a `.` is written `_Dot_` in a peer id" if "." in owner else "speakers' names are folded to lower case"
         return f"no speaker's peer is ever {owner!r} ({how}): write {written!r}"
     if agent is not None and look_alike(owner) == look_alike(agent):
-        return (f"{owner!r} reads as the agent {agent!r} (case, `.` and `_` aside): a speaker of that name is taken "
-                "for the agent and kept out; the owner's peer must be the owner's own name")
+        return (
+            f"{owner!r} reads as the agent {agent!r} (case, `.` and `_` aside): a speaker of that name is taken "
+            "for the agent and kept out; the owner's peer must be the owner's own name"
+        )
     return None
 
 
@@ -148,7 +147,9 @@ def after_line(labels: LogLabels, untrusted: bool, trust_class: str, unreadable:
     | a line bxmem cannot read (`unreadable`) | yes (labels.UNREADABLE_LINE: untrusted, secret) | the first one |
 
     Labels only ever rise: a session untrusted, secret or unreadable stays so."""
-    return LogLabels(labels.untrusted or untrusted, higher_class(labels.trust_class, trust_class), labels.unreadable or unreadable)
+    return LogLabels(
+        labels.untrusted or untrusted, higher_class(labels.trust_class, trust_class), labels.unreadable or unreadable
+    )
 
 
 def log_labels(at_end: LogLabels, now: LogLabels, late: bool) -> LogLabels:
