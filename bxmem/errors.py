@@ -1,9 +1,5 @@
-"""Typed errors and the exit codes they map to.
-
-One boundary (`boundary`, which the lean path and the CLI both run every
-command inside) turns them into a line on stderr and an exit status, so every
-command behaves the same way when something goes wrong. Imports only the
-standard library and the command registry: the lean path loads it.
+"""Typed errors, the exit codes they map to, and the one boundary every command runs inside.
+Imports only the standard library and the registry: the lean path loads it.
 """
 
 from __future__ import annotations
@@ -16,36 +12,21 @@ from bxmem.start.registry import COMMANDS
 
 
 class ExitCode:
-    """Exit statuses of every bxmem command (documented in docs/cli.md, which is
-    generated from MEANINGS and COMMAND_EXITS below; tests hold every command to it).
-
-    Plain ints rather than an IntEnum: the lean paths do not load `enum`.
-    """
+    """Exit statuses of every bxmem command; docs/cli.md is generated from MEANINGS and COMMAND_EXITS below. Plain
+    ints rather than an IntEnum: the lean paths do not load `enum`."""
 
     OK = 0
-    #: An unexpected failure: a bug, or the machine refused (disk full, read-only home).
     ERROR = 1
-    #: The command line was wrong (typer's own usage errors use 2 as well).
     USAGE = 2
-    #: The job did what it could, but something it needs did not answer
-    #: (brokerd, Honcho), or decide's run budget ran out: work is left for a
-    #: later run. Nothing was lost.
     DEGRADED = 3
-    #: `bxmem sync`, `bxmem audit`, `bxmem doctor`, and `bxmem send` holding items: the owner's attention is needed.
     ATTENTION = 4
-    #: Something named on the command line does not exist (an unknown edit id, say).
     NOT_FOUND = 5
-    #: The request is understood but cannot be done (an undo of an undo, an edit
-    #: already undone, ask or audit while local-only). Nothing was written.
     REFUSED = 6
-    #: recall, ask: no source answered; audit, doctor: Honcho did not answer.
     UNAVAILABLE = 7
-    #: `bxmem artifact resolve`, `verify`, `export`: an artifact's bytes failed their
-    #: integrity check (missing, truncated, replaced); nothing was resolved or exported.
     INTEGRITY = 8
-    #: The configuration is invalid (runbook honcho-config-invalid). sysexits EX_CONFIG.
+    # sysexits' EX_CONFIG
     CONFIG = 78
-    #: Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it.
+    # 128 + SIGINT, as a shell reports it
     INTERRUPTED = 130
 
     @classmethod
@@ -84,9 +65,6 @@ MEANINGS = {
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
-# What each command may exit with: what every command may (it reads a configuration,
-# takes a command line, can be refused by the machine or interrupted), and its own
-# codes as start/registry.py names them.
 _EVERY = (ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE, ExitCode.CONFIG, ExitCode.INTERRUPTED)
 COMMAND_EXITS = {
     command.name: _EVERY + tuple(getattr(ExitCode, code) for code in command.exits) for command in COMMANDS
@@ -171,10 +149,8 @@ ERROR_SCHEMA = "bxmem.error/1"  # what stdout holds when a command run with --js
 
 
 def boundary(fn, *args, as_json: bool = False) -> int:
-    """The one error boundary, for the lean path and the CLI alike: fn's exit
-    code, or a typed error's one line and exit code, or 130 on Ctrl-C. With
-    `as_json` (the command line asked for --json), stdout is one JSON document
-    whatever happens: an error is an error document too (`error_document`)."""
+    """The one error boundary, for the lean path and the CLI alike. With `as_json`, stdout is one JSON document
+    whatever happens: an error is an error document too."""
     try:
         return fn(*args)
     except KeyboardInterrupt:
@@ -189,7 +165,6 @@ def boundary(fn, *args, as_json: bool = False) -> int:
 
 
 def exit_code_of(exc: BaseException) -> int:
-    """The exit status the boundary ends a run with when `exc` stops it."""
     if isinstance(exc, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
     return exc.exit_code if isinstance(exc, BxmemError) else ExitCode.ERROR
@@ -248,13 +223,9 @@ def _drop_stdout() -> None:
 
 
 def report(exc: BaseException, as_json: bool = False) -> int:
-    """The one error boundary's output: one line on stderr, and the exit code
-    (with `as_json`, the error document on stdout too).
-
-    A BxmemError says what the owner can do; an OSError is the machine
-    refusing (disk, permissions) and is not a bug, so it gets a line too, not
-    a traceback. Anything else is re-raised: a bug should show where it is.
-    """
+    """The one error boundary's output: one line on stderr and the exit code. An OSError is the machine refusing
+    (disk, permissions), not a bug, so it gets a line too; anything else is re-raised: a bug should show where it
+    is."""
     if isinstance(exc, BxmemError):
         sys.stderr.write(f"bxmem: error: {exc.one_line()}\n")
         return _document(as_json, exc.exit_code, exc.one_line(), exc.runbook)

@@ -1,12 +1,6 @@
-"""One line per event on stderr, ready for journald.
-
-Under systemd (JOURNAL_STREAM names our stderr) each line gets an sd-daemon
-priority prefix so `journalctl -p warning` works, and the units' LogLevelMax=
-can keep what matters. Besides Python's levels there is NOTICE: the end of
-something a warning or an error began (Honcho or brokerd answers again, a
-refused key was replaced). `--quiet`, as the units run the jobs, keeps
-notices, warnings and errors. Callers pass only ids, counts, statuses and
-reasons: never message text, never a key, never an HTTP error body.
+"""One line per event on stderr, with sd-daemon priority prefixes under systemd (JOURNAL_STREAM), and a
+NOTICE level for the end of what a warning or error began. Callers pass ids, counts, statuses and reasons
+only: never message text, a key or an HTTP error body.
 """
 
 from __future__ import annotations

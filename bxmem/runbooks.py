@@ -1,8 +1,5 @@
-"""The runbook: what to do about each state bxmem reports. Its source is the
-checkout's top-level `runbook/*.md`, and every install carries it (start/locations.py's
-`shipped`), so `bxmem runbook NAME` can print an entry wherever bxmem is installed
-(pipx, uv, a checkout). Every log line, error and `sync` attention line that cites
-an entry names that command (errors.cite_runbook).
+"""The runbook's entries (top-level `runbook/*.md`, carried by every install, so `bxmem runbook NAME` works
+wherever bxmem is installed), and how a line cites one (errors.cite_runbook).
 """
 
 from __future__ import annotations

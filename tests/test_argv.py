@@ -166,8 +166,8 @@ def test_shapes_typer_reads_otherwise_are_left_to_typer(argv):
 
 @pytest.mark.parametrize("k", ["abc", "1.5", "0", "101", "-5", "\u0663", "\u00b2", " 3", ""])
 def test_a_bad_k_is_one_line_on_every_path(k, capsys):
-    """Failed before: typer's 4-line usage block for a non-integer (`Invalid value for '-k':
-    Input should be a valid integer...`), and another message for 0 or 101 on the lean path."""
+    """A -k that is not a whole number from 1 to 100 is the same one line on the lean path and
+    typer's (never typer's usage block), whether it is not a number or out of range."""
     expected = f"bxmem: error: -k must be a whole number from 1 to 100, not {k!r}\n"
     for argv in (
         ["bxmem", "recall", "-k", k, "--", "q"],

@@ -120,9 +120,9 @@ def test_the_catalog_is_a_cache(agent):
 
 
 def test_a_timer_job_makes_a_lost_catalog_again_where_no_deadline_cuts_it_short(agent):
-    """Failed before: with memory/bxmem/ deleted and 10,000 cards on a loaded host, recall's
-    artifacts source missed its 2 s deadline at every run, and the catalog it was making
-    was lost with it: cards stayed out of recall until an owner's `artifact verify`."""
+    """A lost catalog (memory/bxmem/ deleted) is made again by a timer job, which no deadline
+    cuts short: recall's artifacts source has 2 s, too little for 10,000 cards on a loaded
+    host, so without it the cards would wait for an owner's `artifact verify`."""
     from bxmem.commands import decide
     from bxmem.config import loader as config_module
 

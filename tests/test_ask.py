@@ -85,8 +85,8 @@ def keyed(home, brokerd, honcho, config_file, tmp_path):
 
 
 def test_ask_with_a_key_per_workspace_uses_no_admin_route(keyed):
-    """Failed before: the existence check called POST /v3/workspaces/list, which needs an
-    admin key (401), so every workspace was unavailable once auth was on."""
+    """With a key per workspace, ask calls only routes that key may call (a workspace's peers
+    and its chat), never POST /v3/workspaces/list, which needs an admin key (401)."""
     result = bxmem_main(
         "ask", "--json", "-w", "own", "-w", "untrusted", "-w", "fleet", "-w", "boxmaker1", "--", "restic?"
     )
@@ -102,8 +102,8 @@ def test_ask_with_a_key_per_workspace_uses_no_admin_route(keyed):
 
 
 def test_the_fallback_asks_every_peer_whose_memory_is_there(keyed):
-    """Failed before: only the owner's peer was asked, so the agent's own memory.md
-    entries and notes (its peer's conclusions) were never consulted."""
+    """Without workspace chat, ask asks each peer whose memory is in the workspace: the
+    owner's, and the agent's own (its memory.md entries and notes are its peer's conclusions)."""
     result = ask.ask(load(), "restic?", ["own", "fleet", "boxmaker1"])
     peers = {a.name: a.peers for a in result.answers}
     assert peers == {"own": ["kyle", "boxmaker0"], "fleet": ["boxmaker0", "kyle"], "boxmaker1": ["boxmaker1", "kyle"]}
@@ -123,7 +123,7 @@ def test_the_fallback_asks_every_peer_whose_memory_is_there(keyed):
 
 
 def test_an_answer_is_cut_at_4000_characters_not_600(keyed):
-    """Failed before: the 600-character recall snippet cap ran before ANSWER_CHARS."""
+    """An answer is cut at ANSWER_CHARS (4,000), not at recall's 600-character snippet cap."""
     keyed.workspace_chat = True
     keyed.chat_reply = "the nightly backups went well " * 300
     answer = ask.ask(load(), "long?", ["own"]).answers[0]
@@ -131,8 +131,8 @@ def test_an_answer_is_cut_at_4000_characters_not_600(keyed):
 
 
 def test_an_answer_of_a_dear_script_is_cut_at_its_token_bound(keyed):
-    """Failed before: only ANSWER_CHARS held an answer, so 4,000 characters of a script that costs
-    o200k_base several tokens a character came to about 12,000 tokens."""
+    """An answer is held to ANSWER_TOKENS as well as ANSWER_CHARS: 4,000 characters of a script
+    that costs o200k_base several tokens a character would be about 12,000 tokens."""
     keyed.workspace_chat = True
     keyed.chat_reply = "".join(chr(0x10400 + n % 80) for n in range(6_000))  # Deseret: astral, four bytes each
     answer = ask.ask(load(), "long?", ["own"]).answers[0]
@@ -140,8 +140,8 @@ def test_an_answer_of_a_dear_script_is_cut_at_its_token_bound(keyed):
 
 
 def test_at_most_two_chats_are_open_at_any_instant(keyed, monkeypatch):
-    """Failed before: a chat abandoned at its deadline freed its slot while its request
-    stayed open, so a third chat started beside it: three in flight."""
+    """A chat abandoned at its deadline keeps its slot until its request is closed: never a
+    third chat in flight beside two open ones."""
     keyed.workspace_chat = True
     keyed.chat_never_answers = True
     monkeypatch.setattr(ask, "ASK_TIMEOUT_S", 0.5)
@@ -157,8 +157,8 @@ def test_at_most_two_chats_are_open_at_any_instant(keyed, monkeypatch):
 
 
 def test_one_deadline_for_the_whole_command(keyed):
-    """Failed before: no deadline over the whole command (150 s per chat, in turns: ~300 s
-    for three workspaces, while brokerd waits 170 s)."""
+    """One deadline holds the whole command, not each chat: chats in turns at 150 s each
+    would take about 300 s for three workspaces, while brokerd waits 170 s for the tool."""
     keyed.workspace_chat = True
     keyed.chat_never_answers = True
     # As a process: in this one, the fake Honcho's threads would share the interpreter with the
@@ -226,8 +226,8 @@ def test_every_output_is_validated_in_process_and_from_the_cli(keyed):
 @pytest.mark.parametrize("workspace_chat", [True, False], ids=["workspace-chat", "peer-chat"])
 def test_no_chat_piles_up_beside_one_the_server_still_runs(keyed, monkeypatch, workspace_chat):
     """The stand-in holds every chat for 2 s whether or not its client is still
-    there, as Honcho does, and counts the chats it is running. Failed before: the
-    client gave up at 0.5 s and started the next two, so 4 ran at once."""
+    there, as Honcho does, and counts the chats it is running: a client that gives up
+    at 0.5 s starts no chat while the server still runs two."""
     keyed.workspace_chat = workspace_chat
     keyed.chat_latency = 2.0
     monkeypatch.setattr(ask, "ASK_TIMEOUT_S", 0.5)
@@ -242,7 +242,7 @@ def test_no_chat_piles_up_beside_one_the_server_still_runs(keyed, monkeypatch, w
 def test_no_chat_is_started_with_too_little_time_left_to_answer(keyed):
     """At `low`, a chat needs 50 s of the 160 s (a shorter deadline scales it: 1.25 s
     of 4 s). The first two answer after 3 s, leaving under 1.25 s: the third is not
-    started. Failed before: it was started with a second left, and abandoned."""
+    started (it could only be abandoned)."""
     keyed.workspace_chat = True
     keyed.chat_latency = 3.0
     result = ask.ask(load(), "anyone?", ["own", "untrusted", "fleet"], reasoning="low", deadline=4)

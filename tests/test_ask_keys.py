@@ -40,8 +40,8 @@ def _partial(honcho, config_file, tmp_path) -> None:
 
 
 def test_ask_uses_a_keyless_workspace_without_a_key_and_reports_the_refusal(honcho, config_file, tmp_path):
-    """Failed before: exit 2, "no key for workspace 'boxmaker1' ... while other
-    workspaces have keys", and the workspace that has a key was not asked either."""
+    """With keys for some workspaces, a keyless one is asked without a key and its refusal
+    (HTTP 401) reported; the workspace with a key is answered, and the command succeeds."""
     _partial(honcho, config_file, tmp_path)
     result = bxmem_inprocess("ask", "--json", "-w", "own", "-w", "boxmaker1", "--", "when is it due?")
     assert result.returncode == 0, result.stderr
@@ -69,7 +69,8 @@ def test_recall_follows_the_same_rule(honcho, config_file, tmp_path):
 
 
 def test_config_check_and_sync_warn_and_neither_needs_attention_for_it(honcho, config_file, tmp_path, brokerd):
-    """Failed before: neither said anything about a partial key set."""
+    """A partial key set is a warning in `config check` and `sync` (plain and --json),
+    naming each keyless workspace; neither exits non-zero for it."""
     config_file.write_text(honcho_config(honcho.url) + READ + _key(tmp_path, "honcho_trusted.key"))
     warning = (
         "warning: keys are configured for some workspaces but not for bm0-untrusted ([secrets.honcho_untrusted]), "

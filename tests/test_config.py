@@ -6,6 +6,7 @@ import json
 
 import pytest
 from helpers import bxmem_inprocess, bxmem_main, honcho_config, run_bxmem
+from runbook_lines import cites
 
 GOOD = honcho_config("http://127.0.0.1:8000")
 
@@ -49,7 +50,7 @@ def assert_one_line_78(result, expected: str, command: list[str]) -> None:
     assert result.returncode == 78, (command, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], lines
-    assert "(see: bxmem runbook honcho-config-invalid)" in lines[0]
+    assert lines[0].endswith(cites("honcho-config-invalid"))
     assert "Traceback" not in result.stderr
 
 
@@ -70,8 +71,9 @@ def test_a_mistake_stops_each_entry_path_as_a_process(config_file, text, expecte
 
 @pytest.mark.parametrize("name", ["local", "own", "untrusted", "fleet", "artifacts"])
 def test_a_read_agent_may_not_take_a_name_recall_or_ask_gives_its_own_sources(config_file, name):
-    """Failed before: accepted, and an agent named `fleet` was what `ask -w fleet` asked,
-    one named `local` shared recall's outcome slot with the local index."""
+    """An agent of [[honcho.read]] may not be named as one of recall's or ask's own sources:
+    one named `fleet` would be what `ask -w fleet` asks, one named `local` would share
+    recall's outcome slot with the local index."""
     config_file.write_text(GOOD + f'[[honcho.read]]\nagent = "{name}"\nworkspace = "x-trusted"\n')
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78

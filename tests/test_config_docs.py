@@ -88,8 +88,8 @@ def test_the_plain_config_classes_take_exactly_the_schemas_fields():
 
 @pytest.mark.parametrize("name", DOCS)
 def test_every_documented_example_has_a_key_for_every_workspace_or_none(name, tmp_path):
-    """A partial key set is what config check and sync warn about. Failed before: the
-    README's example had one key, config.md's two of five."""
+    """A partial key set is what config check and sync warn about: every example config in
+    the docs has a key for every workspace, or none."""
     for block in toml_blocks(DOCS[name]):
         data = validate(tomllib.loads(block), tmp_path / "bxmem.toml")
         every = {"honcho_trusted", "honcho_untrusted", "honcho_fleet"}

@@ -12,6 +12,7 @@ import logging
 
 import pytest
 from helpers import bxmem_inprocess, decisions, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide, index_fold, mirror, sync
 from bxmem.commands.send import job as send
@@ -183,8 +184,8 @@ def test_the_config_file(config_file, depth):
     result = bxmem_inprocess("config", "check")
     assert result.returncode == 78
     assert result.stderr == (
-        f"bxmem: error: {config_file}: not valid TOML: arrays or tables nested too deep to read "
-        "(see: bxmem runbook honcho-config-invalid)\n"
+        f"bxmem: error: {config_file}: not valid TOML: arrays or tables nested too deep to read"
+        f"{cites('honcho-config-invalid')}\n"
     )
     config_file.write_text("[paths]\nx = " + "{a = " * depth + "1" + "}" * depth + "\n")
     assert bxmem_inprocess("decide").returncode == 78

@@ -145,8 +145,9 @@ def test_agent_tools_lists_exactly_the_codes_recall_and_ask_can_return():
 
 
 def test_the_owner_reads_what_goes_nowhere_means_on_the_host():
-    """Failed before: the README said a secret session "goes nowhere", while recall on
-    the host returns its turns and a turn holding a key, labelled secret."""
+    """The README says what "goes nowhere" means on the host: a secret session is sent to no
+    Honcho workspace, while recall on the host returns its turns (a turn holding a key
+    included), labelled secret."""
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "is sent to no Honcho workspace. It does not leave the host, but it stays on it" in readme
     assert "and a turn holding a key (the key included), back to the agent, labelled `secret`" in readme

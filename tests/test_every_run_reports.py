@@ -8,6 +8,7 @@ import json
 import re
 
 from helpers import bxmem_inprocess, bxmem_main, honcho_config, ledger_events, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send
@@ -59,7 +60,7 @@ def test_every_run_during_an_outage_says_since_when_and_the_next_try(home, broke
     [line] = text.stderr.strip().splitlines()
     assert re.fullmatch(
         rf"bxmem send: Honcho unreachable since {re.escape(since)} \(honcho .* connection failed \(ConnectError\)\); "
-        r"next try at \S+Z \(in \d+ s\); 2 item\(s\) wait \(see: bxmem runbook honcho-unreachable\)",
+        r"next try at \S+Z \(in \d+ s\); 2 item\(s\) wait" + re.escape(cites("honcho-unreachable")),
         line,
     ), line
     assert bxmem_inprocess("-q", "send").stderr == ""  # the units' journal heard of it once, at its start
@@ -106,7 +107,7 @@ def test_an_item_in_doubt_and_the_turns_behind_it_show_in_send_and_sync(home, br
             "in doubt: 1 turn(s) of session s in bm0-trusted (first turn:s:1), sent at "
             f"{format_time(1e6)} with no answer; looked up in Honcho at {lookup}"
         )
-        and "1 later item(s) wait behind them (see: bxmem runbook honcho-in-doubt)" in line
+        and "1 later item(s) wait behind them" + cites("honcho-in-doubt") in line
         for line in report.summary()
     )
     status = sync.status(load(), now=1e6 + 10, check=False)
@@ -228,7 +229,7 @@ def test_every_decide_that_exits_3_says_why(home, configure, brokerd):
         assert len(lines) == 1 and lines[0].startswith(
             "bxmem decide: 1 turn(s) wait undecided: brokerd cannot answer since "
         )
-        assert "(see: bxmem runbook broker-state-unavailable)" in lines[0]
+        assert cites("broker-state-unavailable") in lines[0]
     assert bxmem_main("-q", "decide").stderr == ""  # the timer's journal: said once, at the start
     report = json.loads(bxmem_main("decide", "--json").stdout)
     assert report["undecided"] == 1 and ISO.match(report["broker_unavailable_since"])

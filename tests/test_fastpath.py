@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bxmem_main, ledger_events, write_log
+from runbook_lines import cites
 
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
@@ -179,7 +180,7 @@ def test_the_error_boundary_is_one_line_for_the_owner_and_loud_for_bugs(capsys):
     assert report(ConfigInvalid("bxmem.toml: honcho.url: bad")) == ExitCode.CONFIG
     assert report(OSError(errno.EROFS, "Read-only file system", "/h/memory")) == ExitCode.ERROR
     assert capsys.readouterr().err.splitlines() == [
-        "bxmem: error: bxmem.toml: honcho.url: bad (see: bxmem runbook honcho-config-invalid)",
+        "bxmem: error: bxmem.toml: honcho.url: bad" + cites("honcho-config-invalid"),
         "bxmem: error: Read-only file system: /h/memory",
     ]
     with pytest.raises(KeyError):

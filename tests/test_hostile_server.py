@@ -3,18 +3,18 @@ calls answered with each attack in turn, the command run as the console script
 in a subprocess under an address-space limit (tests/hostile_child.py, timeouts
 shortened). Each run must:
 
-* end within its bound (send: its run deadline; recall: its source deadline;
-  ask: its --deadline; audit: its whole-command deadline; sync: its check's),
-  with the few seconds a loaded machine takes to start Python on top;
-* stay under a memory cap (peak RSS: the child's own VmHWM, see hostile_child.py);
+* end within its command's documented bound (send: its run deadline; recall: its
+  source deadline; ask: its --deadline; audit: its whole-command deadline; sync: its
+  check's), at the shortened timeouts, with bench/hostile.py's start-up allowance on top;
+* stay within bench/hostile.py's peak RSS target (the child's own VmHWM, see hostile_child.py);
 * print no traceback, and exit with a code from the documented table;
 * send each key only with requests for its own workspace, and nothing to the
   host a redirect names;
 * lose nothing from the outbox: every item is still pending, or failed with a
   reason, or sent with ids Honcho really holds; never marked sent otherwise.
 
-The worst time and peak RSS per command are printed (-s shows them) for
-docs/performance.md.
+The table of worst times and peaks at the real timeouts is bench/hostile.py's
+(`./dev bench hostile`, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -34,14 +34,15 @@ from helpers import CAPTURED, ROOT, ledger_events, register_secret, validate_out
 from hostile_child import SHORT
 from hostile_honcho import FORGED_DATE, FORGED_TEXT, KEYS, MODES, Attack, Trap, arm, build_home, disarm
 
+from bench import hostile
 from bxmem.errors import COMMAND_EXITS
 
 pytestmark = pytest.mark.slow
 
-RSS_CAP_KB = 200 * 1024  # the issue's runs reached 1.7 GB; a capped answer is at most 16.6 MB
+RSS_CAP_KB = hostile.RSS_TARGET_MB * 1024  # the documented peak, docs/performance.md
 AS_LIMIT = 2 << 30  # a guard, so a regression cannot take the machine with it
-STARTUP_S = 4.0  # importing the CLI, on a loaded 2-core machine (the interpreter's own start is not counted)
-WORST: dict[str, tuple[float, int, str]] = {}  # command -> (seconds, peak RSS kB, scenario)
+# The documented start-up allowance; here only the CLI's imports count against it, not the interpreter's start.
+STARTUP_S = hostile.STARTUP_S
 
 GENERIC = [m for m in MODES if m != "typed"]
 for _key in KEYS.values():
@@ -142,14 +143,22 @@ ARGS = {
 }
 
 
+# The runs known to break a documented bound, each a strict xfail: the run that keeps it
+# again makes its entry XPASS, which forces the entry out.
+OVER_BOUND = {
+    "recall-settled-.-huge-chunked": "recall, every source answering without end, peaks at 133-147 MB "
+    "(over the documented 120 MB) with the sources' deadlines shortened to 1 s",
+}
+
+
 def scenarios():
     for command, setups in ROUTES.items():
         for setup, routes in setups.items():
             for route in routes:
                 for mode in GENERIC:
-                    yield pytest.param(
-                        command, setup, route, mode, None, id=f"{command}-{setup}-{route.strip()}-{mode}"
-                    )
+                    name = f"{command}-{setup}-{route.strip()}-{mode}"
+                    marks = [pytest.mark.xfail(strict=True, reason=OVER_BOUND[name])] if name in OVER_BOUND else []
+                    yield pytest.param(command, setup, route, mode, None, id=name, marks=marks)
                 for n, body in enumerate(typed_bodies(route)):
                     yield pytest.param(
                         command, setup, route, "typed", body, id=f"{command}-{setup}-{route.strip()}-typed{n}"
@@ -239,15 +248,14 @@ def _deleted(events, conclusion_id) -> bool:
 
 
 def check_run(command: str, result, took: float, rss: int, scenario: str) -> None:
+    """No traceback, an exit code of the command's table, and within its bounds of wall time and peak RSS."""
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.returncode in COMMAND_EXITS[command], (result.returncode, result.stderr[-500:])
-    assert took < BOUND_S[command] + STARTUP_S, (took, scenario)
-    assert rss < RSS_CAP_KB, (rss, scenario)
-    worst = WORST.get(command)
-    if worst is None or took > worst[0]:
-        WORST[command] = (took, max(rss, worst[1] if worst else 0), scenario)
-    elif rss > worst[1]:
-        WORST[command] = (worst[0], rss, worst[2])
+    bound = BOUND_S[command] + STARTUP_S
+    assert took <= bound, f"bxmem {command} ({scenario}) took {took:.2f} s, over its bound of {bound:g} s"
+    assert rss <= RSS_CAP_KB, (
+        f"bxmem {command} ({scenario}) peaked at {rss / 1024:.1f} MB, over {RSS_CAP_KB // 1024} MB"
+    )
 
 
 def test_peak_rss_is_the_commands_own_not_this_process():
@@ -284,10 +292,20 @@ def test_demo_against_a_hostile_honcho_on_every_route(honcho, trap, mode):
     assert trap.requests == []
 
 
-def test_zz_worst_time_and_peak_rss_per_command():
-    """Printed for docs/performance.md (run with -s); runs last in this module."""
-    for command, (took, rss, scenario) in sorted(WORST.items()):
-        print(
-            f"hostile Honcho: {command:6} worst {took:5.2f} s (bound {BOUND_S[command]:g} s + start-up), "
-            f"peak RSS {rss / 1024:6.1f} MB ({scenario})"
-        )
+def test_the_documented_bounds_are_the_commands_own_deadlines():
+    """bench/hostile.py's table (docs/performance.md's row) is read from the deadlines the commands run with."""
+    from bxmem.commands import ask, audit, recall
+    from bxmem.commands.send import runner
+
+    assert {command: hostile.BOUNDS[command] for command in ARGS} == {
+        "send": runner.RUN_DEADLINE_S,
+        "recall": recall.HONCHO_TIMEOUT_S,
+        "ask": ask.DEADLINE_S,
+        "audit": audit.DEADLINE_S,
+        "sync": recall.HONCHO_TIMEOUT_S + 0.5,  # sync's checks wait half a second past the longest deadline
+    }
+    rows = (ROOT / "docs" / "performance.md").read_text().split("every command against a hostile Honcho", 1)[1]
+    wall, rss = rows.splitlines()[:2]
+    assert f"+ {hostile.STARTUP_S:g} s of start-up" in wall
+    assert all(f"{command} {hostile.BOUNDS[command]:g} s" in wall for command in ARGS), wall
+    assert f"≤ {hostile.RSS_TARGET_MB} MB" in rss, rss

@@ -222,8 +222,8 @@ def _chatter(index: Index) -> None:
 
 
 def test_an_answer_is_found_through_the_question_it_answers(tmp_path):
-    """Failed before: the answer names neither the trip nor the summer; the turn before it,
-    someone else's question, does. The answer is ranked for it, and says so."""
+    """The answer names neither the trip nor the summer; the turn before it, someone else's
+    question, does. The answer is ranked for it, and says so."""
     index = _index(tmp_path)
     _chatter(index)
     _talk(
@@ -266,7 +266,8 @@ def test_a_turn_after_a_statement_by_someone_else_is_not_lifted(tmp_path):
 
 
 def test_a_word_as_the_query_wrote_it_counts_more_than_its_stem(tmp_path):
-    """Failed before: the two turns scored alike by their stems, and the newer came first."""
+    """Of two turns alike by their stems, the one holding the word as the query wrote it
+    comes first, though the other is newer."""
     index = _index(tmp_path)
     _talk(
         index,

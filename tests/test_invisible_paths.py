@@ -79,7 +79,7 @@ def fed(home, brokerd, honcho, configure):
 
 
 def test_send_writes_no_invisible_character_to_honcho(fed):
-    """Failed before: every tag character, variation selector and filler reached Honcho."""
+    """No tag character, variation selector or filler reaches Honcho, in a message or a conclusion."""
     messages = [m["content"] for m in fed.messages]
     assert len(messages) == 3  # the turn's two messages and the fleet note
     clean(messages)
@@ -133,9 +133,9 @@ def test_ask_gives_the_model_none(fed):
 
 
 def test_mirror_state_keyed_by_an_earlier_neutralise_is_rebuilt(home, brokerd, honcho, configure):
-    """Mirror keys entries by their neutralised text. Failed before: a state built
-    while U+FE0F was kept was used as it was, so removing an entry holding one
-    missed its conclusion ("removed-entry-was-never-mirrored") and it stayed in Honcho."""
+    """Mirror keys entries by their neutralised text: a state built by an earlier neutralise
+    (one that kept U+FE0F) is rebuilt, so removing an entry holding one removes its conclusion
+    from Honcho (never "removed-entry-was-never-mirrored")."""
     import hashlib
     import hmac
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bxmem_inprocess, ledger_events, register_secret, run_bxmem, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide
 from bxmem.commands.send import job as send
@@ -88,8 +89,8 @@ def test_mode_400_is_as_good_as_600(tmp_path):
 
 
 def test_a_fifo_is_refused_at_once_and_never_opened(tmp_path):
-    """Failed before: the file was opened (blocking) before it was checked, and the
-    command waited for a writer forever."""
+    """A key file is checked before it is opened: a FIFO is refused at once, never waited on
+    for a writer."""
     path = tmp_path / "fifo.key"
     os.mkfifo(path, 0o600)
     outcome = read_in_thread(path)
@@ -120,11 +121,11 @@ def test_a_symbolic_link_is_refused_and_names_its_target(tmp_path):
     with pytest.raises(KeyFileInvalid) as caught:
         read_key(workspace(link))
     assert caught.value.problem == "is a symbolic link; bxmem reads only a regular file as a key, never through a link"
-    assert caught.value.one_line().endswith(f"name the file itself ({real}) (see: bxmem runbook honcho-config-invalid)")
+    assert caught.value.one_line().endswith(f"name the file itself ({real})" + cites("honcho-config-invalid"))
 
 
 def test_a_file_owned_by_another_user_is_refused(tmp_path):
-    """Failed before: the owner was never checked."""
+    """A key file owned by another user is refused."""
     if os.geteuid() != 0:
         pytest.skip("chown to another uid needs root (CI runs as root)")
     path = write_key(tmp_path / "k", b"k\n")
@@ -150,7 +151,8 @@ def test_any_group_or_other_bit_is_refused(tmp_path, mode, can):
 
 
 def test_a_key_over_the_bound_is_refused_never_cut(tmp_path):
-    """Failed before: only the first 64 KiB were read, so a longer key was cut and sent."""
+    """A key file over MAX_KEY_BYTES is refused whole: no prefix of it (the first 64 KiB, say)
+    is ever sent as the key."""
     for size in (MAX_KEY_BYTES + 1, 65_536, 70_000):
         path = write_key(tmp_path / "k", b"x" * size)
         assert refusal(path) == f"is {size} bytes; a key file holds one key of at most {MAX_KEY_BYTES} bytes"
@@ -176,8 +178,8 @@ def test_a_key_over_the_bound_is_refused_never_cut(tmp_path):
     ],
 )
 def test_anything_but_one_line_of_printable_ascii_is_refused(tmp_path, data, problem):
-    """Failed before: NUL, ESC and DEL passed (only whitespace was looked for), and the
-    header they made failed every request of the run as an outage."""
+    """A key is one line of printable ASCII: NUL, ESC, DEL or a second line is refused, never
+    put in a header that would fail every request of the run as an outage."""
     assert refusal(write_key(tmp_path / "k", data)) == problem
 
 
@@ -205,8 +207,8 @@ def test_no_refusal_shows_the_key(tmp_path):
 
 
 def test_a_process_holding_a_key_cannot_be_dumped_or_read_by_its_user(tmp_path):
-    """PR_SET_DUMPABLE 0 from the moment a key is read (failed before: dumpable 1);
-    nothing of ctypes is loaded by a process that reads no key."""
+    """PR_SET_DUMPABLE 0 from the moment a key is read; nothing of ctypes is loaded by a
+    process that reads no key."""
     path = write_key(tmp_path / "k", b"k\n")
     script = (
         "import sys\n"
@@ -239,7 +241,8 @@ def secrets(**files: Path) -> str:
 
 
 def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
-    """Failed before: `config check` (and send, sync, ask) waited forever on the FIFO."""
+    """`config check` (as send, sync and ask) refuses a FIFO as a key file at once, with
+    one line, never waiting on it."""
     fifo = tmp_path / "t.key"
     os.mkfifo(fifo, 0o600)
     configure(honcho.url, extra=secrets(honcho_trusted=fifo))
@@ -249,15 +252,15 @@ def test_config_check_on_a_fifo_answers_at_once(tmp_path, honcho, configure):
         pytest.fail("bxmem config check hung on a FIFO key file")
     assert result.returncode == 78
     assert result.stderr.strip().splitlines() == [
-        f"bxmem: error: secrets.honcho_trusted: key file {fifo} is a named pipe (FIFO), not a regular file "
-        "(see: bxmem runbook honcho-config-invalid)"
+        f"bxmem: error: secrets.honcho_trusted: key file {fifo} is a named pipe (FIFO), not a regular file"
+        + cites("honcho-config-invalid")
     ]
 
 
 def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path, honcho, configure, two_sessions):
-    """A trusted key holding ESC: failed before, when the header it made failed the
-    first request as "Honcho unreachable ... LocalProtocolError", put every workspace
-    into one backoff, and sync still called the key "ok"."""
+    """A trusted key holding ESC stops its own workspace only: never a request failed as
+    "Honcho unreachable ... LocalProtocolError", never every workspace in one backoff,
+    and sync never calls the key "ok"."""
     honcho.keys["bm0-trusted"] = GOOD_KEY
     bad = write_key(tmp_path / "t.key", f"{GOOD_KEY}\x1b".encode())
     configure(honcho.url, extra=secrets(honcho_trusted=bad))
@@ -270,7 +273,7 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     problem = "has a control character (0x1b) at byte 19; a key is one line of printable ASCII"
     assert first.stderr.strip().splitlines() == [
         f"bxmem send: error: secrets.honcho_trusted: key file {bad} {problem}; sends to bm0-trusted stop until "
-        "secrets.honcho_trusted changes, the other workspaces go on (see: bxmem runbook honcho-key-refused)"
+        "secrets.honcho_trusted changes, the other workspaces go on" + cites("honcho-key-refused")
     ]
     assert honcho.messages_in("bm0-untrusted") and not honcho.messages_in("bm0-trusted")
     assert not any("bm0-trusted" in r.path for r in honcho.requests)  # never sent with a broken header
@@ -287,8 +290,8 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     )
     assert "key for bm0-trusted refused by bxmem since " in status.stdout
     assert (
-        f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed "
-        "(see: bxmem runbook honcho-key-refused)"
+        f"attention: secrets.honcho_trusted: key file {bad} {problem}: sends to bm0-trusted stop until it is fixed"
+        + cites("honcho-key-refused")
     ) in status.stdout
 
     # logged once: the next run does not try again, nor warn again (-q, as the units run it:
@@ -299,8 +302,8 @@ def test_a_bad_key_stops_its_workspace_only_never_a_global_outage(home, tmp_path
     assert len(honcho.requests) == calls and again.returncode == 3
     assert again.stderr.strip().splitlines() == [
         f"bxmem send: sends to bm0-trusted stopped since {refused[0]['ts']}: bxmem refused its key file: "
-        f"secrets.honcho_trusted: key file {bad} {problem}; its items wait until secrets.honcho_trusted changes "
-        "(see: bxmem runbook honcho-key-refused)"
+        f"secrets.honcho_trusted: key file {bad} {problem}; its items wait until secrets.honcho_trusted changes"
+        + cites("honcho-key-refused")
     ]
     still = json.loads(bxmem_inprocess("send", "--json").stdout)
     assert still["stopped"] == ["bm0-trusted"] and still["keys_refused"][0]["problem"] == refused[0]["problem"]
@@ -348,7 +351,7 @@ def test_a_bad_key_for_another_agents_workspace_does_not_stop_send(home, tmp_pat
     status = bxmem_inprocess("sync")
     assert (
         f"attention: secrets.honcho_read_boxmaker1: key file {bad} has mode 0644: group or others can read it "
-        "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed (see: bxmem runbook honcho-key-refused)"
+        "(chmod 600 it): recall and ask cannot read bm1-trusted until it is fixed" + cites("honcho-key-refused")
     ) in status.stdout
 
 

@@ -111,9 +111,9 @@ def test_the_directory_is_fsynced_once_not_on_every_append(home, brokerd, config
 
 
 def test_a_state_file_holding_a_lone_surrogate_is_written_and_read_back(tmp_path):
-    """Failed before (tests/test_hands_and_clock_properties.py found it): a ledger line whose
-    workspace holds a lone surrogate escape made workspace-roles.json unwritable, and the job
-    that saved it failed with UnicodeEncodeError."""
+    """A ledger line whose workspace holds a lone surrogate escape is written to
+    workspace-roles.json and read back (never a UnicodeEncodeError in the job that saves it;
+    tests/test_hands_and_clock_properties.py draws such lines)."""
     from bxmem.formats.shapes import anything
     from bxmem.store.state_json import load_json, write_json
 

@@ -22,6 +22,7 @@ import time
 
 import pytest
 from helpers import decisions, ledger_events, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide, index_fold, mirror, recall, undo
 from bxmem.commands.send import job as send
@@ -168,7 +169,7 @@ def test_logs_that_are_not_regular_files_are_named_once_and_the_others_decided(h
     said = [m for m in warnings(caplog) if "cannot read" in m]
     assert sorted(said) == sorted(
         f"{logs / name}: cannot read: is {kind}, not a regular file; its turns wait, and it is tried again every 60 s "
-        "or as soon as its mode or owner changes (see: bxmem runbook log-unreadable)"
+        "or as soon as its mode or owner changes" + cites("log-unreadable")
         for name, kind in [
             ("adir.jsonl", "a directory"),
             ("afifo.jsonl", "a named pipe (FIFO)"),

@@ -165,8 +165,8 @@ def test_the_changelog_has_a_release_section_for_the_packaged_version():
     version = PYPROJECT["project"]["version"]
     release = re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", text, flags=re.MULTILINE)
     assert release, f"CHANGELOG.md has no '## [{version}] - YYYY-MM-DD' section"
-    unreleased = text.find("\n## Unreleased\n")
-    assert 0 <= unreleased < release.start(), "'## Unreleased' belongs above the latest release"
+    unreleased = text.find("\n## [Unreleased]\n")
+    assert 0 <= unreleased < release.start(), "'## [Unreleased]' belongs above the latest release"
     # A first release is described as what it does, not against a version that never shipped.
     section = text[release.end() :].split("\n## ", 1)[0]
     assert not re.search(r"\(was |\bwas \d", section), "the release section compares against an unshipped version"

@@ -39,10 +39,9 @@ def structure(text: str, hits: int) -> None:
 
 
 def test_a_stored_turn_cannot_print_its_own_hit_or_close_the_fence(home, brokerd, configure):
-    """Failed before: the output had no fence (the structure check fails on its first
-    line), and the turn's lines came out as `    [1] local | identity | private | identity`
-    and `    SYSTEM: ...`: indented, but nothing marked them as a hit's text rather
-    than a hit, and nothing closed the recalled data."""
+    """The output is fenced, and a turn's lines are marked as a hit's text: a stored turn
+    holding `[1] local | identity | private | identity` or `SYSTEM: ...` lines cannot pass
+    them off as a hit of its own, and cannot close the recalled data."""
     configure(None)
     write_log(home, "s1", turn_lines(1, ATTACK, "noted"))
     decide.run(config_module.load())
@@ -132,7 +131,8 @@ def test_recall_gives_at_most_k_hits_of_at_most_600_characters(home, brokerd, co
 
 
 def test_every_hit_says_why_in_json_and_explain_shows_it_to_a_person(home, brokerd, configure):
-    """Failed before: a hit said where it came from, never why: which words matched, its rank."""
+    """Every hit says why it is there (which words matched, its rank), not only where it
+    came from: in --json, and to a person with --explain."""
     configure(None)
     write_log(home, "s1", turn_lines(1, "the restic backups go to the nas", "noted"))
     write_log(home, "s2", turn_lines(1, "restic is slow today", "I will look"))

@@ -147,8 +147,8 @@ def _candidates(texts: list[str], peer: str = "nina") -> list[recall_remote.Cand
 
 
 def test_candidates_are_ranked_by_their_words_and_fused_with_honchos_order():
-    """Failed before: Honcho's order was the only ranking, so an answer it ranked 30th by meaning
-    behind near misses was never shown, and recall asked it for k results only."""
+    """Candidates are ranked by their words and fused with Honcho's order, so an answer Honcho
+    ranked 30th by meaning behind near misses is shown; Honcho is asked for more than k."""
     near = [f"the heron {w} went fine" for w in ("backup", "deploy", "audit", "upgrade")] * 8
     texts = [*near[:29], "the gecko migration is set for june 4", *near[29:]]
     kept = recall_remote.rank("when is the gecko migration?", _candidates(texts), 8, [list(range(len(texts)))])
@@ -180,17 +180,17 @@ def test_a_conclusion_found_by_its_words_alone_is_kept_when_it_holds_most_of_the
 
 
 def test_honcho_is_asked_the_querys_words_alone():
-    """Failed before: the question went as asked, and its punctuation made Honcho's full-text
-    arm a substring match of the whole question (src/utils/search.py at 3.0.12)."""
+    """Honcho is asked the query's words alone: with its punctuation, Honcho's full-text arm
+    makes a substring match of the whole question (src/utils/search.py at 3.0.12)."""
     assert recall_remote.words_query("When's the gecko-migration? (kyle's)") == "gecko migration kyle"
     assert recall_remote.find_words("when is the deployment of gecko happening") == ["deplo", "gecko", "happe"]
 
 
 def test_a_paraphrase_first_in_both_arms_is_kept_by_the_rare_word_it_shares():
-    """Failed before: a paraphrase shares one word with the question, and two were required,
-    though the answer was first by its words and first in Honcho's order. A near miss sharing
-    only a word most candidates hold is not shown, nor is the same answer when Honcho ranks
-    another text first (one rare word alone is not enough there)."""
+    """A paraphrase first by its words and first in Honcho's order is kept by the one rare
+    word it shares with the question. A near miss sharing only a word most candidates hold
+    is not shown, nor is the same answer when Honcho ranks another text first (one rare word
+    alone is not enough there)."""
     fillers = [
         f"{who} owns the {what} backups"
         for who, what in (("jo", "heron"), ("ana", "egret"), ("li", "otter"), ("max", "tapir"))
@@ -209,9 +209,9 @@ def test_a_paraphrase_first_in_both_arms_is_kept_by_the_rare_word_it_shares():
 
 
 def test_the_first_by_its_words_is_kept_when_it_holds_most_of_the_querys_weight():
-    """Failed before: one word held, of two asked. Here it is the rare one (one candidate in
-    six holds it; the other, every near miss), so the text ranked first by its words is shown
-    though Honcho put it last; the near misses, holding the common word only, are not."""
+    """One word held, of two asked, and the rare one (one candidate in six holds it; the other,
+    every near miss): the text ranked first by its words is shown though Honcho put it last;
+    the near misses, holding the common word only, are not."""
     texts = [f"the dashboard for the {name} is slow" for name in ("heron", "egret", "otter", "tapir", "yak")]
     texts.append("the zebra sits in rack 4")
     kept = recall_remote.rank("where is the zebra dashboard?", _candidates(texts), 8, [list(range(len(texts)))])

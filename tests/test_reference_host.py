@@ -196,8 +196,8 @@ def test_exit_6_and_78_are_unavailable_and_read_nothing(fleet, config_file, honc
 
 
 def test_the_wrong_home_is_exit_78_not_an_empty_memory(fleet, tmp_path):
-    """Failed before: recall as another user, or with another HOME, answered exit 7,
-    'no local index yet', which the model reads as having no memory."""
+    """Recall as another user, or with another HOME, is exit 78 with nothing read, never
+    exit 7's 'no local index yet', which the model would read as having no memory."""
     fleet.env["BOXMAKER_HOME"] = str(tmp_path / "not-the-home")
     result = fleet.call("recall", {"query": "restic"})
     assert (result.exit, result.label) == (78, NOTHING_READ)

@@ -99,7 +99,7 @@ def test_the_class_is_computed_once_and_recorded_whatever_the_route():
 
 
 def test_speaker_with_dot_gets_a_peer_no_underscore_name_can_have():
-    """Failed before: `ana.lima` became `ana_lima`, the peer of another person, `ana_lima`."""
+    """`ana.lima` is the peer `ana_Dot_lima`, never `ana_lima`, another person's peer."""
     assert route_turn(facts(speaker="ana.lima"), AGENT).peer == "ana_Dot_lima"
     assert route_turn(facts(speaker="ana_lima"), AGENT).peer == "ana_lima"
 
@@ -202,13 +202,13 @@ SPEAKER_ROWS = [
     (("kyle", AGENT, OWNER), ("kyle", None)),
     (("KYLE", AGENT, OWNER), ("kyle", None)),  # Mattermost usernames ignore case: the owner
     (("Kyle", AGENT, OWNER), ("kyle", None)),
-    (("BoxMaker0", AGENT, OWNER), (None, "speaker-is-the-agent")),  # failed before: a peer of its own
+    (("BoxMaker0", AGENT, OWNER), (None, "speaker-is-the-agent")),  # never a peer of its own
     (("BOXMAKER0", AGENT, OWNER), (None, "speaker-is-the-agent")),
     (("boxmaker.0", AGENT, "kyle"), ("boxmaker_Dot_0", None)),  # not like boxmaker0
     (("boxmaker.0", "boxmaker_0", OWNER), (None, "speaker-is-the-agent")),
     (("boxmaker_Dot_0", "boxmaker_0", OWNER), (None, "speaker-is-the-agent")),
     (("kyle_b", AGENT, "kyle_b"), ("kyle_b", None)),
-    (("kyle.b", AGENT, "kyle_b"), (None, "speaker-named-like-the-owner")),  # failed before: written as the owner
+    (("kyle.b", AGENT, "kyle_b"), (None, "speaker-named-like-the-owner")),  # never written as the owner
     (("KYLE.B", AGENT, "kyle_b"), (None, "speaker-named-like-the-owner")),
     (("kyle.b", AGENT, "kyle_Dot_b"), ("kyle_Dot_b", None)),  # an owner whose username has a dot
     (("kyle_b", AGENT, "kyle_Dot_b"), (None, "speaker-named-like-the-owner")),

@@ -19,6 +19,7 @@ import signal
 
 import pytest
 from helpers import bxmem_inprocess, decisions, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide, mirror, sync
 from bxmem.commands.send import job as send
@@ -235,7 +236,7 @@ def test_the_config_file_as_a_fifo_is_one_line(config_file, no_hang):
     assert result.returncode == 78
     assert (
         result.stderr
-        == f"bxmem: error: {config_file}: is a named pipe (FIFO), not a regular file (see: bxmem runbook honcho-config-invalid)\n"
+        == f"bxmem: error: {config_file}: is a named pipe (FIFO), not a regular file{cites('honcho-config-invalid')}\n"
     )
 
 

@@ -14,29 +14,21 @@ import io
 import re
 import sys
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pytest
+from source_tree import MODULES, PACKAGE, ROOT, forget, parents, parse, shown, verdict
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "bxmem"
+# One worker parses the tree for all of them (under `--dist loadgroup`).
+pytestmark = pytest.mark.xdist_group("structure")
+
 # A module's size in logical lines (statements and comment lines), which `ruff format`'s
 # wrapping cannot change: 330 is the cap of 400 hand-wrapped lines it replaced (the
 # longest module then, at 400 lines, held 324).
 MAX_LOGICAL_LINES = 330
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 # --- the import graph: every import of every module, bxmem's and the rest ---
@@ -85,18 +77,11 @@ def _in_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
-@cache
-def parse(path: Path) -> tuple[ast.Module, tuple[str, ...], dict[ast.AST, ast.AST]]:
-    source = path.read_text()
-    tree = ast.parse(source, filename=str(path))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    return tree, tuple(source.splitlines()), parents
-
-
 def import_records(name: str, path: Path) -> list[Import]:
     """Every import in `name`'s source (top level, class, function, under TYPE_CHECKING),
     one record per module loaded; relative imports resolved against the package."""
-    tree, lines, parents = parse(path)
+    tree, lines = parse(path)
+    held_by = parents(path)
     # What a relative import is relative to: the package holding this module.
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
@@ -123,7 +108,7 @@ def import_records(name: str, path: Path) -> list[Import]:
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
-        in_function, type_checking = _in_function(node, parents), _type_checking_only(node, parents)
+        in_function, type_checking = _in_function(node, held_by), _type_checking_only(node, held_by)
         found += [
             Import(target, bound, node.lineno, in_function, type_checking, lines[node.lineno - 1])
             for target, bound in targets
@@ -232,10 +217,6 @@ def _ring(start: str, graph: dict[str, set[str]]) -> set[str]:
 # --- the layers' import contracts ---
 
 STDLIB = frozenset(sys.stdlib_module_names)
-
-
-def shown(path: Path) -> str:
-    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
 
 
 def _says(path: Path, record: Import, why: str) -> str:
@@ -351,7 +332,7 @@ def pure_does_no_io_and_reads_no_clock(name: str, path: Path) -> list[str]:
     annotation (so an rng comes seeded from the caller, a path is only passed through);
     `datetime.now()`, `utcnow()`, `date.today()`; a call of `open`, `print` or `input`.
     `datetime` itself stays: converting a timestamp the caller read is arithmetic."""
-    tree, lines, _parents = parse(path)
+    tree, lines = parse(path)
     records = import_records(name, path)
     problems = [
         _says(path, record, f"{record.top} is I/O or the clock")
@@ -527,24 +508,37 @@ CONTRACTS = [
     ),
 ]
 
-# What today's tree breaks, one (contract, module) at a time, each a strict xfail:
-# fixing the module makes its entry XPASS, which forces the entry out.
+# What today's tree breaks, one (contract, module) at a time: each entry lets that module
+# break that contract, and fails its test once the module keeps it ("stale entry").
 BROKEN: dict[tuple[str, str], str] = {}
 
 
-def _contract_params() -> Iterator[object]:
-    for contract in CONTRACTS:
-        for name, path in MODULES.items():
-            if contract.applies(name):
-                reason = BROKEN.get((contract.name, name))
-                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-                yield pytest.param(contract, name, path, marks=marks, id=f"{contract.name}:{shown(path)}")
+def contract_breaches(contract: Contract, modules: dict[str, Path]) -> list[str]:
+    """Every breach of the contract by a module it holds and BROKEN does not list, and every stale entry."""
+    found = {name: contract.check(name, path) for name, path in modules.items() if contract.applies(name)}
+    listed = {name: why for (held, name), why in BROKEN.items() if held == contract.name}
+    return verdict(found, listed, contract.name)
 
 
-@pytest.mark.parametrize(("contract", "name", "path"), list(_contract_params()))
-def test_import_contract(contract: Contract, name: str, path: Path):
-    problems = list(dict.fromkeys(contract.check(name, path)))  # one line for `from m import a, b`
+@pytest.mark.parametrize("contract", CONTRACTS, ids=[contract.name for contract in CONTRACTS])
+def test_import_contract(contract: Contract):
+    """Each contract, over every module it holds: the message names every breach, file:line and import."""
+    problems = contract_breaches(contract, MODULES)
     assert not problems, f"{contract.name} ({contract.modules}: {contract.rule}):\n" + "\n".join(problems)
+
+
+def test_a_rule_fails_on_an_unlisted_breach_and_on_a_stale_entry():
+    """A breach the list does not name is reported, one line each; a listed breach is
+    let through; a listed module that keeps the rule, or that the rule does not hold, fails."""
+    found = {"bxmem.a": ["bxmem/a.py:3: x", "bxmem/a.py:3: x"], "bxmem.b": ["bxmem/b.py:1: y"], "bxmem.c": []}
+    assert verdict(found, {}, "RULE") == ["bxmem/a.py:3: x", "bxmem/b.py:1: y"]
+    assert verdict(found, {"bxmem.a": "why", "bxmem.b": "why"}, "RULE") == []
+    assert verdict(
+        found, {"bxmem.a": "why", "bxmem.b": "why", "bxmem.c": "split soon", "bxmem.gone": "old"}, "RULE"
+    ) == [
+        "bxmem.c: stale entry for RULE (split soon): it breaks nothing now, remove the entry",
+        "bxmem.gone: stale entry for RULE (old): no module the rule holds",
+    ]
 
 
 def test_every_expected_failure_names_a_module_and_a_contract_it_holds():
@@ -633,19 +627,22 @@ def test_every_contract_catches_what_it_forbids(tmp_path):
         for source, expected in [(breaking, named), *more.get(name, [])]:
             probe = tmp_path / "probe.py"
             probe.write_text(source)
-            parse.cache_clear()
+            forget()
             problems = contracts[name].check(module, probe)
             assert problems and all(problem.startswith("probe.py:") for problem in problems), (name, source)
             assert any(expected in problem for problem in problems), (name, source, problems)
+            # and its test, which runs the check over every module it holds, reports each line
+            assert contract_breaches(contracts[name], {module: probe}) == list(dict.fromkeys(problems))
         probe.write_text(keeping)
-        parse.cache_clear()
+        forget()
         assert contracts[name].check(module, probe) == [], (name, keeping)
+        assert contract_breaches(contracts[name], {module: probe}) == []
     init = tmp_path / "__init__.py"
     init.write_text("")
     assert is_empty("bxmem.probe", init) == []
     init.write_text('"""A docstring is code here too."""\n')
     assert is_empty("bxmem.probe", init) == ["__init__.py: 36 bytes (a package's __init__.py is empty)"]
-    parse.cache_clear()
+    forget()
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path, monkeypatch):
@@ -666,7 +663,7 @@ def test_the_graph_sees_every_kind_of_import(tmp_path, monkeypatch):
         "    from bxmem.start import idle  # deferred: idle\n"
     )
     records = import_records("bxmem.demo.probe", probe)
-    parse.cache_clear()
+    forget()
     assert [(r.target, r.bound, r.line, r.in_function, r.type_checking) for r in records] == [
         ("httpx", "httpx", 2, False, False),
         ("os.path", "osp", 2, False, False),
@@ -737,20 +734,14 @@ def deferred_problems(name: str, path: Path) -> list[str]:
 
 
 # Today's modules with imports inside functions that do not say their budget (or need
-# none), each a strict xfail with the count: fixing the module forces its entry out.
+# none), each with why: fixing the module makes its entry stale, which fails the test.
 UNDEFERRED: dict[str, str] = {}
 
 
-def _deferred_params() -> Iterator[object]:
-    for name, path in MODULES.items():
-        reason = UNDEFERRED.get(name)
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        yield pytest.param(name, path, marks=marks, id=shown(path))
-
-
-@pytest.mark.parametrize(("name", "path"), list(_deferred_params()))
-def test_every_deferred_import_says_its_budget(name: str, path: Path):
-    problems = list(dict.fromkeys(deferred_problems(name, path)))
+def test_every_deferred_import_says_its_budget():
+    problems = verdict(
+        {name: deferred_problems(name, path) for name, path in MODULES.items()}, UNDEFERRED, "UNDEFERRED"
+    )
     assert not problems, "\n".join(problems)
 
 
@@ -766,7 +757,7 @@ def test_the_deferred_check_catches_each_mistake(tmp_path):
         "    import json  # deferred: lean\n"
     )
     problems = deferred_problems("bxmem.commands.probe", probe)
-    parse.cache_clear()
+    forget()
     assert problems == [
         "probe.py:4: import typer: an import inside a function says `# deferred: <budget>`",
         "probe.py:5: import rich  # deferred: speed: 'speed' is no budget (one of command, help, idle, lean, tools)",
@@ -775,26 +766,20 @@ def test_the_deferred_check_catches_each_mistake(tmp_path):
     ]
 
 
-# Today's modules over the cap, each a strict xfail until it is split.
+# Today's modules over the cap, each until it is split (then its entry is stale, which fails the test).
 OVER_400: dict[str, str] = {}
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(
-            path,
-            id=shown(path),
-            marks=[pytest.mark.xfail(strict=True, reason=OVER_400[name])] if name in OVER_400 else [],
-        )
-        for name, path in MODULES.items()
-    ],
-)
-def test_no_module_over_400_lines(path: Path):
+def size_problems(path: Path) -> list[str]:
     lines = logical_lines(path.read_text())
-    assert lines <= MAX_LOGICAL_LINES, (
-        f"{path.relative_to(ROOT)} has {lines} logical lines (at most {MAX_LOGICAL_LINES}): split it"
-    )
+    if lines <= MAX_LOGICAL_LINES:
+        return []
+    return [f"{shown(path)}:1: {lines} logical lines (at most {MAX_LOGICAL_LINES}): split it"]
+
+
+def test_no_module_over_400_lines():
+    problems = verdict({name: size_problems(path) for name, path in MODULES.items()}, OVER_400, "OVER_400")
+    assert not problems, "\n".join(problems)
 
 
 def logical_lines(source: str) -> int:
@@ -849,8 +834,9 @@ def test_design_md_names_every_module():
 
 # --- dead code: a module-level name nothing reads ---
 
-# Listed one by one, each a strict xfail (issue 14 item 9): removing the name
-# makes its entry XPASS, which forces the entry out.
+# Today's modules with names nothing reads, each with why (issue 14 item 9): removing
+# the names makes the entry stale, which fails the test.
+UNREAD: dict[str, str] = {}
 READERS = [
     *sorted(PACKAGE.rglob("*.py")),
     *sorted((ROOT / "tests").glob("*.py")),
@@ -861,26 +847,26 @@ READERS = [
 ]
 
 
-def _defined(tree: ast.Module) -> set[str]:
+def _defined(tree: ast.Module) -> dict[str, int]:
     """Module-level constants, classes and undecorated functions (a decorated one,
-    such as a typer command, is read by its decorator)."""
-    names: set[str] = set()
+    such as a typer command, is read by its decorator), each with its line."""
+    names: dict[str, int] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign):
-            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+            names |= {target.id: node.lineno for target in node.targets if isinstance(target, ast.Name)}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
+            names[node.target.id] = node.lineno
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.decorator_list:
-            names.add(node.name)
-    return {name for name in names if not (name.startswith("__") and name.endswith("__"))}
+            names[node.name] = node.lineno
+    return {name: line for name, line in names.items() if not (name.startswith("__") and name.endswith("__"))}
 
 
-def _reads_by_module(parsed: dict[Path, ast.Module]) -> dict[str, set[str]]:
+def _reads_by_module(parsed: dict[Path, ast.Module], modules: dict[str, Path]) -> dict[str, set[str]]:
     """For each bxmem module, the names of it that some file reads: by name inside the
     module itself; elsewhere imported from it, as an attribute of a name bound to it, or
     as a string in a file that binds it (monkeypatch.setattr(module, "NAME", ...))."""
-    reads: dict[str, set[str]] = {name: set() for name in MODULES}
-    own = {path: name for name, path in MODULES.items()}
+    reads: dict[str, set[str]] = {name: set() for name in modules}
+    own = {path: name for name, path in modules.items()}
     for reader, tree in parsed.items():
         nodes = list(ast.walk(tree))
         if reader in own:
@@ -897,12 +883,12 @@ def _reads_by_module(parsed: dict[Path, ast.Module]) -> dict[str, set[str]]:
                     parts = package.split(".")
                     base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
                 for alias in node.names:
-                    if f"{base}.{alias.name}" in MODULES:
+                    if f"{base}.{alias.name}" in modules:
                         aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
-                    elif base in MODULES:
+                    elif base in modules:
                         reads[base].add(alias.name)
             elif isinstance(node, ast.Import):
-                aliases |= {alias.asname: alias.name for alias in node.names if alias.name in MODULES and alias.asname}
+                aliases |= {alias.asname: alias.name for alias in node.names if alias.name in modules and alias.asname}
         if not aliases:
             continue
         strings = {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
@@ -914,24 +900,44 @@ def _reads_by_module(parsed: dict[Path, ast.Module]) -> dict[str, set[str]]:
     return reads
 
 
-def _dead_params():
-    for name, path in MODULES.items():
-        yield pytest.param(name, path, id=path.relative_to(ROOT).as_posix())
+def unread_names(modules: dict[str, Path], readers: list[Path]) -> dict[str, list[str]]:
+    """Each module -> one line for each module-level name of it that no reader reads."""
+    parsed = {reader: parse(reader)[0] for reader in readers}
+    reads = _reads_by_module(parsed, modules)
+    return {
+        name: [
+            f"{shown(path)}:{line}: {defined} is defined and nothing reads it"
+            for defined, line in _defined(parsed[path]).items()
+            if defined not in reads[name]
+        ]
+        for name, path in modules.items()
+    }
 
 
-@pytest.fixture(scope="module")
-def parsed() -> dict[Path, ast.Module]:
-    return {reader: ast.parse(reader.read_text(), filename=str(reader)) for reader in READERS}
+def test_every_module_level_name_is_read_somewhere():
+    problems = verdict(unread_names(MODULES, READERS), UNREAD, "UNREAD")
+    assert not problems, "\n".join(problems)
 
 
-@pytest.fixture(scope="module")
-def reads(parsed) -> dict[str, set[str]]:
-    return _reads_by_module(parsed)
-
-
-@pytest.mark.parametrize(("name", "path"), list(_dead_params()))
-def test_every_module_level_name_is_read_somewhere(name: str, path: Path, parsed, reads):
-    defined = _defined(parsed[path])
-    assert defined <= reads[name], (
-        f"{path.relative_to(ROOT)} defines what nothing reads: {sorted(defined - reads[name])}"
+def test_the_dead_code_check_sees_an_unread_name(tmp_path):
+    """A name read only inside its module, one read by another file (imported, as an
+    attribute, as a string where the module is bound) and a decorated function are read;
+    the one left is reported, with its line."""
+    probe, reader = tmp_path / "probe.py", tmp_path / "reader.py"
+    probe.write_text("A = 1\nB = 2\nC: int = 3\nD = 4\nE = 5\ndef f():\n    return A\n@cache\ndef g():\n    pass\n")
+    reader.write_text(
+        'from bxmem.demo.probe import B\nfrom bxmem.demo import probe\nprobe.C\nsetattr(probe, "D", 1)\nprobe.f()\n'
     )
+    modules = {"bxmem.demo.probe": probe}
+    try:
+        assert unread_names(modules, [probe, reader]) == {
+            "bxmem.demo.probe": ["probe.py:5: E is defined and nothing reads it"]
+        }
+        reader.write_text("")
+        forget()
+        assert unread_names(modules, [probe, reader])["bxmem.demo.probe"] == [
+            f"probe.py:{line}: {name} is defined and nothing reads it"
+            for line, name in [(2, "B"), (3, "C"), (4, "D"), (5, "E"), (6, "f")]
+        ]
+    finally:
+        forget()

@@ -9,6 +9,7 @@ import os
 from datetime import UTC, datetime
 
 from helpers import bxmem_inprocess, bxmem_main, run_bxmem, write_log
+from runbook_lines import cites
 
 from bxmem.demo.sample import turn_lines, write_journal
 
@@ -80,8 +81,7 @@ def test_a_key_send_would_refuse_needs_attention(home, brokerd, honcho, configur
     problem = f"secrets.honcho_trusted: key file {key} has mode 0644: group or others can read it (chmod 600 it)"
     assert entry["ok"] is False and entry["problem"] == problem and recent(entry["checked_at"])
     assert (
-        f"{problem}: sends to bm0-trusted stop until it is fixed (see: bxmem runbook honcho-key-refused)"
-        in report["attention"]
+        f"{problem}: sends to bm0-trusted stop until it is fixed" + cites("honcho-key-refused") in report["attention"]
     )
     assert [(k["workspace"], k["status"], k["problem"]) for k in report["keys_refused"]] == [
         ("bm0-trusted", None, problem)
@@ -162,11 +162,7 @@ def test_off_a_terminal_nothing_is_wrapped_or_cut(home, brokerd, honcho, configu
     outbox = [line for line in out if line.startswith(f"outbox {long}-trusted (trusted): 1 turn(s)")]
     assert len(outbox) == 1 and "oldest turn:a-rather-long-session-name-" + "s" * 40 + ":1" in outbox[0]
     attention = [line for line in out if line.startswith("attention: ")]
-    assert (
-        len(attention) == 1
-        and attention[0].endswith("(see: bxmem runbook honcho-key-refused)")
-        and len(attention[0]) > 80
-    )
+    assert len(attention) == 1 and attention[0].endswith(cites("honcho-key-refused")) and len(attention[0]) > 80
     assert not any(line.startswith(" ") or "…" in line for line in out), out
     from bxmem.commands import sync
 

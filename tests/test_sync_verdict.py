@@ -9,6 +9,7 @@ import time
 
 import pytest
 from helpers import bxmem_inprocess, bxmem_main, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide, sync
 from bxmem.commands.send import job as send
@@ -114,7 +115,7 @@ def test_the_most_urgent_comes_first_whatever_order_they_were_found_in(home, bro
     code, _report, lines = both()
     assert code == 4 and lines[0] == (
         "needs attention: 1 failed item(s): bxmem outbox resend or drop them once the cause "
-        "is fixed (see: bxmem runbook honcho-send-refused)"
+        "is fixed" + cites("honcho-send-refused")
     )
     write_log(home, "s", turn_lines(2, "more", "ok"))
     decide.run(load())
@@ -125,17 +126,20 @@ def test_the_most_urgent_comes_first_whatever_order_they_were_found_in(home, bro
     assert later["attention"][0].startswith("1 failed item(s)")
     assert later["verdict"]["line"] == (
         "needs attention (2 things, the most urgent first): Honcho unreachable for over "
-        "10 minutes (see: bxmem runbook honcho-unreachable)"
+        "10 minutes" + cites("honcho-unreachable")
     )
     assert later["verdict"]["runbook"] == "honcho-unreachable"
 
 
 def test_every_attention_kind_has_its_place_in_the_order():
+    import ast
     import inspect
-    import re
+    import textwrap
 
-    kinds = set(re.findall(r'need\("([a-z-]+)"', inspect.getsource(sync.status))) | {"reused"}
-    assert kinds == set(sync.URGENCY)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(sync.status)))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "need"]
+    kinds = {call.args[0].value for call in calls if isinstance(call.args[0], ast.Constant)} | {"reused"}
+    assert len(calls) >= 6 and kinds == set(sync.URGENCY)
 
 
 @pytest.mark.parametrize("state", ["clear", "waiting", "attention"])
@@ -171,7 +175,7 @@ def test_outbox_list_names_the_outage_and_what_waits_behind_it(home, brokerd, ho
     assert lines[0].startswith("outage: Honcho unreachable since ")
     assert "; next try at " in lines[0] and lines[0].endswith(
         "3 item(s) wait behind it (bm0-trusted 2, bm0-untrusted 1), and go by themselves once Honcho answers"
-        " (see: bxmem runbook honcho-unreachable)"
+        + cites("honcho-unreachable")
     )
     assert lines[1:] == ["nothing else is stuck: no item failed, is held or is in doubt"]
     document = json.loads(bxmem_inprocess("outbox", "list", "--json").stdout)

@@ -168,8 +168,9 @@ def hostile_fleet(home, brokerd, honcho, configure):
 
 
 def test_recall_over_hostile_fleet_text_stays_within_1200_real_tokens(hostile_fleet):
-    """Failed before: the estimate counted a Deseret or emoji note at a fraction of its real
-    cost, and a hostile peer's notes gave an output of about 2,660 real tokens."""
+    """A hostile peer's notes in Deseret or emoji, which cost several real tokens a
+    character, still give a recall of at most 1,200 real tokens (an estimate that counted
+    them at a fraction of their cost let one reach about 2,660)."""
     from helpers import bxmem_main
 
     for k in ("8", "20", "100"):
@@ -180,8 +181,8 @@ def test_recall_over_hostile_fleet_text_stays_within_1200_real_tokens(hostile_fl
 
 
 def test_ask_over_hostile_answers_stays_within_its_token_bound(hostile_fleet, honcho):
-    """Failed before: ask's answers were bounded in characters only: 4,000 characters of a dear
-    script are about 12,000 tokens."""
+    """Ask's answers are bounded in tokens, not in characters only: 4,000 characters of a
+    dear script are about 12,000 tokens."""
     from bxmem.commands import ask
     from bxmem.retrieval import render
 

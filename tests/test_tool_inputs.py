@@ -108,8 +108,8 @@ def _run(offered: dict, tool: str, call: dict) -> None:
 @given(st.data())
 @example(None)
 def test_every_recall_input_the_schema_admits_the_cli_takes(offered, data):
-    """Failed before: `k: 8.0` passed the schema (a JSON Schema integer is any whole number)
-    and the CLI refused `-k 8.0` with exit 2; so did a query of blanks the schema took."""
+    """Every input the recall tool's schema admits, the CLI takes: `k: 8.0` (a JSON Schema
+    integer is any whole number) and a query led by an ideographic space among them."""
     calls = (
         [{"query": "backups", "k": 8.0}, {"query": "backups", "k": 20}, {"query": "\u3000x"}]
         if data is None

@@ -42,8 +42,8 @@ def test_the_definitions_hold_seed_fields_and_limits_and_the_caveat(configure):
 
 
 def test_ask_memory_lists_every_configured_agent_and_takes_them_all(configure):
-    """Failed before: the agents of [[honcho.read]] were not listed (the model could not
-    know them), and maxItems was 4, below the eight names five agents make."""
+    """ask_memory lists the agents of [[honcho.read]] (the model cannot know them
+    otherwise), and its schema takes every name at once: eight for five agents."""
     configure("http://127.0.0.1:8000", extra=READS)
     ask_in = tools.definitions(config_module.load())[1]["input_schema"]
     names = ["own", "untrusted", "fleet", *AGENTS]
@@ -61,8 +61,8 @@ def test_ask_memory_lists_every_configured_agent_and_takes_them_all(configure):
 
 
 def test_local_only_offers_recall_alone_and_says_what_it_searches(configure):
-    """Failed before: ask_memory was offered while local-only, where ask always exits 6,
-    and recall said it searched the fleet's notes."""
+    """Local-only, recall alone is offered (ask always exits 6 there), and it says it
+    searches this agent's memory, never the fleet's."""
     configure(None)
     defs = json.loads(bxmem_inprocess("tools").stdout)
     assert [d["name"] for d in defs] == ["recall"]
@@ -104,7 +104,8 @@ def test_an_invalid_configuration_gives_no_definitions(config_file):
 
 
 def test_bxmem_schema_prints_the_shipped_schemas():
-    """Failed before: no command said where the JSON Schemas are."""
+    """`bxmem schema` lists every JSON Schema shipped and prints each as shipped (valid, carrying
+    its document's versioned `schema` const); an unknown name is exit 2, listing the names."""
     from pathlib import Path
 
     import bxmem
@@ -148,8 +149,8 @@ def test_bxmem_schema_prints_the_shipped_schemas():
 
 
 def test_the_artifact_tools_are_offered_only_with_artifacts_on(configure):
-    """Failed before: there were none. Offered after recall and ask, never a tool that
-    deletes, lists or exports (the owner's commands are not the model's)."""
+    """The artifact tools are offered only with [artifacts] on, after recall and ask, and
+    never a tool that deletes, lists or exports (the owner's commands are not the model's)."""
     configure("http://127.0.0.1:8000", extra=READS)
     assert [d["name"] for d in tools.definitions(config_module.load())] == ["recall", "ask_memory"]
     configure("http://127.0.0.1:8000", extra=READS + "\n[artifacts]\n")

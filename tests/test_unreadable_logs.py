@@ -16,6 +16,7 @@ import time
 
 import pytest
 from helpers import CAPTURED, ROOT, bxmem_inprocess, decisions, write_log
+from runbook_lines import cites
 
 from bxmem.commands import decide, sync
 from bxmem.config import loader as config_module
@@ -63,7 +64,7 @@ def test_a_log_denied_is_said_once_waits_and_is_read_once_its_mode_changes(clean
     assert first.returncode == 3, first.stderr
     assert first.stderr.splitlines() == [
         f"bxmem decide: warning: {path}: cannot read: Permission denied; its turns wait, and it is tried again every "
-        "60 s or as soon as its mode or owner changes (see: bxmem runbook log-unreadable)",
+        "60 s or as soon as its mode or owner changes" + cites("log-unreadable"),
         "bxmem decide: decided 1 turn(s): 1 trusted",
     ]
     assert set(decisions(clean)) == {"turn:t:1"}
@@ -123,7 +124,7 @@ def test_sync_and_decide_say_it_cannot_be_read(denied):
     assert sync.exit_code(status) == 4
     assert (
         f"attention: 1 log(s) cannot be read, their turns wait undecided (first: {path}: cannot read: "
-        "Permission denied) (see: bxmem runbook log-unreadable)"
+        "Permission denied)" + cites("log-unreadable")
     ) in sync.lines(status)
     assert any(
         line.startswith(f"log {path} as decide recorded: cannot read: Permission denied since ")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from helpers import bxmem_inprocess, honcho_config, ledger_events, register_secret, write_log
+from runbook_lines import cites
 
 from bxmem.commands import ask, decide, mirror, recall, sync
 from bxmem.commands.send import job as send
@@ -159,8 +160,8 @@ def test_sync_says_the_trusted_workspace_holds_turns_decided_untrusted(swapped_a
     ]
     assert (
         "bm0-untrusted is this agent's trusted workspace now, but this agent wrote it as its untrusted workspace "
-        "before (first turn:web:1): bxmem writes nothing more to it, and ask answers from it memory-tainted "
-        "(see: bxmem runbook honcho-workspace-reused)"
+        "before (first turn:web:1): bxmem writes nothing more to it, and ask answers from it memory-tainted"
+        + cites("honcho-workspace-reused")
     ) in status["attention"]
     text = bxmem_inprocess("sync").stdout.splitlines()
     assert any(line.startswith("attention: bm0-untrusted is this agent's trusted workspace now") for line in text)
@@ -293,8 +294,7 @@ def test_a_read_source_labelled_trusted_that_holds_our_untrusted_turns_is_read_t
     status = sync.status(load(), check=False)
     assert (
         "bm0-untrusted is read as boxmaker9's trusted workspace, but this agent wrote it as its untrusted workspace "
-        "(first turn:web:1): recall and ask tag what it holds memory-tainted "
-        "(see: bxmem runbook honcho-workspace-reused)"
+        "(first turn:web:1): recall and ask tag what it holds memory-tainted" + cites("honcho-workspace-reused")
     ) in status["attention"]
 
 

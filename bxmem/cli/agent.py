@@ -1,7 +1,4 @@
-"""The agent's tools on the command line: `recall` and `ask` (the host runs them
-for the model), `tools` (their definitions) and `schema` (the documents a host or
-script checks --json output against). Each parses, calls the core and hands the
-result on, as cli/app.py's commands do; cli/app.py registers them."""
+"""The agent's tools on the command line: `recall`, `ask`, `tools` and `schema`."""
 
 from __future__ import annotations
 

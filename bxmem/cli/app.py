@@ -1,15 +1,4 @@
-"""The command line: one small typer function per command over the typed core.
-
-Every command is declared in start/registry.py (its name, exit codes and, for
-the lean commands, options); here typer learns its arguments and help. The
-cli/ package is the only one that imports typer or rich: this module,
-cli/owner.py (the owner's `outbox` commands), cli/agent.py (the agent's tools)
-and cli/host.py (`init`, `units`) declare the commands, cli/common.py holds what
-they share, cli/output.py writes what they print and cli/help.py what --help does.
-Each command parses, calls the core, and hands the result to cli/output.py;
-the lean commands call the same function the lean path runs
-(commands/lean_commands.py). Everything it calls can be used and tested without it.
-"""
+"""The typer app: one small function per command over the typed core, declared once in start/registry.py."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""`bxmem artifact`: record and resolve (the host runs them for the model's two
-artifact tools), list, verify, export and rm (the owner's). Each parses, calls the
-core (commands/artifact.py, commands/artifact_owner.py) and hands the result to
-cli/output.py's show, as cli/app.py's commands do.
-
-record and resolve take their options before `--` or, as the interfaces file writes
-the host's argv, after the name that follows it (`-- NAME --title T ...`): there each
-option takes the next word as its value whatever it holds, so no value can be read
-as another option.
+"""`bxmem artifact` on the command line. record and resolve also take their options after `-- NAME` (the
+host's argv): there each option takes the next word as its value, whatever it holds, so no value reads as an option.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""What every typer command of bxmem shares (cli/app.py, cli/owner.py): the exit
-code raised as typer wants it, the global options after a command's name too,
-the --json option, and the configuration with logging set up."""
+"""What the typer commands share: the exit code, global options after the command's name, --json, the configuration."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""What `--help` prints: plain text (no rich: help stays cheap and reads the same
-in any terminal, pipe or docs/cli.md), commands listed in groups with their
-whole first sentence, each command's examples after its options, and usage
-lines in the words a person types (`QUERY...`, never a Python type).
-
-A command says its group with typer's `rich_help_panel=`; `apply` gives every
-command and group of the app these classes, once they are all declared.
+"""What `--help` prints, as plain text: no rich, so help stays cheap and reads the same in a terminal, a pipe
+and docs/cli.md. A command names its group with typer's `rich_help_panel=`; `apply` runs once all are declared.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""`bxmem init`, `bxmem units`, `bxmem doctor` and `bxmem metrics`: setting a host up,
-checking it, and showing its state to monitoring (commands/init.py, units.py, doctor.py,
-metrics.py), on the command line. Each parses, asks at a terminal only (init), calls the
-core and prints its result, as cli/app.py's commands do; cli/app.py registers them."""
+"""`bxmem init`, `units`, `doctor` and `metrics` on the command line; only init asks at a terminal."""
 
 from __future__ import annotations
 

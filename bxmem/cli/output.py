@@ -1,9 +1,4 @@
-"""What the commands the CLI runs print, from the result cli/app.py hands over,
-and the progress bar a decide a person watches shows.
-
-The lean commands (the timer jobs and recall) print plainly through
-commands/lean_commands.py, which the lean path runs without typer or rich. The rest
-write through typer's echo, or rich for sync's and the demo's rendering.
+"""What the commands the CLI runs print (the lean ones print through commands/lean_commands.py).
 rich is imported by the functions that use it: `--help` loads this module.
 """
 

@@ -1,6 +1,4 @@
-"""`bxmem outbox`: the owner's commands on items that do not go by themselves
-(commands/outbox_actions.py), on the command line. Each parses, calls the core and
-hands the result to cli/output.py's show, as cli/app.py's commands do."""
+"""`bxmem outbox` on the command line (commands/outbox_actions.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The progress bar a person at a terminal sees while the local index is
-rebuilt (rich): the core only reports how far into the ledger it is."""
+"""The bar a person at a terminal sees while the local index is rebuilt (rich)."""
 
 from __future__ import annotations
 

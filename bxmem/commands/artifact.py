@@ -1,10 +1,6 @@
-"""`bxmem artifact record` and `resolve`: the two the agent's host runs (docs/agent-tools.md).
-
-record: the export streamed into the store and published (store/artifact_ingest.py,
-store/artifacts.py), the session's labels read as decide reads them, the card routed
-(trust/card_route.route_card) and written, its decision appended to the ledger (the
-outbox) under the store's lock, all before it returns; Honcho gets the card at the
-next `send`. resolve: a card's bytes, only once their size and SHA-256 are checked.
+"""`bxmem artifact record` and `resolve`, the two the host runs (docs/agent-tools.md). record publishes,
+routes and writes the card and appends its decision under the store's lock before it returns; Honcho gets the
+card at the next `send`. resolve gives bytes only once their size and SHA-256 are checked.
 """
 
 from __future__ import annotations
@@ -181,7 +177,6 @@ def record(
 def refresh_catalog(
     config: Config, cards: Cards, before: catalog.Catalog | None, changed: dict[str, dict | None]
 ) -> None:
-    """Under the store's lock, once the cards changed: the catalog recall reads (store/artifact_catalog.py)."""
     every = lambda: [card for _name, card, _why in cards.all() if card is not None]  # noqa: E731
     catalog.write(config.paths.ensure_state_dir(), cards.folder, catalog.updated(before, changed, every))
 
@@ -241,9 +236,8 @@ def _new_entry(
     label: tuple[bool, str],
     now: str,
 ) -> dict | None:
-    """The outbox entry this record adds, or None when this projection was decided
-    before and could already go somewhere (or cannot now either): one decision a
-    projection, but one decided nowhere may be decided again by a record that can send it."""
+    """The outbox entry this record adds, or None when this projection was decided before and could go somewhere (or
+    still cannot): one decided nowhere may be decided again by a record that can send it."""
     earlier = [e for e in card["remote"] if e["rev"] == rev]
     if earlier and (any(e["role"] for e in earlier) or route.role is None):
         return None
@@ -336,7 +330,6 @@ def reconcile(config: Config, store: Store, cards: Cards, warnings: list[str]) -
 
 
 def find_cards(cards: Cards, ident: str) -> list[dict]:
-    """The cards an id names on this host: the experiment's, or every card of the artifact."""
     if is_experiment_id(ident):
         try:
             card = cards.read(ident)

@@ -1,10 +1,5 @@
-"""The documents `artifact record --json` and `artifact resolve --json` print for the host
-(bxmem/schemas/artifact-record.schema.json, artifact-resolve.schema.json): a `label` the
-host copies into the tool result, a `text` it gives the model, and the fields for its logs.
-
-record's text holds ids and what the model gave; resolve's holds stored text (the card's
-title, summary, tags), fenced as recall's is (retrieval/render.py): fallible data, never
-instructions, no stored line able to forge a line of bxmem's own.
+"""The documents `artifact record --json` and `resolve --json` print for the host. resolve's text holds
+stored text, fenced as recall's is (retrieval/render.py): fallible data, never able to forge a line of bxmem's.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The owner's artifact commands: `bxmem artifact list|verify|export|rm`, and what `sync` shows.
-
-None of these is a model tool (docs/agent-tools.md offers record and resolve alone).
-`rm` is the undo of a record: the card and, when no other card names them, the bytes
-go; a card already in Honcho gets a retraction beside it (Honcho cannot delete a
-message), one not yet sent is never sent.
+"""The owner's artifact commands (list, verify, export, rm; none is a model tool) and what sync shows.
+`rm` undoes a record: a card already in Honcho gets a retraction beside it (Honcho cannot delete a message).
 """
 
 from __future__ import annotations
@@ -390,8 +386,7 @@ def _retraction(card: dict, entry: dict, box: Outbox | None) -> DecidedCard:
 
 
 def summary(config: Config) -> dict | None:
-    """What sync shows of the store (counts only: never a title, a path or an id's text),
-    or None when artifact memory is off and there is no store."""
+    """What sync shows of the store (counts only), or None when artifact memory is off and there is no store."""
     store, cards = store_of(config)
     if config.artifacts is None and not store.is_set_up():
         return None
@@ -409,8 +404,8 @@ QUOTA_ATTENTION = 0.9  # of a bound used: sync says so before records are refuse
 
 
 def sync_section(config: Config, box: Outbox, need) -> dict | None:
-    """The artifact store as sync shows it: counts only (never a title, an id's text or a path);
-    `need(line)` for what needs the owner."""
+    """The store as sync shows it, counts only (never a title, an id's text or a path); `need(line)` for what needs
+    the owner."""
     found = summary(config)
     if found is None:
         return None
@@ -442,7 +437,6 @@ def sync_section(config: Config, box: Outbox, need) -> dict | None:
 
 
 def cards_text(count: int | None) -> str:
-    """ ", N artifact card(s)" after sync's counts of turns and edits, when there are any."""
     return f", {count} artifact card(s)" if count else ""
 
 

@@ -1,12 +1,6 @@
-"""What recall finds of artifact memory: this agent's cards, as a source of their own
-(`artifacts`, first in the round robin, with the local index's deadline), and another
-agent's cards among Honcho's hits (docs/design.md, "Artifact memory").
-
-A card of this agent's is tagged by the session it was recorded in (memory, or
-memory-tainted, its class); one found in another agent's workspace or the fleet is
-memory-tainted whatever the source. Each says in its `where` whether the exact bytes
-are on this host (`artifact-bytes-here`, `-elsewhere`, `-missing`). An exact id or tag
-comes before everything else. Light: recall's lean path loads it.
+"""recall's artifact sources: this agent's cards (`artifacts`, first in the round robin, with the local
+index's deadline, tagged as their session), and another agent's among Honcho's hits (memory-tainted). An exact id
+or tag comes first. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -29,7 +23,6 @@ SHARED = 2  # the query's words a card must hold, as most Honcho hits must (retr
 
 
 def searched(config: Config) -> bool:
-    """Cards are searched with artifact memory on, or while a store is there to search."""
     return config.artifacts is not None or catalog.stamp(config.paths.artifacts / "cards") is not None
 
 
@@ -70,9 +63,8 @@ def _hit(config: Config, e: list, why: Why) -> Hit:
 
 
 def cards(config: Config, query: str, k: int) -> list[Hit]:
-    """This agent's cards for a query: those an id or a tag in it names first, then those
-    sharing its words as most Honcho hits must (retrieval/fusion.keep: two, or every one of a
-    shorter query), most words shared first, newest first among equals."""
+    """This agent's cards for a query: those an id or a tag in it names first, then those sharing its words as most
+    Honcho hits must (retrieval/fusion.keep), most words first, newest first among equals."""
     for fresh in (False, True):
         found = _catalog(config, fresh)
         try:
@@ -118,9 +110,8 @@ def _cards(config: Config, found: catalog.Catalog, query: str, k: int) -> list[H
 
 
 def refresh(config: Config) -> None:
-    """A catalog gone or stale (memory/bxmem/ deleted, a card edited by hand) made again
-    from the cards, where no deadline cuts the work short (recall's can, at 10,000 cards
-    on a loaded host). A cache: what fails here is only a slower recall."""
+    """A catalog gone or stale made again from the cards, where no deadline cuts the work short (recall's can, at
+    10,000 cards on a loaded host). A cache: what fails here is only a slower recall."""
     try:
         _catalog(config).close()
     except Exception:  # a cache: the next reader tries again
@@ -128,10 +119,8 @@ def refresh(config: Config) -> None:
 
 
 def mark_remote(config: Config, pairs: list[tuple[Hit, str]], search: Callable[[str, int], list[dict]]) -> None:
-    """Another agent's cards among Honcho's hits (each with the text Honcho gave): tainted,
-    whatever the source's label, said whether this host holds the same bytes, which is the
-    only way they resolve here (by the artifact id, to this agent's own card), and marked
-    retracted where their agent's owner removed them (`search`: the source's search)."""
+    """Another agent's cards among Honcho's hits: tainted whatever the source's label, said whether this host holds
+    the same bytes (the only way they resolve here), and marked retracted where their owner removed them."""
     held: catalog.Catalog | None = None
     cards: dict[str, list[Hit]] = {}
     try:

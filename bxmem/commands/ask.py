@@ -1,26 +1,6 @@
-"""`bxmem ask QUESTION`: Honcho's dialectic over named workspaces.
-
-Names: `own` (the agent's trusted workspace, the default), `untrusted`,
-`fleet`, or an agent from `[[honcho.read]]`; an unknown name is refused before
-any call. A workspace without a key is asked without one, as every command
-uses it (config.keyless_among_keyed).
-
-Each workspace is first listed (its peers, with that workspace's own key:
-read-only, creates nothing; an empty list means there is nothing to ask, and
-Honcho 3.0 would create a missing workspace on a chat). Then one workspace
-chat. A server without workspace chat (3.0.12: its 404 says the route does
-not exist, api.Missing.no_route) is asked the way workspace chat would
-search: by peer chat on the peers whose memory is there (`peers_to_ask`), and
-the answer names them.
-
-Limits: at most AT_ONCE chats in flight at any instant (a chat past its
-deadline keeps its slot until its connection is closed, which its read
-timeout does at that deadline); each chat ASK_TIMEOUT_S; the whole command
-DEADLINE_S, under brokerd's 170 s wait for the tool; each workspace's answer
-ANSWER_CHARS and ANSWER_TOKENS. Honcho keeps working on a chat whose client has gone, so once a
-chat has timed out no new chat is started in this command (it would run beside
-the abandoned one on the server), and none is started with less than
-MIN_LEFT_S of the deadline left (docs/decisions.md gives the figures).
+"""`bxmem ask QUESTION`. Each workspace is listed first (Honcho 3.0 creates a missing workspace on a chat).
+Honcho keeps working on a chat whose client has gone, so once a chat has timed out, or with less than MIN_LEFT_S
+left, no new chat starts (docs/decisions.md gives the figures).
 """
 
 from __future__ import annotations
@@ -92,7 +72,6 @@ class AskResult:
     def trust_class(self) -> str:
         return label_of(self.answers)[1]
 
-    # What the command prints (cli/output.show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return render_json(self)
 
@@ -155,7 +134,6 @@ class _Run:
         self.stalled = False  # a chat timed out: the server may still be running it
 
     def why_not(self) -> str | None:
-        """Why no chat may start now, or None."""
         if self.stalled:
             return (
                 "not asked: an earlier chat to this server timed out, and Honcho keeps running a chat "
@@ -338,7 +316,6 @@ def _result(states: dict[str, _State]) -> AskResult:
 
 
 def render_plain(result: AskResult) -> str:
-    """Framed as recall's text is (retrieval/render.py says why nothing stored can forge a line)."""
     tag = recall.nonce()  # as recall draws it, for the same fence
     count = f"{len(result.answers)} answer{'s' if len(result.answers) != 1 else ''}"
     lines = [render.opening("ask", tag, (result.untrusted, result.trust_class), count)]
@@ -367,7 +344,7 @@ def render_json(result: AskResult) -> dict:
         "label": {"untrusted": result.untrusted, "class": result.trust_class},
         "text": render_plain(result),
         "answers": [a.as_json() for a in result.answers],
-        # `workspace` is the Honcho workspace, as in `answers` (bxmem.ask/1 gave the name as asked there).
+        # `workspace` is the Honcho workspace, as in `answers`
         "unavailable": [
             {"name": n, "workspace": result.workspace_of.get(n, n), "reason": r} for n, r in result.unavailable.items()
         ],

@@ -1,11 +1,5 @@
-"""Which workspaces `bxmem ask` asks, and with what tag; whose memory it asks by
-peer chat where a server has no workspace chat.
-
-A name is `own` (the agent's trusted workspace), `untrusted`, `fleet`, or an
-agent from `[[honcho.read]]`; an unknown name is refused before any call. The
-tag is the configuration's, held to what this agent's ledger says it wrote
-there (`as_written`): a workspace called trusted that holds this agent's
-untrusted turns or fleet notes is asked as memory-tainted.
+"""Which workspaces `bxmem ask` asks, with what tag (the configuration's, held to what the ledger says
+this agent wrote there: `as_written`), and whose memory it asks by peer chat on a server without workspace chat.
 """
 
 from __future__ import annotations
@@ -45,9 +39,8 @@ def targets(config: Config, names: list[str]) -> list[Target]:
             raise UsageError(f"unknown workspace name {name!r} (known: {', '.join(known)})")
         if known[name] not in chosen:
             chosen.append(known[name])
-    # A workspace without a key is asked without one, as every command uses it
-    # (config.keyless_among_keyed): a server with auth on answers 401, which is
-    # that workspace's unavailable line, never the caller's bad input.
+    # A keyless workspace is asked without a key (config.keyless_among_keyed): a server with auth on answers 401, that
+    # workspace's unavailable line.
     return as_written(config, chosen)
 
 
@@ -61,12 +54,10 @@ def as_written(config: Config, chosen: list[Target]) -> list[Target]:
 
 
 def peers_to_ask(config: Config, target: Target, listed: list[str]) -> tuple[list[str], int]:
-    """Whose memory is in the workspace, as workspace chat would search it. The
-    agent's own workspaces: the owner's peer (user.md, the owner's turns) and the
-    agent's (memory.md, trusted notes, its replies). Another agent's workspace and
-    the fleet: every peer there (the fleet holds each agent's notes under its own
-    peer), that agent's and the owner's first. Only listed peers: a chat on a
-    missing peer would create it. Returns the peers and how many were left out."""
+    """Whose memory is in the workspace, as workspace chat would search it: in the agent's own workspaces the owner's
+    peer and the agent's; in another agent's and the fleet every peer (the fleet holds each agent's notes under
+    its own), that agent's and the owner's first. Only listed peers: a chat on a missing peer would create it.
+    Returns the peers and how many were left out."""
     assert config.honcho is not None
     listed = list(dict.fromkeys(listed))  # a peer listed twice is asked once
     if target.role in ("trusted", "untrusted"):

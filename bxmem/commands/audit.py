@@ -1,38 +1,5 @@
-"""`bxmem audit`: Honcho read back and held against the ledger.
-
-For each of the agent's three workspaces it pages through every active
-session's messages (in the fleet, which every agent writes, only those under
-this agent's peer: the others' notes are theirs) and the conclusions of the
-agent's and the owner's peers, keeping only ids and counters, and reports
-each discrepancy by item and kind (never text):
-
-* `missing`: a message id recorded sent is not there;
-* `duplicate`: a part of an item is there more than once;
-* `misrouted`: an item is in a workspace its decision did not name, for
-  instance a turn decided untrusted, or nowhere, found in the trusted one;
-* `role-changed`: an item is in the workspace its decision named, but the
-  configuration has given that workspace another role since (an untrusted
-  turn in what is now the trusted workspace);
-* `not-recorded`: a message carries a bxmem item the ledger never sent, or
-  is a copy of a part under an id the ledger never recorded;
-* `foreign-agent-message`: a message under the agent's peer bxmem did not
-  write, or one another agent's bxmem wrote into this agent's workspace;
-* `missing-conclusion`, `unexpected-conclusion`: conclusions that differ from
-  the live memory entries the ledger says were written;
-* `duplicate-conclusion`: an unexpected conclusion of the same peer and text
-  as a live one (a create Honcho stored after bxmem had looked for it).
-
-Delivery is at-least-once (commands/send/job.py): `duplicate` and `duplicate-conclusion`
-are how a copy that got past the duplicate defence shows. Items sent to a
-workspace that is no longer one of this agent's (renamed, or now another
-agent's read source) are counted as not audited: it is not read as ours.
-
-Each finding has an id (`id`: its kind, workspace and what it names). One
-that cannot be put right on the server, or that the owner has looked into,
-is accepted with `bxmem audit --accept ID --reason TEXT` (an `accepted` line
-in the ledger): later audits list it as accepted and no longer exit 4 for it.
-Each run leaves its counts in `memory/bxmem/audit.json`, which `bxmem sync`
-shows. Each kind has its runbook entry, named audit- and the kind.
+"""`bxmem audit`: the agent's workspaces read back, ids and counters only, and held against the ledger.
+The kinds of finding are docs/interfaces.md's; each has its runbook entry, `audit-<kind>`.
 """
 
 from __future__ import annotations
@@ -53,10 +20,8 @@ from bxmem.store.state_json import load_json, write_json
 from bxmem.trust import printed_fields
 from bxmem.trust.write_policy import WRITE_ROLES, roles_of, writable
 
-# The whole command's deadline: no request starts after it and none runs past it
-# (each also ends within honcho.request_deadline_s()). Past it the audit is
-# incomplete (exit 7), never hung. A legitimate audit of 100,000 messages takes
-# about a thousand requests, some 30 s.
+# The whole command's deadline: past it the audit is incomplete (exit 7), never hung. A legitimate audit of 100,000
+# messages takes about a thousand requests, some 30 s.
 DEADLINE_S = 300.0
 SCHEMA = "bxmem.audit/1"  # `audit --json` (bxmem/schemas/audit.schema.json)
 SUMMARY_FILE = "audit.json"  # the last run's counts, for bxmem sync
@@ -77,8 +42,7 @@ KINDS = (
     "duplicate-conclusion",
 )
 
-# How each field of a discrepancy is printed (trust/printed_fields.py): ids from Honcho or the
-# ledger, items and refs from message metadata or the ledger, roles and names.
+# how each field of a discrepancy is printed (trust/printed_fields.py)
 _SHOWN = {
     "message": printed_fields.honcho_id,
     "session": printed_fields.honcho_id,
@@ -108,8 +72,8 @@ class AuditReport:
     _ids: set[str] = field(default_factory=set)  # the discrepancies' ids
 
     def add(self, kind: str, workspace: str, **what: object) -> None:
-        """A discrepancy; every field printed as trust/printed_fields.py prints what came from outside,
-        its id (what `audit --accept` names) made of those printed fields."""
+        """A discrepancy, every field printed by trust/printed_fields.py; its id (what `audit --accept` names) is
+        made of those fields."""
         what = {name: _shown(name, value) for name, value in what.items()}
         subject = (
             what.get("message")
@@ -124,12 +88,10 @@ class AuditReport:
             self.discrepancies.append({"id": finding, "kind": kind, "workspace": workspace, **what})
 
     def set_aside(self, accepted: dict[str, str]) -> None:
-        """Move the findings the owner accepted (id -> reason) out of the discrepancies."""
         for finding in [d for d in self.discrepancies if d["id"] in accepted]:
             self.discrepancies.remove(finding)
             self.accepted.append({**finding, "reason": accepted[finding["id"]]})
 
-    # What the command prints (cli/output.py's show writes it): the report knows its own output.
     def as_json(self) -> dict:
         return {
             "schema": SCHEMA,
@@ -157,7 +119,6 @@ class AuditReport:
         return out + ["no discrepancies" if not self.discrepancies else f"{len(self.discrepancies)} discrepancies"]
 
     def summary(self, at: str) -> dict:
-        """What `bxmem sync` shows of this run (memory/bxmem/audit.json)."""
         kinds: dict[str, int] = {}
         for d in self.discrepancies:
             kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
@@ -170,9 +131,8 @@ class AuditReport:
 
 @dataclass
 class Expected:
-    """What the ledger says: where each item was decided to go (its first
-    decision: a second one is ignored, as the outbox ignores it), and the message
-    ids Honcho gave each item sent."""
+    """What the ledger says: where each item was decided to go (its first decision, as the outbox takes it) and the
+    message ids Honcho gave each item sent."""
 
     decided: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # item -> (ws, role), rerouted too
     sent: dict[str, tuple[str | None, list[str | None]]] = field(default_factory=dict)  # item -> (ws, ids by part)
@@ -216,7 +176,6 @@ def _recorded_ids(value: object) -> list[str | None]:
 
 
 def read_summary(state_dir: Path) -> tuple[dict | None, str | None]:
-    """The last audit's counts (load_json's answer: the object, or why it cannot be shown)."""
     return load_json(state_dir / SUMMARY_FILE, SUMMARY_SHAPE)
 
 
@@ -251,10 +210,8 @@ def audit(config: Config) -> AuditReport:
 
 
 def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: Outbox, report: AuditReport) -> None:
-    """Every message of the workspace that is this agent's to answer for, held
-    against the ledger. In the fleet, which every agent writes, only those under
-    this agent's peer are (others' notes are theirs, whatever metadata they
-    carry); in the agent's own workspaces every message is."""
+    """Every message of the workspace this agent answers for: in the fleet only those under its peer, whatever
+    metadata the others carry."""
     from bxmem.honcho.client import Missing  # deferred: command (as in audit)
 
     try:
@@ -265,8 +222,7 @@ def _messages(client, role: str, ws: str, agent: str, expected: Expected, box: O
     found: set[str] = set()
     unrecorded: list[tuple[str, int, str, str]] = []  # (item, part, message id, session)
     for session in sessions:
-        # Each message as honcho/answers.py's listed_message checked it: a Honcho id, a peer,
-        # text, and metadata that is an object (whose values are looked at one by one here).
+        # each as honcho/answers.py's listed_message checked it
         for message in client.list_messages(session, {"peer_id": agent} if role == "fleet" else None):
             report.messages += 1
             meta = message["metadata"]

@@ -1,17 +1,5 @@
-"""`bxmem decide`: where each finished turn goes, recorded at once.
-
-Reads only the new bytes of each session log, asks brokerd once per session with finished
-turns, decides by `rules.route_turn` and appends the decisions to the ledger as it goes
-(commands/decide_state.py says how a turn is decided exactly once, whatever stops a run).
-A Honcho outage cannot change a decision, because Honcho is never asked.
-
-A run spends at most RUN_BUDGET_S on the logs and brokerd's answers (see its comment).
-Sessions not reached wait for the next run, which starts where this one stopped, so a slow
-or hostile session cannot keep the others waiting.
-
-If brokerd cannot answer, the session's turns wait undecided in decide's state and are decided on a later run
-from the state then. brokerd's labels only ever rise (untrusted is sticky, class only goes up) and the log's
-flags are taken as of the later run too, so a late decision can only move a turn towards untrusted or nowhere.
+"""`bxmem decide`. Honcho is never asked, so an outage cannot change a decision; brokerd's labels only rise,
+so a turn decided late can only move towards untrusted or nowhere (docs/design.md, "Deciding").
 """
 
 from __future__ import annotations
@@ -50,14 +38,10 @@ from bxmem.trust.rules import LogLabels, TurnFacts, log_labels, route_turn
 from bxmem.trust.send_retry import believed
 
 FLUSH_EVERY = 1000
-# The logs and brokerd's answers get this long; a run then ends within about 45 s (one more
-# brokerd question, its 2 s deadline, the last append, the state, the index), inside the
-# unit's TimeoutStartSec=60 (systemd/bxmem-decide.service).
+# docs/design.md, "Deciding": a run ends within about 45 s, inside the unit's TimeoutStartSec=60
 RUN_BUDGET_S = 40.0
 SAVE_EVERY_S = 5.0  # decisions appended and state saved at least this often
-# A log untouched this long is dormant: idle runs look at it once a sweep
-# interval, so a session that wakes after an hour is decided within a minute
-# (or within a second with systemd/bxmem-decide.path) instead of five seconds.
+# A log untouched this long is dormant: idle runs look at it once a sweep (docs/design.md, "The idle path").
 DORMANT_AFTER_S = 3600.0
 SWEEP_EVERY_S = 60.0
 SCHEMA = "bxmem.decide/1"  # `decide --json` (bxmem/schemas/decide.schema.json)
@@ -82,7 +66,6 @@ class DecideReport:
     def degraded(self) -> bool:
         return self.undecided > 0 or self.sessions_waiting > 0 or self.logs_unreadable > 0
 
-    # What the command prints (its runner writes it): the report knows its own output.
     def notice(self) -> str | None:
         return "another decide is running; this one has nothing to do" if self.busy else None
 
@@ -122,8 +105,8 @@ class DecideReport:
         return out
 
     def summary(self, config: Config) -> list[str]:
-        """The run's lines (info: a run by hand, or with -v, always says why it exits 3;
-        the journal, at notice, hears of brokerd's outage once, as a warning)."""
+        """The run's lines (info: a run by hand, or with -v, says why it exits 3; the journal hears of brokerd's
+        outage once)."""
         if self.busy:
             return []
         why = self.why()[1:] if self.broker_warned and self.undecided else self.why()  # the warning said it
@@ -274,9 +257,8 @@ def run(
 def _write_idle_summary(
     config: Config, state: dict, state_dir: Path, modified: dict[str, float], again: bool, exit_code: int = 0
 ) -> None:
-    """Logs written to in the last DORMANT_AFTER_S are compared on every idle run;
-    the others, which on a long-lived host are nearly all of them, once a
-    minute. A new log changes the folder, which is always compared."""
+    """Logs written to in the last DORMANT_AFTER_S are compared on every idle run, the others once a sweep; a new log
+    changes the folder, which is always compared."""
     logs = config.paths.logs
     watch: dict[str, tuple[str, object]] = {
         str(logs): ("stat", stat_fingerprint(logs)),
@@ -439,7 +421,6 @@ def _logs_to_read(
 
 
 def _note_broker(state: dict, report: DecideReport) -> None:
-    """Log an outage of brokerd once when it starts and once when it ends."""
     if report.broker_problem:
         if state["broker_down_since"] is None:
             state["broker_down_since"] = now_iso()

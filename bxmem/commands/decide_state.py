@@ -1,18 +1,5 @@
-"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger.
-
-Per session log: a cursor (sources/loopd.py) and the exact set of its turns
-already decided, as sorted disjoint ranges ([[1, 30]] for a session whose 30
-turns are decided; one range per run of turns, so a long history costs a
-few numbers). Also the turns waiting for brokerd, where the last run stopped
-when its budget ran out, and what it saw of brokerd.
-
-A turn is decided once: before a turn is decided its number is looked up in
-the set, and the set is learnt back from the ledger on every run (from the
-offset the state last recorded, or from the start when the state is lost or
-from an older version). So a crash or a full disk between an append and the
-state write, or mid-append at any byte, decides nothing twice and loses
-nothing: the turns whose lines did not reach the ledger are decided again
-from the log.
+"""decide's state, `memory/bxmem/decide.json`, and its recovery from the ledger: a turn is decided once,
+whatever stops a run (docs/design.md, "Deciding").
 """
 
 from __future__ import annotations
@@ -48,7 +35,6 @@ STATE_FILE = "decide.json"
 # A log that cannot be read (permission denied, an I/O error) is tried again this
 # often, and at once when its mode or owner changes: never on every 5 s run.
 RETRY_UNREADABLE_S = 60.0
-# 2: exact decided sets (`decided`), unreadable-line taint, line hashes of open turns.
 # A state of another version is read again from the logs and the ledger.
 STATE_VERSION = 2
 
@@ -162,7 +148,6 @@ def read(state_dir: Path) -> tuple[dict | None, str | None]:
 
 
 def _any_version(value: object) -> str | None:
-    """SHAPE, for a state of this version; another version is read again as planned."""
     why = problem(value, record({"v": anything}))
     if why is None and value["v"] != STATE_VERSION:  # type: ignore[index]
         return None
@@ -182,13 +167,9 @@ has_turn, add_turn = turn_ranges.has, turn_ranges.add  # the decided set of a se
 
 
 def recover(state: dict, ledger: Ledger) -> None:
-    """Learn the turns decided in the ledger since the state's last write (a crash,
-    a full disk, a lost or old state file), the torn last line too when it is a
-    whole decision (the next append completes it). A ledger that is not the one
-    the state was learnt from up to its offset (restored from a copy, edited,
-    sorted, shorter) makes the state unusable: every log is read again and the
-    whole ledger says which turns are decided, so a turn whose decision the
-    ledger lost is decided again (the outbox ignores it if it had seen it decided)."""
+    """Learn the turns decided in the ledger since the state's last write, the torn last line too when it is a whole
+    decision (the next append completes it). A ledger that is not the one the state was learnt from makes the
+    state unusable: every log is read again, and the whole ledger says which turns are decided."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
         log.warning(

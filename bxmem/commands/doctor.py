@@ -1,12 +1,5 @@
-"""`bxmem doctor`: every check an owner would otherwise make by hand, one line each
-with what was checked, what was found and when, and for a failure the runbook
-entry that gets out of it.
-
-The config file, the home and the key files are looked at here; Honcho (its
-/health and clock, version, chat routes, each key tried on its workspace's
-queue, a request without a key), brokerd and systemd are asked at once, each
-under its own deadline (live_checks.parallel), so they take at most BOUND_S together.
-Nothing is created or changed anywhere: every request is a read.
+"""`bxmem doctor`. Honcho, brokerd and systemd are asked at once, each under its own deadline
+(live_checks.parallel), within BOUND_S together. Nothing is created or changed anywhere: every request is a read.
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""One line of `bxmem doctor` (Check), and the lines it makes from what Honcho and
-systemd answered: Honcho's health and clock, version, chat routes, auth, each key
-on its workspace's queue and that queue; each timer job's units. commands/doctor.py
-asks the questions and makes the local checks.
-"""
+"""One line of `bxmem doctor` (Check), and the lines made from what Honcho and systemd answered."""
 
 from __future__ import annotations
 
@@ -63,7 +59,6 @@ def problem(outcome: tuple[str, object], deadline: float) -> str:
 
 
 def honcho_lines(config: Config, got: dict, at: str) -> list[Check]:
-    """The lines about Honcho, from what the parallel questions found."""
     assert config.honcho is not None
     S = HONCHO_TIMEOUT_S
     url = config.honcho.url

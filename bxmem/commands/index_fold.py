@@ -1,11 +1,5 @@
-"""What goes into the local index, and when: the fold over the ledger and the journal.
-
-decide and mirror catch the index up after each run (`refresh`); `bxmem index
-rebuild` builds it again from nothing. One writer at a time: a lock on a byte
-of the ledger (store/files.py's JobLock) is held for a catch-up or a rebuild. An index that another
-version of bxmem built is rebuilt on its first update, into a new file that
-replaces it whole once complete (recall meanwhile says the local index is
-unavailable and why); a rebuild reports how far it has read to the caller's progress display.
+"""What goes into the local index, and when. One writer at a time: a catch-up or a rebuild holds a lock
+on a byte of the ledger (store/files.JobLock).
 """
 
 from __future__ import annotations
@@ -59,7 +53,6 @@ def index_turn(index: Index, decided: dict, user_text: str, reply_text: str | No
 
 
 def index_edit(index: Index, record: dict, target: dict | None) -> None:
-    """Apply one journal edit to the index; `target` is the record an undo names."""
     op, file, edit_id = record.get("op"), record.get("file"), record.get("id")
     entry = record.get("entry")
     if op in ("identity_add", "identity_replace") and isinstance(entry, str):
@@ -132,7 +125,6 @@ def _meta(index: Index, key: str, default: int = 0) -> int:
 
 
 def _ledger_mark(index: Index) -> dict | None:
-    """The ledger as the index read it up to its offset (Ledger.mark); None: an index that kept none."""
     row = index.db().execute("SELECT value FROM meta WHERE key = 'ledger_mark'").fetchone()
     if row is None or not isinstance(row[0], str) or row[0].count(":") != 1:
         return None
@@ -153,12 +145,9 @@ class Behind:
 
 
 def catch_up(index: Index, paths, progress=None, deadline: float | None = None, behind: Behind | None = None) -> int:
-    """Apply what the ledger and the journal gained since the last catch-up, in
-    one transaction with the new offsets: a crash leaves the index as it was.
-    `progress(offset)` is told how far into the ledger the fold has read. Past
-    `deadline` (time.monotonic), it stops between two lines and commits what it
-    did with the offsets it reached: a job's run stays within its unit's time, and
-    the next run goes on from there (`behind` says where it stopped)."""
+    """Apply what the ledger and the journal gained since the last catch-up, in one transaction with the new offsets:
+    a crash leaves the index as it was. Past `deadline` (time.monotonic) it stops between two lines and commits
+    what it did, so a job's run stays within its unit's time; the next run goes on (`behind`)."""
     ledger = Ledger(paths.ledger)
     journal_size = journal.size(paths.journal)
     if ledger.size() == _meta(index, "ledger_offset") and journal_size == _meta(index, "journal_offset"):
@@ -232,7 +221,6 @@ def catch_up(index: Index, paths, progress=None, deadline: float | None = None, 
 
 
 def _journal_record(index: Index, f, edit_id: object) -> dict | None:
-    """The record an undo names, read at the span noted when its line was indexed."""
     if not isinstance(edit_id, str):
         return None
     row = index.db().execute("SELECT off, len FROM edit_spans WHERE id = ?", (edit_id,)).fetchone()
@@ -245,10 +233,8 @@ def _journal_record(index: Index, f, edit_id: object) -> dict | None:
 
 
 def refresh(paths, progress: Progress | None = None, deadline: float | None = None) -> bool:
-    """Catch up after a job's run; a problem is one warning line, never fatal. `progress`
-    shows a rebuild (a corrupt index, or one another version built). Past `deadline`
-    (time.monotonic) it stops, said at info (every run would say it), and returns
-    True: the index is behind, and the job's next run must go on with it."""
+    """Catch up after a job's run; a problem is one warning line, never fatal. Past `deadline` it stops, said at
+    info, and returns True: the job's next run must go on with it."""
     behind = Behind()
     try:
         _applied, warning = update(paths, progress=progress, deadline=deadline, behind=behind)
@@ -276,10 +262,9 @@ def update(
     deadline: float | None = None,
     behind: Behind | None = None,
 ) -> tuple[int, str | None]:
-    """Catch the index up, or rebuild it (asked, or built by another version). A
-    corrupt index is moved aside and rebuilt. Returns (entries applied, a warning
-    or None); never raises for the index's sake: the ledger, the logs and the
-    journal stay the truth. `progress` shows how a rebuild goes."""
+    """Catch the index up, or rebuild it (asked, built by another version, or corrupt: moved aside first). Returns
+    (entries applied, a warning or None); never raises for the index's sake: the ledger, the logs and the journal
+    stay the truth."""
     path = paths.state / INDEX_FILE
     lock = _Lock(paths.ledger)
     if not lock.acquire(WAIT_S * (4 if rebuild else 1)):
@@ -324,10 +309,9 @@ def _rebuilt(
     deadline: float | None = None,
     behind: Behind | None = None,
 ) -> tuple[int, str | None]:
-    """Build the index anew in a file of its own, then put it in place of `path`
-    whole: a crash or a reader in the meantime sees the old file, never half a new one.
-    Past `deadline`, the new file is kept as it is (its offsets committed) and the
-    next run goes on with it: a job's rebuild of a long history spans runs."""
+    """Build the index anew in a file of its own, then put it in place of `path` whole: a reader meanwhile sees the
+    old file, never half a new one. Past `deadline` the new file is kept (its offsets committed) and the next run
+    goes on with it: a rebuild of a long history spans runs."""
     if outdated:
         log.info(f"rebuilding the local index: {outdated.split(': ', 1)[-1].split(';')[0]}")
     started = time.monotonic()
@@ -368,8 +352,8 @@ def _rebuilt(
 
 
 class _Lock:
-    """The index's writer lock, waited for a bounded time: a byte of the ledger, as each job's
-    (store/files.py's JobLock), not a file in memory/bxmem/, which the owner may delete mid-run."""
+    """The index's writer lock, waited for a bounded time: a byte of the ledger, as each job's, not a file in
+    memory/bxmem/, which the owner may delete mid-run."""
 
     def __init__(self, ledger: Path) -> None:
         self.lock = JobLock(ledger, "index")

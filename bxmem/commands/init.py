@@ -1,7 +1,5 @@
-"""`bxmem init`: a commented bxmem.toml for one agent, written only where none is
-(never over one), and the Boxmaker home the jobs need, with its modes. What it
-writes is checked first as every command checks a configuration, so `bxmem
-config check` passes on it.
+"""`bxmem init`. What it writes is checked first as every command checks a configuration, so
+`bxmem config check` passes on it.
 """
 
 from __future__ import annotations
@@ -63,8 +61,7 @@ def default_owner() -> str | None:
 
 
 def plan(config: Path, answers: Answers) -> Plan:
-    """The file to write and the home to make, every value checked as a job would check
-    it (the schema, each key file as every command reads it). Nothing is written."""
+    """The file to write and the home to make, every value checked as a job would check it. Nothing is written."""
     from bxmem.config.schema import RESERVED_AGENT_NAMES, check_id, check_url, validate  # deferred: command
 
     home = Path(os.path.abspath(os.path.expanduser(answers.home or locations.home())))
@@ -131,7 +128,6 @@ def plan(config: Path, answers: Answers) -> Plan:
 
 
 def _check_keys(keys: dict[str, Path], names: dict[str, str]) -> list[Path]:
-    """Each key file, read as every command reads it (config.read_key); the key is not kept."""
     for secret, path in keys.items():
         if not is_there(path):
             raise Refused(

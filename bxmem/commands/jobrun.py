@@ -1,13 +1,6 @@
-"""The skeleton the three timer jobs share, written once.
-
-lock → state (read, then recovered from the ledger) → the job's work →
-save (state, then the idle summary) → unlock → index refresh (and the artifact
-cards' catalog, when it is gone or stale). A second run
-of the same job finds the lock taken and reports busy; the lock is on the
-ledger (store/files.py's JobLock), so deleting memory/bxmem/ mid-run does not free it. decide and mirror save
-only a finished run (a crash is recovered from the ledger next time); send
-saves its outbox checkpoint even when a run stops with an error, because the
-ledger lines it has written are already folded into it.
+"""The skeleton the three timer jobs share: lock, state (recovered from the ledger), work, save, unlock,
+index refresh. decide and mirror save only a finished run; send saves its checkpoint even when a run stops
+with an error, because the ledger lines it wrote are already folded into it.
 """
 
 from __future__ import annotations
@@ -23,9 +16,8 @@ from bxmem.store.files import JobLock
 from bxmem.store.ledger import Ledger
 
 R = TypeVar("R")
-# A job's catch-up of the local index stops this long after the run started, whatever is
-# left (a history of a million decisions after memory/bxmem/ was deleted): inside the
-# timer units' TimeoutStartSec=60 with room for the interpreter's start and exit on a loaded machine.
+# Stops a job's catch-up of the local index (a million decisions after memory/bxmem/ was deleted), inside the timer
+# units' TimeoutStartSec=60 with room for the interpreter's start and exit on a loaded machine.
 INDEX_BY_S = 45.0
 
 
@@ -41,10 +33,8 @@ def run_locked(
     refresh_index: bool = True,
     index_progress=None,
 ) -> R:
-    """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state).
-    `report` gets busy=True when another run holds the lock. `index_progress`: what shows
-    a rebuild of the local index at the refresh (the CLI's bar), or None. The index's
-    catch-up stops INDEX_BY_S after the run started, the rest left for the next run."""
+    """load(state_dir, ledger) -> state; work(state, ledger); save(state_dir, state). `report` gets busy=True when
+    another run holds the lock. `index_progress`: the CLI's bar over a rebuild of the local index, or None."""
     started = time.monotonic()
     config.paths.require_home()  # a job never makes the home: a wrong environment fails, it does not start afresh
     state_dir = config.paths.ensure_state_dir()

@@ -1,12 +1,6 @@
-"""The lean commands (the three timer jobs and recall), one function each:
-logging, the configuration, the run, and what it prints, for the lean path
-(start/lean_path.py) and the CLI alike, so both behave the same.
-
-Each takes the command line's options as keyword arguments named by their
-keys in start/registry.py (`config`, `json`, `verbose`, `quiet`; recall's
-`query` and `k`). What they print is plain: sys.stdout and the log, never
-typer or rich, which the lean path does not load. A job's module is imported
-by the function that runs it, so no command pays for another's.
+"""The lean commands, one function each, for the lean path and the CLI alike, so both behave the same.
+Options come as keyword arguments named as in start/registry.py. Output is plain (no typer or rich), and a job's
+module is imported by the function that runs it, so no command pays for another's.
 """
 
 from __future__ import annotations
@@ -32,12 +26,10 @@ if TYPE_CHECKING:
 
 
 def emit_json(value: object) -> None:
-    """A command's --json output: one document, indented, keys sorted."""
     sys.stdout.write(json_module.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def setup(job: str, config: ConfigPath, verbose: bool, quiet: bool) -> Config:
-    """Logging for the job, then the validated configuration (or ConfigInvalid)."""
     from bxmem.log import setup as setup_log  # deferred: lean (recall never loads logging)
 
     setup_log(job, verbose=verbose, quiet=quiet)
@@ -63,9 +55,8 @@ def finish(report, config: Config, as_json: bool) -> int:
 
 
 def recorded(job: str, loaded: Config, as_json: bool, work: Callable[[], object]) -> int:
-    """work() -> the job's report, finished (printed, its exit code); the run recorded
-    (store/job_runs.py, which `bxmem metrics` reads) however it ends, unless it found
-    the job's lock taken. Only a run with work gets here: the idle check answers the rest."""
+    """work() -> the job's report, printed; the run recorded for `bxmem metrics` however it ends, unless it found the
+    job's lock taken (the idle check answers the runs without work)."""
     from bxmem.store import job_runs  # deferred: lean
 
     started, code, busy = time.time(), ExitCode.ERROR, False
@@ -91,8 +82,7 @@ def decide(
     progress: Progress = None,
     index_progress=None,
 ) -> int:
-    """`bxmem decide`. `progress`: the CLI's bar over a long backlog, for a person watching;
-    `index_progress`: its bar over a rebuild of the local index."""
+    """`progress`: the CLI's bar over a long backlog; `index_progress`: over a rebuild of the local index."""
     from bxmem.commands import decide as job  # deferred: lean
 
     loaded = setup("decide", config, verbose, quiet)
@@ -109,7 +99,6 @@ def decide(
 def mirror(
     *, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False, index_progress=None
 ) -> int:
-    """`bxmem mirror`. `index_progress`: the CLI's bar over a rebuild of the local index."""
     from bxmem.commands import mirror as job  # deferred: lean
 
     loaded = setup("mirror", config, verbose, quiet)
@@ -119,7 +108,7 @@ def mirror(
 def send(
     *, config: ConfigPath = None, json: bool = False, verbose: bool = False, quiet: bool = False, now: bool = False
 ) -> int:
-    """`bxmem send`; `now`: without waiting out the outage backoff (never the in-doubt wait)."""
+    """`now`: without waiting out the outage backoff (never the in-doubt wait)."""
     from bxmem.commands.send import job  # deferred: lean
 
     loaded = setup("send", config, verbose, quiet)
@@ -136,9 +125,8 @@ def recall(
     verbose: bool = False,
     quiet: bool = False,
 ) -> int:
-    """`bxmem recall`: the hits as JSON or as labelled plain text; UNAVAILABLE when no source answered.
-    k: as written after -k, None when absent (recall.parse_k: the one check, and the default).
-    explain: the plain text with each hit's explanation after it, for a person (--json always has it)."""
+    """`k`: as written after -k, None when absent (recall.parse_k is the one check, and the default). `explain`: each
+    hit's explanation after it, for a person (--json always has it)."""
     from bxmem.commands import recall as recall_module  # deferred: command (the timer jobs never recall)
 
     count = recall_module.parse_k(k)  # before the configuration: bad input is said first, on every path

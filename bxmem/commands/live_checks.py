@@ -1,14 +1,5 @@
-"""The live checks behind `bxmem sync`: what it says about brokerd, Honcho and
-the key files is what it found when it asked, not what a job last recorded.
-
-brokerd is asked one SessionState question under decide's 2 s deadline (a
-question, which changes nothing in brokerd). Honcho's `/health` is asked,
-through the Honcho client, under recall's 5 s deadline. Key files are read by
-config.read_key, the one reader every command uses, so sync's verdict on a key
-is send's, recall's and ask's. Each result carries the time it was made; a
-check not made says "not checked". Both network checks run at once, so sync
-waits at most the longer deadline. And the times bxmem stored, held against the
-clock now (`future_times`): one far ahead says the clock was wrong.
+"""What `bxmem sync` says of brokerd, Honcho and the key files is what it found when it asked, not what a
+job last recorded. A key is judged by config.read_key, so sync's verdict on it is send's, recall's and ask's.
 """
 
 from __future__ import annotations
@@ -63,10 +54,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, tuple[str, object]]:
-    """Run each job on a daemon thread of its own, all started at once, each given its
-    deadline from that start: name -> ("ok", its value), ("error", the exception) or
-    ("timeout", None). A job that overruns (a DNS lookup has no timeout of its own) is
-    reported, not waited for, so the whole takes at most the longest deadline (and 0.5 s)."""
+    """Each job on a daemon thread of its own, all started at once, each with its deadline from that start: name ->
+    ("ok", value), ("error", exception) or ("timeout", None). A job that overruns (a DNS lookup has no timeout) is
+    reported, not waited for."""
     outcome: dict[str, tuple[str, object]] = {}
 
     def run(name: str, fn: Callable[[], object]) -> None:
@@ -85,7 +75,6 @@ def parallel(jobs: dict[str, tuple[float, Callable[[], object]]]) -> dict[str, t
 
 
 def services(config: Config, session: str | None) -> dict[str, dict]:
-    """{"brokerd": result, "honcho": result}, each asked now under its own deadline."""
     jobs: dict[str, tuple[float, Callable[[], object]]] = {
         "brokerd": (brokerd.TIMEOUT_S, lambda: ask_brokerd(config, session or PROBE_SESSION))
     }
@@ -107,10 +96,8 @@ def services(config: Config, session: str | None) -> dict[str, dict]:
 
 
 def partial_keys(config: Config) -> str | None:
-    """The warning `config check` and `sync` print when some workspaces have
-    keys and others none: a mistake (a server with auth on refuses them) or
-    harmless (auth off, the keys unneeded). Never a refusal: every command uses
-    the keyless ones without a key."""
+    """The warning `config check` and `sync` print when some workspaces have keys and others none: a mistake (auth on
+    refuses them) or harmless (auth off). Never a refusal."""
     keyless = config.keyless_among_keyed()
     if not keyless:
         return None
@@ -123,9 +110,8 @@ def partial_keys(config: Config) -> str | None:
 
 
 def keys(config: Config) -> list[dict]:
-    """Every configured key file, read as every command reads it (config.read_key:
-    a regular file of this user's, mode 600, at most 8 KiB, one line of printable
-    ASCII; a FIFO is never opened). The key itself is dropped at once."""
+    """Every configured key file, read as every command reads it (config.read_key); the key itself is dropped at
+    once."""
     out = []
     for ws in config.workspaces():
         entry = {
@@ -152,9 +138,8 @@ FUTURE_SLACK_S = 60
 
 
 def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now: float) -> list[dict]:
-    """The times bxmem stored that lie in the future: written while the clock ran ahead (or
-    it runs behind now). Every wait is held to its own bound whatever they say
-    (trust/send_retry.py, start/idle.py); this is for the owner, who should fix the clock."""
+    """The times bxmem stored that lie in the future. Every wait is held to its own bound whatever they say
+    (trust/send_retry.py, start/idle.py): this is for the owner, who should fix the clock."""
     stored: list[tuple[str, object]] = []
     if box.backoff:
         stored.append(("the outage's start", box.backoff.get("since")))
@@ -185,13 +170,11 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
 
 
 def age(ts: str | None, now: float) -> float | None:
-    """How long ago `ts` was; None when unknown, in the future too (`future_times` says so)."""
     at = parse_time(ts)
     return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
 
 
 def future_line(future: list[dict]) -> str:
-    """sync's attention line for `future_times`."""
     first = future[0]
     return (
         f"{len(future)} time(s) bxmem stored lie in the future (the furthest: {first['what']}, {first['at']}, "

@@ -1,15 +1,6 @@
-"""`bxmem metrics`: bxmem's state as Prometheus metrics, for node_exporter's textfile
-collector (the Prometheus text format, which that collector reads and `promtool
-check metrics` checks, closed by OpenMetrics' `# EOF`, a comment to that parser).
-
-Content-free: counts, ages, times and exit codes, labelled by workspace, job,
-kind, state or reason code; never a message's text, an item's id, a key or a
-path. Names follow Prometheus' own exporters: the `bxmem_` prefix, base units
-(`_seconds`), `_total` on counters, `_timestamp_seconds` for a time, 0 for a
-time that has not happened. The outbox is sync's own view (sync.status, without
-its live checks); Honcho's queue is asked within QUEUE_TIMEOUT_S for every
-write workspace at once, and a Honcho that does not answer is a metric
-(`bxmem_honcho_queue_up 0`), not an error.
+"""`bxmem metrics`: the Prometheus text format for node_exporter's textfile collector, closed by `# EOF`
+(a comment to that parser). Never a text, an item id, a key or a path; a Honcho that does not answer is a
+metric (`bxmem_honcho_queue_up 0`), not an error.
 """
 
 from __future__ import annotations
@@ -29,8 +20,6 @@ QUEUE_STATES = ("pending", "in_progress", "completed")
 
 
 class Family:
-    """One metric family: its name, type and help, and its samples (labels, value)."""
-
     def __init__(self, name: str, kind: str, help_text: str) -> None:
         self.name, self.kind, self.help = name, kind, help_text
         self.samples: list[tuple[dict[str, str], float]] = []
@@ -84,7 +73,6 @@ def _queue(url: str, workspace: str, key: Key | None) -> dict[str, int]:
 
 
 def honcho_queues(config: Config) -> dict[str, dict[str, int] | None]:
-    """Each write workspace's queue (answers.queue_status), or None when it could not be read."""
     if config.honcho is None:
         return {}
     url = config.honcho.url

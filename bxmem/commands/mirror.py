@@ -1,20 +1,5 @@
-"""`bxmem mirror`: every memory write memoryd journals, decided the moment it is seen.
-
-Reads only the new lines of memory/journal.jsonl, decides each edit by
-`rules.plan_edit` / `rules.plan_undo` and appends the decisions to the ledger
-at once; `send` carries them out in the same ordered outbox as turns.
-
-Mirror keeps a model of which conclusion is live for each identity entry and
-note (`edit:<id>#<action>` refs), so a later replace, remove, drop or undo
-names exactly the conclusion to delete, even when the same text was added
-twice. Entries are keyed by an HMAC with a local secret, so the state file
-does not reveal short entries to someone who guesses them.
-
-The state and the secret are a cache of the journal and the ledger: the state
-names the secret and the version of neutralise it was built with, and a state
-built with another (entry.key deleted or replaced, or a bxmem whose neutralise
-strips other characters) is rebuilt from the journal and the ledger, so a
-later remove still names the conclusion the add wrote.
+"""`bxmem mirror`. Its state is keyed by an HMAC with entry.key, so it reveals no short entry to someone who
+guesses it; a state built with another key or another neutralise is rebuilt from the journal and the ledger.
 """
 
 from __future__ import annotations
@@ -56,7 +41,6 @@ class MirrorReport:
     skipped_lines: int = 0
     events: list[Mapping[str, object]] = field(default_factory=list)  # this run's decided lines
 
-    # What the command prints (its runner writes it): the report knows its own output.
     def notice(self) -> str | None:
         return "another mirror is running; this one has nothing to do" if self.busy else None
 
@@ -94,7 +78,6 @@ def _entry_key(secret: bytes, about: str, text: str) -> str:
 
 
 def _key_id(secret: bytes) -> str:
-    """Names the secret in the state file without revealing it."""
     return local_key.key_id(secret)
 
 
@@ -114,7 +97,6 @@ SHAPE = record(
 
 
 def read_state(state_dir: Path) -> tuple[dict | None, str | None]:
-    """mirror.json as last saved, or (None, why it cannot be used); (None, None): none."""
     return load_json(state_dir / STATE_FILE, SHAPE)
 
 
@@ -183,15 +165,12 @@ class Model:
 
 
 def _field(record: dict, action: dict) -> str | None:
-    """The action's text in the edit's own journal record (plans name the field
-    directly; recorded actions name it in their text spec)."""
     return field_of(record, action.get("text") or action)
 
 
 def _with_text_specs(edit: Edit, plan: EditPlan, model: Model) -> list[dict]:
-    """Each action says where its text is (a journal span and field, and the
-    line's keyed HMAC), so send can read it back and check it is still that
-    line; the ledger never holds the text itself."""
+    """Each action says where its text is (a journal span and field, and the line's keyed HMAC), so send reads it
+    back checked; the ledger never holds the text."""
     actions = []
     for action in plan.actions:
         action = dict(action)
@@ -224,8 +203,6 @@ def _action_of(model: Model, ref: str) -> dict | None:
 
 
 def _edit_facts(record: dict, model: Model) -> EditFacts:
-    """What rules.plan_edit needs to know about the edit's texts: the live
-    conclusion of each text it names, and what its entry holds."""
     dropped = record.get("dropped")
     about = about_for(record.get("file"))
     live: dict[str, str] = {}
@@ -243,12 +220,9 @@ SESSIONLESS = "bxmem-journal"  # the Honcho session of what the journal names no
 
 
 def edit_session(edit: Edit, secret: bytes) -> str:
-    """The session an edit's writes go to in Honcho (a conclusion needs one, a fleet note is
-    a message in one): the journal's, when it is a valid session id; else one bxmem
-    derives, decided here once and for all, so that send never meets an id it cannot
-    use: SESSIONLESS for none (an identity entry written outside a session), and for
-    one Honcho would refuse (a space, non-ASCII, too long) SESSIONLESS and a keyed hash
-    of it, so each stays apart and the ledger and Honcho never hold the name itself."""
+    """The Honcho session an edit's writes go to: the journal's when it is a valid session id; else SESSIONLESS (no
+    session), or SESSIONLESS and a keyed hash of one Honcho would refuse, decided here once so send never meets an
+    id it cannot use, and the name never reaches the ledger or Honcho."""
     session = edit.session
     if session and session_id_problem(session) is None:
         return session
@@ -289,12 +263,9 @@ def _decide_one(edit: Edit, model: Model, config: Config) -> DecidedEdit:
 
 
 def _recover(state: dict, ledger: Ledger) -> dict[str, dict]:
-    """Edits decided in the ledger after the state's last write (a crash, a full
-    disk, or a lost state file): the exact set, the torn last line too when it is a
-    whole decision (the next append completes it). A ledger that is not the one the
-    state was learnt from (restored from a copy, edited, sorted, shorter) makes the
-    state unusable: the journal is read again and the whole ledger says which
-    edits are decided, so an edit whose decision the ledger lost is decided again."""
+    """Edits decided in the ledger after the state's last write, the torn last line too when it is a whole decision.
+    A ledger that is not the one the state was learnt from makes the state unusable: the journal is read again,
+    and the whole ledger says which edits are decided."""
     changed = ledger.changed(state["ledger_size"], state.get("ledger_mark"))
     if changed is not None:
         log.warning(

@@ -1,28 +1,6 @@
-"""`bxmem outbox`: the owner's way out of every stuck state, item by item.
-
-* `list`: every item that is not on its way, and why: failed, held by the
-  configuration, in doubt (and when it is looked up), waiting behind one,
-  in a workspace whose key is refused;
-* `drop`: takes items out of the outbox for good, never to be sent, with the
-  owner's reason in the ledger (`dropped`);
-* `resend`: puts failed items back in the outbox (`requeued`); where Honcho
-  lost their session (deleted on the server, `session_gone`), the next send
-  makes a new one for them (`session_renewed`: `<name>-2`, `-3`, ...);
-* `reroute`: sends held or failed items to the workspace the configuration
-  gives their role now (`rerouted`): never another role, so nothing moves
-  towards trusted.
-
-Nothing is re-sent that is in Honcho already: a failed item is one Honcho
-refused (a 4xx stores nothing) or bxmem refused before sending; an edit that
-did part of its work is looked up before anything is created again; an item
-in doubt (its answer lost) is refused here until send has looked it up. What
-Honcho lost with a deleted session stays deleted: only failed items go again.
-
-Every change is a ledger line (store/ledger_events.py) that the outbox folds, as
-send's own are. The command takes send's job lock, so no send is between its
-checks and its write; it is all or nothing (an item that cannot be dropped,
-resent or re-routed stops it before anything is written: exit 5 or 6), and
-`--dry-run` writes nothing.
+"""`bxmem outbox list|drop|resend|reroute`. Nothing already in Honcho is sent again: an in-doubt item is
+refused until send has looked it up, and reroute never changes an item's role. All or nothing under send's job
+lock (an item that cannot be acted on stops it before anything is written: exit 5 or 6).
 """
 
 from __future__ import annotations
@@ -54,8 +32,6 @@ LOCK_WAIT_S = 10.0  # a send run in progress: wait this long for it before refus
 
 @dataclass
 class Survey:
-    """The outbox as it stands, each item's state, for the owner's commands."""
-
     box: Outbox
     ledger: Ledger
     roles: Mapping[str, str]
@@ -67,7 +43,6 @@ class Survey:
 
     @classmethod
     def take(cls, config: Config, box: Outbox | None = None) -> Survey:
-        """`box`: the outbox as folded already (again, by `surveyed`)."""
         ledger = Ledger(config.paths.ledger)
         if box is None:
             config.paths.require_home()
@@ -89,7 +64,6 @@ class Survey:
         return survey
 
     def state(self, key: str) -> dict | None:
-        """An item of the outbox (pending or failed) as the commands see it, or None."""
         box = self.box
         if key in box.failed:
             ev = box.failed[key]
@@ -190,7 +164,6 @@ class Survey:
         return states if everything else [s for s in states if s["state"] != "pending"]
 
     def known(self, key: str) -> bool:
-        """Whether the ledger ever decided `key` (sent, dropped or nowhere since)."""
         kind, _, rest = key.partition(":")
         session, _, number = rest.rpartition(":")
         if kind == ledger_events.TURN and number.isdigit():
@@ -200,8 +173,6 @@ class Survey:
 
 @dataclass
 class ActionResult:
-    """What `bxmem outbox ACTION` did (or would do: `dry_run`), item by item."""
-
     action: str
     dry_run: bool
     items: list[dict] = field(default_factory=list)  # {"item", "workspace", "was", "to"?, "note"?}
@@ -258,7 +229,6 @@ class ActionResult:
 
 
 def outage_line(outage: dict) -> str:
-    """`outbox list`'s first line while send records Honcho as unreachable."""
     error = f"; {outage['error']}" if outage["error"] else ""
     by = ", ".join(f"{ws} {n}" for ws, n in outage["waiting_by_workspace"].items())
     return (
@@ -283,8 +253,7 @@ OUTAGE_WAY_OUT = "goes by itself once Honcho answers"
 
 
 def surveyed(config: Config, use: Callable[[Survey], R]) -> R:
-    """`use(survey)`; if a decision read back is not the line the outbox folded (the ledger
-    was rewritten in place), the outbox is folded again (said once) and `use` run again."""
+    """`use(survey)`, run again once if the ledger was rewritten in place (`surveyed` folds again, said once)."""
     survey = Survey.take(config)
     try:
         return use(survey)
@@ -355,10 +324,9 @@ def _act(
 
 
 def _remember(survey: Survey) -> None:
-    """The outbox as the action left it, saved under send's lock: a ledger put back from an
-    older copy before send's next run would otherwise lose what was dropped, which the
-    checkpoint keeps out for good (Outbox.withdrawn). A checkpoint that cannot be written
-    is the next send's to fold."""
+    """The outbox as the action left it, saved under send's lock: a ledger put back from an older copy before send's
+    next run would otherwise lose what was dropped, which the checkpoint keeps out for good. One that cannot be
+    written is the next send's to fold."""
     state = survey.config.paths.state
     if not state.is_dir():
         return  # deleted with memory/bxmem/: the next send folds the ledger whole
@@ -379,7 +347,6 @@ def _acquire(lock: JobLock) -> bool:
 
 
 def check_reason(reason: str | None, command: str = "outbox drop") -> str:
-    """The owner's reason, as the ledger keeps it: one line of printable text, at most MAX_REASON."""
     text = " ".join((reason or "").split())
     if not text:
         raise UsageError(f"{command}: say why with --reason TEXT (it is kept in the ledger)")

@@ -1,16 +1,5 @@
-"""`bxmem recall QUERY`: the local index and the fleet, each under its own deadline.
-
-Sources: the local index (this agent's own turns and memory, exact labels);
-this agent's artifact cards, while artifact memory is on (commands/artifact_recall.py);
-each `[[honcho.read]]` workspace (message search, plus the conclusions of
-that agent's peer and of the owner's); the fleet workspace (message search
-over the whole workspace). The agent's own Honcho workspaces are not
-searched, and fleet messages from its own peer are dropped: the local index
-holds the same text with exact labels.
-
-Every hit carries a tag and a class. The label over all hits tells the
-caller how to taint the session: untrusted if any hit is memory-tainted, and
-the highest class among them.
+"""`bxmem recall QUERY`. The agent's own Honcho workspaces are not searched, and fleet messages from its
+own peer are dropped: the local index holds the same text with exact labels.
 """
 
 from __future__ import annotations
@@ -51,7 +40,6 @@ def nonce() -> str:
 
 
 def exit_code(result: RecallResult) -> int:
-    """What `bxmem recall` exits with: no source answered is UNAVAILABLE."""
     return ExitCode.OK if result.answered else ExitCode.UNAVAILABLE
 
 
@@ -130,8 +118,7 @@ def _local(config: Config, query: str, k: int) -> list[Hit]:
 def _client(config: Config, role: str):
     assert config.honcho is not None  # recall() adds the Honcho sources only when [honcho] is set
     workspace = config.workspace(role)
-    # Connect first: when Honcho is down (the common failure), the source is
-    # unavailable at once, without loading the HTTP stack for nothing.
+    # Connect first: when Honcho is down, the source is unavailable at once (api.reach).
     reach(config.honcho.url, HONCHO_TIMEOUT_S, workspace.name)
     from bxmem.honcho.client import ReadClient  # deferred: lean
 
@@ -217,7 +204,6 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
         return []
     with _client(config, "fleet") as client:
         found = client.search(asked, remote.CANDIDATES)
-        # Our own notes are dropped: the local index holds the same text with exact labels.
         candidates = remote.messages([m for m in found if m["peer_id"] != config.honcho.agent], "note")
         ranked = remote.rank(query, candidates, k, [list(range(len(candidates)))])
         ws = config.workspace("fleet").name
@@ -229,7 +215,6 @@ def _fleet(config: Config, query: str, k: int) -> list[Hit]:
 
 
 def _pair_retractions(hits: list[Hit]) -> list[Hit]:
-    """A retracted note is shown beside its retraction."""
     retractions = {h.text.removeprefix("retracted: "): h for h in hits if h.text.startswith("retracted: ")}
     out: list[Hit] = []
     for hit in hits:
@@ -276,8 +261,8 @@ def recall(config: Config, query: str, k: int = DEFAULT_K) -> RecallResult:
 
 
 def run_sources(sources: list[tuple[str, float, Callable[[], list[Hit]]]], k: int) -> RecallResult:
-    """Each source on a daemon thread with its own deadline from the same start:
-    a source that does not answer in time is abandoned, never waited for."""
+    """Each source on a daemon thread, its deadline from the same start: one that does not answer in time is
+    abandoned, never waited for."""
     outcomes: dict[str, list[Hit] | str] = {}  # a source's hits, or why it has none
 
     def work(name: str, fn: Callable[[], list[Hit]]) -> None:
@@ -321,8 +306,6 @@ def _fitting(units: list[list[Hit]], k: int) -> list[list[Hit]]:
 
 
 def _units(hits: list[Hit]) -> list[list[Hit]]:
-    """A source's hits as the units the round robin takes in turn: a retracted
-    note with the retraction _pair_retractions placed right after it, or one hit."""
     units: list[list[Hit]] = []
     for hit in hits:
         if units and units[-1][0].retracted and len(units[-1]) == 1 and hit.text.startswith("retracted: "):

@@ -1,12 +1,6 @@
-"""A Honcho source of `recall`: its candidates gathered wide, ranked as the local index ranks.
-
-Honcho is sent the query's words alone (its full-text arm takes no punctuation:
-retrieval/fusion.py), and answers with up to CANDIDATES messages by its own order;
-a `[[honcho.read]]` source adds the conclusions of the agent's peer and the
-owner's, by meaning (conclusions/query) and by their words (conclusions/list
-filtered on content). Every candidate goes into a scratch index in memory and
-is ranked by store/search.py, then fused with Honcho's orders and kept by
-retrieval/fusion.py's rule.
+"""A Honcho source of `recall`: its candidates gathered wide (the query's words alone; a read source adds its
+agent's and the owner's conclusions, by meaning and by their words), ranked in a scratch index by store/search.py,
+then fused and kept by retrieval/fusion.py's rule (docs/decisions.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""`bxmem sync`: where everything stands, for the owner.
-
-Built from the outbox (a fold of the ledger) and decide's state; reads only,
-takes no job lock, and never shows message text or a key.
-"""
+"""`bxmem sync`: reads only, takes no job lock, and never shows message text or a key."""
 
 from __future__ import annotations
 
@@ -273,9 +269,9 @@ def status(config: Config, now: float | None = None, check: bool = True, prepare
     }
 
 
-# What needs attention first, for sync's verdict line: what stops every decision, then every send, then one
-# workspace's sends, then its writes, then one session's turns, then items one by one, then a slow decide, then
-# the artifact store, then what is already past (the last audit's findings). docs/design.md (sync) says the same.
+# What needs attention first, for sync's verdict line (docs/design.md, "Operating"): what stops every decision, then
+# every send, one workspace's sends, its writes, one session's turns, items one by one, a slow decide, the artifact
+# store, then what is already past.
 URGENCY = (
     "broker",
     "outage",
@@ -351,8 +347,8 @@ def _status(value: object) -> int | None:
 
 
 def _failed(item: str, ev: dict) -> dict:
-    """A failed item as sync shows it: every field the ledger gave it through trust/printed_fields.py,
-    and `in_doubt` when Honcho may hold what its attempt sent (a resend looks first)."""
+    """A failed item as sync shows it, through trust/printed_fields.py, `in_doubt` when Honcho may hold what its
+    attempt sent."""
     return {
         "item": printed_fields.item(item),
         "workspace": printed_fields.token(ev.get("ws")),
@@ -385,10 +381,8 @@ def _doubt(entry: dict) -> dict:
 
 
 def reused_workspaces(config: Config, roles: dict) -> list[dict]:
-    """The configured workspaces that hold what this agent wrote to them in a role
-    other than the one they have now (the ledger's workspace_roles): a write
-    workspace, to which nothing more is written, or a read source labelled
-    trusted, which recall and ask read as tainted. Without [honcho], none."""
+    """The configured workspaces holding what this agent wrote in a role other than their role now: a write
+    workspace, to which nothing more is written, or a read source labelled trusted, read as tainted."""
     out = []
     trusted_reads = {f"read:{s.agent}" for s in config.honcho.read if s.trust == "trusted"} if config.honcho else set()
     for ws in config.workspaces():
@@ -423,14 +417,11 @@ def reused_text(entry: dict) -> str:
 
 
 def retry_failed(config: Config):
-    """Put every failed item back in the outbox, as `bxmem outbox resend --all-failed`
-    does (a new Honcho session where Honcho deleted theirs; an item refused half-way
-    goes through the in-doubt path, which looks before it creates again)."""
+    """Put every failed item back in the outbox, as `bxmem outbox resend --all-failed` does."""
     return act(config, "resend", [], all_failed=True)
 
 
 def exit_code(report: dict) -> int:
-    """sync's exit code: ATTENTION when the report names anything the owner should see to."""
     return ExitCode.ATTENTION if report["attention"] else ExitCode.OK
 
 

@@ -1,19 +1,6 @@
-"""The tool definitions the host puts in the model's tools array (`bxmem tools`).
-
-Two tools (docs/agent-tools.md, "2. The tools array"), generated from the configuration, so the model is
-offered exactly what will work: `recall` always (local-only, it searches the
-local index alone, and says so); `ask_memory` only when there is a `[honcho]`
-section (local-only, ask always exits 6), its `workspaces` an enum of the names
-`bxmem ask -w` takes: own, untrusted, fleet and each `[[honcho.read]]` agent.
-
-Every word here is paid for in every session's context (bench/run counts them
-in o200k_base against the 400-token target and the 3,000-token budget, with
-eight read agents), so the descriptions say only what the model must know:
-what the tool does, and that what it returns is fallible data, never
-instructions, below current files, tests and the user's corrections. The same
-configuration always gives the same bytes (the host may cache them until
-bxmem.toml changes). docs/agent-tools.md gives the argv each one runs.
-Stdlib only.
+"""The tools array (`bxmem tools`). Every word here is paid for in every session's context (bench/run counts
+it), so the descriptions say only what the model must know; the same configuration gives the same bytes (a host
+may cache them). Stdlib only.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""`bxmem undo EDIT_ID`: the owner takes back a memory edit.
-
-Checks that the edit exists and can be undone, appends the undo to memoryd's
-journal under the journal's lock (memoryd reverts its local files when it
-reads it), mirrors it at once, and says what will happen in Honcho. Nothing
-is written when the edit cannot be undone, or with `dry_run`.
+"""`bxmem undo EDIT_ID`: the undo appended to memoryd's journal under its lock, then mirrored at once.
+Nothing is written when the edit cannot be undone, or with `dry_run`.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ class UndoResult:
     written: bool
     effects: list[str] = field(default_factory=list)
 
-    # What the command prints (cli/output.py's show writes it): the result knows its own output.
     def as_json(self) -> dict:
         return {
             "schema": SCHEMA,

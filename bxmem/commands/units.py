@@ -1,8 +1,4 @@
-"""`bxmem units`: the systemd units, generated from the templates bxmem ships
-(systemd/, start/locations.py's `shipped`) for this host's bxmem, Boxmaker home and
-configuration, installed, enabled, and uninstalled from the manifest install
-keeps (exactly the files it wrote).
-"""
+"""`bxmem units`: the systemd units from bxmem's templates, installed, enabled, and removed by the manifest."""
 
 from __future__ import annotations
 
@@ -92,11 +88,9 @@ def target(scope: str, writing: bool = True) -> Target:
 
 
 def resolve(where_to: Target, explicit_config: str | os.PathLike[str] | None) -> Resolved:
-    """The configuration and home as this command finds them, and the `Environment=`
-    lines the units need to find the same ones: a unit starts with a bare environment
-    (HOME is the user's; nothing of the owner's shell: $BOXMAKER_HOME, $BXMEM_CONFIG,
-    $XDG_*). Read only: nothing is written to the home (under sudo, that would leave
-    root's files there)."""
+    """The configuration and home as this command finds them, and the `Environment=` lines the units need to find the
+    same ones: a unit starts with a bare environment (nothing of the owner's shell). Read only: under sudo a write
+    would leave root's files in the home."""
     # Under sudo, HOME and XDG_* are root's: as the user, keeping what was passed on purpose.
     under_sudo = where_to.scope == "system" and os.geteuid() == 0
     with _as_user(where_to, drop=("XDG_CONFIG_HOME", "XDG_DATA_HOME") if under_sudo else (), set_home=under_sudo):
@@ -165,7 +159,6 @@ def _bxmem_command() -> list[str]:
 
 
 def templates() -> dict[str, str]:
-    """Every unit template bxmem ships, by file name."""
     folder = Path(locations.shipped("systemd"))
     found = unit_files.templates(folder)
     if not found:
@@ -174,7 +167,6 @@ def templates() -> dict[str, str]:
 
 
 def generate(where_to: Target, resolved: Resolved) -> dict[str, str]:
-    """Each unit, as it is installed: the templates with this host's paths."""
     command = " ".join(shlex.quote(word) for word in resolved.command)
     units = {}
     for name, text in templates().items():
@@ -199,9 +191,8 @@ def generate(where_to: Target, resolved: Resolved) -> dict[str, str]:
 
 
 def to_enable(units: dict[str, str], optional: bool = False) -> list[str]:
-    """The timers and .path units to enable (each starts its service; the services are
-    not enabled): the timer jobs' (start/registry.py), and with `optional` every other's
-    too (bxmem metrics, which writes for node_exporter: a host without one has no use for it)."""
+    """The timers and .path units to enable (each starts its service): the timer jobs', and with `optional` the
+    others' (bxmem metrics, of no use on a host without node_exporter)."""
     return [
         name
         for name in units
@@ -236,8 +227,7 @@ class Installed:
 
 
 def install(where_to: Target, resolved: Resolved, optional: bool = False) -> Installed:
-    """Write the units (each whole, then moved in place), record them, reload the
-    manager and enable the timers and .path units."""
+    """Write the units (each whole), record them, reload the manager and enable the timers and .path units."""
     if not resolved.home.is_dir():
         raise Refused(
             f"the Boxmaker home {resolved.home} does not exist: bxmem init makes it (the units' "

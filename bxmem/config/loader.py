@@ -1,8 +1,5 @@
-"""bxmem.toml: validated at the start of every job (the schema is in
-config/schema.py), then plain objects for the rest of bxmem.
-
-No `[honcho]` section means local-only. Keys come only from the files named in
-`[secrets.*]`: never from the environment, never from another file.
+"""bxmem.toml, validated at the start of every job, then plain objects. No `[honcho]` means local-only. Keys
+come only from the files named in `[secrets.*]`: never from the environment, never from another file.
 """
 
 from __future__ import annotations
@@ -28,8 +25,6 @@ STALE = "written by another version or for another configuration"
 
 
 class ReadSource:
-    """Another agent's workspace this agent may read (`[[honcho.read]]`)."""
-
     __slots__ = ("agent", "workspace", "trust", "trust_class")
 
     def __init__(self, agent: str, workspace: str, trust: str, trust_class: str) -> None:
@@ -37,8 +32,8 @@ class ReadSource:
 
 
 class HonchoSettings:
-    """The validated [honcho] section: config/schema.py's HonchoSection's fields
-    (model_dump'd), held equal to these slots by tests/test_config_docs.py."""
+    """The validated [honcho] section: config/schema.py's HonchoSection's fields, held equal to these slots by
+    tests/test_config_docs.py."""
 
     __slots__ = ("url", "agent", "owner", "trusted", "untrusted", "fleet", "read")
     url: str
@@ -62,8 +57,8 @@ class SendSettings:
 
 
 class ArtifactSettings:
-    """The validated [artifacts] section (enabled): config/schema.py's ArtifactsSection's
-    bounds, each at most the seed's default, and the integrity mode."""
+    """The validated [artifacts] section (enabled): its bounds, each at most the seed's default, and the integrity
+    mode."""
 
     __slots__ = ("max_artifact_bytes", "max_total_bytes", "max_cards", "integrity")
 
@@ -93,8 +88,6 @@ class Key:
 
 
 class Workspace:
-    """One Honcho workspace this agent writes or reads, with its key file."""
-
     __slots__ = ("role", "name", "secret", "key_file")
 
     def __init__(self, role: str, name: str, secret: str, key_file: Path | None) -> None:
@@ -149,18 +142,15 @@ class Config:
         raise ConfigInvalid(f"no workspace for {role!r}: [honcho] is not configured")
 
     def keyless_among_keyed(self) -> list[Workspace]:
-        """The workspaces without a key when another has one; empty when all or
-        none have keys. Every command uses such a workspace without a key (one
-        rule); since Honcho's auth is on or off for the whole server, either the
-        keys are not needed or these workspaces will be refused (401), which
-        `config check` and `sync` say (live_checks.partial_keys)."""
+        """The workspaces without a key when another has one. Every command uses such a workspace without a key:
+        Honcho's auth is on or off for the whole server, so either no key is needed or these are refused (401),
+        which `config check` and `sync` say."""
         workspaces = self.workspaces()
         if not any(ws.key_file for ws in workspaces):
             return []
         return [ws for ws in workspaces if ws.key_file is None]
 
     def changed_at(self) -> float | None:
-        """When the config file last changed (its mtime), or None without one."""
         try:
             return self.path.stat().st_mtime
         except OSError:
@@ -181,13 +171,9 @@ class Config:
 
 
 def load(explicit: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> Config:
-    """Read and validate the configuration, or raise ConfigInvalid with one line.
-
-    `home` overrides BOXMAKER_HOME and [paths] home (the demo uses its own).
-    The validated result is cached beside bxmem's state, keyed by the config
-    file's version and the environment that shapes the paths, so one-shot
-    commands (recall, ask) skip pydantic when nothing changed.
-    """
+    """Read and validate the configuration, or raise ConfigInvalid with one line. `home` overrides BOXMAKER_HOME and
+    [paths] home (the demo's). The result is cached beside bxmem's state, keyed by the file's version and the
+    environment that shapes the paths, so one-shot commands (recall, ask) skip pydantic when nothing changed."""
     path, named_by = config_source(explicit)
     check_named(path, named_by)  # before the cache: a named file that went away stops the job
     cache_key = _cache_key(path, home)
@@ -229,8 +215,7 @@ def _exactly(*fields: str):
 
 
 def _cache_shape(key: list):
-    """The cache this version writes for `key`. The key is checked first: a cache
-    of another key (version) is STALE whatever else it holds."""
+    """The cache this version writes for `key`; a cache of another key is STALE whatever else it holds."""
     honcho = record(
         {**{name: string for name in HonchoSettings.__slots__[:-1]}, "read": list_of(_exactly(*ReadSource.__slots__))}
     )
@@ -258,9 +243,8 @@ def _cache_shape(key: list):
 
 
 def _read_cache(paths: Paths, key: list) -> dict | None:
-    """The cached validation, or None: missing, stale (a miss, said nowhere), or
-    of any other shape than this version writes (said once: the TOML is
-    validated again, and cached again)."""
+    """The cached validation, or None: missing, stale (said nowhere), or of another shape (said once, and validated
+    and cached again)."""
     path = paths.state / CACHE_FILE
     cached, why = load_marshal(path, _cache_shape(key))
     if why is not None and why != f"key: {STALE}":
@@ -299,8 +283,7 @@ def key_fingerprint(key_file: Path | None) -> list[int] | None:
     return None if key_file is None else stat_fingerprint(key_file)
 
 
-# A Honcho key (a JWT) is a few hundred bytes: this leaves room for any key
-# and refuses, never cuts, a file that cannot be one.
+# A Honcho key (a JWT) is a few hundred bytes: room for any key, and a file that cannot be one is refused, never cut.
 MAX_KEY_BYTES = 8192
 PR_SET_DUMPABLE = 4
 _dumpable_off = False
@@ -310,15 +293,9 @@ _LINK = "is a symbolic link; bxmem reads only a regular file as a key, never thr
 
 
 def read_key(ws: Workspace) -> Key | None:
-    """The workspace's key from its file, or None when no key is configured.
-
-    The one reader of key files: every command gets the same verdict. Refused
-    (KeyFileInvalid, one line naming the file and what is wrong): anything but a
-    regular file (a symbolic link, a FIFO, a device, a directory, a socket), a
-    file owned by another user, a file open to group or others, a file over
-    MAX_KEY_BYTES, and anything but one line of printable ASCII (a trailing
-    line break allowed). A key that passes is always a valid header value.
-    """
+    """The workspace's key from its file, or None when none is configured. The one reader of key files, so every
+    command gets the same verdict: KeyFileInvalid, one line naming the file, for any file docs/interfaces.md
+    refuses. A key that passes is always a valid header value."""
     if ws.key_file is None:
         return None
     _no_core_dumps()
@@ -348,21 +325,19 @@ def _read_key_file(path: Path, secret: str) -> str:
         return KeyFileInvalid(secret, path, problem, hint)
 
     try:
-        # lstat first: a FIFO is never opened (it would block), nor a device
-        # (opening some has effects), nor a link followed.
+        # lstat first: a FIFO (it would block) or a device (opening some has effects) is never opened, nor a link
+        # followed.
         seen = os.lstat(path)
     except OSError as exc:
         raise refused(f"cannot be read: {exc.strerror}") from None
     if stat.S_ISLNK(seen.st_mode):
-        # Whoever can write the key's folder could point a link at another of the
-        # owner's files (another token, mode 600, one line) and have bxmem send
-        # it to Honcho as a bearer key; a regular file they cannot read they cannot copy.
+        # Whoever can write the key's folder could point a link at another of the owner's files and have bxmem send it
+        # to Honcho as a bearer key.
         raise refused(_LINK, f"name the file itself ({os.path.realpath(path)})")
     if not stat.S_ISREG(seen.st_mode):
         raise refused(f"is {file_kind(seen.st_mode)}, not a regular file")
     try:
-        # Should it be swapped for a FIFO or a link after the lstat: O_NONBLOCK
-        # and O_NOFOLLOW, then fstat says what was opened.
+        # swapped for a FIFO or a link after the lstat: O_NONBLOCK and O_NOFOLLOW, then fstat says what was opened
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
@@ -400,8 +375,8 @@ def _check_owner_and_mode(st: os.stat_result, refused) -> None:
 
 
 def _key_text(data: bytes, refused) -> str:
-    """One line of printable ASCII, a trailing line break allowed. The error
-    names where the first bad byte is and what kind it is, never the key."""
+    """One line of printable ASCII, a trailing line break allowed; the error names where the first bad byte is and
+    its kind, never the key."""
     body = data[:-2] if data.endswith(b"\r\n") else data[:-1] if data.endswith(b"\n") else data
     if not body:
         raise refused("is empty" if not data else "holds no key, only a line break")

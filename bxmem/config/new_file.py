@@ -1,5 +1,4 @@
-"""A new bxmem.toml, written once by `bxmem init` and never over one: the only write
-of the configuration file (config/loader.py reads it)."""
+"""A new bxmem.toml (`bxmem init`), never over one: the only write of the configuration file."""
 
 from __future__ import annotations
 

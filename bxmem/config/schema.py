@@ -1,8 +1,4 @@
-"""The schema of bxmem.toml, checked with pydantic at the boundary.
-
-`validate` turns the raw TOML into plain data or raises ConfigInvalid with one
-line naming the field. The rest of bxmem never sees a pydantic object.
-"""
+"""The schema of bxmem.toml, checked with pydantic; the rest of bxmem never sees a pydantic object."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""A stand-in for brokerd's session-state socket, for the demo and the tests.
-
-It serves the interfaces file's protocol on a real Unix socket from a table
-of session states, and can be told to misbehave: answer late, hang, or
-answer garbage.
-"""
+"""A stand-in brokerd on a real Unix socket, for the demo and the tests; it can answer late, hang or answer garbage."""
 
 from __future__ import annotations
 

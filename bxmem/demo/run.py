@@ -1,8 +1,4 @@
-"""`bxmem demo`: a sample Boxmaker home, a stand-in brokerd, and the jobs run on it.
-
-Everything happens in a temporary folder, removed at the end unless the owner
-names one to keep. Nothing leaves the machine unless a Honcho URL is given, and
-then it goes to three workspaces named for this run (`bxmem-demo-<run>-...`),
+"""`bxmem demo`, in a temporary folder. With a Honcho URL it writes to three workspaces named for this run,
 so a rerun never adds to an earlier run's data or to a real agent's.
 """
 
@@ -49,7 +45,6 @@ class DemoResult:
 
 
 def new_run_id() -> str:
-    """Sortable by time, unique by its random tail (two runs in one second differ)."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
@@ -62,7 +57,6 @@ def checked_url(honcho_url: str) -> str:
 
 
 def run_demo(honcho_url: str | None, keep: Path | None = None, broker_wait: float = TIMEOUT_S) -> DemoResult:
-    """`broker_wait`: how long decide waits for the stand-in brokerd (decide's own default)."""
     if honcho_url is not None:
         honcho_url = checked_url(honcho_url)
     if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):

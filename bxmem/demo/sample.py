@@ -1,8 +1,4 @@
-"""A sample Boxmaker home whose sessions exercise every decision.
-
-Used by the demo (`bxmem demo`) and by the tests, so both speak of the
-same sessions.
-"""
+"""A sample Boxmaker home whose sessions exercise every decision, shared by the demo and the tests."""
 
 from __future__ import annotations
 
@@ -96,7 +92,6 @@ SESSIONS: dict[str, tuple[tuple[str, bool], list[dict], str]] = {
 
 
 def write_home(home: Path) -> None:
-    """Write the sample logs under `home/logs` (the journal: `write_journal`)."""
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     for session, (_state, lines, _why) in SESSIONS.items():
@@ -110,8 +105,6 @@ def broker_states() -> dict[str, tuple[str, bool]]:
 
 
 def workspaces(run_id: str) -> dict[str, str]:
-    """The demo's workspaces, named for its run: a rerun never adds to an earlier
-    run's data, and never to the workspaces a real agent uses."""
     return {role: f"bxmem-demo-{run_id}-{role}" for role in ("trusted", "untrusted", "fleet")}
 
 

@@ -1,17 +1,6 @@
-"""The shapes of what bxmem reads back from its own files, as checks.
-
-A state file (decide.json, mirror.json, the outbox checkpoint, the config
-cache) and a ledger line are written by bxmem, but what is on disk may not be
-what it wrote: a hand edit, a restore from elsewhere, another version, a bit
-flip. Each reader declares the shape it relies on with these combinators and
-checks the whole value before using any of it; a value of another shape is
-not used at all (a state file is rebuilt from the ledger, a ledger line is
-skipped and counted), never half used and never a crash.
-
-A shape is a function of the value: None when it fits, else a short reason
-naming where it does not ("logs.s1.offset: not an integer of at least 0").
-The reason never quotes the value (a state file may hold spans of texts, a
-ledger line ids). Pure functions, stdlib only.
+"""Checks of what bxmem reads back from its own files: a value is checked whole before any of it is used. A
+shape returns None or a reason naming where ("logs.s1.offset: not an integer of at least 0"), never quoting
+the value (a state file may hold spans of texts).
 """
 
 from __future__ import annotations
@@ -77,7 +66,6 @@ def one_of(*choices: object) -> Shape:
 
 
 def maybe(shape: Shape) -> Shape:
-    """None, or the shape."""
 
     def check(value: object) -> str | None:
         return None if value is None else shape(value)

@@ -1,10 +1,5 @@
-"""The ledger's time format (and a duration as reports give one): UTC, to the millisecond, with a `Z`
-(`2026-12-01T19:17:02.123Z`), as every line's `ts` and every time bxmem
-reports is written.
-
-One pair, so the ledger (store/ledger.py), send, sync and the retry rules
-(trust/send_retry.py) cannot drift apart on it. Pure: a time is given, never read
-from a clock here.
+"""The ledger's one time format (`2026-12-01T19:17:02.123Z`), so the ledger, send, sync and the retry rules
+cannot drift apart on it. Pure: a time is given, never read from a clock here.
 """
 
 from __future__ import annotations

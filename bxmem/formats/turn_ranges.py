@@ -1,7 +1,4 @@
-"""Sets of positive numbers as sorted, disjoint [low, high] ranges: a session's
-decided turns, the turns that have ended in a reading of its log. One range per
-run of numbers, so a history of 100,000 turns costs a few numbers. Pure
-functions, stdlib only (shapes.RANGES is the shape they keep)."""
+"""Sets of positive numbers as sorted disjoint [low, high] ranges (shapes.RANGES is their shape)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""What bxmem takes from Honcho's answers: every field it stores or acts on, checked here.
-
-Each parse function takes a decoded JSON answer and returns plain data holding
-only the fields bxmem uses, each of the type it needs, or raises AnswerProblem
-naming the field (`items[3].metadata`), never its value, which may hold
-anything (ESC sequences, a forged line, a megabyte). The client (honcho/client.py)
-turns that into a BadAnswer: a refusal of that item, named, never a crash.
-
-Two strengths of check, by what bxmem does with a field:
-
-* stored in the ledger, built into a request path, or matched against the
-  ledger (a created message's or conclusion's id, a listed session or peer
-  that is asked next, a listed message's id): must be a Honcho id, 1 to 512
-  of `A-Z a-z 0-9 _ -` (the real server makes nanoids of 21 of them), so
-  `..`, `a/b` or an ESC can never reach a path or the ledger;
-* only shown (a search hit's peer, session and date): must be a string, or
-  absent. What is shown goes through trust/printed_fields.py, which puts a marked placeholder
-  in place of an id outside the alphabet and drops a date that is not one.
-
-Stdlib only.
+"""Every field of a Honcho answer bxmem stores or acts on, checked, or AnswerProblem naming the field (never
+its value). What is stored, put in a path or matched against the ledger must be a Honcho id; what is only
+shown may be any string, and goes through trust/printed_fields.py.
 """
 
 from __future__ import annotations
@@ -97,8 +80,7 @@ def metadata(value: object, where: str) -> dict:
 
 
 def created_ids(body: object, count: int) -> list[str]:
-    """The ids of what a create made (messages, conclusions): one object per thing
-    asked for, in order, each with its own Honcho id."""
+    """The ids of what a create made: one object per thing asked for, in order, each with its own Honcho id."""
     items = array(body)
     if len(items) != count:
         raise AnswerProblem("the answer", f"lists {len(items)} item(s) for the {count} sent")
@@ -109,8 +91,7 @@ def created_ids(body: object, count: int) -> list[str]:
 
 
 def configuration(body: object) -> dict | None:
-    """A workspace's stored configuration (None: the answer holds none). Its sections
-    are compared, value by value, by api.configuration_applied."""
+    """A workspace's stored configuration (None: the answer holds none), compared by api.configuration_applied."""
     found = obj(body).get("configuration")
     return None if found is None else obj(found, "configuration")
 
@@ -126,26 +107,21 @@ def page(body: object, size: int, asked: int) -> tuple[list, bool]:
     return items[:size], bool(items) and pages is not None and asked < pages
 
 
-def listed_message(raw: object, where: str) -> dict:
-    """A message from messages/list, as the in-doubt lookup and audit read it."""
+def _listed(raw: object, where: str, fields: tuple[str, ...]) -> dict:
     found = obj(raw, where)
-    return {
-        "id": honcho_id(found.get("id"), _at(where, "id")),
-        "peer_id": text(found.get("peer_id"), _at(where, "peer_id")),
-        "content": text(found.get("content"), _at(where, "content")),
-        "metadata": metadata(found.get("metadata"), _at(where, "metadata")),
-    }
+    listed = {"id": honcho_id(found.get("id"), _at(where, "id"))}
+    listed.update({field: text(found.get(field), _at(where, field)) for field in fields})
+    return listed
+
+
+def listed_message(raw: object, where: str) -> dict:
+    listed = _listed(raw, where, ("peer_id", "content"))
+    listed["metadata"] = metadata(obj(raw, where).get("metadata"), _at(where, "metadata"))
+    return listed
 
 
 def listed_conclusion(raw: object, where: str) -> dict:
-    """A conclusion from conclusions/list, as the in-doubt lookup and audit read it."""
-    found = obj(raw, where)
-    return {
-        "id": honcho_id(found.get("id"), _at(where, "id")),
-        "content": text(found.get("content"), _at(where, "content")),
-        "observer_id": text(found.get("observer_id"), _at(where, "observer_id")),
-        "observed_id": text(found.get("observed_id"), _at(where, "observed_id")),
-    }
+    return _listed(raw, where, ("content", "observer_id", "observed_id"))
 
 
 def listed_id(raw: object, where: str) -> str:
@@ -154,7 +130,6 @@ def listed_id(raw: object, where: str) -> str:
 
 
 def search_hits(body: object, limit: int) -> list[dict]:
-    """Messages from search, as recall shows them: at most `limit`, as asked."""
     hits = []
     for n, raw in enumerate(array(body)[:limit]):
         found, where = obj(raw, f"[{n}]"), f"[{n}]"
@@ -170,12 +145,10 @@ def search_hits(body: object, limit: int) -> list[dict]:
 
 
 def conclusion_hits(body: object, limit: int) -> list[dict]:
-    """Conclusions from conclusions/query, as recall shows them: at most `limit`."""
     return [conclusion_hit(raw, f"[{n}]") for n, raw in enumerate(array(body)[:limit])]
 
 
 def conclusion_hit(raw: object, where: str) -> dict:
-    """One conclusion as recall shows it, from conclusions/query or a page of conclusions/list."""
     found = obj(raw, where)
     return {
         "content": text(found.get("content"), _at(where, "content")),
@@ -186,7 +159,6 @@ def conclusion_hit(raw: object, where: str) -> dict:
 
 
 def chat_content(body: object) -> str | None:
-    """A chat's answer text (None: the dialectic gave none)."""
     return optional_text(obj(body).get("content"), "content")
 
 

@@ -1,14 +1,6 @@
-"""What bxmem knows of Honcho's API without the HTTP stack: its typed errors,
-its limits, how long a request may take, what each workspace's configuration
-must hold, and whether the server's address answers at all.
-
-Stdlib only (and honcho/answers.py): recall, ask, sync and send's planning
-read these without importing httpx, which only honcho/client.py and
-honcho/http.py load.
-
-The errors are sorted by what the caller does next. Their text holds the
-workspace, the operation and the status or the kind of failure, never a
-response body (422 bodies echo the message text) or a key.
+"""What bxmem knows of Honcho's API without the HTTP stack, so recall, ask, sync and send's planning need
+no httpx. Errors are sorted by what the caller does next; their text never holds a response body (422 bodies
+echo the message text) or a key.
 """
 
 from __future__ import annotations
@@ -38,17 +30,13 @@ READ_TIMEOUT = 30.0
 
 
 def request_deadline_s() -> float:
-    """How long one request may take in all: connect, write and read timeouts, one each."""
     return CONNECT_TIMEOUT + 2 * READ_TIMEOUT
 
 
 def settle_wait_s() -> float:
-    """How long after its attempt line an in-doubt request may still be acted on by Honcho.
-
-    The client gives up on a request at its deadline at the latest (request_deadline_s:
-    a trickling answer too, honcho/http.py); one more read timeout is left for the
-    server to finish what it had already received. That is 95 s with the defaults,
-    more than twice the read timeout."""
+    """How long after its attempt line an in-doubt request may still be acted on by Honcho: the client gives up by
+    request_deadline_s at the latest (a trickling answer too), and one more read timeout is left for the server to
+    finish what it had received (95 s with the defaults)."""
     return request_deadline_s() + READ_TIMEOUT
 
 
@@ -107,10 +95,8 @@ class HonchoError(Exception):
 
 
 class Unavailable(HonchoError):
-    """Connection refused or reset, a timeout (a request's deadline too), a 5xx,
-    an answer that is not JSON or is larger than its route's cap. For a POST,
-    the server may or may not have acted on it, unless `unsent`: no connection
-    was made, so nothing reached the server."""
+    """A connection refused or reset, a timeout, a 5xx, or an answer that is not JSON or is past its route's cap. For
+    a POST the server may or may not have acted, unless `unsent`: nothing reached the server."""
 
     unsent = False
 
@@ -157,10 +143,9 @@ class BadId(Refused):
 
 
 def reach(url: str, timeout: float, workspace: str) -> None:
-    """Connect to the server's address and close again, within `timeout` per address tried;
-    Unavailable (`unsent`) when none accepts. When Honcho is down (the common failure),
-    recall says so at once without loading the HTTP stack for nothing. The C module
-    `_socket`, not `socket`, whose import builds its enums (docs/performance.md)."""
+    """Unavailable (`unsent`) when no address of the server accepts a connection within `timeout`: when Honcho is
+    down, recall says so at once without loading the HTTP stack. The C module `_socket`, not `socket`, whose
+    import builds its enums (docs/performance.md)."""
     import _socket  # deferred: lean
 
     parts = urlsplit(url)

@@ -1,24 +1,6 @@
-"""A thin client for Honcho's v3 HTTP API, one per workspace: the only module
-that sends a request to Honcho (honcho/http.py bounds each one).
-
-Ours rather than an SDK's (docs/decisions.md). This one:
-
-* takes its URL and key from bxmem's configuration only (trust_env=False:
-  no proxy or CA variables either) and sends the key to its own workspace;
-* never follows redirects (a 3xx is `Redirected`), never retries; the caller
-  decides, after checking;
-* bounds every request in time (a deadline over connect, write and every
-  read) and every answer in size (a cap per route): honcho/http.py;
-* checks every id it puts in a path or a body (`BadId`: nothing is sent),
-  and every field of an answer that bxmem stores or acts on
-  (honcho/answers.py; `BadAnswer`, a refusal of the item, never a crash);
-* uses a fresh connection after a 5xx (the server drops keep-alive then);
-* raises the typed errors of honcho/api.py, whose text holds the workspace,
-  the operation and the status, never a response body (422 bodies echo the
-  message text) or a key.
-
-The limits, timeouts and errors live in honcho/api.py, which needs no httpx:
-import them from there.
+"""The HTTP client for Honcho's v3 API, one per workspace: the only module that sends Honcho a request.
+trust_env=False: the URL and key come from bxmem's configuration only, no proxy or CA variables either.
+Limits, timeouts and errors live in honcho/api.py, which needs no httpx: import them from there.
 """
 
 from __future__ import annotations
@@ -69,11 +51,9 @@ SERVER = "(server)"  # what an error names in place of a workspace for a request
 
 
 class WorkspaceClient:
-    """One workspace's client. `ends_by` (api.monotonic()): no request starts after
-    it and none runs past it, so a command that loops over pages or items stops
-    at its own deadline too; each request also ends within api.request_deadline_s().
-    `ends_by_name`: what that deadline is, for the error's kind (None: ask's jobs,
-    whose own lines say which deadline came first)."""
+    """One workspace's client. `ends_by` (api.monotonic()): no request starts after it and none runs past it, so a
+    command looping over pages stops at its own deadline too. `ends_by_name`: that deadline's name, for the error
+    (None: ask's jobs say it themselves)."""
 
     def __init__(
         self,
@@ -116,8 +96,8 @@ class WorkspaceClient:
         self.close()
 
     def _id(self, value: object, what: str, operation: str) -> str:
-        """An id about to go into a request, checked first: it may come from the ledger
-        (written from an older answer) or from an answer. Never `..`, `a/b`, or an ESC."""
+        """An id about to go into a request (from the ledger or an answer), checked first: never `..`, `a/b`, or an
+        ESC."""
         if not answers.is_honcho_id(value):
             raise BadId(
                 self.workspace, operation, f"the {what} is not a Honcho id ({answers.ID_RULE}); nothing was sent"
@@ -140,9 +120,8 @@ class WorkspaceClient:
         seconds: float | None = None,
         seen: dict | None = None,
     ) -> Any:
-        """The decoded answer of a 2xx (None when empty); a HonchoError otherwise.
-        `seconds`: this request's own deadline (default request_deadline_s()); `seen`: gets
-        the answer's Date header (http.fetch)."""
+        """The decoded answer of a 2xx (None when empty); a HonchoError otherwise. `seconds`: this request's
+        deadline; `seen`: gets the answer's Date header."""
         now = monotonic()
         ends = now + (seconds if seconds is not None else self._connect + 2 * self._read)
         if self.ends_by is not None:
@@ -206,9 +185,8 @@ class WorkspaceClient:
         return self._parse(operation, answers.configuration, body)
 
     def read_configuration(self, if_exists: dict | None = None) -> dict | None:
-        """The stored configuration, read back with get-or-create (which a workspace key may call,
-        unlike workspaces/list, which needs an admin key); `if_exists` when the answer is a
-        409, "exists", which carries no workspace."""
+        """The stored configuration, read back with get-or-create (a workspace key may call it, unlike
+        workspaces/list); `if_exists` when the answer is a 409, which carries no workspace."""
         operation = "read workspace"
         self._ws_path(operation)  # the name is checked before it goes in the body
         body = self._create("/v3/workspaces", operation, {"id": self.workspace})
@@ -252,7 +230,6 @@ class WorkspaceClient:
         return self._parse(operation, answers.created_ids, body, len(messages), maybe_stored=True)
 
     def list_messages(self, session: str, filters: dict | None = None) -> Iterator[dict]:
-        """Each message as answers.listed_message gives it: id, peer_id, content, metadata."""
         operation = "list messages"
         path = self._ws_path(operation, f"/sessions/{self._id(session, 'session', operation)}/messages/list")
         yield from self._pages(path, operation, filters, PAGE_SIZE, cap_messages(PAGE_SIZE), answers.listed_message)
@@ -295,7 +272,6 @@ class WorkspaceClient:
         return self._parse(operation, answers.created_ids, body, len(conclusions), maybe_stored=True)
 
     def list_conclusions(self, filters: dict) -> Iterator[dict]:
-        """Each conclusion as answers.listed_conclusion gives it: id, content, observer_id, observed_id."""
         operation = "list conclusions"
         yield from self._pages(
             self._ws_path(operation, "/conclusions/list"),
@@ -307,8 +283,8 @@ class WorkspaceClient:
         )
 
     def delete_conclusion(self, conclusion_id: object) -> bool:
-        """True if deleted now, False if it was already gone (404 counts as done). The id
-        comes from the ledger: one that is not a Honcho id is a BadId, and nothing is sent."""
+        """True if deleted now, False if it was already gone (404 counts as done). An id that is not a Honcho id is a
+        BadId: nothing is sent."""
         operation = "delete conclusion"
         path = self._ws_path(operation, f"/conclusions/{self._id(conclusion_id, 'conclusion id recorded', operation)}")
         try:
@@ -319,11 +295,10 @@ class WorkspaceClient:
 
 
 class ReadClient(WorkspaceClient):
-    """The read path's calls: search, conclusion query, chat. None of them creates
-    anything in Honcho (recall and ask must never create a workspace, peer or session)."""
+    """The read path's calls, none of which creates anything in Honcho: recall and ask must never create a workspace,
+    peer or session."""
 
     def search(self, query: str, limit: int) -> list[dict]:
-        """Hits as answers.search_hits gives them: content, peer_id, session_id, created_at."""
         operation = "search"
         body = self.request(
             "POST",
@@ -335,12 +310,10 @@ class ReadClient(WorkspaceClient):
         return self._parse(operation, answers.search_hits, body, limit)
 
     def peer_ids(self, limit: int = PAGE_SIZE) -> list[str]:
-        """The workspace's peers, oldest first, at most `limit`. Read-only and answered
-        with the workspace's own key (POST workspaces/list needs an admin key): an
-        empty list means the workspace does not exist, or holds nothing to ask
-        about (every message and conclusion belongs to a peer). 3.0.12 checked:
-        a missing workspace answers 200 with no items and is not created. Each id
-        is asked next by path (peer chat): one that is not a Honcho id is a BadAnswer."""
+        """The workspace's peers, oldest first, at most `limit`, with the workspace's own key (workspaces/list needs
+        an admin key). Empty: the workspace does not exist or holds nothing to ask about; 3.0.12 answers a missing
+        workspace 200 with no items and does not create it. Each id is asked next by path: one that is not a
+        Honcho id is a BadAnswer."""
         operation = "list peers"
         size = min(limit, PAGE_SIZE)
         body = self.request(
@@ -350,8 +323,6 @@ class ReadClient(WorkspaceClient):
         return [self._parse(operation, answers.listed_id, raw, f"items[{n}]") for n, raw in enumerate(items)][:limit]
 
     def query_conclusions(self, query: str, peer: str, top_k: int) -> list[dict]:
-        """Conclusions a peer holds about itself (observer and observed the same peer),
-        as answers.conclusion_hits gives them."""
         operation = "query conclusions"
         body = self.request(
             "POST",
@@ -363,9 +334,8 @@ class ReadClient(WorkspaceClient):
         return self._parse(operation, answers.conclusion_hits, body, top_k)
 
     def find_conclusions(self, words: list[str], peer: str, size: int) -> list[dict]:
-        """Conclusions a peer holds about itself that contain any of `words` (case ignored), the
-        newest first, at most `size`: the lexical route to conclusions (conclusions/query is by
-        meaning alone), one page of conclusions/list filtered on content."""
+        """Conclusions a peer holds about itself containing any of `words` (case ignored), newest first, at most
+        `size`: the lexical route (conclusions/query is by meaning alone)."""
         operation = "find conclusions"
         filters = {"observer_id": peer, "observed_id": peer, "OR": [{"content": {"icontains": w}} for w in words]}
         body = self.request(
@@ -380,10 +350,8 @@ class ReadClient(WorkspaceClient):
         return [self._parse(operation, answers.conclusion_hit, raw, f"items[{n}]") for n, raw in enumerate(items)]
 
     def queue_status(self) -> dict[str, int]:
-        """The workspace's derivation queue (answers.queue_status). Read-only, and only
-        the workspace's own key (or an admin's) may read it: the harmless authenticated
-        read `doctor` tries each key with. Its per-session breakdown grows with the
-        sessions that have work queued: the answer is capped at CAP_QUEUE."""
+        """The workspace's derivation queue: a read only the workspace's own key (or an admin's) may make, which
+        `doctor` tries each key with. Its per-session breakdown grows with the queue: capped at CAP_QUEUE."""
         operation = "read the queue"
         body = self.request("GET", self._ws_path(operation, "/queue/status"), operation, cap=CAP_QUEUE)
         return self._parse(operation, answers.queue_status, body)
@@ -417,7 +385,6 @@ class AuditClient(ReadClient):
     """Pages through a workspace for `bxmem audit`; creates nothing."""
 
     def sessions(self) -> Iterator[str]:
-        """The ids of the workspace's active sessions (each is listed next, by path)."""
         operation = "list sessions"
         yield from self._pages(
             self._ws_path(operation, "/sessions/list"), operation, None, PAGE_SIZE, CAP_SMALL, answers.listed_id
@@ -438,9 +405,8 @@ def _server(url: str, timeout: float) -> WorkspaceClient:
 
 
 def health(url: str, timeout: float) -> str | None:
-    """The server's `/health`, asked within `timeout` in all, bounded as every request
-    is (a deadline, a cap on the answer); a HonchoError unless it answers 2xx. Returns
-    the answer's Date header (the server's clock, to the second), or None."""
+    """The server's `/health`, bounded as every request is; a HonchoError unless it answers 2xx. Returns the answer's
+    Date header (the server's clock), or None."""
     seen: dict = {}
     with _server(url, timeout) as client:
         client.request("GET", "/health", "health check", cap=CAP_TINY, seconds=timeout, seen=seen)
@@ -460,10 +426,9 @@ def server_version(url: str, timeout: float) -> str | None:
 
 
 def has_route(url: str, path: str, timeout: float) -> bool | None:
-    """Whether the server has a route at `path`, asked with a GET, which changes nothing:
-    a route that takes only POST answers 405 before any key or body is looked at, and a
-    server without the route answers its framework's 404 (api.Missing.no_route). None
-    when it cannot be told (a 404 of another shape: a proxy's page, say)."""
+    """Whether the server has a route at `path`, asked with a GET, which changes nothing: a POST-only route answers
+    405 before any key or body is looked at, and a server without it answers its framework's 404
+    (api.Missing.no_route). None when it cannot be told (a proxy's 404, say)."""
     operation = "look for a route"
     with _server(url, timeout) as client:
         try:

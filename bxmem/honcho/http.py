@@ -1,21 +1,6 @@
-"""How bxmem's HTTP to Honcho is bounded: in time by a deadline per request, in
-size by a cap per answer.
-
-httpx's timeouts apply to each read of the socket, so a server that sends a
-byte every few seconds never trips them and holds a command for as long as
-it likes. Here every request has a deadline, covering connecting, writing
-the request and every read of the answer, headers and body: each socket
-operation is given only the time left (`_BoundedStream`), and one made past
-it fails at once as a timeout. The deadline is the thread's own (`bounded`),
-so the two connections `send` uses at once, and recall's and ask's threads,
-each keep theirs.
-
-Every answer body is read as a stream and stopped past the cap of its route
-(`CAP_*`, sized from the largest answer Honcho can legitimately give to what
-bxmem asks), before anything is decoded: a larger answer is refused, never
-read whole. A Content-Length over the cap is refused before a byte of the
-body is read. No compression is asked for, and a compressed answer is
-refused: a small gzip body can inflate a thousandfold past any cap.
+"""A deadline per request and a cap per answer. httpx's timeouts apply to each read, so a server sending a
+byte every few seconds never trips them; here each socket operation gets only the time left. No compression
+is asked for and a compressed answer is refused: a small gzip body can inflate a thousandfold past any cap.
 """
 
 from __future__ import annotations
@@ -134,10 +119,9 @@ class _BoundedBackend(httpcore.SyncBackend):
 
 
 class BoundedTransport(httpx.HTTPTransport):
-    """httpx's own transport, on a connection pool whose sockets keep the deadline.
-    (httpx takes no network backend itself; its pool is replaced with one that
-    does. tests/test_honcho_bounds.py holds the deadline against a trickling
-    server, so an httpx that changed this would fail there, not in the field.)"""
+    """httpx's own transport, on a pool whose sockets keep the deadline (httpx takes no network backend of its own).
+    tests/test_honcho_bounds.py holds the deadline against a trickling server, so an httpx that changed this fails
+    there, not in the field."""
 
     def __init__(self, ssl_context) -> None:
         super().__init__(verify=ssl_context or False, trust_env=False)
@@ -221,10 +205,8 @@ def fetch(
     ends: float,
     seen: dict | None = None,
 ) -> tuple[int, Any]:
-    """One bounded request: (status, the decoded answer or None). Raises a HonchoError
-    for everything but a 2xx; never a body in an error's text (422 bodies echo the
-    message text). `seen`, when given, gets the answer's `Date` header (the server's
-    clock, whatever the status), or None."""
+    """One bounded request: (status, the decoded answer or None); a HonchoError for anything but a 2xx, never with a
+    body in its text. `seen` gets the answer's `Date` header (the server's clock, whatever the status), or None."""
     try:
         with bounded(ends):
             response = http.send(http.build_request(method, path, json=body, params=params), stream=True)

@@ -1,22 +1,6 @@
-"""How recall ranks a Honcho source's candidates, and which it keeps.
-
-Honcho's search fuses a vector arm with a full-text arm, but a question's
-punctuation makes that arm a substring match of the whole question, so a
-natural question was searched by meaning alone; and it has no cut-off. recall
-sends Honcho the query's words alone, takes a wide set of candidates, ranks
-them by their words with the local index's own ranker (store/search.py, in a
-scratch index) and fuses that order with Honcho's by reciprocal rank (as
-Honcho fuses its arms, k = 60). A candidate is kept when one of its passages
-holds two of the query's words (every one, when it asks fewer) and both arms
-put it near the top: among the best LEXICAL_TOP by its words and SEMANTIC_TOP
-by Honcho's order, or among the best WORDS_TOP by its words holding three
-quarters of the query's words. A paraphrase shares fewer words, so two more
-ways in, weighing a word by how few of the candidates hold it
-(relevance.rarity, BM25's idf): among the best RARE_TOP by its words holding
-RARE_SHARE of the query's weight; the first (FIRST) in both arms holding
-FIRST_SHARE of it. Chosen on two workspaces (bench/remote.py: bench/corpus.py
-at seed 40 and bench/dialogue.py's tune split), checked on a third (seed 26):
-docs/decisions.md has the figures that chose these.
+"""How recall ranks a Honcho source's candidates and which it keeps: Honcho's order fused with bxmem's ranking
+by reciprocal rank (k = 60, as Honcho fuses its arms). Honcho's search makes a question's punctuation a substring
+match and has no cut-off; docs/decisions.md has the rule in these constants' figures, and what chose them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What `recall` found: each hit, why it is there, and the result they make with the
-sources that answered. commands/recall.py builds them; retrieval/render.py frames them.
-A hit of another kind joins by being a Hit with its own source and a Why.
-
-Stdlib and policy only: the lean recall path loads it.
+"""recall's hits, each with why it is there, and their result. A hit of another kind joins as a Hit with its
+own source and a Why. Stdlib only: the lean recall path loads it.
 """
 
 from __future__ import annotations
@@ -52,7 +49,6 @@ class Why:
         }
 
     def line(self) -> str:
-        """The explanation as a person reads it (`recall --explain`)."""
         parts = []
         if self.lexical_rank is not None:
             words = ", ".join(self.matched) or "none of the query's words"
@@ -96,18 +92,18 @@ class Hit:
         date: str | None = None,
         why: Why | None = None,
     ) -> None:
-        self.source = source  # "local", an agent's name, or "fleet"
-        self.tag = tag  # identity | memory | memory-tainted
+        self.source = source
+        self.tag = tag
         self.trust_class = trust_class
         self.text = text
-        self.agent = agent  # whose workspace (read sources)
-        self.peer = peer  # who wrote it (Honcho sources)
-        self.where = where  # a session and turn, or an entry kind
+        self.agent = agent
+        self.peer = peer
+        self.where = where
         self.retracted = retracted
-        self.workspace = workspace  # the Honcho workspace it came from (None: the local index)
+        self.workspace = workspace
         self.session = session
-        self.date = date  # ISO 8601, when known
-        self.why = why  # how it was found (None: not said)
+        self.date = date
+        self.why = why
 
     def as_json(self) -> dict:
         return {

@@ -1,13 +1,6 @@
-"""How much of a query a Honcho text holds, as retrieval/fusion.py's rule weighs it.
-
-Words are cut as the local search cuts them (casefolded, clitics cut, the stop
-words of retrieval/terms.py ignored) and compared by their first 5 letters, so
-"deploy" and "deployment" are one (a stemmer's work, without one for Honcho's
-texts); the peer who wrote a text is one of its words, as the speaker is of a
-local turn. A text counts by its best passage (terms.passages), as a local
-document does: words scattered over a pasted page are not a match.
-
-Imports only retrieval/terms.py and trust/sanitize.py (and `math`, `re`): recall's lean path loads it.
+"""How much of a query a Honcho text holds, by its best passage (words scattered over a page are no match).
+Words are cut as the local search cuts them and compared by their first 5 letters (a stemmer's work, without one
+for Honcho's texts); the writing peer is one of a text's words. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations

@@ -1,28 +1,5 @@
-"""The model-facing text of `recall` and `ask`: a fence, headers, and stored text
-that cannot pass for either.
-
-The structure, and why no stored text can forge any of it:
-
-    <<<bxmem recall 9f3c51d07ab2e648: ...what this is... >>>     the opening fence
-    [1] local | identity | private | user.md                     a hit's header
-      | the stored text, one line of it per line                 the hit's text
-    fleet: unavailable (timed out)
-    <<<end bxmem recall 9f3c51d07ab2e648>>>                      the closing fence
-
-* Every line of a stored text is printed after CONTENT ("  | "): the text is
-  split at every line break Python knows (str.splitlines: LF, CR, VT, FF,
-  FS/GS/RS, NEL, LS, PS), so no stored text can start a line of its own, and
-  only bxmem's own lines (fences, headers, unavailable lines) start otherwise.
-* Header fields come from configuration or Honcho ids; `field` keeps a small
-  safe alphabet, so a header cannot hold a line break or a fence either.
-* The nonce is 16 random hex digits the command draws for each output
-  (commands/recall.nonce), after every stored text was written: a text cannot
-  carry the closing fence it would need.
-* Every character that renders as nothing (controls, bidi, zero-width, tags,
-  variation selectors...: sanitize.neutralise) is removed before any of this,
-  so nothing can hide or reorder what is shown.
-
-Stdlib only: the lean recall path imports it.
+"""The model-facing text of `recall` and `ask`: a fence, headers, and stored text that cannot pass for
+either (docs/design.md, "Reading" says why). Stdlib only: the lean recall path imports it.
 """
 
 from __future__ import annotations
@@ -49,7 +26,6 @@ def field(value: object, chars: int = FIELD_CHARS) -> str:
 
 
 def content(text: str) -> list[str]:
-    """A stored text as lines that each start with CONTENT."""
     return [CONTENT + line for line in neutralise(text).splitlines()] or [CONTENT]
 
 

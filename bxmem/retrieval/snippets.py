@@ -1,10 +1,5 @@
-"""A hit's text as recall shows it: at most SNIPPET_CHARS characters, around what matched.
-
-A text that fits is shown whole. A longer one is cut around the densest run
-of matched words; for a turn both halves stay visible, what was said and the
-reply: the half that matched gets the room it needs, the other keeps its
-beginning (at most OTHER_HALF characters). A cut is marked with "…" and falls
-between words where one is near. Pure functions: the marks come from the index.
+"""A hit's text as recall shows it, cut around the densest run of matched words; a turn keeps both halves
+visible, what was said and the reply. Pure: the marks come from the index.
 """
 
 from __future__ import annotations

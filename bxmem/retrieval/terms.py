@@ -1,16 +1,5 @@
-"""How text becomes search terms: the query's words, and the passages a long text is cut into.
-
-The local index stems with FTS5's porter tokenizer; this module decides what
-reaches it. A query keeps its content words only: casefolded, clitics cut
-("restic's" is "restic", never "restic" and "s"), the commonest English
-words dropped (they are in most turns and would only add cost and noise),
-each word once, at most MAX_TERMS of them.
-
-A long turn is indexed as passages of at most PASSAGE_WORDS words, so a fact
-said in passing inside a pasted page is ranked as a short text would be, not
-drowned by the page's length (docs/decisions.md).
-
-Imports only `re`: recall's lean path loads it.
+"""The query's words and a long text's passages, which decide what reaches FTS5's porter stemmer. A query's
+clitics are cut ("restic's" is "restic", never "restic" and "s"). Imports only `re`: recall's lean path loads it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,5 @@
-"""An upper bound on a text's o200k_base token count (Honcho's tokenizer), for any text.
-
-o200k_base cuts a text into pieces with its pre-tokenizer's regex, then encodes
-each piece alone by byte-pair merges, every token at least one byte. So a text
-costs at most its UTF-8 bytes, and a stretch of it that begins and ends where
-the pre-tokenizer must cut costs at most the stretch's bytes, whatever is inside.
-`bound` counts bytes everywhere except at pieces it can prove are whole pieces
-and knows the cost of:
-
-- an ASCII word, optionally after one space, in the cases the pre-tokenizer
-  keeps whole (`[A-Z]*[a-z]+` or `[A-Z]+`), that o200k_words.py lists as one
-  token. After a space it always begins a piece (the regex leaves the last
-  space of a run to the word); without one, only after a line break, a digit
-  or the start. It is a whole piece when what follows cannot continue it (the
-  end, or a character that is no letter and no mark: ASCII, or by its category);
-- such a word with a clitic ('s 't 're 've 'm 'll 'd): the word's cost plus the
-  clitic's, unless a token of the vocabulary could span the two (a listed token
-  holding a letter, then the apostrophe), when the two are counted in bytes;
-- a run of ASCII digits not beside another number: three digits a token.
-
-tests/test_tokens.py checks the table entry by entry and the bound on random
-text from all of Unicode against the real tokenizer (bpe-openai, a test
-dependency). Stdlib only: recall's lean path loads it.
+"""An upper bound on a text's o200k_base tokens that holds for any text (docs/design.md, "Reading" gives the
+argument). tests/test_tokens.py checks it on random text against the real tokenizer. Stdlib only.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""brokerd's session-state socket (docs/interfaces.md, "Read").
-
-One JSON line out, one back, per connection, within 2 s in all. Anything else
-(no socket, refused, slow, garbage, a peer that is not our own user) means
-brokerd cannot answer, and the turn stays undecided.
+"""brokerd's session-state socket: one JSON line out, one back, within 2 s. Anything else (a peer that is not
+our own user too) means brokerd cannot answer, and the turn stays undecided.
 """
 
 from __future__ import annotations

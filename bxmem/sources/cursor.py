@@ -1,22 +1,6 @@
-"""Where a reader stands in a file bxmem does not write (a session log, the
-journal), and whether that file is still the one it read up to there.
-
-A cursor is a byte offset, a line number and the file's inode. A log that is
-replaced (a new inode) or truncated (shorter than the offset) is read again
-from its start. The cursor keeps the file's mtime too: a file of the size and
-inode read up to, but written since, is looked at again (a rewrite to the same
-size would otherwise never be read), by decide and by the idle path alike. That is not enough for a copy-truncate rotation: the file is
-copied elsewhere and cut to nothing in place, loopd goes on appending to it,
-and by the next run it may have grown past the old offset, which now falls
-in the middle of new lines; reading on from there would skip the earlier ones,
-and with them a tool result's taint. So the cursor also keeps a keyed hash of
-the first bytes of the file and of the bytes just before the offset (at most
-WINDOW of each), checked before each read on: if either changed, the file was
-rewritten, and it is read again from its start. Decided turns and edits are
-kept (the readers' exact sets), so nothing is decided twice.
-
-Keyed (`local_key.window_mac`), so the state file never lets anyone test
-guesses of what a log holds.
+"""Where a reader stands in a file bxmem does not write, and whether it is still the file read up to there.
+The keyed hashes of the first bytes and of those before the offset catch a copy-truncate rotation, which size,
+inode and mtime alone miss; keyed, so the state never lets anyone test guesses of what a log holds.
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""memoryd's journal of memory edits (docs/interfaces.md, "Read"): the one module
-that reads it, finds an edit in it, reads a field back and appends to it.
-
-Like the logs, only byte spans are kept: the entry's text is read back from
-the journal by `send` when it writes it to Honcho, after checking that the
-span still holds the line decided. Readers: `mirror` (new lines, from a
-cursor), the index (new lines, and an undo's target by span), `undo` (an edit
-by id); the only writer besides memoryd is `undo`, through `append_checked`.
-
-A line that cannot be read (jsonline.parse_object: not UTF-8, not JSON, not
-an object, nested too deep, a key twice, longer than the line bound) or that
-lacks a valid `id` or `op` is no edit: skipped, counted, warned about by
-`read_edits`, never fatal.
+"""memoryd's journal of memory edits: the one module that reads it, finds an edit in it, reads a field back
+and appends to it (`undo`, through `append_checked`, is the only writer besides memoryd).
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ from typing import IO
 
 from bxmem.errors import StorageError
 from bxmem.sources.cursor import moved, remember
-from bxmem.sources.jsonline import complete_lines, is_blank, parse_object, why_too_long
+from bxmem.sources.jsonline import complete_lines, is_blank, read_record
 from bxmem.store.append import append_locked
 from bxmem.store.files import Flock, open_fd, open_file
 from bxmem.store.local_key import key_id, line_mac
@@ -55,20 +44,13 @@ def _problem(record: dict) -> str | None:
 
 
 def read_line(raw: bytes | None) -> dict | str:
-    """One journal line as an edit's record, or why it is not one."""
-    if raw is None:
-        return why_too_long()
-    record = parse_object(raw)
-    if isinstance(record, str):
-        return record
-    return _problem(record) or record
+    return read_record(raw, _problem)
 
 
 def lines(f: IO[bytes], pos: int = 0, *, tail: bool = False) -> Iterator[tuple[int, int, bytes | None]]:
-    """(offset, end, raw line) from byte `pos` on; raw is None for a line longer
-    than the line bound. An unterminated last line is a line memoryd has not
-    finished: left out, unless `tail`. The caller may seek `f` between lines
-    (to read an undo's target): each line is read from its own offset."""
+    """(offset, end, raw line) from byte `pos` on; raw is None for a line past the line bound. An unterminated last
+    line is one memoryd has not finished: left out, unless `tail`. Each line is read from its own offset, so the
+    caller may seek `f` between lines."""
     for line in complete_lines(f, pos, tail=tail, reseek=True):
         if not line.ended:
             return  # an over-long line memoryd is still writing: looked at again once it ends
@@ -76,24 +58,20 @@ def lines(f: IO[bytes], pos: int = 0, *, tail: bool = False) -> Iterator[tuple[i
 
 
 def parse(raw: bytes | None) -> dict | None:
-    """A line's record, or None for a line that is no edit (skipped silently
-    here: `read_edits` is the reader that reports bad lines)."""
+    """A line's record, or None for a line that is no edit (`read_edits` is the reader that reports bad lines)."""
     record = read_line(raw)
     return None if isinstance(record, str) else record
 
 
 def size(path: Path) -> int:
-    """How many bytes the journal holds; 0 when there is none."""
     return path.stat().st_size if path.exists() else 0
 
 
 def open_if_present(path: Path) -> IO[bytes] | None:
-    """The journal, opened for reading as `open_file` opens it; None when there is none yet."""
     return open_file(path) if path.exists() else None
 
 
 def find_edit_in(path: Path, edit_id: str) -> tuple[dict | None, str | None]:
-    """find_edit over the journal at `path`; (None, None) when there is none."""
     try:
         with open_file(path) as f:
             return find_edit(f, edit_id)
@@ -102,15 +80,13 @@ def find_edit_in(path: Path, edit_id: str) -> tuple[dict | None, str | None]:
 
 
 def record_at(f: IO[bytes], offset: int, length: int) -> dict | None:
-    """The record on the line at a span the reader noted earlier, or None."""
     f.seek(offset)
     return parse(f.read(length))
 
 
 def find_edit(f: IO[bytes], edit_id: str) -> tuple[dict | None, str | None]:
-    """The edit's record (its first line with that id), and the id of an undo
-    already naming it. Reads every line, an unterminated last one too: an undo
-    appended after it closes it off, so it is an edit mirror will read."""
+    """The edit's record (its first line with that id), and the id of an undo already naming it. An unterminated last
+    line is read too: an undo appended after it closes it off, so it is an edit mirror will read."""
     target, undone_by = None, None
     for _pos, _end, raw in lines(f, 0, tail=True):
         record = parse(raw)
@@ -124,11 +100,9 @@ def find_edit(f: IO[bytes], edit_id: str) -> tuple[dict | None, str | None]:
 
 
 def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None]) -> None:
-    """Append one record under one hold of the journal's flock (the lock memoryd
-    takes), after `check(f)` has read the journal under the same hold and not
-    raised: two undos of one edit at once cannot both pass their check. Whole
-    or not at all (store/append.py). The journal must exist (FileNotFoundError):
-    bxmem never creates memoryd's file."""
+    """Append one record under one hold of the journal's flock (memoryd's lock), after `check(f)` has read the
+    journal under the same hold: two undos of one edit at once cannot both pass their check. bxmem never creates
+    memoryd's file (FileNotFoundError)."""
     data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
 
     def open_for_append() -> int:
@@ -148,10 +122,8 @@ def append_checked(path: Path, record: dict, check: Callable[[IO[bytes]], None])
 
 
 def read_edits(path: Path, cursor: dict, warn: Callable[[str], None], secret: bytes | None = None) -> Iterator[Edit]:
-    """Complete new lines from the cursor on; advances the cursor as it goes.
-    With `secret`, each edit carries the keyed hash of its line. No journal is
-    no edit; one that cannot be opened (not a regular file: a FIFO is refused,
-    never waited on) is a StorageError naming it, and nothing is mirrored."""
+    """Complete new lines from the cursor on, advancing it. With `secret`, each edit carries the keyed hash of its
+    line. No journal is no edit; one that cannot be opened is a StorageError naming it, and nothing is mirrored."""
     try:
         f = open_file(path)  # only the open may raise FileNotFoundError; `with f` below
     except FileNotFoundError:
@@ -208,8 +180,6 @@ def text_spec(
 
 
 def field_of(record: dict, spec: dict) -> str | None:
-    """The text a spec's field (and index, for a list such as "dropped") names
-    in an edit's record, or None when there is no text there."""
     value = record.get(spec["field"])
     if "index" in spec:
         value = value[spec["index"]] if isinstance(value, list) and len(value) > spec["index"] else None
@@ -221,10 +191,9 @@ class LineChanged(ValueError):
 
 
 def read_field(path: Path, spec: dict, secret: bytes | None = None, edit_id: str | None = None) -> str:
-    """The text a spec (see `text_spec`) names, read back from the journal, once
-    the span is checked: it must hold a readable edit line (of `edit_id`, when
-    the caller knows whose line it is); and, when the spec has a keyed hash made with
-    `secret`, exactly the bytes decided. LineChanged (a ValueError) if not."""
+    """The text a spec (`text_spec`) names, read back from the journal once the span is checked to hold a readable
+    edit line (of `edit_id`, when known) and, with a keyed hash made with `secret`, exactly the bytes decided.
+    LineChanged (a ValueError) if not."""
     offset, length = spec["span"]
     with open_file(path) as f:
         f.seek(offset)

@@ -1,26 +1,12 @@
-"""JSON lines as bxmem reads them from files it does not write (loopd's logs,
-memoryd's journal) and from brokerd: bounded, and never raising.
-
-`complete_lines` reads a file line by line in pieces of at most
-MAX_LINE_BYTES, so a line of any length costs bounded memory; a line longer
-than that is reported by its span, its bytes skipped. `parse_object` turns one
-line into its object, or into a short reason why it cannot be read: it never
-raises, whatever the bytes (RecursionError and all).
-
-A line is readable when it is UTF-8, one JSON value (RFC 8259: not Python's
-`NaN`, `Infinity` or `-Infinity`, which serde_json, the writer, never writes)
-that is an object, nested at most MAX_DEPTH levels, with no key twice in any
-object. JSON's own escapes are text like any other (a lone surrogate escape
-among them: the senders replace it when the text leaves). A blank line is
-JSON's whitespace alone (space, tab, CR): a vertical tab or a form feed is
-no whitespace of JSON's, so a line of them is unreadable, not blank.
+"""JSON lines from files bxmem does not write, and from brokerd: read in bounded pieces, parsed without ever
+raising (a reason instead, RecursionError and all). What makes a line readable is docs/interfaces.md's.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the lean path
@@ -50,11 +36,9 @@ class Line:
 def complete_lines(
     f: IO[bytes], pos: int, *, skipping: bool = False, tail: bool = False, reseek: bool = False
 ) -> Iterator[Line]:
-    """Lines from byte `pos` on. A last line without its newline is still being
-    written: left out, unless `tail`. `skipping`: `pos` is inside an over-long
-    line reported before, whose rest is skipped first (one `rest` Line).
-    `reseek`: the caller may seek `f` between lines, so each is read from its
-    own offset."""
+    """Lines from byte `pos` on; a last line without its newline is left out, unless `tail`. `skipping`: `pos` is
+    inside an over-long line reported before, whose rest is skipped first. `reseek`: each line is read from its
+    own offset, so the caller may seek `f` between lines."""
     limit = MAX_LINE_BYTES  # read per call: tests narrow it
     f.seek(pos)
     if skipping:
@@ -85,7 +69,6 @@ def complete_lines(
 
 
 def _skip_rest(f: IO[bytes], pos: int) -> tuple[int, bool]:
-    """Read on to just past the next newline, in bounded pieces: (offset, found it)."""
     while True:
         piece = f.readline(SKIP_PIECE)
         if not piece:
@@ -104,7 +87,6 @@ class NotJsonConstant(ValueError):
 
 
 def refuse_constant(name: str) -> object:
-    """json's parse_constant hook for every reader of outside input: those three are not JSON."""
     raise NotJsonConstant(name)
 
 
@@ -129,8 +111,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=ref
 
 
 def too_deep(raw: bytes) -> bool:
-    """Nested deeper than MAX_DEPTH. Only a line holding that many brackets can
-    be: others are never scanned."""
+    """Nested deeper than MAX_DEPTH; only a line holding that many brackets is scanned."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return False
     depth = 0
@@ -171,3 +152,14 @@ def parse_object(raw: bytes) -> dict | str:
 
 def why_too_long() -> str:
     return f"longer than {MAX_LINE_BYTES:,} bytes"
+
+
+def read_record(raw: bytes | None, problem: Callable[[dict], str | None]) -> dict | str:
+    """One line as a record, or why it cannot be read: too long, not a JSON object, or
+    what `problem` finds in its fields."""
+    if raw is None:
+        return why_too_long()
+    record = parse_object(raw)
+    if isinstance(record, str):
+        return record
+    return problem(record) or record

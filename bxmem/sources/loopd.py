@@ -1,18 +1,5 @@
-"""loopd's session logs, read incrementally (docs/interfaces.md, "Read").
-
-A cursor per log remembers the byte offset read so far and, for turns still
-open, only byte spans, flags and keyed hashes of the lines: no text is kept in
-bxmem's state. `send` and the index read a turn's text back from the log by
-its span, and check first that the span still holds the line decided.
-
-A line bxmem cannot read or validate (`record_problem`, jsonline.parse_object)
-is skipped for its content, counted and warned about, never fatal; and it
-counts as a tool result labelled untrusted and secret (labels.UNREADABLE_LINE)
-from that line on: every turn that ends after it is decided nowhere, reason
-`log-unreadable` (rules.route_turn).
-
-Tool results count by turn number, wherever they fall in the file; which
-turns may be decided, and with which labels, is sources/turns.py's.
+"""loopd's session logs, read incrementally: only spans, flags and keyed hashes are kept, never text.
+A line bxmem cannot read counts as a tool result labelled untrusted and secret from that line on.
 """
 
 from __future__ import annotations
@@ -26,7 +13,7 @@ from pathlib import Path
 
 from bxmem.formats import turn_ranges
 from bxmem.sources.cursor import moved, remember
-from bxmem.sources.jsonline import JSON_WHITESPACE, complete_lines, parse_object, why_too_long
+from bxmem.sources.jsonline import JSON_WHITESPACE, complete_lines, read_record
 from bxmem.sources.turns import FinishedTurn, Order, Warn, cursor_labels, release, taint, tool_result
 from bxmem.store.files import open_file
 from bxmem.store.local_key import key_id, line_mac
@@ -48,15 +35,13 @@ DEADLINE_EVERY = 512  # lines between looks at the clock
 
 
 def session_logs(logs_dir: Path) -> list[tuple[str, os.DirEntry]]:
-    """(session, entry) for each log in loopd's folder, `<session>.jsonl`, as
-    listed now (any kind of file: the reader refuses what is not a regular one);
-    FileNotFoundError when there is no folder."""
+    """(session, entry) for each `<session>.jsonl` in loopd's folder, of any kind (the reader refuses what is not a
+    regular file); FileNotFoundError when there is no folder."""
     with os.scandir(logs_dir) as listing:
         return [(entry.name[: -len(".jsonl")], entry) for entry in listing if entry.name.endswith(".jsonl")]
 
 
 def listed_stat(entry: os.DirEntry) -> os.stat_result | None:
-    """A listed log's own status (never through a link); None when it is gone since."""
     try:
         return entry.stat(follow_symlinks=False)
     except FileNotFoundError:
@@ -110,13 +95,7 @@ def record_problem(record: Mapping) -> str | None:
 
 
 def read_line(raw: bytes | None) -> dict | str:
-    """One line of a log as a record bxmem can use, or why it cannot be read."""
-    if raw is None:
-        return why_too_long()
-    record = parse_object(raw)
-    if isinstance(record, str):
-        return record
-    return record_problem(record) or record
+    return read_record(raw, record_problem)
 
 
 def new_cursor() -> dict:
@@ -152,19 +131,12 @@ def read_finished_turns(
     deadline: float | None = None,
     note: Warn | None = None,
 ) -> list[FinishedTurn]:
-    """Advance `cursor` over the complete new lines of one log; return the turns
-    that may be decided now (turn_order.turns_to_decide), in that order.
-
-    A line not yet ended by a newline is still being written: it is left for
-    the next run. A line that is unreadable, or cannot be trusted (a tool
-    result after its turn's decision), is warned about once, naming it, and
-    taints the session from there on (`warn`); lines naming a turn that has
-    already ended, and turns given up on, are said once (`note`, else `warn`).
-    With a `deadline` (time.monotonic), reading stops at a line boundary once
-    it has passed; the rest waits. OSError when the log cannot be opened
-    (store/files.py's NotRegularFile when it is not a regular file); ReadStopped when a
-    read fails part-way.
-    """
+    """Advance `cursor` over the complete new lines of one log; return the turns that may be decided now, in that
+    order. A line not yet ended by a newline is left for the next run. An unreadable or untrustworthy line (a tool
+    result after its turn's decision) is warned about once and taints the session from there on (`warn`); lines
+    naming an ended turn, and turns given up on, are said once (`note`, else `warn`). Past `deadline`
+    (time.monotonic) reading stops at a line boundary. OSError when the log cannot be opened; ReadStopped when a
+    read fails part-way."""
     finished: list[FinishedTurn] = []
     mac = (key_id(secret), secret) if secret else None
     with open_file(path) as f:
@@ -289,10 +261,9 @@ def _apply(
 
 
 def session_labels(logs_dir: Path, session: str) -> tuple[LogLabels, str | None]:
-    """What a session's log says of it now, read from its start as decide reads it
-    (every line bxmem cannot read taints from there on), for a decision made in the
-    middle of the session (an artifact card). A log that does not exist or cannot be
-    read says nothing bxmem can trust: untrusted and secret, with why."""
+    """What a session's log says of it now, read from its start as decide reads it, for a decision made mid-session
+    (an artifact card). A log that does not exist or cannot be read says nothing bxmem can trust: untrusted and
+    secret, with why."""
     cursor = new_cursor()
     try:
         read_finished_turns(logs_dir / f"{session}.jsonl", cursor, lambda _line: None)
@@ -318,16 +289,9 @@ class SpanChanged(ValueError):
 
 
 class SpanReader:
-    """Reads a decided turn's texts back by span, keeping the last log open: the
-    turns a job reads back come in runs from one log, and opening the file for
-    each span cost more than parsing the line.
-
-    Every span is checked before its text is used: it must hold a readable line
-    of the type and turn decided (a `user` line of the decided speaker, the
-    final `assistant` line); and, when the decision recorded a keyed hash with the
-    key this reader holds, exactly the bytes decided. A decision made with
-    another key (entry.key deleted or replaced since) or by a version that
-    recorded no hashes is checked without one (`unkeyed` counts them)."""
+    """Reads a decided turn's texts back by span, keeping the last log open (opening it for each span cost more than
+    parsing the line). Every span is checked before its text is used (docs/interfaces.md, "Read back"); a decision
+    made with another key, or with no hashes, is checked without one (`unkeyed` counts them)."""
 
     def __init__(self, secret: bytes | None = None) -> None:
         self._path: Path | None = None
@@ -383,8 +347,8 @@ class SpanReader:
         if record["type"] != kind or record["turn"] != turn or (kind == "assistant" and record["final"] is not True):
             raise changed(f"is not the {'final reply' if kind == 'assistant' else 'user line'} of turn {turn}")
         speaker = record.get("speaker")
-        # look_alike: a decision recorded before peer ids kept case and `.` apart
-        # named `ana.lima` `ana_lima`; it is the same speaker.
+        # look_alike: a decision recorded before peer ids kept case and `.` apart named `ana.lima` `ana_lima`, the
+        # same speaker
         if peer is not None and (not isinstance(speaker, str) or look_alike(speaker) != look_alike(peer)):
             raise changed("is not from the speaker decided")
         return record["text"]

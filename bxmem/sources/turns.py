@@ -1,13 +1,5 @@
-"""A session's turns as its log's lines build them, and the labels each is
-decided with (docs/interfaces.md, "Turn order").
-
-Tool results count by turn number, wherever they fall in the file: a turn
-that has ended waits (in the cursor, `end` set) while a lower-numbered turn
-is open, and a result of a turn that has ended counts for the turns at and
-above it still to be decided; one of a turn already decided taints as an
-unreadable line does (turn_order.turns_to_decide, turn_order.result_too_late). Lines
-of a turn that has ended belong to no turn: skipped, counted, said once a
-read (`Order`). sources/loopd.py reads the lines and calls these.
+"""A session's turns as its log's lines build them, and the labels each is decided with
+(docs/interfaces.md, "Turn order").
 """
 
 from __future__ import annotations

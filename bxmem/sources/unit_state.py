@@ -1,9 +1,5 @@
-"""The systemd units' state as `systemctl show` reports it, for `bxmem doctor`.
-
-One `systemctl show` per manager (the user's, then the system's), a few
-properties of every bxmem unit, within a deadline. No systemctl on PATH, or a
-manager it cannot reach, is "not checked" with the reason: never a claim about
-units nobody looked at.
+"""The bxmem units' state from `systemctl show`, for `bxmem doctor`. A manager that cannot be asked is "not
+checked", with the reason: never a claim about units nobody looked at.
 """
 
 from __future__ import annotations

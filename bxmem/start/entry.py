@@ -1,14 +1,4 @@
-"""The `bxmem` console script.
-
-Timers start `bxmem decide`, `bxmem mirror` and `bxmem send` every few
-seconds. Most of those runs have nothing to do, so they are answered by the
-idle check (start/idle.py, builtins only) before anything else is imported.
-`bxmem recall`, which the agent runs on every memory tool call, and a job that
-has work take the lean path (start/lean_path.py), without typer, rich or pydantic.
-argv is parsed once (start/lean_argv.py) for both; what start/lean_argv.py
-declines goes to typer (cli/app.py). Errors from either path meet the one
-boundary, errors.boundary.
-"""
+"""The `bxmem` console script: the idle check first, then the lean path or typer, all inside errors.boundary."""
 
 from __future__ import annotations
 
@@ -38,9 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _shows_progress(parsed: Parsed) -> bool:
-    """A command whose progress bar a person at a terminal would see: the bar is
-    rich's, which only the CLI loads, so that run goes to the CLI (the same
-    output; typer's start-up is nothing beside a backlog a person waits for)."""
+    """A command whose progress bar a person at a terminal would see goes to the CLI, which alone loads rich (the
+    same output; typer's start-up is nothing beside a backlog)."""
     return BY_NAME[parsed.command].progress and not parsed.options.get("quiet") and os.isatty(2)
 
 

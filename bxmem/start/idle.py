@@ -1,23 +1,6 @@
-"""The idle check: answer "nothing to do" before importing anything heavy.
-
-Each timer job ends its run by writing a small summary of what it has seen:
-the files it watches with the size or version it processed, the config
-file's version, and when it next has to wake (a backoff, waiting turns).
-The next run compares a few `stat` calls against it. Only if something
-differs does the real job (typer, httpx, pydantic) get imported.
-
-Files that have not changed for a long while (loopd's logs of sessions that
-ended, on a host that has kept thousands) are not compared on every run: the
-slow path lists them apart, and the fast path compares them once a sweep
-interval has passed since the last sweep (the list file's mtime), so a run's
-cost follows the number of active sessions, not of all sessions ever.
-
-The comparison errs towards running the job: any doubt means "not idle". A
-person at a terminal always gets the real job (and its report).
-Only builtin modules are imported here (os, marshal, time): even `json`,
-`pathlib`, `dataclasses` and `enum` cost more than the whole check. The
-summary is marshal data for the same reason. Which config file and home
-are start/locations.py's, as for every other command.
+"""The idle check: answer "nothing to do" from a few `stat` calls before importing anything heavy. It errs
+towards running the job. Only builtin modules (os, marshal, time): even `json`, `pathlib`, `dataclasses` and
+`enum` cost more than the whole check, and the summary is marshal data for the same reason.
 """
 
 from __future__ import annotations
@@ -34,7 +17,7 @@ from bxmem.start.marshal_seal import seal, unmarshal
 # A summary another version wrote is not trusted, so the first timer run after an upgrade is a
 # real one: raised whenever what a summary holds changes, or what a real run must redo (the local
 # index's schema: that run rebuilds it, and the idle path never opens it).
-SUMMARY_VERSION = 6  # 6: the JSON state files sealed (store/state_json.py): the first run after the upgrade seals them
+SUMMARY_VERSION = 6
 
 
 def stat_fingerprint(path: str | os.PathLike[str]) -> list[int] | None:
@@ -126,12 +109,9 @@ def write_summary(
     sweep_every: float = 60.0,
     exit_code: int = 0,
 ) -> None:
-    """Written by the slow path at the end of a run (atomically, like all state).
-    `dormant` files are compared only once every `sweep_every` seconds. `exit_code`:
-    what the run exited with, which an idle run answers too while nothing differs (a
-    send waiting out an outage exits 3 whether or not anyone watches). `wake_at` is
-    within its own bound of now (each job's), so the summary also keeps when it was
-    written: a clock that went back since makes it no answer."""
+    """Written by the slow path at the end of a run (atomically). `dormant` files are compared only once every
+    `sweep_every` seconds; `exit_code` is what an idle run answers too while nothing differs. The summary keeps
+    when it was written: a clock that went back since makes it no answer."""
     from bxmem.store.files import write_bytes  # deferred: idle (only a real run writes, with store/ loaded)
 
     sweep = None
@@ -161,8 +141,6 @@ def write_summary(
 
 
 def is_idle(parsed) -> bool:
-    """True when the command line (a grammar.Parsed, or None for one the lean
-    path does not run) is a timer job with nothing to do since its last run."""
     return idle_exit(parsed) is not None
 
 
@@ -214,12 +192,9 @@ _UNSURE = (False, None)
 
 
 def _glance_home(data: bytes) -> tuple[bool, str | None]:
-    """(True, `[paths] home`) as the owner writes it, read at a glance; (False,
-    None) for any config written otherwise (a quoted key, an inline table, an escape, a
-    multi-line string), which tomllib then reads. A wrong answer could only cost
-    a real run, never skip one: the summary found in the home named is used only
-    if it was written by a run that read this very config file (its path and
-    version) and resolved that home itself."""
+    """(True, `[paths] home`) as the owner writes it, read at a glance; (False, None) for a config written otherwise
+    (a quoted key, an inline table, an escape, a multi-line string), which tomllib then reads. A wrong answer can
+    only cost a real run (docs/design.md, "The idle path")."""
     if b"paths" not in data and b"\\" not in data:
         return True, None  # no escape, no word "paths": nothing can name a [paths] table
     if b"\\" in data or b'"""' in data or b"'''" in data:
@@ -325,12 +300,10 @@ def _swept(sweep: list | None, now: float) -> bool:
     if sweep is None:
         return True
     path, every, token = sweep
-    # systemd (250 and later) names the unit that started us. A .path unit fires
-    # on a write to any log, so a dormant one may have woken: sweep now. The
-    # hint is best effort (systemd coalesces triggers); without it the sweep
-    # comes within the interval anyway.
+    # systemd 250+ names the unit that started us: a .path unit fires on a write to any log, so a dormant one may have
+    # woken. Best effort (systemd coalesces triggers): without it the sweep comes within the interval anyway.
     woken = os.environ.get("TRIGGER_UNIT", "").endswith(".path")
-    # A list touched in what is now the future (the clock went back since) is swept now, not once the clock gets there.
+    # a list touched in what is now the future (the clock went back) is swept now
     if not woken and 0 <= now - os.stat(path).st_mtime < every:
         return True
     dormant = unmarshal(_read(path))

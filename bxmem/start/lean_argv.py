@@ -1,25 +1,6 @@
-"""The command line of the commands that run most, parsed once per run.
-
-`bxmem recall` (the agent's tool call) and the timer jobs `decide`, `mirror`
-and `send` are parsed here, by the idle check and the lean path alike, from
-their options as start/registry.py declares them. cli/app.py declares the
-same options to typer, and a test holds the two together (tests/test_argv.py):
-every argv `parse` accepts, typer accepts too and runs the same way. Anything
-else, `--help` and `--version` included, `parse` declines (None) and typer
-parses it and says what is wrong.
-
-The grammar is deliberately smaller than typer's, so that it cannot disagree:
-global options go before or after the command word; a command's own options
-only after it; a long option's value follows it or an `=`, a short option's
-follows it as the next word (click reads `-k=3` as the value "=3"); no value
-is empty or starts with "-"; recall's query is every word that is not an
-option, joined by spaces (`bxmem recall backup plan` asks for "backup plan",
-as a person typing it means), and every word after `--` (the agent's form,
-`-- QUERY`, whose one word may start with "-"). `-k`'s default is
-recall.DEFAULT_K: an absent -k is passed on as absent, so no second literal
-exists.
-
-Imports only the registry: the idle check pays for every module it loads.
+"""recall's and the timer jobs' command line, deliberately a strict subset of typer's so the two cannot disagree
+(tests/test_argv.py); what it declines, None, typer parses. A short option's value is the next word (click reads
+`-k=3` as "=3"). Imports only the registry: the idle check pays for every module it loads.
 """
 
 from __future__ import annotations
@@ -42,8 +23,6 @@ JOBS = tuple(c.name for c in _ALL if c.timer_job)
 
 
 class Parsed:
-    """A command line the lean path runs: the command and its options by key."""
-
     __slots__ = ("command", "options")
 
     def __init__(self, command: str, options: dict) -> None:
@@ -54,7 +33,6 @@ class Parsed:
 
 
 def parse(argv: list[str]) -> Parsed | None:
-    """`argv` (program name first) as a Parsed, or None for typer to handle."""
     words = argv[1:]
     command: str | None = None
     options: dict = {}

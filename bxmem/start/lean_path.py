@@ -1,12 +1,5 @@
-"""The lean path for the commands that run most: `bxmem recall` (the agent's
-tool call) and the timer jobs `decide`, `mirror` and `send` when they have work.
-
-Runs the function start/registry.py names for the command, on the options
-start/lean_argv.py parsed, without typer or pydantic (the configuration comes
-from its validated cache when the file has not changed). Whatever
-start/lean_argv.py declines, `--help` included, goes to the full CLI, which says
-the same things the same way. The function's module is imported by name, only
-when it runs: at its top this module imports the registry alone.
+"""Runs the command start/registry.py names, on what start/lean_argv.py parsed, without typer or pydantic.
+The command's module is imported by name when it runs: at its top this module imports the registry alone.
 """
 
 from __future__ import annotations

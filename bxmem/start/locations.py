@@ -1,10 +1,5 @@
-"""Where things live, decided once: which config file, which Boxmaker home,
-bxmem's state directory under it, and the data folders bxmem ships.
-
-The defaults are platformdirs' Linux (XDG) rules, worked out here and held to
-platformdirs by a test: importing platformdirs itself would cost more than the
-idle check, on paths that run every few seconds (docs/performance.md). Only
-`os`: the idle check, store/paths.py and config/loader.py all use these functions.
+"""Which config file, home and state directory, and where the shipped data folders are: platformdirs' XDG
+rules worked out here, because importing platformdirs costs more than the idle check (a test holds the two).
 """
 
 from __future__ import annotations
@@ -59,10 +54,8 @@ def state_dir(home_dir: str | os.PathLike[str]) -> str:
 
 
 def shipped(folder: str) -> str:
-    """A data folder bxmem ships (`runbook`, `systemd`). Its source is the top of the
-    checkout; a wheel carries a copy inside the package (scripts/build_shipped.py).
-    The copy when there is one (pipx, uv, pip), else the checkout's own (./dev's
-    editable install, or a checkout run in place)."""
+    """A data folder bxmem ships (`runbook`, `systemd`): the package's copy when there is one (a wheel carries it:
+    scripts/build_shipped.py), else the checkout's own."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     inside = os.path.join(package, folder)
     return inside if os.path.isdir(inside) else os.path.join(os.path.dirname(package), folder)

@@ -1,15 +1,7 @@
-"""A checksum sealed onto each marshal file bxmem writes (the idle summaries,
-the config cache, the outbox checkpoint), checked before marshal reads it.
-
-marshal trusts the sizes in its input: a damaged byte that makes a list
-declare a billion elements has it allocate them, and reading or freeing them
-runs for hours, in C, past every signal and deadline. A file whose seal does
-not match is never given to marshal: it is damaged, and rebuilt like a
-missing one. Builtins only, for the idle path. The checksum is a residue
-modulo a prime below 2**30 (one CPython digit, the fast division): any
-random damage passes it with a chance of about one in a billion; a file made
-to pass it by someone who can write the owner's files is outside what bxmem
-defends (docs/design.md's threat model)."""
+"""A checksum on every marshal file bxmem writes, checked before marshal reads it: marshal trusts the sizes
+it reads, so a damaged byte can have it allocate a billion elements, for hours, past every signal. A residue
+modulo a prime below 2**30 (one CPython digit); random damage passes it about once in a billion.
+"""
 
 from __future__ import annotations
 

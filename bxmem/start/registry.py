@@ -1,15 +1,5 @@
-"""Every bxmem command, written down once: its name, the function that runs it,
-the exit codes it may end with, and, for the commands the lean path runs, its
-options.
-
-A new command is an entry here plus its own function. The lean path's grammar
-(start/lean_argv.py) and dispatch (start/lean_path.py), the idle check's list of
-timer jobs, the exit-code table (errors.COMMAND_EXITS) and docs/cli.md's
-generator read this table; the typer commands are held to it by a test
-(tests/test_registry.py): one typer command per entry, under the same name,
-calling the function named here.
-
-Imports nothing: the idle check reads it on every timer run.
+"""Every bxmem command, written once: name, function, exit codes and, for the lean commands, options; the
+typer commands are held to it by tests/test_registry.py. Imports nothing: the idle check reads it every run.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Appends to the append-only files bxmem writes: its ledger, and memoryd's
-journal (an undo's line). Whole lines or nothing, under the exclusive flock
-that every writer of these files takes (memoryd's portalocker takes the same).
-
-A torn last line left by a crash is closed off with a newline before anything
-is written after it, so it reads as one malformed line and nothing is glued
-to it. A write that fails part-way (a full disk) is cut back off before the
-error is raised: the file is as it was, and no reader ever sees half of it.
+"""The one append to the ledger and to memoryd's journal: whole lines or nothing, under the flock every
+writer of these files takes (memoryd's portalocker takes the same).
 """
 
 from __future__ import annotations

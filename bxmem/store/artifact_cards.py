@@ -1,10 +1,5 @@
-"""Experiment cards (`cards/<experiment id>.json`), their projections and pending markers.
-
-A card is checked whole when written and when read (its shape, its schema version,
-its ids against each other): a card of another version or a damaged one is never
-guessed at, it is unusable (`CardUnusable`), named. A card is replaced whole (a
-temporary file, fsynced, renamed), its `revision` one more each time, under the
-store's lock.
+"""Experiment cards, their projections and pending markers: checked whole when written and read (never
+guessed at: `CardUnusable`), replaced whole, `revision` one more each time, under the store's lock.
 """
 
 from __future__ import annotations
@@ -81,7 +76,6 @@ class CardUnusable(Exception):
 
 
 def card_problem(card: object, name: str | None = None) -> str | None:
-    """Why `card` is not a card this version reads, or None. `name`: its file's experiment id."""
     if isinstance(card, dict) and card.get("schema") != CARD_SCHEMA:
         return f"schema {str(card.get('schema'))[:40]!r} is not {CARD_SCHEMA} (a card of another version is not guessed at)"
     why = problem(card, SHAPE)
@@ -111,8 +105,6 @@ def card_problem(card: object, name: str | None = None) -> str | None:
 
 
 class Cards:
-    """The cards of one store."""
-
     def __init__(self, store: Store) -> None:
         self.store = store
         self.folder = store.folder("cards")
@@ -123,7 +115,6 @@ class Cards:
         return self.folder / f"{experiment}.json"
 
     def read(self, experiment: str) -> dict | None:
-        """The card, checked whole; None when there is none; CardUnusable otherwise."""
         try:
             data = read_state(self.folder / f"{experiment}.json")
         except Unreadable as exc:
@@ -170,7 +161,6 @@ class Cards:
         return len(self.names())
 
     def all(self) -> Iterator[tuple[str, dict | None, str | None]]:
-        """(experiment id, card, None) or (experiment id, None, why unusable) for every card file."""
         for name in self.names():
             try:
                 card = self.read(name)
@@ -245,7 +235,6 @@ class Cards:
 
 
 def _replace(store: Store, path: os.PathLike[str], data: bytes) -> None:
-    """Write `data` as `path` whole: a temporary file in tmp/, fsynced, renamed over it."""
     fd, temp = store.new_temp("card")
     try:
         try:

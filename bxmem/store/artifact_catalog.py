@@ -1,17 +1,6 @@
-"""The cards' catalog, `memory/bxmem/artifact-cards.marshal`: what recall searches, one file.
-
-A cache of `memory/artifacts/cards/` (deletable like all of `memory/bxmem/`): written
-under the store's lock by whatever changed a card, stamped with the cards folder's
-inode, mtime and ctime taken before the cards were read. A reader whose stamp differs
-(a card written since, the catalog deleted or damaged) reads the cards themselves and
-writes the catalog again, as the config cache is written by whoever validated the
-file: a card changed meanwhile changes the folder's stamp, so the catalog is stale
-again, never wrong. Two files: the entries, newest first, one JSON text each in
-`artifact-cards.entries`, read only for the hits shown; and, sealed, their offsets
-and indexes by id, by tag and by the words recall compares (retrieval/relevance.stems),
-each a packed array of entry numbers, with the entries file's identity. A search
-looks up the query's words and reads a few entries, whatever the number of cards.
-Light: recall's lean path loads it.
+"""The cards' catalog recall searches, a cache stamped with the cards folder's inode, mtime and ctime taken
+before the cards were read: a card changed meanwhile changes the stamp, so the catalog is stale, never wrong.
+A search reads a few entries, whatever the number of cards. Light: recall's lean path loads it.
 """
 
 from __future__ import annotations
@@ -117,7 +106,6 @@ class Catalog:
         )
 
     def named(self, index: dict, key: str) -> array:
-        """The entry numbers an index gives a key; Damaged if they are not packed numbers of entries."""
         found = index.get(key, b"")
         if type(found) is not bytes or len(found) % 4:
             raise Damaged
@@ -128,11 +116,9 @@ class Catalog:
         return numbers
 
     def with_id(self, ident: str) -> list[int]:
-        """The entries whose experiment or artifact id is `ident`."""
         return [at for at in self.named(self.ids, ident[:ID_KEY]) if ident in self.entry(at)[:2]]
 
     def entry(self, at: int) -> list:
-        """Entry number `at`, parsed and checked: Damaged if it is not an entry."""
         try:
             start, end = self.offsets[at], self.offsets[at + 1]
             text = self.blob[start:end] if isinstance(self.blob, bytes) else os.pread(self.blob, end - start, start)
@@ -234,7 +220,6 @@ def write(state: Path, cards_folder: Path, entries: list[list]) -> None:
 
 
 def forget(state: Path) -> None:
-    """A damaged catalog: gone, so the next reader reads the cards."""
     for name in (CATALOG, ENTRIES):
         try:
             os.unlink(state / name)
@@ -263,9 +248,8 @@ def current(state: Path, cards_folder: Path) -> Catalog | None:
 
 
 def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> list[list]:
-    """The entries after `changed` (experiment -> its card now, or None: removed), from
-    `before` (the catalog as it was current before the change), or from every card
-    (`every()`) when there was none to start from, or when `before` is damaged."""
+    """The entries after `changed` (experiment -> its card now, or None: removed), from `before` (the catalog current
+    before the change), or from every card (`every()`) when there is no usable `before`."""
     if before is not None:
         try:
             kept = [e for e in before.entries() if e[0] not in changed]
@@ -278,8 +262,7 @@ def updated(before: Catalog | None, changed: dict[str, dict | None], every) -> l
 
 
 def read(state: Path, cards_folder: Path, check) -> Catalog:
-    """The catalog when it is current, else one made from the cards read one by one
-    (`check(card, name)`: why a card is unusable, or None; those are left out), and
+    """The catalog when current, else one made from the cards (those `check(card, name)` finds unusable left out) and
     written for the next reader."""
     fresh = current(state, cards_folder)
     if fresh is not None:

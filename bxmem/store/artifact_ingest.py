@@ -1,11 +1,5 @@
-"""One exported file read into the artifact store, safely (seed 002 28.2).
-
-Only a regular file directly inside `sessions/<session>/exports/`: every folder
-on the way opened without following a link, the file opened by name relative to
-the exports folder's descriptor (never a path string a link could redirect),
-its identity held the same from the first look to the last byte. Streamed in
-bounded pieces through SHA-256 into a temporary file the caller made, never
-read whole.
+"""An export read into the artifact store (seed 002 28.2): opened by descriptor, never through a link, one
+identity from the first look to the last byte, streamed through SHA-256, never read whole.
 """
 
 from __future__ import annotations
@@ -167,10 +161,9 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
 
 
 def stream(export: Export, out_fd: int) -> bytes:
-    """Copy the export into `out_fd`, hashing as it goes; its SHA-256 digest.
-    ChangedWhileRead when it grows past, or ends short of, the size it had when
-    opened, or its identity, size, times or links differ after the last byte, or
-    its name no longer names it: nothing it copied is to be used."""
+    """Copy the export into `out_fd`, hashing as it goes; its SHA-256 digest. ChangedWhileRead, and nothing copied is
+    used, when it grows past or ends short of its size at open, or after the last byte its identity, size, times
+    or links differ or its name no longer names it."""
     digest = hashlib.sha256()
     want, done = export.size, 0
     shown = f"{export.name!r}"

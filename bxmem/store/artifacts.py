@@ -1,16 +1,6 @@
-"""The artifact store, `memory/artifacts/`: objects, the lock, temporary files, quotas, integrity.
-
-    objects/<2 chars>/<artifact id>   the exact bytes, content-addressed, mode 0400
-    cards/<experiment id>.json        the cards (store/artifact_cards.py)
-    projections/<exp>.<rev>.txt       the text each card sends to Honcho
-    pending/<experiment id>           a card not yet in the outbox (a record cut short)
-    removed/<experiment id>.json      the outbox items of a card `artifact rm` removed (never reused)
-    tmp/                              ingest.<pid>.<nonce>.<bytes>.part, card.<pid>.<nonce>.tmp
-    lock                              flock: quotas, cards and markers change under it
-
-An object is published whole or not at all: streamed into tmp/, fsynced, then
-linked into place (a link never replaces; two records of the same bytes meet
-there and keep one). Nothing under `objects/` is ever deleted but by `artifact rm`.
+"""The artifact store, `memory/artifacts/` (objects/, cards/, projections/, pending/, removed/, tmp/, lock).
+An object is published by link, which never replaces: two records of the same bytes meet there and keep one.
+Nothing under `objects/` is deleted but by `artifact rm`.
 """
 
 from __future__ import annotations
@@ -35,8 +25,6 @@ VERIFIED_FILE = "artifacts-verified.json"  # in memory/bxmem/, a cache: integrit
 
 
 class Store:
-    """One agent's artifact store (one agent a home: the seed's project)."""
-
     def __init__(self, root: Path, state: Path) -> None:
         self.root, self.state = root, state
 
@@ -71,8 +59,8 @@ class Store:
     # --- temporary files: recognisable, and recovered (removed) once their writer is gone ---
 
     def new_temp(self, kind: str, size: int = 0) -> tuple[int, Path]:
-        """A new temporary file in tmp/, named for its writer (`kind`.<pid>.<nonce>[.<bytes>]),
-        its bytes reserved toward the quota while its writer lives."""
+        """A new temporary file in tmp/, named for its writer (`kind`.<pid>.<nonce>[.<bytes>]), its bytes counted
+        toward the quota while its writer lives."""
         name = f"{kind}.{os.getpid()}.{secrets.token_hex(8)}" + (f".{size}.part" if kind == "ingest" else ".tmp")
         path = self.root / "tmp" / name
         try:
@@ -82,7 +70,6 @@ class Store:
         return fd, path
 
     def temps(self) -> list[tuple[str, int, int, bool]]:
-        """(name, writer pid, reserved bytes, writer alive) for each temporary file."""
         out = []
         for entry in listing(self.root / "tmp"):
             parts = entry.name.split(".")
@@ -102,7 +89,6 @@ class Store:
     # --- quotas ---------------------------------------------------------------------------------
 
     def usage(self) -> tuple[int, int]:
-        """(objects, bytes) stored."""
         count = size = 0
         for folder in listing(self.root / "objects"):
             for entry in listing(Path(folder.path)):
@@ -114,9 +100,9 @@ class Store:
         return count, size
 
     def reserve(self, size: int, max_total: int) -> tuple[int, Path]:
-        """Under the lock: room for `size` more bytes, counting every live writer's
-        reservation, or Refused; then the temporary file that holds the reservation.
-        So the store never holds more than `max_total` bytes, in-flight copies included."""
+        """Under the lock: room for `size` more bytes, counting every live writer's reservation, or Refused; then the
+        temporary file holding it, so the store never holds more than `max_total` bytes, copies in flight
+        included."""
         self.recover_temps()
         _objects, used = self.usage()
         reserved = sum(size for _name, _pid, size, alive in self.temps() if alive)
@@ -196,7 +182,6 @@ class Store:
         return str(path)
 
     def has_object(self, artifact: str, size: int) -> bool:
-        """A regular file of the recorded size is there (not hashed: `check_object` does that)."""
         fingerprint = _fingerprint(self.object_path(artifact))
         return fingerprint is not None and fingerprint[2] == size
 
@@ -278,8 +263,8 @@ _VERIFIED = dict_of(list_of(integer(None), length=5))  # artifact id -> its file
 
 
 def media_type_of(name: str) -> str:
-    """A file name's media type by its extension (Python's table and the host's
-    mime.types), else application/octet-stream."""
+    """A file name's media type by its extension (Python's table and the host's mime.types), else application/octet-
+    stream."""
     import mimetypes  # deferred: command
 
     return mimetypes.guess_type(name, strict=True)[0] or "application/octet-stream"

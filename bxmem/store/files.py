@@ -1,13 +1,5 @@
-"""Small durable files: atomic state files, read back by shape, and the exclusive job locks (on the ledger).
-
-State files are written to a temporary file, fsynced, then renamed over the
-old one (and the folder fsynced), so a crash leaves either the old state or
-the new, never half. They are read back never blocking and never through a
-link, and checked against the shape their reader declares (formats/shapes.py): what
-does not fit is reported and rebuilt by its owner, never used (the JSON
-ones through store/state_json.py, which seals them). Logs, the journal and
-the index's files, which bxmem reads but does not write, are opened the same
-way (`open_file`), and a refusal names the file.
+"""Small durable files: atomic state files, read back never blocking, never through a link and checked
+whole against their shape, and the exclusive job locks on the ledger.
 """
 
 from __future__ import annotations
@@ -36,20 +28,14 @@ if TYPE_CHECKING:
 
 
 def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in a few words ("a named pipe (FIFO)")."""
     return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
 
 
 def open_regular(path: str | os.PathLike[str], flags: int, *, follow: bool = False, mode: int = 0o600) -> int:
-    """A descriptor of `path`, only ever a regular file, never blocking.
-
-    lstat first (stat when `follow`), so a FIFO, a device, a socket or a
-    directory is refused unopened (a FIFO opened for reading would wait for a
-    writer; a device may act on open); then opened O_NONBLOCK, O_NOFOLLOW
-    (unless `follow`), O_NOCTTY, and the fstat must name the same regular file
-    (nothing swapped in between). NotRegular says what it is instead;
-    FileNotFoundError when there is none and `flags` lacks O_CREAT; other
-    OSErrors as they come."""
+    """A descriptor of `path`, only ever a regular file, never blocking: lstat first (stat when `follow`), so a FIFO,
+    a device, a socket or a directory is refused unopened (a FIFO opened for reading waits for a writer; a device
+    may act on open), and the fstat must name the same regular file. NotRegular says what it is instead;
+    FileNotFoundError when there is none and `flags` lacks O_CREAT."""
     try:
         before = os.stat(path) if follow else os.lstat(path)
     except FileNotFoundError:
@@ -83,12 +69,9 @@ class NotRegular(OSError):
 
 
 def read_state(path: Path, *, follow: bool = False) -> bytes | None:
-    """The bytes of one of bxmem's own files, or None when there is none.
-
-    Never blocks and is only ever a regular file (open_regular: a FIFO put there
-    would otherwise hang every job). Never follows a link, unless `follow` (the
-    config file, which the owner may well keep as a link). Anything else, or a
-    read error, raises Unreadable with the reason."""
+    """The bytes of one of bxmem's own files, or None when there is none, through open_regular (a FIFO put there
+    would hang every job) and never through a link unless `follow` (the config file, which the owner may keep as a
+    link). Anything else raises Unreadable with the reason."""
     try:
         fd = open_regular(path, os.O_RDONLY, follow=follow)
     except FileNotFoundError:
@@ -136,10 +119,19 @@ def write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, durable: bool = True) -> None:
+def write_bytes(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    mode: int | None = None,
+    durable: bool = True,
+    exclusive: bool = False,
+    doing: str = "write",
+) -> bool:
     """`data` in place of `path`, whole or not at all: a temporary file in the same
     folder, renamed over it. Mode 600, or `mode` (set whatever the umask); not
-    `durable`: no fsync, for a file a crash may lose (the next run writes it again)."""
+    `durable`: no fsync, for a file a crash may lose (the next run writes it again).
+    `exclusive`: linked into place, never over a file that is there (False then)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -152,7 +144,15 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
         if durable:
             fsync_dir(path.parent)
     except OSError as exc:
@@ -160,11 +160,11 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
             tmp.unlink()
         except OSError:
             pass
-        raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+        raise StorageError(f"cannot {doing} {path}: {exc.strerror}") from None
+    return True
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """Make a directory's entries durable: a new file, a rename, a new folder in it."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
@@ -186,16 +186,10 @@ def make_dirs(path: Path, mode: int = 0o700) -> None:
 
 
 def open_ledger(path: Path, flags: int) -> int:
-    """A descriptor of the ledger, created (0600) if `flags` has O_CREAT.
-
-    Only ever a regular file (open_regular: a FIFO or a directory there is
-    refused unopened, never waited on), never through a symbolic link (as key
-    files are read): a link would let whoever can write memory/ point the
-    record of every decision elsewhere, or at /dev/null, and have every turn
-    decided again. A ledger that did not exist is made durable in its folder
-    (fsync_dir) before anything is written to it: an fsynced append to a file
-    whose name was lost is lost too. StorageError, one line naming the file, for
-    anything else; FileNotFoundError when it does not exist and O_CREAT is not given."""
+    """A descriptor of the ledger, created (0600) if `flags` has O_CREAT: a regular file only, never through a link,
+    which would let whoever can write memory/ point the record of every decision elsewhere and have every turn
+    decided again. A new ledger is made durable in its folder before anything is written to it: an fsynced append
+    to a file whose name was lost is lost too. StorageError, one line naming the file, for anything else."""
     base = flags & ~os.O_CREAT
     try:
         try:
@@ -248,24 +242,10 @@ class Flock:
 
 
 class JobLock:
-    """A job's exclusive lock, non-blocking: a second run of the same job exits at once.
-
-    It is an open file description lock (`F_OFD_SETLK`) on one byte of the
-    ledger (memory/honcho.jsonl) far past any data it will ever hold, one byte
-    per job. Not a file in memory/bxmem/: that folder is a cache the owner may
-    delete at any time, and a lock file deleted under a running send let a
-    second send take a new lock and post the same batch again. The ledger is
-    never deleted (it is the record), so the lock holds for as long as the run.
-
-    On Linux an OFD lock and the flock that ledger appends and readers take are
-    independent, so holding it never blocks the job's own appends. (That is
-    true of local filesystems; on NFS, flock is emulated with byte-range locks
-    and the two would meet: the home must be local, as a Boxmaker home is.)
-    The kernel releases it when the last descriptor of the open file closes,
-    so a SIGKILLed run never leaves a stale lock behind; unlike a plain POSIX
-    lock it is not lost when the process closes some other descriptor of the
-    ledger, which every append does.
-    """
+    """A job's exclusive lock, non-blocking: an OFD lock (`F_OFD_SETLK`) on one byte of the ledger far past its data,
+    one byte per job (docs/design.md, "Concurrency and crashes", says why not a file in memory/bxmem/). The kernel
+    releases it with the open file, so a SIGKILLed run leaves no stale lock; unlike a POSIX lock it survives the
+    process closing another descriptor of the ledger, which every append does."""
 
     BASE = 1 << 62
     JOBS = ("decide", "mirror", "send", "index")  # "index": one writer of the local index (commands/index_fold.py)
@@ -330,11 +310,8 @@ class NotRegularFile(NotRegular):
 
 
 def open_file(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> BufferedReader:
-    """open(path, "rb") through open_regular: a regular file, never a wait on a
-    FIFO put in its place (a blocking open of one with no writer never returns:
-    every run of the job would hang), never through a link (one in logs/ would
-    have another file read under that session's labels). NotRegularFile
-    otherwise; FileNotFoundError and other OSErrors as open raises them."""
+    """open(path, "rb") through open_regular, never through a link (one in logs/ would have another file read under
+    that session's labels). NotRegularFile otherwise."""
     return os.fdopen(open_fd(path, flags), "rb")
 
 
@@ -349,8 +326,7 @@ def open_fd(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
 
 
 def check_regular(path: str | os.PathLike[str]) -> None:
-    """NotRegularFile unless `path` is a regular file or absent: for a file another
-    library opens (SQLite: the index and its -wal and -shm)."""
+    """For a file another library opens (SQLite: the index, its -wal and -shm)."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

@@ -1,22 +1,6 @@
-"""The local index: SQLite FTS5 over this agent's own turns and memory entries.
-
-Kept current by `decide` (every decided turn, with its exact labels: secret
-turns included, they never leave the host) and by `mirror` (identity entries,
-notes; replace, remove, consolidate and undo update it). It can be rebuilt
-from the ledger, the logs and the journal, with the same result; an index an
-older bxmem built is rebuilt on its first update. What goes in, and when,
-is commands/index_fold.py's.
-
-Each document (a turn, an identity entry, a note) is stored whole in `docs`
-and indexed as passages (terms.passages): FTS5 reads a passage's text out of
-its document through a view, so no text is stored twice. Identity entries'
-passages take rowids from IDENTITY_BASE up, the rest below it: the ranking
-keeps every matching identity entry in sight by its rowid alone, and the
-newest matches, taken in rowid order, begin with them (store/search.py).
-
-Tags, as recall reports them: `identity` for identity entries, `memory` for
-trusted notes and clean turns, `memory-tainted` for untrusted and flagged
-notes and for turns of sessions that read untrusted content.
+"""The local index, SQLite FTS5. A document is stored once and indexed as passages read from it through a
+view. Identity entries' passages take rowids from IDENTITY_BASE up, so store/search.py keeps every matching
+identity entry in sight by rowid alone.
 """
 
 from __future__ import annotations
@@ -84,7 +68,6 @@ class IndexOutdated(IndexUnavailable):
 
 
 def _version(db: sqlite3.Connection) -> int | None:
-    """The schema version the index says it has; None for a new, empty file."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     except sqlite3.OperationalError as exc:
@@ -126,8 +109,8 @@ class Index:
         return index
 
     def _check_files(self) -> None:
-        """SQLite opens its files blocking and through links: a FIFO in the place
-        of one would hang every job at its index refresh, and recall."""
+        """SQLite opens its files blocking and through links: a FIFO in place of one would hang every job's index
+        refresh, and recall."""
         try:
             for suffix in ("", "-wal", "-shm"):
                 check_regular(f"{self.path}{suffix}")
@@ -135,7 +118,6 @@ class Index:
             raise IndexUnavailable(f"{exc.filename}: {exc.strerror}") from None
 
     def db(self) -> sqlite3.Connection:
-        """A writable connection; the file and its schema are made if new."""
         if self._db is None:
             self._check_files()
             if not self.path.exists():
@@ -247,7 +229,6 @@ class Index:
     # --- reads --------------------------------------------------------------------
 
     def search(self, query: str, limit: int) -> list[LocalHit]:
-        """The best `limit` documents for `query`, as store/search.py ranks them."""
         from bxmem.store.search import search  # deferred: lean (decide and mirror write the index, never search it)
 
         try:

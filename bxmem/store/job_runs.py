@@ -1,11 +1,5 @@
-"""Each timer job's last run that had work: when it ended, how long it took, and its
-exit status, for `bxmem metrics`. A run the idle check answers records nothing
-(it writes nothing at all), nor does a run that found the job's lock taken.
-
-One small file a job (memory/bxmem/last-run-<job>.json), replaced whole and not
-fsynced: a record lost in a crash is the next run's to write, and a busy run
-pays one small write for it. Never created with its folder: a run whose
-memory/bxmem/ is gone (the owner deleted it) records nothing.
+"""Each timer job's last run with work, for `bxmem metrics`. Not fsynced: a record lost in a crash is the
+next run's to write. Never creates its folder: a deleted memory/bxmem/ records nothing.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
-"""The ledger, memory/honcho.jsonl: bxmem's append-only record of decisions.
-
-One JSON object a line, one event each. The kinds and their fields are
-defined once, in store/ledger_events.py (`decided`, `attempt`, `sent`, `failed`,
-`unsent`, `cancelled`, `requeued`, `created`, `key_refused`, `key_resumed`),
-and every line is built there; this module only reads and appends lines. No
-line ever holds message text or a key.
-
-Writers hold an exclusive flock on the file for one append of whole lines and
-fsync before letting go; an append that fails part-way (a full disk) is cut
-back off, so it leaves nothing. Readers read complete lines only; a crash
-mid-write leaves an unterminated tail, which the next writer closes off with
-a newline so that it reads as one malformed line, skipped and counted (or,
-when the crash fell just before the newline, as the whole line it is).
+"""The ledger, memory/honcho.jsonl: read and appended here, every line built by store/ledger_events.py.
+No line ever holds message text or a key.
 """
 
 from __future__ import annotations
@@ -48,7 +36,6 @@ class LedgerChanged(StorageError):
 
 
 def now_iso() -> str:
-    """Now, as the ledger writes times (formats/timestamps.py)."""
     return format_time(time.time())
 
 
@@ -99,8 +86,7 @@ class ReadResult:
 
 
 def append_lines(path: Path, records: Sequence[Mapping[str, object]], what: str) -> int:
-    """Append JSON lines to the ledger, whole or not at all (store/append.py),
-    and return the new size."""
+    """Append JSON lines to the ledger, whole or not at all, and return the new size."""
     payload = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in records)
     data = payload.encode("utf-8", "surrogatepass")
     return append_locked(
@@ -127,7 +113,6 @@ class Ledger:
         self.close()
 
     def _open_fd(self) -> int:
-        """For reading: never through a link, never anything but a regular file (store/files.py's open_ledger)."""
         return open_ledger(self.path, os.O_RDONLY)
 
     def _open(self) -> BinaryIO:
@@ -143,7 +128,6 @@ class Ledger:
         return st.st_size
 
     def append(self, events: Sequence[Mapping[str, object]]) -> int:
-        """Append whole lines under the lock, fsync, and return the new size."""
         if not events:
             return self.size()
         return append_lines(self.path, events, "ledger")
@@ -155,10 +139,9 @@ class Ledger:
         append_lines(self.path, [], "ledger")
 
     def line_at(self, offset: int) -> tuple[bytes, dict | str]:
-        """The line that starts at `offset`, as it is in the file, and its event (or why
-        it is none). bxmem never changes what it has written, but the owner's hands
-        can (a restore in place, an editor, a sort): a reader checks that the line is
-        the one it means (store/outbox.py's `decision`), and folds again if not."""
+        """The line that starts at `offset`, as it is in the file, and its event (or why it is none). The owner's
+        hands can change what bxmem wrote (a restore in place, an editor, a sort): a reader checks that the line
+        is the one it means (store/outbox.py's `decision`)."""
         if self._reader is None:
             self._reader = self._open()
         self._reader.seek(offset)
@@ -166,11 +149,9 @@ class Ledger:
         return raw, _event(raw)
 
     def mark(self, offset: int) -> dict | None:
-        """What a reader keeps of the ledger as it read it up to `offset` (a state's
-        offset): hashes of its first bytes and of those just before the offset, so
-        that its next run can tell the ledger was rewritten before that point
-        (`changed`). None at the start. Not keyed: the ledger holds no text, and a
-        rewrite that keeps these bytes is caught line by line where lines are read back."""
+        """Hashes of the ledger's first bytes and of those just before `offset`, kept with a reader's offset so its
+        next run can tell the ledger was rewritten before that point (`changed`). Not keyed: the ledger holds no
+        text, and a rewrite that keeps these bytes is caught where lines are read back."""
         if offset <= 0:
             return None
         try:
@@ -183,8 +164,6 @@ class Ledger:
             os.close(fd)
 
     def changed(self, offset: int, mark: dict | None) -> str | None:
-        """Why the ledger is no longer the one a reader read up to `offset` (a few words),
-        or None when it is, as far as `mark` tells (None: a state that kept none)."""
         if offset <= 0:
             return None
         try:
@@ -201,21 +180,15 @@ class Ledger:
             os.close(fd)
 
     def read_from(self, offset: int) -> ReadResult:
-        """Every complete line from `offset` on, as a list (for short tails)."""
         result = ReadResult(end=offset)
         result.events = list(self.iter_from(offset, result))
         return result
 
     def iter_from(self, offset: int, result: ReadResult, *, tail: bool = False) -> Iterator[dict]:
-        """Complete lines from `offset` on, one at a time, so a long ledger is never
-        held in memory; `result` gets the end offset and the malformed lines.
-        A shared lock keeps a writer's half-written line from being mistaken for
-        a torn one; it is taken per chunk, so writers are never held up long.
-
-        `tail`: also the torn last line (a crash or a full disk mid-append) when
-        it is a whole event that lacks only its newline. The next append closes
-        it off with one, making it a line like any other; the jobs' recovery
-        must therefore count it as written (`result.end` stays before it)."""
+        """Complete lines from `offset` on, one at a time; `result` gets the end offset and the malformed lines. A
+        shared lock, taken per chunk, keeps a writer's half-written line from being mistaken for a torn one.
+        `tail`: also a torn last line that is a whole event lacking only its newline; the next append closes it
+        off, so the jobs' recovery counts it as written (`result.end` stays before it)."""
         result.end = offset
         try:
             f = self._open()

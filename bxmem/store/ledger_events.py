@@ -1,30 +1,6 @@
-"""The ledger's vocabulary: every event kind, its fields, and one constructor each.
-
-Every line bxmem appends to memory/honcho.jsonl is built here, and every fold
-over the ledger (outbox, audit, the index, decide's and mirror's recovery)
-names the kinds by these constants. The format on disk is unchanged from the
-free dicts these replace: same keys, same order (`ledger.event` puts `v`,
-`ev` and `ts` first), so ledgers written before still fold the same
-(tests/test_ledger_compat.py).
-
-The TypedDicts describe the lines for readers and type checkers and cost
-nothing at run time; this module imports only typing and store/ledger.py, and the
-idle fast path imports neither.
-
-`decided`   an item and where it goes, or nowhere and why (a turn, an edit, or an artifact card and its retraction)
-`attempt`   a send started: its outcome is unknown until `sent` follows
-`sent`      Honcho's ids (a turn) or what each action did (an edit)
-`failed`    Honcho's refusal, or a local one (status None)
-`unsent`    an attempt that never connected: nothing reached Honcho
-`cancelled` an edit undone before it was sent
-`requeued`  a failed item the owner sent back to the outbox (`bxmem outbox resend`, `bxmem sync --retry-failed`)
-`created`   a workspace, peer or session bxmem set up
-`key_refused` / `key_resumed`  a workspace's key refused (by Honcho, or its file by bxmem), and its file since changed
-`session_gone`  Honcho answered 404 for a Honcho session bxmem had set up: it was deleted on the server
-`session_renewed`  the owner sends a gone session's items again (`bxmem outbox resend`): to the next `<name>-N`
-`dropped`   the owner took an item out of the outbox, never to be sent, and said why (`bxmem outbox drop`)
-`rerouted`  the owner sent a held or failed item to the workspace that has its role now (`bxmem outbox reroute`)
-`accepted`  the owner accepted an audit finding, and said why (`bxmem audit --accept`)
+"""The ledger's vocabulary: every event kind, its fields and one constructor each (docs/interfaces.md,
+"Ledger events"). Keys and their order are the free dicts' these replaced (tests/test_ledger_compat.py). The
+TypedDicts cost nothing at run time.
 """
 
 from __future__ import annotations
@@ -97,9 +73,7 @@ DecidedTurn = TypedDict(
         "user": "list[list[int]]",
         "reply": "list[int] | None",
         "at": "str | None",
-        # The line hashes, {"key", "user", "reply"}; absent from lines older versions wrote, and when no key was at hand.
         "macs": NotRequired[dict],
-        # The first line of the session's log bxmem could not read ({"line", "why"}); absent when none.
         "unreadable": NotRequired[dict],
     },
 )
@@ -120,45 +94,45 @@ class _DecidedEdit(Event):
 
 
 class DecidedEdit(_DecidedEdit, total=False):
-    target: str  # an undo's: the item it takes back
+    target: str
 
 
 class _DecidedCard(Event):
-    item: str  # card:<experiment>:<revision>[-<n>], its retraction with `:rm`
+    item: str
     kind: Literal["card"]
-    op: str  # record, or undo (`bxmem artifact rm`: a retraction beside the card)
+    op: str
     experiment: str
     artifact: str
-    session: str  # the Boxmaker session it was recorded in
+    session: str
     role: str | None
     ws: str | None
     reason: str
     untrusted_by: list[str]
-    actions: list[dict]  # [{"do": "card", "rev"}] or [{"do": "retract-card", "of": "<card item>#0"}]
+    actions: list[dict]
     at: str | None
 
 
 class DecidedCard(_DecidedCard, total=False):
-    target: str  # a retraction's: the card item it retracts
+    target: str
 
 
 class Attempt(Event, total=False):
     items: list[str]
     ws: str
-    role: str  # the role the items were decided for, which the workspace is written as (absent from lines older versions wrote)
+    role: str
     session: str | None
-    hsession: str  # turns only: the Honcho session the batch goes to
-    parts: dict[str, int]  # turns only: messages per item
+    hsession: str
+    parts: dict[str, int]
 
 
 class Sent(Event, total=False):
     item: str
     ws: str
-    role: str  # as on the attempt (absent from lines older versions wrote)
-    hsession: str  # turns
-    ids: list[str]  # turns: one message id per part
-    settled: bool  # turns: found already in Honcho after a lost answer
-    results: list[dict]  # edits: what each action did
+    role: str
+    hsession: str
+    ids: list[str]
+    settled: bool
+    results: list[dict]
 
 
 class Failed(Event, total=False):
@@ -166,9 +140,7 @@ class Failed(Event, total=False):
     ws: str
     status: int | None
     reason: str
-    results: list[dict]  # an edit refused half-way: what it did before
-    # Honcho may hold what the item's attempt sent (an answer bxmem could not use, or
-    # a lookup that could not be finished): a requeue looks it up before sending again.
+    results: list[dict]
     in_doubt: bool
 
 
@@ -191,21 +163,21 @@ class Requeued(Event):
 class Created(Event, total=False):
     ws: str
     what: Literal["workspace", "peer", "session"]
-    configuration: dict  # workspace
-    role: str  # workspace: the role the configuration was applied for (absent from lines older versions wrote)
-    id: str  # peer, session
-    observe_me: bool  # peer
-    session: str  # session: the Boxmaker session
-    n: int  # session: its Honcho session's number
-    peers: list[str]  # session
+    configuration: dict
+    role: str
+    id: str
+    observe_me: bool
+    session: str
+    n: int
+    peers: list[str]
 
 
 class KeyRefused(Event):
     ws: str
     status: int | None
     secret: str
-    key: list[int] | None  # the key file's fingerprint (config.key_fingerprint), never the key
-    problem: NotRequired[str]  # bxmem refused the key file itself (status None): what is wrong with it
+    key: list[int] | None
+    problem: NotRequired[str]
 
 
 class KeyResumed(Event):
@@ -215,33 +187,33 @@ class KeyResumed(Event):
 
 class SessionGone(Event):
     ws: str
-    session: str  # the Boxmaker session
-    hsession: str  # its Honcho session, which Honcho no longer has
+    session: str
+    hsession: str
     status: int
 
 
 class SessionRenewed(Event):
     ws: str
     session: str
-    hsession: str  # the gone Honcho session the items leave behind
+    hsession: str
 
 
 class Dropped(Event):
     item: str
     ws: str | None
-    was: str  # what held it: failed, held, pending
-    reason: str  # the owner's words (one line, no message text)
+    was: str
+    reason: str
 
 
 class Rerouted(Event):
     item: str
-    ws: str  # the workspace that has the item's role now
-    role: str  # the role decided, unchanged
-    was: str  # the workspace it was decided for
+    ws: str
+    role: str
+    was: str
 
 
 class Accepted(Event):
-    finding: str  # an audit finding's id (commands/audit.py): kind, workspace and what it names
+    finding: str
     reason: str
 
 
@@ -375,7 +347,6 @@ def decided_card(
 
 
 def is_decided(ev: dict, kind: str) -> bool:
-    """A `decided` line about a turn, an edit or a card (`kind`)."""
     return ev.get("ev") == DECIDED and ev.get("kind") == kind
 
 

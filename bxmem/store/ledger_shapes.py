@@ -1,16 +1,6 @@
-"""What a ledger line must hold to be read: for each kind, every field a fold
-reads (the outbox, audit, the index, decide's and mirror's recovery, and send
-when it reads a decision back), of the type store/ledger_events.py writes it.
-
-A line that is not of its kind's shape is read as a malformed line: skipped,
-counted and reported (`sync` shows the count), as a torn line is, never folded
-half-way and never a crash. Lines written by earlier versions keep their
-shapes (tests/test_ledger_compat.py reads a corpus of them). Fields a fold
-does not read are not checked, and other fields are allowed.
-
-Kinds are spelt out here rather than imported from store/ledger_events.py, which
-imports store/ledger.py (which reads lines by these shapes);
-tests/test_ledger_shapes.py holds the two lists equal.
+"""Each ledger line's shape: every field a fold reads, else a malformed line every fold skips alike. Kinds
+are spelt out, not imported from ledger_events.py, which imports ledger.py, which reads by these shapes
+(tests/test_ledger_shapes.py holds the two lists equal).
 """
 
 from __future__ import annotations
@@ -55,10 +45,8 @@ def action(value: Any) -> str | None:
 
 
 ACTIONS = list_of(action)
-# Ids Honcho gave (`id`, `deleted`, `ids`) are not checked here: an older bxmem
-# recorded them from unchecked answers, and each is checked where it is used
-# (honcho/client.py refuses one that is not a Honcho id, naming the item), so a forged
-# one fails its own item, visibly, where skipping the line would hide it.
+# Ids Honcho gave are not checked here: an older bxmem recorded them unchecked, and each is checked where used, so a
+# forged one fails its own item visibly where skipping the line would hide it.
 _HONCHO_IDS = anything
 _RESULT = record(
     {"i": integer(0), "do": string},
@@ -85,9 +73,7 @@ def RESULT(value: Any) -> str | None:  # a shape, named as the others are
 
 _MACS = maybe(record({"key": _NAME, "user": _STRINGS, "reply": _NAME}))
 
-# A decision's `ws` and `role` are not checked here: whatever they hold, a
-# pending item goes only where they still say in the configuration, and a
-# damaged one is held, named, by trust/write_policy.py (sync shows it).
+# A decision's `ws` and `role` are not checked here: a damaged one is held, named, by trust/write_policy.py.
 _WHERE = {"ws": anything, "role": anything}
 DECIDED_TURN = record(
     {
@@ -199,7 +185,6 @@ ATTEMPT_KEPT = both(
 
 
 def event_problem(ev: dict) -> str | None:
-    """Why a ledger line's object is not an event bxmem can fold, or None."""
     kind = ev.get("ev")
     if kind == "decided":
         what = ev.get("kind", "turn")  # lines from before `kind` are turns

@@ -1,18 +1,6 @@
-"""bxmem's local secret, `memory/bxmem/entry.key`: the key of the HMACs and
-keyed hashes that let bxmem recognise a text without writing it anywhere.
-
-mirror keys its map of live conclusions by an HMAC of each entry; decide and
-mirror record a keyed hash (`line_mac`) of each log or journal line a decision
-will read back, and send and the index check it before they use the line.
-Keyed, so that the ledger and the state files never let anyone test guesses
-of a text.
-
-Created once, whole: written under a temporary name, fsynced, then linked
-into place, so two jobs creating it at once end up with the same key. Like
-everything in `memory/bxmem/` it may be deleted: mirror then rebuilds its
-state, and a line's hash made with the old key can no longer be checked (the
-checks that need no key still are: what the span holds must be the record
-the decision names; docs/interfaces.md, "Read back").
+"""`memory/bxmem/entry.key`, the key of the HMACs that let bxmem recognise a text without writing it, so
+neither the ledger nor a state file lets anyone test guesses of a text. Created once, whole (linked into place,
+so two jobs creating it at once get the same key); deletable like all of `memory/bxmem/`.
 """
 
 from __future__ import annotations
@@ -24,7 +12,7 @@ from pathlib import Path
 
 from bxmem.errors import StorageError
 from bxmem.log import log
-from bxmem.store.files import Unreadable, fsync_dir, read_state, write_all
+from bxmem.store.files import Unreadable, read_state, write_bytes
 
 KEY_FILE = "entry.key"
 KEY_BYTES = 32
@@ -67,8 +55,6 @@ def load(state_dir: Path, *, create: bool = True) -> bytes | None:
 
 
 def _read(path: Path) -> bytes:
-    """entry.key's bytes (store/files.py's read_state: never blocking, never through a link);
-    FileNotFoundError when there is none."""
     data = read_state(path)
     if data is None:
         raise FileNotFoundError(path)
@@ -77,32 +63,13 @@ def _read(path: Path) -> bytes:
 
 def _create(path: Path, *, replace: bool) -> bytes:
     secret = os.urandom(KEY_BYTES)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            write_all(fd, secret)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if replace:  # not a key bxmem wrote whole: a crash while an older version wrote it, or something else
-            os.replace(tmp, path)
-            fsync_dir(path.parent)
-            return secret
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return _read(path)  # another job made it first: theirs is the key
-        finally:
-            os.unlink(tmp)
-        fsync_dir(path.parent)  # the name too: a key lost in a crash leaves every hash made with it uncheckable
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise StorageError(f"cannot create {path}: {exc.strerror}") from None
-    return secret
+    # Replaced only when it is not a key bxmem wrote whole (a crash while an older version
+    # wrote it, or something else); otherwise linked, and if another job made it first, theirs
+    # is the key. The name is fsynced too: a key lost in a crash leaves every hash made with
+    # it uncheckable.
+    if write_bytes(path, secret, exclusive=not replace, doing="create"):
+        return secret
+    return _read(path)
 
 
 def key_id(secret: bytes) -> str:
@@ -122,16 +89,13 @@ TAG_BITS = 32
 
 
 def ledger_tag(secret: bytes | None, raw: bytes) -> int:
-    """The keyed hash the outbox keeps of a pending item's decision line (store/outbox.py),
-    as a number of TAG_BITS bits, checked when the line is read back by its offset: a
-    ledger rewritten in place cannot hand send another item's decision, nor an edited
-    one. Short, because 100,000 pending items keep one each (docs/performance.md,
-    "Memory"); keyed, so that an edit made to pass it would have to know entry.key."""
+    """The keyed hash the outbox keeps of a pending item's decision line, TAG_BITS bits, checked when the line is
+    read back by its offset: a ledger rewritten in place cannot hand send another item's decision, nor an edited
+    one. Short, as 100,000 pending items keep one each (docs/performance.md, "Memory"); keyed, so an edit made to
+    pass it would need entry.key."""
     digest = hashlib.blake2b(raw, digest_size=TAG_BITS // 8, key=secret or b"", person=b"bxmem decision")
     return int.from_bytes(digest.digest(), "big")
 
 
 def window_mac(secret: bytes | None, raw: bytes) -> str:
-    """The hash a reader's cursor keeps of a few bytes of a file it does not
-    write (sources/cursor.py): keyed when a key is at hand."""
     return hashlib.blake2b(raw, digest_size=16, key=secret or b"", person=b"bxmem cursor").hexdigest()

@@ -1,21 +1,5 @@
-"""The outbox: what the ledger says is decided and not yet sent or failed.
-
-There is no second queue. This is a checkpoint of a fold over the ledger (its
-byte offset plus the fold's result), caught up from that offset on every run,
-so no run reads the whole ledger. Deleting the checkpoint is always safe: the
-next run folds the ledger again from the start. A ledger that is no longer the
-one folded (replaced, shorter, rewritten in place before the offset, or a
-decision read back that is not the line folded there) is folded again, and
-what the checkpoint knew that such a ledger may have lost is kept (`inherit`):
-an item it had seen sent is looked up in Honcho before anything is sent again.
-
-The fold also keeps what bxmem set up in Honcho (configured workspaces,
-peers, and for each Boxmaker session its current Honcho session and peers),
-every Honcho session name it has used in each workspace, the role each
-workspace was set up and written as (store/workspace_roles.py), the workspaces whose
-key was refused, the outage backoff, the Honcho sessions Honcho said are gone,
-what the owner dropped or re-routed, and which lasting states send has logged
-(so the journal hears of each once).
+"""The outbox: a checkpoint of a fold over the ledger (its offset and the result), caught up on every run.
+There is no second queue: deleting the checkpoint is always safe, the next run folds the ledger again.
 """
 
 from __future__ import annotations
@@ -64,11 +48,10 @@ NAMED_WRONG = ("speaker-named-like-the-owner", "speaker-is-the-agent")  # trust/
 CHECKPOINT = "outbox.marshal"
 # marshal, not JSON: every send run loads and saves it, and JSON was too slow at that for a large
 # outbox (docs/performance.md, "Start-up"). It is a cache of the ledger: any doubt means a rebuild.
-CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger (8: `withdrawn`)
+CHECKPOINT_VERSION = 8  # a checkpoint another version wrote is rebuilt from the ledger
 
 
 def read_checkpoint(state_dir: Path) -> tuple[dict | None, str | None]:
-    """The checkpoint as saved (shape checked), or (None, why it cannot be used)."""
     raw, why = load_marshal(state_dir / CHECKPOINT, record({"version": anything}))
     if raw is None or raw["version"] != CHECKPOINT_VERSION:
         return None, why  # another version: folded again, as planned
@@ -148,7 +131,6 @@ class Outbox:
     # --- the fold -----------------------------------------------------------------
 
     def apply(self, ev: dict, offset: int = 0, raw: bytes = b"") -> None:
-        """Fold one event, the line at `offset` whose bytes are `raw`."""
         kind = ev.get("ev")
         item: str = ev.get("item", "")  # every kind that names an item has one
         if kind in (ATTEMPT, SENT, CREATED):  # before the item leaves the outbox: its decided role is still here
@@ -241,8 +223,6 @@ class Outbox:
             self.stopped.pop(ev.get("ws", ""), None)
 
     def _reroute(self, item: str, ws: object) -> None:
-        """A held or failed item goes to `ws` now, the workspace that has its role
-        (bxmem outbox reroute checked that): a failed one back into the outbox."""
         if not isinstance(ws, str):
             return
         record = self.pending.get(item)
@@ -381,7 +361,6 @@ class Outbox:
         self.__dict__.update(new.__dict__)
 
     def knows(self, item: str) -> bool:
-        """Whether `item` was ever decided in what this outbox folded."""
         return knows(self.known_turns, self.known_other, item)
 
     def catch_up(self, ledger: Ledger) -> None:

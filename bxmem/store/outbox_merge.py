@@ -1,7 +1,6 @@
-"""What a fold of the ledger from its start keeps of what the outbox knew before,
-when the ledger was rewritten in place since (store/outbox.py's `refold`), and the
-order such a fold puts each session's turns and the edits back in. Plain functions
-over the outbox's fields: Honcho did not go back with the ledger."""
+"""What a fold from the ledger's start keeps of what the outbox knew (Honcho did not go back with the ledger),
+and the order it puts each session's turns and the edits back in.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +36,6 @@ class Box(Protocol):
 
 
 def knows(known_turns: dict[str, list[list[int]]], known_other: set[str], item: str) -> bool:
-    """Whether `item` is among those decided (the outbox's known sets)."""
     kind, _, rest = item.partition(":")
     session, _, number = rest.rpartition(":")
     if kind == TURN and session and number.isascii() and number.isdigit():
@@ -46,15 +44,8 @@ def knows(known_turns: dict[str, list[list[int]]], known_other: set[str], item: 
 
 
 def inherit(new: Box, old: Box) -> int:
-    """Keep in `new` (the ledger folded again) what `old` (the checkpoint of the ledger
-    before it was rewritten) knew that the ledger may have lost: a restored copy lacks
-    the lines written after it was taken. What was set up in Honcho, the session names
-    used and the roles written stay known; a failed item stays failed; an item in doubt
-    stays in doubt; an item the owner dropped, or undid before it was sent, stays out
-    for good; an item `old` had seen sent that is pending here again is put in doubt,
-    looked up in Honcho before anything of it is sent; one the ledger no longer decides
-    stays decided, so deciding it again is a second decision, ignored. Returns how many
-    items were put in doubt."""
+    """Keep in `new` (the ledger folded again) what `old` knew that the ledger may have lost (docs/design.md's threat
+    model, "The owner's own hands"). Returns how many items were put in doubt."""
     for ws, was in old.setup.items():
         now = new.workspace(ws)
         now["configured"] = now["configured"] or was["configured"]

@@ -1,6 +1,4 @@
-"""The outbox checkpoint's record of a pending item, and the checkpoint's shape
-as Outbox.save writes it (store/outbox.py): checked whole on load, so that any
-other shape is a rebuild from the ledger, never a crash part-way."""
+"""The outbox checkpoint's shape, checked whole on load: any other shape is a rebuild, never a crash part-way."""
 
 from __future__ import annotations
 
@@ -22,14 +20,10 @@ from bxmem.store.ledger_shapes import MARK as LEDGER_MARK
 from bxmem.store.local_key import TAG_BITS
 from bxmem.store.workspace_roles import SHAPE as ROLES
 
-# A pending item is kept as (where its decision is, workspace, session, kind, peer, role):
-# what a run needs to choose and group its batch, and to check that its
-# workspace still has the role it was decided for (trust/write_policy.py). The full
-# decision is read back from the ledger, by offset, for the items a run sends:
-# whole decisions for every pending item would not fit the memory target
-# (docs/performance.md, "Memory"). `AT` is the decision line's offset and its keyed
-# hash (local_key.ledger_tag) in one number, so that reading it back checks the line
-# is still that decision (Outbox.decision) for 4 bytes an item rather than 40.
+# A pending item is kept as (where its decision is, workspace, session, kind, peer, role): enough to choose and group
+# a batch and check its role (trust/write_policy.py). Whole decisions for every pending item would not fit the memory
+# target (docs/performance.md, "Memory"): the decision is read back by offset for the items a run sends. `AT` is the
+# offset and the keyed hash (local_key.ledger_tag) in one number: 4 bytes an item rather than 40.
 AT, WS, SESSION, KIND, PEER, ROLE = range(6)
 _TAG_MASK = (1 << TAG_BITS) - 1
 
@@ -39,7 +33,6 @@ def at(offset: int, tag: int) -> int:
 
 
 def offset_of(record: tuple) -> int:
-    """The byte offset of the line that decided a pending item."""
     return record[AT] >> TAG_BITS
 
 

@@ -1,9 +1,5 @@
-"""Who owns, and who may change, the files and folders bxmem reads and writes, for
-`bxmem doctor`: the config file, the Boxmaker home, memory/bxmem/, the ledger and
-loopd's logs folder. Someone else who can write one of them decides where text
-goes (docs/design.md, threat model), so each must be this user's (the config
-file may be root's) and writable by no one else; memory/bxmem/ is mode 700.
-Looked at with lstat (stat for the config file, which may be a link), never opened.
+"""Who owns and who may change what bxmem reads and writes, for `bxmem doctor`: someone else who can write
+them decides where text goes. Looked at with lstat (stat for the config file, which may be a link), never opened.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Where things live: config file, Boxmaker home, bxmem's own state, as
-Paths. The precedence and the defaults are decided in start/locations.py (stdlib only,
-shared with the idle fast path); this module checks what the config says.
-"""
+"""Where things live, as Paths; the precedence and defaults are start/locations.py's."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ from bxmem.store.files import Unreadable, make_dirs, read_state
 
 
 def config_source(explicit: str | os.PathLike[str] | None = None) -> tuple[Path, str | None]:
-    """locations.config_source as a Path."""
     path, named_by = locations.config_source(explicit)
     return Path(path), named_by
 
@@ -70,8 +66,6 @@ def load_toml(path: Path, named_by: str | None = None) -> dict:
 
 
 class Paths:
-    """The Boxmaker home and the run directory, and everything under them."""
-
     __slots__ = ("home", "run")
 
     def __init__(self, home: Path, run: Path) -> None:
@@ -95,7 +89,6 @@ class Paths:
 
     @property
     def artifacts(self) -> Path:
-        """The artifact store (store/artifacts.py): objects, cards, projections, tmp. Mode 0700."""
         return self.memory / "artifacts"
 
     @property
@@ -105,7 +98,6 @@ class Paths:
 
     @property
     def state(self) -> Path:
-        """bxmem's private state: cursors, checkpoints, locks, index. Mode 0700."""
         return Path(locations.state_dir(self.home))
 
     @property
@@ -113,11 +105,9 @@ class Paths:
         return self.run / "memory-broker" / "state.sock"
 
     def require_home(self) -> None:
-        """HomeMissing unless the Boxmaker home is there: a directory itself, not a link
-        to one (where a link points is not where the owner said), which every command
-        that reads or writes the home asks first. A wrong HOME, user or BOXMAKER_HOME
-        must fail loudly: a job would otherwise make a new, empty home there, and
-        recall and ask answer from it as if nothing had ever been remembered."""
+        """HomeMissing unless the Boxmaker home is a directory itself, not a link (where a link points is not where
+        the owner said). A wrong HOME, user or BOXMAKER_HOME must fail loudly: a job would otherwise make a new,
+        empty home, and recall and ask answer from it as if nothing had been remembered."""
         why = home_problem(self.home)
         if why is not None:
             raise HomeMissing(
@@ -138,11 +128,9 @@ class Paths:
 
 
 def make_home(home: Path) -> tuple[list[Path], list[Path]]:
-    """The Boxmaker home as the jobs need it (`bxmem init`): the home, loopd's logs/,
-    memoryd's memory/ and bxmem's state, each made 700 where it is missing (its
-    parents as mkdir -p makes them), bxmem's state 700 whatever it was; a folder
-    already there is left as it is. (made, already there); Refused when a file is
-    where a folder goes."""
+    """The home as the jobs need it (`bxmem init`): the home, logs/, memory/ and bxmem's state, each made 700 where
+    missing (parents as mkdir -p makes them), bxmem's state 700 whatever it was. Returns (made, already there);
+    Refused when a file is where a folder goes."""
     made, existed = [], []
     try:
         home.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +156,6 @@ def make_home(home: Path) -> tuple[list[Path], list[Path]]:
 
 
 def home_problem(home: Path) -> str | None:
-    """Why `home` is not a Boxmaker home bxmem may use, or None."""
     try:
         st = os.lstat(home)
     except FileNotFoundError:

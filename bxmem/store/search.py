@@ -1,30 +1,5 @@
-"""The local index's search: every match ranked by BM25, at a bounded cost.
-
-The query's content words (terms.query_words) are stemmed by the index's own
-tokenizer and weighed by how many of the index's passages hold them, counted
-by FTS5 up to COMMON (fts5vocab would count every one, at a cost that grows with the index):
-
-- Words in COMMON passages or more are this history's stop words and are
-  left out (unless nothing else is left): bm25 would count them again.
-- Candidates are the passages holding any of the rarest words, as many of
-  them as fit in BUDGET passages (the rarest always does); every one of them
-  is scored by FTS5's bm25 over all the words, the commoner ones included
-  (two MATCH expressions: the candidates holding one of them, and the rest).
-  A passage holding only common words could not outrank one holding a rarer
-  word unless it held several; that is the price of the bound. No window on
-  age: an old turn is found as a new one is.
-- When every word is in more than BUDGET passages (a question of common words
-  only), the newest WINDOW passages holding all of them and the newest WINDOW
-  holding any are ranked; identity entries' passages count as the newest
-  (their rowids are the highest), so those holding any word are among them.
-  Such a question names nothing rarer to look for.
-
-A document (a turn, an entry, a note) scores as its best passage. Among
-documents an identity entry moves up past each one ranked just above it
-that holds no query word the entry does not: the entry is what the agent
-keeps as current, while an old turn may still hold the text it replaced
-(docs/decisions.md). Equal scores: the newest first. Each hit's text is a
-snippet around its best match (retrieval/snippets.py).
+"""The local search: every match ranked by BM25 at a bounded cost (docs/decisions.md has the rule). The cost
+of the bound: a passage holding only common words can outrank one holding a rarer word only by holding several.
 """
 
 from __future__ import annotations
@@ -47,9 +22,6 @@ MARK, UNMARK = "\x01", "\x02"  # neutralise() keeps neither in stored text, so a
 
 
 class LocalHit:
-    """A document found, and why: its bm25 score (FTS5's: lower is better) and the query's
-    words it holds (as the query wrote them), for recall's explanation of each hit."""
-
     __slots__ = ("key", "kind", "tag", "trust_class", "session", "ts", "text", "who", "score", "matched", "follows")
 
     def __init__(
@@ -223,9 +195,8 @@ class _Doc:
 
 
 def _documents(db, ranked: list[tuple[int, float]], top: int, terms: list[Term]) -> tuple[list[_Doc], int]:
-    """The documents of the ranked passages, each at its best passage, in rank order: the
-    best `top`, and the best IDENTITY_EXTRA identity entries below them. Also how many
-    documents the passages held in all."""
+    """The documents of the ranked passages, each at its best passage, in rank order: the best `top`, then the best
+    IDENTITY_EXTRA identity entries below them; and how many documents the passages held."""
     ids = [pid for pid, _s in ranked]
     if not ids:
         return [], 0
@@ -325,8 +296,6 @@ def _exact(text: str, who: str | None, idf: dict[str, float]) -> float:
 
 
 def _window(doc: _Doc) -> tuple[int, str]:
-    """Where in the document the scratch copy starts, and the copy: the best passage and
-    enough around it for a snippet (the whole text when it is short)."""
     if len(doc.text) <= 4 * SNIPPET_CHARS:
         return 0, doc.text
     start = max(0, doc.start - 2 * SNIPPET_CHARS)

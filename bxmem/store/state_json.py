@@ -1,10 +1,5 @@
-"""The JSON state files in memory/bxmem/ (decide.json, mirror.json, workspace-roles.json,
-audit.json, last-run-JOB.json): written whole, sealed, and read back checked.
-
-A file is `{"seal":"<32 hex digits>",...}`: the object as bxmem wrote it, its first
-member a BLAKE2b digest of the file's name and of the object's compact JSON without
-that member. Still JSON (jq reads it). Not keyed: it answers damage and edits made by
-hand or by a tool, not someone who can write the owner's files (docs/decisions.md).
+"""The JSON state files in memory/bxmem/, sealed: the first member a BLAKE2b digest of the name and the rest,
+still JSON (jq reads it). Not keyed: it answers damage and hand edits, not someone who can write the owner's files.
 """
 
 from __future__ import annotations
@@ -103,5 +98,4 @@ def say_unusable(path: Path, why: str, instead: str) -> None:
 
 
 def write_json(path: Path, value: dict, *, durable: bool = True) -> None:
-    """A JSON state file, sealed (`seal_json`), written whole (`write_bytes`)."""
     write_bytes(path, seal_json(path.name, value), durable=durable)

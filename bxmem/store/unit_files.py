@@ -1,6 +1,4 @@
-"""The systemd unit files `bxmem units install` writes, the templates they are made
-from, and the list of what it wrote (its manifest): each written whole (a
-temporary file moved in place), read back as bytes or checked JSON."""
+"""The unit files `bxmem units install` writes, their templates and its manifest, each written whole."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ UNIT_SUFFIXES = (".service", ".timer", ".path")
 
 
 def templates(folder: Path) -> dict[str, str]:
-    """Every unit template in `folder` (bxmem-*.service, .timer, .path), by file name."""
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("bxmem-*")) if p.suffix in UNIT_SUFFIXES}
 
 
@@ -41,7 +38,6 @@ def write(path: Path, data: bytes) -> bool:
 
 
 def read(path: Path) -> bytes | None:
-    """What a unit file holds, or None when it is gone."""
     try:
         return path.read_bytes()
     except FileNotFoundError:

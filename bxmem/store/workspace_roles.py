@@ -1,22 +1,5 @@
-"""The role each Honcho workspace was set up and written as, by this agent's ledger.
-
-A workspace's role (trusted, untrusted, fleet) is the configuration's, and
-the owner can change it; what bxmem has written to a workspace cannot change.
-A workspace that holds untrusted turns does not become clean memory when the
-configuration calls it trusted, and one whose deriver was left on does not
-become quiet when it is made the fleet. So the ledger keeps both: a `created`
-workspace line names the role its configuration was applied for, and each
-`attempt` and `sent` line the role of what it writes. Lines from before these
-fields carry none: the role then is that of the decided items written there
-(`role_of`), and an old `created` line counts as set up for no role, so the
-workspace is set up again, once, for the role it has now.
-
-What is written where is kept as plain data (the outbox checkpoint is marshal):
-`{workspace: {"set_up": [role or None, ...], "written": {role: first item}}}`.
-The outbox folds it with everything else (`apply`), and saves it beside its
-checkpoint (`save`), so that recall and ask, which must tell whether a
-workspace they call trusted holds untrusted writes, read a small file and the
-ledger's tail (`read`), never the whole outbox.
+"""The role each Honcho workspace was set up and written as, by the ledger: what was written cannot change
+with the configuration. Saved beside the checkpoint so recall and ask read a small file, never the whole outbox.
 """
 
 from __future__ import annotations
@@ -68,14 +51,11 @@ def apply(roles: Roles, ev: dict, role_of: Callable[[str], object]) -> None:
 
 
 def written(roles: Roles, ws: str) -> dict[str, str]:
-    """{role: the first item written as it} for `ws`; empty when bxmem wrote nothing there."""
     entry = roles.get(ws)
     return entry["written"] if entry else {}
 
 
 def other_role(roles: Roles, ws: str, role: str) -> tuple[str, str] | None:
-    """A role other than `role` that bxmem has written `ws` as, with the first item
-    written so; None when everything written there was written as `role`."""
     for other, item in sorted(written(roles, ws).items()):
         if other != role:
             return other, item
@@ -83,7 +63,6 @@ def other_role(roles: Roles, ws: str, role: str) -> tuple[str, str] | None:
 
 
 def tainted_by(roles: Roles, ws: str) -> tuple[str, str] | None:
-    """The untrusted or fleet role this agent wrote `ws` as, and the first item written so, or None."""
     for role in TAINTING:
         item = written(roles, ws).get(role)
         if item is not None:
@@ -92,10 +71,9 @@ def tainted_by(roles: Roles, ws: str) -> tuple[str, str] | None:
 
 
 def read_as_tainted(roles: Roles | None, ws: str) -> str | None:
-    """Why a workspace the configuration has recall and ask read as trusted memory
-    must be read as memory-tainted, or None: this agent wrote its untrusted turns
-    or fleet notes there (its role changed since), or the ledger that would say
-    could not be read (`roles` None: what bxmem cannot read counts against trust)."""
+    """Why a workspace the configuration has recall and ask read as trusted must be read as memory-tainted, or None:
+    this agent wrote untrusted turns or fleet notes there, or the ledger that would say could not be read (`roles`
+    None: what bxmem cannot read counts against trust)."""
     if roles is None:
         return f"this agent's ledger could not be read to tell what it wrote to {ws}: read as memory-tainted"
     found = tainted_by(roles, ws)
@@ -105,8 +83,6 @@ def read_as_tainted(roles: Roles | None, ws: str) -> str | None:
 
 
 def tainting_notes(state_dir: Path, ledger_path: Path, workspaces: Iterable[str]) -> dict[str, str]:
-    """Of the workspaces the read path would tag memory, those it must read as
-    memory-tainted, each with why (`read_as_tainted`), by the ledger as it is now."""
     roles = read(state_dir, ledger_path)
     return {ws: why for ws in workspaces if (why := read_as_tainted(roles, ws)) is not None}
 
@@ -122,19 +98,15 @@ def set_up_for(roles: Roles, ws: str, role: str) -> bool:
 
 
 def save(state_dir: Path, roles: Roles, ino: int | None, offset: int, mark: dict | None = None) -> None:
-    """`mark`: the ledger as folded up to `offset` (Ledger.mark)."""
     write_json(
         state_dir / SIDECAR, {"version": SIDECAR_VERSION, "ino": ino, "offset": offset, "roles": roles, "mark": mark}
     )
 
 
 def read(state_dir: Path, ledger_path: Path) -> Roles | None:
-    """What the ledger says now: the saved copy caught up with the ledger's tail,
-    or the whole ledger folded when there is no usable copy (deleted with
-    memory/bxmem/, or from another ledger). A ledger rewritten or replaced since
-    the copy was saved is folded whole, and what the copy knew is kept too: what
-    was written to Honcho did not go back with the ledger. None when the ledger
-    cannot be read."""
+    """What the ledger says now: the saved copy caught up with the ledger's tail, or the whole ledger folded when the
+    copy is unusable or the ledger was rewritten since, keeping what the copy knew (what was written to Honcho did
+    not go back with the ledger). None when the ledger cannot be read."""
     ledger = Ledger(ledger_path)
     try:
         st = ledger_path.stat()

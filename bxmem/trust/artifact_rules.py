@@ -1,9 +1,5 @@
-"""Artifact memory's rules as pure functions: identities, what a record may carry,
-the card's remote projection, freshness (docs/design.md, "Artifact memory"); where a
-card goes is trust/card_route.py's. Stdlib only (no typing): recall's lean path loads it.
-
-Seed 002 sections 27 to 30, adapted: the seed's project is the agent's home, so
-an experiment's identity holds the agent where the seed holds the project id.
+"""Artifact memory's rules (docs/design.md, "Artifact memory"). Stdlib only, no typing: recall's lean path
+loads it.
 """
 
 from __future__ import annotations
@@ -44,10 +40,9 @@ _PAIRS: list[str] = []  # every 10 bits as two characters, made on first use
 
 
 def b32(digest: bytes) -> str:
-    """Lowercase RFC 4648 base32 without padding: 52 characters for a SHA-256. The same
-    characters as base64.b32encode's, lowered and unpadded (a test holds them equal),
-    computed on one integer ten bits at a time: base64's is written in Python a byte at
-    a time, and a stale catalog checks 10,000 cards' ids."""
+    """Lowercase RFC 4648 base32 without padding (52 characters for a SHA-256): base64.b32encode's characters (a test
+    holds them equal), computed ten bits at a time on one integer, because base64's goes a byte at a time in
+    Python and a stale catalog checks 10,000 cards' ids."""
     if not _PAIRS:
         _PAIRS.extend(a + b for a in _ALPHABET for b in _ALPHABET)
     bits = 8 * len(digest)
@@ -58,7 +53,6 @@ def b32(digest: bytes) -> str:
 
 
 def artifact_id(sha256_digest: bytes) -> str:
-    """`art_` + b32(SHA-256 of the bytes); the caller streams the bytes through the hash."""
     return ARTIFACT_PREFIX + b32(sha256_digest)
 
 
@@ -93,7 +87,6 @@ def is_experiment_id(value: object) -> bool:
 
 
 def object_folder(artifact: str) -> str:
-    """`objects/<this>/<artifact id>`: the first two characters of the digest."""
     return artifact[len(ARTIFACT_PREFIX) : len(ARTIFACT_PREFIX) + 2]
 
 
@@ -122,17 +115,14 @@ def name_problem(name: str) -> str | None:
 
 
 def one_line(text: str) -> str:
-    """Neutralised, every run of blank space (line breaks too) one space, stripped."""
     return " ".join(neutralise(text).split())
 
 
 def clean_summary(summary: str) -> str:
-    """A summary as kept: neutralised (line breaks kept), stripped."""
     return neutralise(summary).strip()
 
 
 def clean_tags(tags: list[str]) -> list[str]:
-    """Each tag one line, the empty ones and repeats left out, in the order given."""
     return list(dict.fromkeys(t for t in (one_line(tag) for tag in tags) if t))
 
 
@@ -220,7 +210,6 @@ def card_item(experiment: str, rev: str, generation: int = 1) -> str:
 
 
 def retraction_item(card: str) -> str:
-    """The item that leaves a retraction beside a card in Honcho (`artifact rm`)."""
     return card + ":rm"
 
 
@@ -233,15 +222,14 @@ def retraction_text(experiment: str, artifact: str) -> str:
 
 
 def retracted_card(text: str) -> str | None:
-    """The experiment id a retraction (`retraction_text`) names, or None: how another agent's
-    recall knows a card it found was removed by its owner."""
+    """The experiment a retraction names, or None: how another agent's recall knows its owner removed a card."""
     found = re.match(re.escape(RETRACTION_HEAD) + r"(exp_[a-z2-7]{52}) \(artifact art_[a-z2-7]{52}\);", text)
     return found.group(1) if found else None
 
 
 def parse_card_text(text: str) -> tuple[str, str] | None:
-    """(experiment id, artifact id) named by a card's projection, or None: how recall
-    knows a card among Honcho's hits (another agent's, so never trusted by this)."""
+    """(experiment id, artifact id) named by a card's projection, or None: how recall knows a card among Honcho's
+    hits (another agent's, never trusted by this)."""
     if not text.startswith(CARD_HEADER):
         return None
     found = re.search(r"^experiment (exp_[a-z2-7]{52}), artifact (art_[a-z2-7]{52}) \(", text, re.MULTILINE)

@@ -1,6 +1,4 @@
-"""Where an artifact card goes, and the label it and its bytes keep: a turn's rules
-(trust/rules.route_turn) on the session it was recorded in, at record time
-(docs/design.md, "Artifact memory")."""
+"""Where an artifact card goes: a turn's rules on the session it was recorded in, at record time."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Trust classes, their order, and the labels the read path gives what it finds.
-
-Kept apart from trust/rules.py so the read path (recall, ask, the index) can rank
-and tag without importing the rules (trust/sanitize.py alone). Each function is pure and holds one
-table: the trust classes and tool-result labels a turn is decided by
-(docs/design.md, "Deciding"), the tags recall and ask give what they find
-(docs/interfaces.md, "recall and ask --json").
+"""Trust classes, tool-result labels and the read path's tags, apart from trust/rules.py so the read path
+can rank and tag without importing the rules.
 """
 
 from bxmem.trust.sanitize import find_secret

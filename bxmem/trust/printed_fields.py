@@ -1,24 +1,5 @@
-"""What bxmem shows that came from outside: one sanitiser for every printed field.
-
-Honcho's answers (another fleet peer's metadata among them), the ledger
-(written from older answers) and the logs reach recall's and ask's JSON, the
-model-facing text, audit's lines and undo's. Each field goes through the
-function for its kind, and comes out within its schema's limits
-(bxmem/schemas/):
-
-* an id (`honcho_id`): a Honcho id, 1 to 512 of `A-Z a-z 0-9 _ -`, or the
-  marked placeholder INVALID_ID, which no id can be (it has a space);
-* an item (`item`): a bxmem item or conclusion ref (`turn:<session>:<n>`,
-  `edit:<id>`, `edit:<id>#<i>`), or INVALID_ID;
-* a name or role the ledger recorded (`token`): one word, or INVALID_ID;
-* a date (`date`): an ISO 8601 date or time, written one way
-  (`YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+HH:MM)`), or None: dropped;
-* free text (`text`, or `line` for text printed inside one line): neutralised (sanitize.neutralise: nothing that renders
-  as nothing), stripped, and cut to its cap, with an ellipsis.
-
-No field can then hold a line break, an ESC, a bidi override or a fence
-imitation, nor run past its schema's maxLength. Stdlib only, and no datetime:
-the lean recall path imports this module.
+"""One sanitiser for every printed field that came from outside (docs/interfaces.md, "What bxmem prints that
+came from outside"): each kind within its schema's limits. No datetime: the lean recall path imports it.
 """
 
 from __future__ import annotations

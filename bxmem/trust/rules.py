@@ -1,8 +1,5 @@
-"""Where text may go, as pure functions: the tables of docs/design.md ("Deciding", "Memory writes").
-
-No I/O, no clock, no configuration objects: a reviewer can hold each function
-against the table it implements, line by line. Everything that decides where
-text may go is here, but for when a turn may be decided (trust/turn_order.py).
+"""Where text may go, as pure functions a reviewer holds against docs/design.md's tables ("Deciding",
+"Memory writes") line by line. When a turn may be decided is trust/turn_order.py's.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What text may leave the host, and in what form.
-
-`neutralise` makes text inert for display and storage elsewhere; `find_secret`
-names the first known-prefix secret in a text. Regex rules are a floor, not
-data-loss prevention: a secret without a recognisable shape is not caught.
+"""What text may leave the host, and in what form. The secret rules are a floor, not data-loss prevention:
+a secret without a recognisable shape is not caught.
 """
 
 from __future__ import annotations
@@ -13,15 +10,9 @@ from bisect import bisect_right
 
 from bxmem.trust.unicode_ignorable import DEFAULT_IGNORABLE, STARTS
 
-# What renders as nothing, by Unicode property rather than by example: the
-# Default_Ignorable_Code_Point property (trust/unicode_ignorable.py: zero-width characters,
-# bidi controls and isolates, variation selectors, Hangul fillers, the
-# combining grapheme joiner, tags, ...) and the general categories Cc
-# (controls), Cf (format: invisible operators, interlinear annotations, ...),
-# Co (private use), Cn (unassigned) and Cs (surrogates). Kept: tab and newline.
-# Changed, not stripped: a lone surrogate (which cannot be encoded) becomes
-# U+FFFD, so a reader sees something was there; a line or paragraph separator
-# (Zl, Zp) and CR become a newline, so line structure survives.
+# What renders as nothing, by Unicode property rather than by example (docs/interfaces.md, "neutralised text").
+# Changed, not stripped: a lone surrogate becomes U+FFFD, so a reader sees something was there; Zl, Zp and CR become a
+# newline, so line structure survives.
 NEUTRALISE_VERSION = 2  # what neutralise strips changed: anything keyed by neutralised text is rebuilt
 _STRIPPED_CATEGORIES = frozenset(("Cc", "Cf", "Co", "Cn"))
 _LINE_BREAK_CATEGORIES = frozenset(("Zl", "Zp"))
@@ -50,12 +41,8 @@ def replacement(char: str) -> str | None:
 
 
 def neutralise(text: str) -> str:
-    """Strip every character that renders as nothing (see above); normalise to NFC.
-
-    CR LF, lone CR and line separators become LF; lone surrogates become U+FFFD.
-    Each distinct character is judged once (and remembered), so the cost is a
-    pass over the text plus one lookup per distinct character.
-    """
+    """Strip what renders as nothing, normalise to NFC. Each distinct character is judged once and remembered: a pass
+    over the text plus one lookup per distinct character."""
     text = text.replace("\r\n", "\n")
     if text.isascii():  # the common case: only C0 controls and DEL to find
         return _ASCII_INVISIBLE.sub("", text.replace("\r", "\n"))

@@ -1,12 +1,5 @@
-"""When `send` tries again: the outage backoff, and when an in-doubt item may be looked up.
-
-Delivery is at-least-once with duplicate defence (docs/decisions.md): an
-item whose request got no answer is looked up in Honcho by its metadata
-before anything is sent again. A lookup can only see what the server has
-stored, so it is made once the server can no longer be working on the
-request: the settle wait after the attempt line was written (the caller's,
-from the Honcho client's own bounds: honcho/api.settle_wait_s). Until then
-the item waits, and so does everything that must not overtake it (`Hold`).
+"""When `send` tries again: the outage backoff, and when an in-doubt item may be looked up, once the server
+can no longer be working on its request (honcho/api.settle_wait_s).
 """
 
 from __future__ import annotations
@@ -28,16 +21,14 @@ def next_backoff(previous: dict | None, now: float, since: str, rng: random.Rand
 
 
 def jittered(delay: float, rng: random.Random) -> float:
-    """A wait between half and one and a half times `delay`, kept within 5 s and 10 min."""
     low, high = max(FIRST_DELAY_S, delay / 2), min(MAX_DELAY_S, delay * 1.5)
     return rng.uniform(low, high)
 
 
 def believed(at: float | None, now: float, longest: float) -> float | None:
-    """A stored wake-up time `at`, as believed now: None when it is due (past), and
-    due too when it lies further ahead than `longest`, the most its own wait can be.
-    Such a time was written under a clock that ran ahead since corrected: held to,
-    it would keep a job asleep for as long as the clock was wrong."""
+    """A stored wake-up time `at` as believed now: None when it is due, and due too when it lies further ahead than
+    `longest`, the most its own wait can be: such a time was written under a clock since corrected, and held to,
+    it would keep a job asleep as long as the clock was wrong."""
     if at is None or at <= now or at - now > longest:
         return None
     return at
@@ -60,12 +51,9 @@ def attempt_time(attempt: dict) -> float | None:
 
 
 def settle_at(attempt: dict, now: float, wait: float) -> float | None:
-    """When the in-doubt `attempt` may be looked up, `wait` seconds after it was made;
-    None if it may be now. Never more than `wait` from now, whatever the clock did.
-
-    A clock that went back by more than the wait makes the attempt's age unknowable:
-    it is looked up then rather than held for as long as the clock jumped; one that
-    went back by less makes it wait `wait` from now, no longer."""
+    """When the in-doubt `attempt` may be looked up, `wait` seconds after it was made; None: now. Never more than
+    `wait` from now: a clock that went back by more than the wait makes the attempt's age unknowable, and it is
+    looked up then."""
     at = attempt_time(attempt)
     if at is None:
         return None
@@ -75,15 +63,11 @@ def settle_at(attempt: dict, now: float, wait: float) -> float | None:
 
 
 class Hold:
-    """Which outbox items wait in this run, in outbox order.
-
-    An in-doubt item waits until it may be looked up, and nothing overtakes it
-    that must come after it: a turn holds the later turns of its Boxmaker session
-    in its workspace (Honcho keeps a session's messages in the order they are
-    added); an edit holds every later edit (a remove or an undo names an earlier
-    edit's conclusion, in any session). Turns and edits do not hold each other:
-    conclusions have no place in a session's message order. `wait`: the settle wait,
-    as in settle_at."""
+    """Which outbox items wait in this run. An in-doubt item waits until it may be looked up, and nothing overtakes
+    it that must come after it: a turn holds the later turns of its session in its workspace (Honcho keeps a
+    session's messages in the order added); an edit holds every later edit (a remove or an undo names an earlier
+    edit's conclusion, in any session). Conclusions have no place in a session's order, so turns and edits do not
+    hold each other."""
 
     def __init__(self, attempts: dict[str, dict], now: float, wait: float) -> None:
         self.attempts = attempts

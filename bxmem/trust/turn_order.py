@@ -1,8 +1,4 @@
-"""When a session's turns may be decided, by turn number, and what a tool
-result logged after turns at or above its number have ended does
-(docs/interfaces.md, "Turn order"). Pure functions, beside
-trust/rules.py's tables: sources/turns.py applies them as a log is read.
-"""
+"""When a session's turns may be decided, and what a late tool result does (docs/interfaces.md, "Turn order")."""
 
 from __future__ import annotations
 
@@ -17,16 +13,10 @@ MAX_WAITING_TURNS = 64
 def turns_to_decide(
     open_turns: Mapping[int, bool], *, tainted: bool = False, max_waiting: int = MAX_WAITING_TURNS
 ) -> tuple[list[int], list[int]]:
-    """(the turns of a session that may be decided now, in number order; those
-    of them given up on), given its turns read but not yet decided (number ->
-    its turn_end has been read).
-
-    The contract says a turn is untrusted by the log when any tool result of
-    the session *up to and including that turn* is: by turn number, not by
-    where the line falls in the file. So a turn that has ended waits while any
-    lower-numbered turn is still open, whose tool results still to come count
-    for it; it is decided once every lower-numbered turn read so far has ended,
-    with the log's labels as of then (every result of those turns included).
+    """(the turns of a session that may be decided now, in number order; those of them given up
+    on), given its turns read but not yet decided (number -> its turn_end has been read). A turn
+    that has ended waits while a lower-numbered turn is open, whose results still to come count
+    for it (docs/interfaces.md, "Turn order"):
 
     | the session                                                      | an ended turn              |
     | `tainted`: a line bxmem cannot read or trust came before         | decided at once: nowhere,  |
@@ -35,10 +25,7 @@ def turns_to_decide(
     | (loopd stopped part-way through it and went on)                  | turn is given up on, and   |
     |                                                                  | decided as not completed   |
 
-    so one turn that never ends (its turn_end unreadable, or never written)
-    cannot keep the session's later turns from ever being decided; a line of
-    it that comes later belongs to a turn that has ended (skipped; a tool
-    result of it counts by result_too_late)."""
+    so one turn that never ends cannot keep the session's later turns from ever being decided."""
     ended = sorted(n for n, done in open_turns.items() if done)
     if tainted:
         return ended, []

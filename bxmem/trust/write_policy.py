@@ -1,22 +1,5 @@
-"""Where bxmem may write, and whether a pending item may still go where it was decided to.
-
-A decision names a workspace and a role (trusted, untrusted, fleet) as the
-configuration had them when it was made, and a turn's speaker as a peer.
-The configuration can change while items wait, or after they were sent: a
-workspace renamed, the roles swapped, an old workspace of ours listed as
-another agent's `[[honcho.read]]` source, the agent or the owner renamed. An
-item then goes only if every workspace it would write to is still, by name,
-one of this agent's three write workspaces, in the role it was decided for;
-if no workspace it writes holds what this agent wrote there in another role
-(the ledger knows: store/workspace_roles.py), so that no workspace ever holds two
-roles' writes; and, for a turn, if its speaker's peer may still carry a
-person's words under the agent and owner configured now (rules.peer_problem).
-Otherwise it is held: not sent, not failed, shown by `bxmem sync` with a
-stable reason, until the configuration says again what the decision said (or
-the owner drops or re-routes it).
-
-Pure functions over plain data (no I/O, no configuration objects), like
-trust/rules.py: send, sync, undo and audit all ask these.
+"""Whether a pending item may still go where it was decided to, under today's configuration (docs/design.md,
+"Sending"); otherwise it is held with a stable reason. Pure, like trust/rules.py.
 """
 
 from __future__ import annotations
@@ -29,16 +12,14 @@ from bxmem.trust.send_retry import ALONE
 
 WRITE_ROLES = ("trusted", "untrusted", "fleet")
 
-# The held reasons: stable names that `bxmem sync --json` reports and later
-# owner commands key on.
+# The held reasons: stable names that `sync --json` reports and owner commands key on.
 READ_SOURCE = "read-source"  # the workspace is configured as a [[honcho.read]] source
 NOT_CONFIGURED = "not-configured"  # the workspace is none of this agent's workspaces now
 ROLE_CHANGED = "role-changed"  # the workspace is one of ours, in another role
 ROLE_UNKNOWN = "role-unknown"  # the decision records no role that can be checked
 BEHIND_HELD_EDIT = "behind-held-edit"  # an edit that names a held edit (removes or undoes what it writes)
 WORKSPACE_REUSED = "workspace-reused"  # the workspace holds what this agent wrote to it in another role
-# A turn whose speaker's peer, under the agent and owner configured now, would
-# be refused by the speaker rules (rules.speaker_peer): their reasons, as decide gives them.
+# the speaker rules' reasons (rules.speaker_peer) for a turn's peer under the agent and owner configured now
 PEER_IS_THE_AGENT = "speaker-is-the-agent"
 PEER_LIKE_THE_OWNER = "speaker-named-like-the-owner"
 PEER_NOT_A_NAME = "speaker-not-a-peer-name"  # the decision records no peer id (a damaged ledger line)
@@ -92,7 +73,6 @@ class Held:
 
 
 def roles_of(workspaces: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """{workspace name: role} from (role, name) pairs, as config.Config.workspaces gives them."""
     return {name: role for role, name in workspaces}
 
 
@@ -146,7 +126,6 @@ def _peer_held(why: str, peer: object, workspace: object, role: object, roles: M
 
 
 def writable(workspace: str, roles: Mapping[str, str]) -> bool:
-    """Whether `workspace` is one of this agent's three write workspaces now (any role)."""
     return roles.get(workspace) in WRITE_ROLES
 
 
@@ -237,9 +216,8 @@ def depends_on(decision: Mapping) -> set[str]:
 
 @dataclass(frozen=True)
 class Now:
-    """What an item is checked against at send time: each workspace's role in the
-    configuration ({name: role}, `roles_of`), what the ledger says each workspace
-    was written as, and the agent's and owner's peer ids as configured."""
+    """What an item is checked against at send time: each workspace's role now (`roles_of`), what the ledger says
+    each was written as, and the agent's and owner's peer ids as configured."""
 
     roles: Mapping[str, str]
     written: Mapping[str, Mapping[str, str]]
@@ -254,12 +232,9 @@ def hold_pending(
     conclusions: Mapping[str, dict],
     fleet: Mapping[str, dict],
 ) -> Holds:
-    """Which of the pending items (item, workspace, recorded role, kind, peer), in
-    outbox order, are held. An edit's whole decision comes from `decision_of(item)`,
-    for the workspaces of what it deletes or retracts (`writes_of`). An edit that
-    names a held edit (`depends_on`: it removes what that one would write, or
-    undoes it) waits behind it, so edits never overtake what they refer to;
-    other edits go on. A turn's peer is checked once its workspace may be written."""
+    """Which pending items (item, workspace, recorded role, kind, peer), in outbox order, are held. An edit that
+    names a held edit (`depends_on`) waits behind it, so edits never overtake what they refer to; other edits go
+    on."""
     holds = Holds()
     roles, written = now.roles, now.written
     # What check_write lets go: one of ours, in its role, written as no other.

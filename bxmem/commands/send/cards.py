@@ -1,8 +1,6 @@
-"""`send`'s artifact cards: the text of a card's outbox item, and of its retraction.
-
-A card item names its projection by revision (the digest of its text), so the
-text read back is the one decided at record time, or the item fails: it is never
-rebuilt from a card that may have changed since."""
+"""An artifact card's outbox text, read back by the revision decided (never rebuilt from a card that may
+have changed since, else the item fails), and its retraction's.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""`send`'s edit actions: one memory write's actions carried out in order.
-
-The runner (runner.Sender) hands in what it owns: the ledger writes, the
-workspace clients and the run's counts; nothing else is reached for."""
+"""One memory write's actions, in order, with only what runner.Sender hands in."""
 
 from __future__ import annotations
 

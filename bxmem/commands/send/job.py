@@ -1,25 +1,6 @@
-"""`bxmem send`: one batch of the outbox to Honcho, oldest first, then exit.
-
-At-least-once delivery with duplicate defence (docs/decisions.md):
-
-* an item leaves the outbox only through a `sent` or `failed` line;
-* before any POST that creates messages, an `attempt` line names the items
-  and the Honcho session, so a crash or a lost answer leaves a trace;
-* an item with an attempt and no `sent` is in doubt: once Honcho can no
-  longer be working on that request (trust/send_retry.py), its messages are looked up
-  by their `bxmem_item` metadata and only the missing parts sent, while the
-  later items of its session wait behind it.
-
-A request Honcho stores later than that, after the lookup, is sent twice:
-the window is narrow, not closed, and `bxmem audit` reports such a duplicate.
-
-Every change of state is a ledger line folded back into the outbox, so the
+"""`bxmem send`: one batch of the outbox to Honcho, oldest first. Delivery is at-least-once with duplicate
+defence (docs/design.md, "Sending"): every change of state is a ledger line folded back into the outbox, so the
 checkpoint and the ledger cannot disagree.
-
-The work is split by responsibility: commands/send/plan.py chooses and groups a run's
-work from the outbox (no HTTP), commands/send/messages.py builds a turn's messages,
-commands/send/edits.py carries out a memory write's actions, and commands/send/runner.py does
-the requests, the ledger writes, the backoff and the keys.
 """
 
 from __future__ import annotations

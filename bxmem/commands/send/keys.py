@@ -1,9 +1,6 @@
-"""`send`'s keys: each write workspace's key, read once a run, and the workspaces
-whose key was refused (by Honcho, or by bxmem reading its file).
-
-A refused key stops its workspace alone until the key file changes; the
-other workspaces go on. Refusals and resumptions are ledger lines, so the
-outbox knows them (outbox.Outbox.stopped)."""
+"""Each write workspace's key, read once a run; a refused key (by Honcho, or its file by bxmem) stops its
+workspace alone until the key file changes.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +38,6 @@ class WorkspaceKeys:
                     self.stop(workspace.name, None, str(exc))
 
     def stop(self, ws: str, status: int | None, problem: str | None = None) -> None:
-        """Honcho refused the workspace's key (`status`), or bxmem its key file (`problem`)."""
         workspace = self.config.workspace_by_name(ws)
         secret = workspace.secret if workspace else "?"
         fingerprint = key_fingerprint(workspace.key_file) if workspace else None
@@ -64,7 +60,6 @@ class WorkspaceKeys:
         }
 
     def resume_refreshed(self) -> None:
-        """A stopped workspace whose key file changed since the refusal is resumed."""
         for ws, refusal in list(self.box.stopped.items()):
             workspace = self.config.workspace_by_name(ws)
             current = key_fingerprint(workspace.key_file) if workspace else None

@@ -1,19 +1,6 @@
-"""What an in-doubt lookup may take for this agent's own message, and what makes it recognisable.
-
-Journal ids are per host (`j-0001` on every agent) and session names can be
-shared (a channel two agents sit in), so the fleet workspace, which every
-agent writes, can hold another agent's message with the same `bxmem_item`
-in the same Honcho session. A lookup that matched on `bxmem_item` alone took
-that message for ours, recorded our note as sent, and never wrote it.
-
-So every message bxmem writes carries, beside `bxmem_item`, the agent that
-wrote it (`bxmem_agent`: with `bxmem_item` the agent-qualified id) and the
-SHA-256 of its content (`bxmem_sha256`: the neutralised text as sent, which
-is in the message anyway, so the metadata shows nothing that is not already
-there). A message found by a lookup counts as one of ours only if its peer is
-the one bxmem sent that part as, it names no other agent, and its content is
-the text we would send: messages written before these fields existed (no
-`bxmem_agent`) are still found, by peer and content.
+"""What an in-doubt lookup may take for this agent's own message. Journal ids are per host and session
+names can be shared, so in the fleet another agent's message can carry our `bxmem_item` in the same session:
+a match must also have our peer, name no other agent and hold the text we would send.
 """
 
 from __future__ import annotations
@@ -27,7 +14,6 @@ def text_hash(content: str) -> str:
 
 
 def qualified(metadata: dict, content: str, agent: str) -> dict:
-    """A message's metadata with the writing agent and the content's hash added."""
     return {**metadata, "bxmem_agent": agent, "bxmem_sha256": text_hash(content)}
 
 

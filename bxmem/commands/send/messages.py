@@ -1,9 +1,5 @@
-"""`send`'s message building: a turn's decision made into Honcho messages.
-
-The same item gives the same messages every time: an in-doubt item is looked
-up in Honcho by its `bxmem_item` and `part` metadata, its peer and its text
-(commands/send/lookup.py), and only the missing parts are sent, so the parts must not
-move between runs.
+"""A turn's decision as Honcho messages: the same item gives the same messages every time, because a lookup
+finds the missing parts by their `part` metadata.
 """
 
 from __future__ import annotations
@@ -64,7 +60,6 @@ def build(item: dict, speaker_text: str, reply: str, agent: str, owner: str | No
 
 
 def valid_time(value: object) -> bool:
-    """Whether a turn's time may go to Honcho as its messages' `created_at`."""
     return parse_time(value) is not None
 
 
@@ -94,7 +89,6 @@ class Messages:
         return self._events[item["item"]]
 
     def of(self, item: dict) -> list[dict]:
-        """The turn's messages, its texts read back from its loopd log by byte span."""
         key = item["item"]
         if key in self._messages:
             return self._messages[key]

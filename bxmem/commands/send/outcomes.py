@@ -1,7 +1,6 @@
-"""What `send` does with each outcome of a request: Honcho answers again, is
-down or redirects (the backoff), refuses items, or has lost a session. Each is
-a ledger line, folded into the outbox, and at most one journal line; a lasting
-state is said once when it starts (the run's report says it every run)."""
+"""What `send` does with each outcome of a request: a ledger line each, folded into the outbox, and a
+lasting state said to the journal once, when it starts.
+"""
 
 from __future__ import annotations
 
@@ -108,7 +107,6 @@ class Outcomes:
             )
 
     def fail_here(self, item: dict, reason: str, quiet: bool = False) -> None:
-        """The planner's refusal of an item (plan.Planner); `quiet` when it was said already."""
         self.fail([item], None, reason, level=logging.INFO if quiet else logging.WARNING)
 
     def session_gone(self, group: Group) -> None:

@@ -1,10 +1,5 @@
-"""`send`'s planner: which work a run does, in which order, as what requests.
-
-It reads the outbox and nothing else: no HTTP, no ledger, no clock. What it
-cannot know by itself comes in as two functions: `messages_for(item)` builds an
-item's messages (raising LocalFailure when it cannot be sent), and
-`fail(item, reason, quiet=False)` records an item that failed here. So the order and grouping
-of a run can be tested on an outbox alone (tests/test_send_plan.py).
+"""`send`'s planner: reads the outbox and nothing else (no HTTP, no ledger, no clock), so a run's order and
+grouping are tested on an outbox alone (tests/test_send_plan.py).
 """
 
 from __future__ import annotations
@@ -27,8 +22,6 @@ if TYPE_CHECKING:
 
 
 class Tally(Protocol):
-    """What a run counts (send.SendReport), as the runner and the edit actions see it."""
-
     sent: int
     messages: int
     requests: int
@@ -60,10 +53,8 @@ class Group:
     new_session: bool
     items: list[dict]
     messages: dict[str, list[dict]]
-    # Its peers and session being created on the workspace's second connection
-    # while the group before it is posted. Those creates are idempotent and
-    # recorded only once done, so one abandoned leaves a session Honcho holds
-    # and the ledger does not, which the next run creates again, harmlessly.
+    # Its peers and session being created on the workspace's second connection while the group before it is posted:
+    # idempotent creates, recorded once done, so one abandoned is created again next run, harmlessly.
     ahead: Call | None = None
 
 
@@ -77,8 +68,6 @@ class Unit:
 
 
 def checked_against(config: Config, box: Outbox) -> Now:
-    """What pending items are held to now: the configuration's roles, agent and
-    owner, and what the ledger says each workspace was written as."""
     written = {ws: entry["written"] for ws, entry in box.roles.items()}
     honcho = config.honcho  # None (local-only): no workspace is configured, so every item is held
     return Now(
@@ -90,14 +79,9 @@ def checked_against(config: Config, box: Outbox) -> Now:
 
 
 def sendable(box: Outbox, now: Now, decision_of: Callable[[str], dict]) -> tuple[list[str], Holds]:
-    """Pending items in outbox order that may go now, and those the configuration
-    holds (write_policy.hold_pending: a workspace renamed, or given another role,
-    or made a read source since the decision, or holding what this agent wrote
-    there in another role; a speaker who reads as the agent or the owner now).
-    `now` is what they are checked against (`checked_against`); `decision_of(item)`
-    reads an edit's whole decision, for the workspaces of what it deletes or
-    retracts. Items of a workspace whose key was refused wait too, without being
-    held: bxmem sync shows the refusal."""
+    """Pending items in outbox order that may go now, and those the configuration holds (write_policy.hold_pending).
+    `decision_of(item)` reads an edit's whole decision, for the workspaces of what it deletes or retracts. Items
+    of a workspace whose key was refused wait too, without being held: sync shows the refusal."""
 
     def decision(key: str) -> dict:  # to the workspace the outbox names: the owner may have re-routed it
         found = decision_of(key)
@@ -113,7 +97,6 @@ _GONE = " was deleted on the server (bxmem outbox resend sends it to a new one)"
 
 
 def session_gone_reason(hsession: str) -> str:
-    """Why an item failed whose Honcho session Honcho no longer has (`is_session_gone` tells it)."""
     return f"its Honcho session {hsession}{_GONE}"
 
 
@@ -159,11 +142,9 @@ def next_session(session: str, n: int, taken: Mapping[str, str]) -> tuple[str, i
 def target(
     known: dict | None, peer: str, session: str, agent: str, taken: Mapping[str, str]
 ) -> tuple[str, int, list[str], bool]:
-    """The Honcho session for a turn of `peer` in Boxmaker `session`, given the one
-    `known` so far: that one, or the next (`session_name`) when the speaker is not
-    yet in it, holding every peer so far, or when Honcho lost it (deleted on the
-    server) and the owner resends its turns (bxmem outbox resend: a new session,
-    its peers from scratch). Returns (name, n, peers, whether it is new)."""
+    """The Honcho session for a turn of `peer` in Boxmaker `session`, given the one `known` so far: that one, or the
+    next (`session_name`) when the speaker is not yet in it, or when Honcho lost it and the owner resends its
+    turns (a new session, its peers from scratch). Returns (name, n, peers, whether it is new)."""
     if known and known.get("gone"):
         name, n = next_session(session, known["n"] + 1, taken)
         return name, n, sorted({agent, peer}), True
@@ -184,7 +165,6 @@ def missing_peers(box: Outbox, group: Group) -> list[str]:
 
 
 def opening(group: Group, missing: list[str], agent: str) -> list[tuple]:
-    """The requests that set up a group's new session: its unknown peers, then the session."""
     calls: list[tuple] = [("create_peer", peer, peer != agent) for peer in missing]
     calls.append(
         (
@@ -253,7 +233,6 @@ class Planner:
         return None
 
     def peek(self) -> dict | None:
-        """The item the next unit starts with, as things stand."""
         for at in range(self.next, len(self.queue)):
             key = self.queue[at]
             item = None if key in self.done else self._pending(key)
@@ -290,7 +269,6 @@ class Planner:
         return unit, opens
 
     def _pending(self, key: str) -> dict | None:
-        """The item as a small dict, or None once it has left the outbox."""
         record = self.box.pending.get(key)
         return None if record is None else light(key, record)
 

@@ -1,12 +1,5 @@
-"""What a `bxmem send` run did, what holds the outbox up after it, and what the command prints.
-
-Every run that does the real work reports what holds items up, whatever this
-run itself did: an outage (since when, the next try), the workspaces whose
-sends are stopped (and why), the items the configuration holds, and the items
-in doubt (when each is looked up, and what waits behind it). The command's
-own output (its lines at info level, `--json`) always says it; the journal
-hears of each lasting state once, when it starts or changes and when it ends
-(`announce`), so a timer run every few seconds adds nothing to it.
+"""What a `send` run did and what holds the outbox up after it, said by every run; the journal hears of each
+lasting state once (`announce`), so a timer run every few seconds adds nothing to it.
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     from bxmem.commands.send.plan import Tally
 
-SCHEMA = "bxmem.send/2"  # /2: times in ISO 8601; outage, keys_refused and in_doubt as objects
+SCHEMA = "bxmem.send/2"
 
 
 @dataclass
@@ -42,15 +35,14 @@ class SendReport:
     stopped: list[str] = field(default_factory=list)  # workspaces this run stopped
     pending: int | None = None  # items in the outbox after the run; None when not counted
     held: int = 0  # items this run left waiting behind an in-doubt attempt (retry.Hold)
-    # Items the configuration holds (trust/write_policy.py), by workspace, recorded
-    # role, role now and reason: {"workspace", "role", "now", "reason", "explain", "turns", "edits", "oldest", "oldest_at"}
+    # Items the configuration holds, by workspace, recorded role, role now and reason
     held_by_config: list[dict] = field(default_factory=list)
     # What holds the outbox up after the run (Sender.note_state), whatever this run did:
     backoff: dict | None = None  # the outage as send recorded it: {"since", "until", "error"?}
     refused: list[dict] = field(default_factory=list)  # every workspace whose sends are stopped, and why
-    in_doubt: list[dict] = field(default_factory=list)  # in_doubt, below
-    # What this run's warnings said already (the start of an outage, a key refused, ...):
-    # its own summary does not say it twice. ("outage",), ("refused", ws), ("held", key), ("doubt", key).
+    in_doubt: list[dict] = field(default_factory=list)
+    # What this run's warnings said already, so its summary does not say it twice: ("outage",), ("refused", ws),
+    # ("held", key), ("doubt", key).
     said: set = field(default_factory=set)
     refolded: bool = False  # a decision read back was not the line folded: the outbox was folded again, said then
 
@@ -66,7 +58,6 @@ class SendReport:
             or self.refolded
         )
 
-    # What the command prints (cli/output.finish writes it): the report knows its own output.
     def notice(self) -> str | None:
         if self.local_only:
             return "local-only: no [honcho] section in the configuration, nothing is sent"
@@ -113,7 +104,6 @@ class SendReport:
         return sum(g["turns"] + g["edits"] + g.get("cards", 0) for g in self.held_by_config)
 
     def summary(self, config=None) -> list[str]:
-        """The run's lines: what it sent, then everything that holds items up, every run."""
         if self.local_only or self.busy:
             return []
         out = []
@@ -135,9 +125,8 @@ class SendReport:
 
 
 def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
-    """What holds `box` (an Outbox) up now into `report`: the configuration's holds
-    (write_policy.Holds), the outage, the stopped workspaces, the items in doubt.
-    `decision_of(item)` reads a pending item's decision (for when the oldest held was decided)."""
+    """What holds `box` up now, into `report`: the configuration's holds, the outage, the stopped workspaces, the
+    items in doubt. `decision_of(item)` reads a pending item's decision (for when the oldest held was decided)."""
     report.pending = len(box.pending)
     groups = holds.groups(lambda key: box.pending[key][KIND])
     for group in groups:
@@ -161,12 +150,10 @@ def note_state(report: Tally, box, holds, decision_of, now: float) -> None:
 
 
 def in_doubt(pending: Iterable[tuple[str, tuple]], attempts: Mapping[str, dict], now: float) -> list[dict]:
-    """What waits on an in-doubt lookup, for `send` and `sync` to say: one entry per
-    attempt line whose items are still in doubt, in outbox order, with its items,
-    when it was attempted, when it may be looked up (`lookup_at`, ISO; None: by the
-    next send), and how many later items wait behind it (as retry.Hold holds them:
-    later turns of its session in its workspace; for an edit, every later edit).
-    `pending` is (item, outbox record) pairs in outbox order (`Outbox.pending.items()`)."""
+    """What waits on an in-doubt lookup, for `send` and `sync`: one entry per attempt line whose items are still in
+    doubt, in outbox order, with its items, when it was attempted, when it may be looked up (`lookup_at`; None: by
+    the next send), and how many later items wait behind it (as retry.Hold holds them). `pending`: (item, outbox
+    record) pairs in outbox order."""
     if not attempts:
         return []
     wait = settle_wait_s()
@@ -233,8 +220,8 @@ def in_doubt_line(d: dict, now: float) -> str:
         at = parse_time(d["lookup_at"])
         when = f"looked up in Honcho at {d['lookup_at']}" + (f" ({_in(max(0.0, at - now))})" if at else "")
     behind = f"; {d['waiting_behind']} later item(s) wait behind them" if d["waiting_behind"] else ""
-    # No time: no request is behind it (an edit requeued after doing part of its work, an item
-    # the outbox had seen settled before the ledger was restored: store/outbox.py's inherit).
+    # No time: no request is behind it (an edit requeued after part of its work, an item seen settled before the
+    # ledger was restored).
     how = f"sent at {d['attempted_at']} with no answer" if d["attempted_at"] else "perhaps in Honcho already"
     return f"in doubt: {what} {where} (first {d['items'][0]}), {how}; {when}{behind}" + cite_runbook("honcho-in-doubt")
 
@@ -250,7 +237,6 @@ def outage_line(backoff: dict, pending: int | None, now: float) -> str:
 
 
 def holding_lines(report: Tally, now: float) -> list[str]:
-    """What holds items up, one line each (text and journal alike: no message text, no key)."""
     out = []
     said = report.said
     if report.backoff and ("outage",) not in said:
@@ -262,10 +248,9 @@ def holding_lines(report: Tally, now: float) -> list[str]:
 
 
 def announce(announced: dict, report: Tally, now: float) -> None:
-    """Log a lasting state to the journal once when it starts (or changes) and once
-    when it ends: the items held by the configuration, the items in doubt. `announced`
-    (the outbox checkpoint's) remembers what was said. The outage and a refused key
-    are logged where they start and end (commands/send/runner.py)."""
+    """Log a lasting state (items held by the configuration, items in doubt) to the journal once when it starts or
+    changes and once when it ends; `announced` remembers what was said. The outage and a refused key are logged
+    where they start and end (runner.py)."""
     groups = {_held_key(g): g for g in report.held_by_config}
     said = {tuple(key) for key in announced.get("held", [])}
     for key, g in groups.items():

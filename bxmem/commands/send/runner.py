@@ -1,11 +1,4 @@
-"""`send`'s runner: carries out what the planner (commands/send/plan.py) chooses.
-
-It owns everything with an effect: the ledger writes (an attempt line before a
-POST, `sent`/`unsent` after), the HTTP clients and their two lanes. What each
-outcome does (a refusal's `failed` line, the outage backoff, a lost session)
-is commands/send/outcomes.py's; the keys, and the workspaces whose key was refused,
-are commands/send/keys.py's. Delivery rules: commands/send/job.py's docstring.
-"""
+"""`send`'s runner: everything with an effect, the ledger writes and the HTTP clients, for what plan.py chooses."""
 
 from __future__ import annotations
 
@@ -60,9 +53,7 @@ if TYPE_CHECKING:
 
     from bxmem.store.ledger_events import Attempt
 
-# No new request starts after RUN_BUDGET_S, and every request, a trickling answer
-# too, ends by RUN_DEADLINE_S (each within api.request_deadline_s() as well): a
-# run's work ends by then, well under the unit's TimeoutStartSec (300 s).
+# A run's work ends by RUN_DEADLINE_S, well under the unit's TimeoutStartSec (300 s).
 RUN_BUDGET_S = 120.0
 RUN_DEADLINE_S = 150.0
 
@@ -128,14 +119,9 @@ class Sender:
     # --- plumbing -------------------------------------------------------------------
 
     def record(self, events: Sequence[Mapping[str, object]], *, durable: bool = True) -> None:
-        """Append to the ledger, then fold the ledger's new lines into the outbox.
-
-        `durable=False` holds the lines back until the next append (at the latest
-        the end of the run), so a group costs one fsync, not three. Only lines
-        whose loss is harmless are held: `sent` (its attempt line is on disk, so
-        a crash costs a lookup in Honcho, never a duplicate) and `created` (the
-        attempt that follows at once writes it; lost, the next run creates the
-        same thing again, which Honcho answers with the existing one)."""
+        """Append to the ledger, then fold the new lines into the outbox. `durable=False` holds the lines back until
+        the next append, so a group costs one fsync: only `sent` and `created` lines, whose loss is harmless
+        (docs/design.md, "Sending")."""
         if not durable:
             self._held.extend(events)
             return
@@ -331,7 +317,6 @@ class Sender:
         self.outcomes.succeeded()
 
     def _open(self, group: Group) -> None:
-        """Set up the group's new Honcho session (done ahead, or now) and record it."""
         if not group.new_session:
             return
         missing = missing_peers(self.box, group)

@@ -1,5 +1,4 @@
-"""Calls made on a thread of their own, so `send` can prepare the next request
-while Honcho answers the last one."""
+"""Calls on a thread of their own, so `send` prepares the next request while Honcho answers the last."""
 
 from __future__ import annotations
 
