@@ -846,7 +846,7 @@ def generate(turns: int, seed: int = 19, split: str = "held-out") -> Corpus:
     filler = _Filler(r)
     sessions = _sessions(turns, r)  # the session of each slot
     slots: list[Turn | None] = [None] * turns
-    facts = []  # (kind, subject, value, [(slot, speaker)] of the turns that state the value)
+    facts: list[tuple] = []  # (kind, subject, value, [(slot, speaker)] of the turns that state the value)
     used: set[tuple] = set()
     wanted = max(150, turns // 12)
     tries = 0

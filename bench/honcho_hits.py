@@ -358,9 +358,9 @@ def end_to_end(url: str, local_turns: int = 1_000, other_turns: int = 300, seed:
                     ][:K]
                     result = run_sources(
                         [
-                            ("local", 1.0, lambda local=local: local),
-                            ("agentb", 1.0, lambda read=read: read),
-                            ("fleet", 1.0, lambda fleet_hits=fleet_hits: fleet_hits),
+                            ("local", 1.0, local.copy),
+                            ("agentb", 1.0, read.copy),
+                            ("fleet", 1.0, fleet_hits.copy),
                         ],
                         K,
                     )

@@ -359,13 +359,13 @@ def replay(setup: Setup, env: dict, answers: Answers, url: str | None, questions
     saved = {name: os.environ.get(name) for name in ("BOXMAKER_HOME", "BXMEM_CONFIG")}
     os.environ.update({name: env[name] for name in saved})
     real = recall._client
-    recall._client = lambda config, role: KeptClient(answers, config.workspace(role).name, url)  # type: ignore[assignment]
+    recall._client = lambda config, role: KeptClient(answers, config.workspace(role).name, url)
     try:
         config = loader.load()
         with ThreadPoolExecutor(4 if url else 1) as pool:
             results = list(pool.map(lambda q: recall.render_json(recall.recall(config, q.text, K)), questions))
     finally:
-        recall._client = real  # type: ignore[assignment]
+        recall._client = real
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)

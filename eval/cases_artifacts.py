@@ -68,7 +68,7 @@ def c13_found_later(ctx: Ctx) -> None:
     ctx.check(
         "+",
         "resolve gives the exact bytes, fresh, checked",
-        exact and doc["freshness"] == "fresh",
+        exact and doc is not None and doc["freshness"] == "fresh",
         why=f"exit {got.code}",
     )
     stale = observe.resolved(a.resolve(artifact, "--source-version", "2026-10").stdout)

@@ -50,7 +50,7 @@ class Ctx:
         for agent in self.agents:
             agent.stop()
 
-    def check(self, side: str, what: str, ok: bool, gate: str = "case", why: str = "") -> bool:
+    def check(self, side: str, what: str, ok: object, gate: str = "case", why: str = "") -> bool:
         self.case.checks.append(Check(side, what, bool(ok), gate, why))
         return bool(ok)
 
@@ -63,7 +63,7 @@ class Ctx:
         self.check("-", f"{agent.name}'s recall output parses", result.ok, "bound", f"exit {run.code}")
         problems = observe.bound_problems(result, run.stdout, k or observe.MAX_K)
         self.check("-", f"{agent.name}'s recall within bounds", not problems, "bound", "; ".join(problems))
-        result.seconds = run.seconds  # type: ignore[attr-defined]
+        result.seconds = run.seconds
         return result
 
     def recall_until(self, agent: Agent, query: str, found, timeout: float | None = None) -> observe.Recall:

@@ -43,7 +43,7 @@ class Backend:
         self.admin_jwt = admin_jwt
         self.keys_dir = keys_dir
         self.run_id = run_id
-        self.fake = None
+        self.fake: FakeHoncho | None = None
         self.case = ""
         self.force_auth = False  # a case that needs keys on the fake too
 

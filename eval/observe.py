@@ -67,6 +67,7 @@ class Recall:
     version: object = None
     text: str = ""  # the model-facing text
     omitted: int = 0
+    seconds: float = 0.0  # the run's wall time (Ctx.recall sets it)
 
 
 @dataclass

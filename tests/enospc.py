@@ -69,11 +69,11 @@ class DiskFull:
         return done
 
     def __enter__(self) -> DiskFull:
-        os.write = self.write  # type: ignore[assignment]
+        os.write = self.write
         return self
 
     def __exit__(self, *exc: object) -> None:
-        os.write = self._real  # type: ignore[assignment]
+        os.write = self._real
 
 
 class Crash(DiskFull):

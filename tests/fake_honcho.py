@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import jsonschema
@@ -236,7 +237,7 @@ class FakeHoncho:
 
     # --- the API ------------------------------------------------------------------------
 
-    def handle(self, method: str, path: str, query: dict, headers: dict, body: object) -> tuple[int, object]:
+    def handle(self, method: str, path: str, query: dict, headers: dict, body: Any) -> tuple[int, object]:
         parts = [unquote(p) for p in path.strip("/").split("/")]
         if path == "/health":
             return 200, {"status": "ok"}
@@ -358,8 +359,8 @@ class FakeHoncho:
             ]
             return 200, _nearest(held, body["query"], body.get("top_k", 10))
         if len(rest) == 2 and rest[0] == "conclusions" and method == "DELETE":
-            found = self.conclusions.get(rest[1])
-            if found is None or found["workspace_id"] != ws:
+            conclusion = self.conclusions.get(rest[1])
+            if conclusion is None or conclusion["workspace_id"] != ws:
                 return 404, {"detail": "Conclusion not found"}
             del self.conclusions[rest[1]]
             return 204, None
@@ -425,7 +426,7 @@ class FakeHoncho:
         if existing is not None and not existing["is_active"]:
             return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
         created = existing is None
-        if created:
+        if existing is None:
             existing = self.sessions[(ws, sid)] = {
                 "id": sid,
                 "workspace_id": ws,

@@ -23,6 +23,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 # What tests/test_hostile_server.py waits for, and where each value lives.
 SHORT = {
@@ -66,11 +67,11 @@ def main() -> None:
 
     leave = os._exit
 
-    def leave_after_recording(code: int) -> None:  # console() leaves by os._exit
+    def leave_after_recording(status: int) -> NoReturn:  # console() leaves by os._exit
         _record_peak()
-        leave(code)
+        leave(status)
 
-    os._exit = leave_after_recording  # type: ignore[assignment]
+    os._exit = leave_after_recording
     try:
         console()
     finally:

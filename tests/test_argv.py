@@ -37,7 +37,8 @@ def _forms(name: str, key: str, config: str) -> list[list[str]]:
 
 
 def _place(command: str, chosen, tail: list[str], globals_first: bool) -> list[str]:
-    before, after = [], []
+    before: list[str] = []
+    after: list[str] = []
     for words, where in chosen:
         (before if where == "global" and globals_first else after).extend(words)
     if tail and tail[0] == "--":
@@ -75,6 +76,7 @@ def argv_shapes(config: str) -> list[list[str]]:
             for (a, ka, wa), (b, kb, wb) in itertools.combinations(options, 2)
             if ka != kb
         ]
+        chosen: list[tuple[list[str], str]]
         for chosen in [[]] + singles + pairs:
             for tail in tails:
                 for globals_first in (True, False):
@@ -117,15 +119,19 @@ def test_every_lean_command_line_runs_the_same_through_typer(config, command, co
 
 def test_typer_declares_every_option_of_the_grammar():
     group = typer.main.get_command(cli.app)
+    assert isinstance(group, typer.core.TyperGroup)
     main_options = {opt for p in group.params for opt in p.opts}
     assert set(GLOBAL) <= main_options
     for command, own in COMMANDS.items():
         params = {opt: p for p in group.commands[command].params for opt in p.opts}
         for name in [*GLOBAL, *own]:
             assert name in params, f"bxmem {command} {name}: typer does not know it"
-            assert params[name].is_flag == (name not in VALUED), f"bxmem {command} {name}: flag or value differ"
+            param = params[name]
+            assert isinstance(param, typer.core.TyperOption), f"bxmem {command} {name}: not an option"
+            assert param.is_flag == (name not in VALUED), f"bxmem {command} {name}: flag or value differ"
     k = group.commands["recall"].params[[p.name for p in group.commands["recall"].params].index("k")]
-    assert k.default is None and f"default {recall.DEFAULT_K}" in k.help  # absent is absent on both paths
+    assert isinstance(k, typer.core.TyperOption)
+    assert k.default is None and f"default {recall.DEFAULT_K}" in (k.help or "")  # absent is absent on both paths
 
 
 @pytest.mark.parametrize(
@@ -206,4 +212,5 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys):
     ],
 )
 def test_several_words_are_one_query(argv, query):
-    assert parse(["bxmem", *argv]).options["query"] == query
+    parsed = parse(["bxmem", *argv])
+    assert parsed is not None and parsed.options["query"] == query

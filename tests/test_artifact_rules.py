@@ -4,6 +4,7 @@ they implement and to the test vectors docs/design.md gives."""
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -82,7 +83,7 @@ def test_a_file_name_is_one_plain_path_component(name, refused):
 
 
 def test_metadata_bounds_are_refused_never_cut():
-    ok = {
+    ok: dict[str, Any] = {
         "title": "t",
         "summary": "s",
         "tags": ["a"],
@@ -110,7 +111,7 @@ def test_metadata_bounds_are_refused_never_cut():
 
 
 def _projection(**over):
-    fields = dict(
+    fields: dict[str, Any] = dict(
         experiment="exp_" + "a" * 52,
         artifact="art_" + "b" * 52,
         size=1234,
@@ -172,7 +173,7 @@ def test_stored_injection_stays_data_in_the_projection():
 
 
 def facts(**over) -> CardFacts:
-    base = dict(
+    base: dict[str, Any] = dict(
         broker_answered=True,
         log_unreadable=False,
         untrusted_by_log=False,

@@ -294,7 +294,12 @@ def test_cached_integrity_hashes_once_and_again_on_any_change(agent, monkeypatch
 
     hashed = []
     real = store_module.Store.check_object
-    monkeypatch.setattr(store_module.Store, "check_object", lambda self, a, s: hashed.append(a) or real(self, a, s))
+
+    def check_object(self, a, s):
+        hashed.append(a)
+        return real(self, a, s)
+
+    monkeypatch.setattr(store_module.Store, "check_object", check_object)
     _r, doc = record()
     hashed.clear()
     assert resolve(doc["experiment_id"])[0].returncode == 0

@@ -293,7 +293,10 @@ def test_ask_two_at_a_time_with_labels_and_the_peer_chat_fallback(keyed):
         "untrusted": ["kyle", "boxmaker0"],
         "fleet": ["boxmaker0", "kyle"],
     }  # every peer there
-    assert all("asked by peer chat on " + ", ".join(a.peers) in a.note for a in result.answers)
+    assert all(
+        a.peers is not None and a.note is not None and "asked by peer chat on " + ", ".join(a.peers) in a.note
+        for a in result.answers
+    )
     assert result.untrusted
     keyed.workspace_chat = True
     assert ask.ask(load(), "and now?", ["own"]).answers[0].note is None
@@ -307,4 +310,5 @@ def test_ask_limit_is_per_workspace(keyed, monkeypatch):
     assert time.monotonic() - started < 3.5  # well under the 5 s hang
     answers = {a.name: a for a in result.answers}
     assert set(answers) == {"own", "untrusted"} and not result.unavailable  # untrusted answered by its other peer
+    assert answers["untrusted"].note is not None
     assert "no answer from kyle (timed out)" in answers["untrusted"].note and "boxmaker0:" in answers["untrusted"].text

@@ -105,6 +105,7 @@ def test_undo_waits_for_a_writer_holding_the_journals_flock(home, configure):
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert holder.stdin is not None and holder.stdout is not None
     assert holder.stdout.readline().strip() == "held"
     undo = spawn("undo", "e1")
     time.sleep(0.5)

@@ -8,6 +8,8 @@ import pytest
 from helpers import bxmem_inprocess, bxmem_main, honcho_config, run_bxmem
 from runbook_lines import cites
 
+from bxmem.config.loader import Config
+
 GOOD = honcho_config("http://127.0.0.1:8000")
 
 
@@ -87,7 +89,9 @@ def test_read_sources_default_to_untrusted_and_private(config_file):
     config_file.write_text(GOOD + '[[honcho.read]]\nagent = "bm1"\nworkspace = "bm1-trusted"\n')
     from bxmem.config import loader as config
 
-    source = config.load().honcho.read[0]
+    honcho = config.load().honcho
+    assert honcho is not None
+    source = honcho.read[0]
     assert (source.trust, source.trust_class) == ("untrusted", "private")
 
 
@@ -159,7 +163,11 @@ def test_a_stale_or_garbage_config_cache_is_a_miss_never_an_error(config_file, h
         marshal.dumps({"key": key, "data": {"honcho": None}}),
     ):
         (state / config.CACHE_FILE).write_bytes(junk)
-        assert config.load().honcho.agent == "boxmaker0"
+        assert _agent(config.load()) == "boxmaker0"
+
+
+def _agent(loaded: Config) -> str | None:
+    return loaded.honcho.agent if loaded.honcho is not None else None
 
 
 def test_the_config_cache_follows_edits(config_file, home):
@@ -167,9 +175,9 @@ def test_the_config_cache_follows_edits(config_file, home):
 
     (home / "memory" / "bxmem").mkdir(parents=True)
     config_file.write_text(GOOD)
-    assert config.load().honcho.agent == "boxmaker0"
+    assert _agent(config.load()) == "boxmaker0"
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "boxmaker7"'))
-    assert config.load().honcho.agent == "boxmaker7"
+    assert _agent(config.load()) == "boxmaker7"
     config_file.write_text(GOOD.replace('agent = "boxmaker0"', 'agent = "bad.name"'))
     with pytest.raises(Exception, match=r"honcho\.agent"):
         config.load()

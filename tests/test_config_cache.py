@@ -36,6 +36,7 @@ def test_a_cache_of_another_version_is_a_quiet_miss_whatever_it_holds(home, conf
     _cache(home).write_bytes(seal(marshal.dumps({"key": older, "data": data})))
     with caplog.at_level(logging.INFO, logger="bxmem"):
         config = config_module.load()
+    assert config.honcho is not None
     assert [(s.agent, s.trust_class) for s in config.honcho.read] == [("boxmaker1", "public")]
     assert caplog.messages == []
     assert marshal.loads(unseal(_cache(home).read_bytes()))["key"] == cached["key"]  # cached anew
@@ -47,5 +48,6 @@ def test_a_cache_of_this_version_of_another_shape_is_said(home, configure, caplo
     _cache(home).write_bytes(seal(marshal.dumps(cached)))
     with caplog.at_level(logging.INFO, logger="bxmem"):
         config = config_module.load()
+    assert config.honcho is not None
     assert [s.trust_class for s in config.honcho.read] == ["public"]
     assert len(caplog.messages) == 1 and "validated again and cached again" in caplog.messages[0]

@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from bxmem.config.schema import ArtifactsSection, HonchoSection, RawConfig, ReadSection, SendSection, validate
 from bxmem.errors import ConfigInvalid
@@ -41,7 +42,7 @@ def _section(text: str, heading: str) -> str:
 
 def test_docs_config_describes_every_key_the_schema_accepts():
     text = DOCS["docs/config.md"].read_text()
-    tables = {
+    tables: dict[str, type[BaseModel]] = {
         "[honcho]": HonchoSection,
         "[[honcho.read]]": ReadSection,
         "[send]": SendSection,

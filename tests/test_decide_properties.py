@@ -61,7 +61,7 @@ def session_lines(turns: list[dict]) -> list[tuple[bytes, dict]]:
     return lines
 
 
-WRONG_VALUES = {
+WRONG_VALUES: dict[str, list[object]] = {
     "type": [5, None, ["user"], {"t": 1}, True],
     "turn": ["1", 0, -3, 1.0, True, None, 2**64, "missing"],
     "label": [

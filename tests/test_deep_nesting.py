@@ -163,7 +163,8 @@ def test_the_outbox_checkpoint(decided_home, brokerd, depth, caplog):
 def test_the_config_cache_is_a_miss(decided_home, depth):
     cache = decided_home / "memory" / "bxmem" / "config.marshal"
     cache.write_bytes(marshalled_lists(depth))
-    assert config_module.load().honcho.trusted == "bm0-trusted"
+    honcho = config_module.load().honcho
+    assert honcho is not None and honcho.trusted == "bm0-trusted"
     assert cache.read_bytes() != marshalled_lists(depth)  # validated again and cached again
 
 

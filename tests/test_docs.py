@@ -21,7 +21,9 @@ def test_cli_reference_is_generated_from_the_current_help():
     from importlib.machinery import SourceFileLoader
 
     loader = SourceFileLoader("gen_cli_docs", str(ROOT / "scripts" / "gen-cli-docs"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("gen_cli_docs", loader))
+    spec = importlib.util.spec_from_loader("gen_cli_docs", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     assert (ROOT / "docs" / "cli.md").read_text() == module.render(), "run scripts/gen-cli-docs"
 
@@ -75,7 +77,9 @@ def test_readme_opens_with_the_two_commands_and_names_every_command():
 
     from bxmem.cli.app import app
 
-    for name in typer.main.get_command(app).commands:
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    for name in group.commands:
         assert f"`bxmem {name}" in readme, name
     ci = (ROOT / ".ci" / "run").read_text()
     # CI runs the checkers and every tier, not just the README's fast one.
@@ -101,7 +105,9 @@ def test_units_verify_clean_and_are_hardened(tmp_path):
         out = subprocess.run(
             ["systemd-analyze", "security", "--offline=true", str(service)], capture_output=True, text=True
         ).stdout
-        level = float(re.search(r"Overall exposure level for \S+: ([0-9.]+)", out).group(1))
+        exposure = re.search(r"Overall exposure level for \S+: ([0-9.]+)", out)
+        assert exposure, out
+        level = float(exposure.group(1))
         assert level <= 2.0, (service.name, level)
 
 
@@ -112,7 +118,9 @@ def test_send_unit_outlasts_a_send_run():
     from bxmem.honcho import api as honcho
 
     text = (ROOT / "systemd" / "bxmem-send.service").read_text()
-    timeout = int(re.search(r"TimeoutStartSec=(\d+)", text).group(1))
+    found = re.search(r"TimeoutStartSec=(\d+)", text)
+    assert found, text
+    timeout = int(found.group(1))
     assert (
         send_runner.RUN_BUDGET_S + honcho.request_deadline_s() > send_runner.RUN_DEADLINE_S > send_runner.RUN_BUDGET_S
     )

@@ -200,7 +200,9 @@ def test_items_in_doubt_are_said_once_to_the_journal(home, brokerd, honcho, conf
 
     stream = io.StringIO()
     setup("send", quiet=True)
-    log.handlers[0].setStream(stream)  # type: ignore[attr-defined]
+    handler = log.handlers[0]
+    assert isinstance(handler, logging.StreamHandler)
+    handler.setStream(stream)
     send.run(load(), clock=lambda: 1e6)
     honcho.release_late()
     monkeypatch.setattr(honcho_module, "READ_TIMEOUT", 30.0)

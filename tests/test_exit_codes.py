@@ -85,19 +85,26 @@ def _declared(tree: ast.Module) -> dict[str, str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
             for decorator in node.decorator_list:
-                if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "command":
-                    name = decorator.args[0].value if decorator.args else node.name
+                if (
+                    isinstance(decorator, ast.Call)
+                    and isinstance(decorator.func, ast.Attribute)
+                    and decorator.func.attr == "command"
+                ):
+                    assert isinstance(decorator.func.value, ast.Name), ast.unparse(decorator)
+                    name = ast.literal_eval(decorator.args[0]) if decorator.args else node.name
                     found[GROUPS[decorator.func.value.id] + name] = node.name
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Call)
-            and getattr(node.func.func, "attr", "") == "command"
+            and isinstance(node.func.func, ast.Attribute)
+            and node.func.func.attr == "command"
             and node.args
             and isinstance(node.args[0], ast.Attribute | ast.Name)
         ):
+            assert isinstance(node.func.func.value, ast.Name), ast.unparse(node)
             group = GROUPS[node.func.func.value.id]
             function = node.args[0].attr if isinstance(node.args[0], ast.Attribute) else node.args[0].id
-            found[group + node.func.args[0].value] = function
+            found[group + ast.literal_eval(node.func.args[0])] = function
     return found
 
 

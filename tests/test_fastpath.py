@@ -15,7 +15,7 @@ from runbook_lines import cites
 from bxmem.config import loader as config_module
 from bxmem.demo.sample import turn_lines
 from bxmem.start.idle import is_idle as _is_idle
-from bxmem.start.lean_argv import parse
+from bxmem.start.lean_argv import Parsed, parse
 from bxmem.start.marshal_seal import seal, unseal
 
 
@@ -146,9 +146,16 @@ def test_mirror_idle_until_the_journal_grows(home, configure):
     assert is_idle(["bxmem", "mirror"])
 
 
+def parsed(argv: list[str]) -> Parsed:
+    """The parse of a command line the lean path takes."""
+    found = parse(argv)
+    assert found is not None, argv
+    return found
+
+
 def test_the_command_is_the_first_word_not_an_option(home, brokerd, configure, tmp_path):
-    assert parse(["bxmem", "--config", "send", "decide"]).command == "decide"  # "send" is the config file's name here
-    assert parse(["bxmem", "-q", "recall", "send"]).command == "recall"
+    assert parsed(["bxmem", "--config", "send", "decide"]).command == "decide"  # "send" is the config file's name here
+    assert parsed(["bxmem", "-q", "recall", "send"]).command == "recall"
     assert parse(["bxmem", "--json"]) is None
     configure("http://127.0.0.1:9")
     result = bxmem_main("recall", "send", "--json")  # a query that is a job's name
@@ -156,12 +163,12 @@ def test_the_command_is_the_first_word_not_an_option(home, brokerd, configure, t
 
 
 def test_one_parser_for_the_lean_and_idle_paths():
-    assert parse(["bxmem", "decide", "--config", "a.toml", "--json"]).options == {"config": "a.toml", "json": True}
-    assert parse(["bxmem", "--config=a.toml", "send", "-q"]).options == {"config": "a.toml", "quiet": True}
+    assert parsed(["bxmem", "decide", "--config", "a.toml", "--json"]).options == {"config": "a.toml", "json": True}
+    assert parsed(["bxmem", "--config=a.toml", "send", "-q"]).options == {"config": "a.toml", "quiet": True}
     assert parse(["bxmem", "send", "--help"]) is None and parse(["bxmem", "send", "stray"]) is None
-    assert parse(["bxmem", "recall", "backups", "-k", "3"]).options == {"query": "backups", "k": "3"}
-    assert parse(["bxmem", "recall", "--", "-k"]).options == {"query": "-k"}
-    assert parse(["bxmem", "recall", "a", "b"]).options == {"query": "a b"}  # several words: one query
+    assert parsed(["bxmem", "recall", "backups", "-k", "3"]).options == {"query": "backups", "k": "3"}
+    assert parsed(["bxmem", "recall", "--", "-k"]).options == {"query": "-k"}
+    assert parsed(["bxmem", "recall", "a", "b"]).options == {"query": "a b"}  # several words: one query
 
 
 def test_a_non_numeric_k_goes_to_the_full_cli(home, configure):

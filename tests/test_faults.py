@@ -285,4 +285,5 @@ def test_brokerd_from_another_user_is_not_trusted(home, brokerd, configure, monk
     write_log(home, "s", turn_lines(1, "a", "b"))
     monkeypatch.setattr(brokerd_source, "_peer_uid", lambda sock: 4242)
     report = decide.run(load())
+    assert report.broker_problem is not None
     assert report.undecided == 1 and "not running as this user" in report.broker_problem

@@ -73,7 +73,9 @@ def test_a_fleet_comes_back_spread_out_and_loses_or_doubles_nothing(tmp_path, ho
         report = send.run(load(config, agent_home), clock=lambda now=now: now, rng=rngs[n])
         tries[n].append(now)
         if report.outage:
-            due[n] = backoff_until(agent_home)
+            until = backoff_until(agent_home)
+            assert until is not None, "an outage backs off"
+            due[n] = until
         else:
             assert report.sent == 3 and report.pending == 0, report
             due[n] = float("inf")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import pytest
 from helpers import bxmem_inprocess, bxmem_main, honcho_config, ledger_events, register_secret, write_log
@@ -123,7 +124,7 @@ def test_the_rule_row_by_row(ws, role, reason):
 def test_an_edit_is_held_by_what_it_deletes_and_edits_naming_it_wait_behind_it():
     conclusions = {"edit:a#0": {"ws": "r", "id": "c1"}, "edit:b#0": {"ws": "t", "id": "c2"}}
     fleet = {"edit:n#0": {"ws": "old-fleet", "ids": ["m"]}}
-    decisions = {
+    decisions: dict[str, dict[str, Any]] = {
         "edit:x": {"kind": "edit", "ws": "t", "role": "trusted", "actions": [{"do": "unconclude", "of": "edit:b#0"}]},
         "edit:y": {"kind": "edit", "ws": "t", "role": "trusted", "actions": [{"do": "unconclude", "of": "edit:a#0"}]},
         "edit:z": {"kind": "edit", "ws": "t", "role": "trusted", "actions": [{"do": "conclude"}]},

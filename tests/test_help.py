@@ -26,6 +26,7 @@ def help_of(*path: str) -> str:
 def click_command(path: list[str]):
     command = typer.main.get_command(app)
     for word in path:
+        assert isinstance(command, typer.core.TyperGroup), path
         command = command.commands[word]
     return command
 
@@ -112,6 +113,8 @@ def test_no_usage_line_or_argument_shows_a_python_type(name):
 
 
 def test_every_top_level_command_says_its_group():
-    commands = typer.main.get_command(app).commands
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    commands = group.commands
     for name, command in commands.items():
         assert getattr(command, "rich_help_panel", None) in help_module.GROUPS, name

@@ -4,6 +4,9 @@ never the value itself in the message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from helpers import examples
 from hypothesis import given, settings
@@ -49,7 +52,7 @@ json_values = st.recursive(
     max_leaves=25,
 )
 
-PARSERS = {
+PARSERS: dict[str, Callable[[object], Any]] = {
     "created_ids": lambda v: answers.created_ids(v, 2),
     "configuration": answers.configuration,
     "page": lambda v: answers.page(v, 100, 1),

@@ -38,7 +38,7 @@ def short(monkeypatch):
     return 0.5 + 2 * 1.0
 
 
-def _list(honcho) -> tuple[Exception, float]:
+def _list(honcho) -> tuple[Unavailable, float]:
     started = time.monotonic()
     with WorkspaceClient(honcho.url, "bm0-trusted", None) as client, pytest.raises(Unavailable) as caught:
         list(client.list_messages("s"))

@@ -301,6 +301,7 @@ def test_a_redirect_fails_nothing_stops_the_run_and_says_what_to_check(
     arm(honcho, Attack(mode, route), trap)
     report = send.run(load(), clock=lambda: 1e6)
     assert report.failed == 0 and report.sent == 0 and report.exit_code == 3
+    assert report.outage is not None
     assert "a redirect, which bxmem does not follow" in report.outage
     assert not evs(home, "failed") and "turn:s:1" in decisions(home)
     (line,) = [r.getMessage() for r in caplog.records if "honcho-unreachable" in r.getMessage()]

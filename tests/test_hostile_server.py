@@ -84,7 +84,7 @@ def typed_bodies(route: str) -> list[object]:
         lambda sent, forged=forged: [{"id": forged} for _ in (sent.get("messages") or sent.get("conclusions"))]
         for forged in FORGED_ID_VALUES
     ]
-    return {
+    bodies: dict[str, list[object]] = {
         "PUT ": [{"configuration": "on"}, {"configuration": {"reasoning": "yes"}}, [], "x"],
         "POST /v3/workspaces$": [{"configuration": ["x"]}, {"configuration": {"reasoning": [1]}}, 5],
         "/peers$": [{"id": ".."}, "x"],
@@ -120,7 +120,8 @@ def typed_bodies(route: str) -> list[object]:
         "/sessions/list$": [_page([{"id": ".."}]), _page([{"id": "s"}]), {"items": [{"id": 5}]}],
         "/health$": [{"status": FORGED_TEXT}, []],
         ".": [],  # every route at once: the generic attacks only
-    }[route]
+    }
+    return bodies[route]
 
 
 # Each command's routes, the setup that makes it call them, and the command line.

@@ -108,6 +108,7 @@ def test_one_writer_at_a_time(decided, monkeypatch):
     monkeypatch.setattr(index_fold, "WAIT_S", 0.2)
     try:
         applied, warning = index_fold.update(load().paths)
+        assert warning is not None
         assert applied == 0 and "another run held its lock" in warning
         timer = threading.Timer(0.1, other.release)  # the other run finishes: this one goes on
         timer.start()

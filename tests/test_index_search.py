@@ -183,7 +183,7 @@ def test_a_speaker_with_a_dot_in_the_name_is_searched_by_its_parts(tmp_path):
     from bxmem.trust import rules
 
     index = _index(tmp_path)
-    decided = {
+    decided: dict[str, object] = {
         "item": "turn:s:1",
         "session": "s",
         "at": "2026-09-27T10:00:00Z",

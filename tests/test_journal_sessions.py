@@ -26,14 +26,20 @@ def load():
 @pytest.mark.parametrize("case", list(BAD))
 def test_an_edit_with_a_session_honcho_refuses_still_reaches_where_it_was_decided(home, honcho, configure, case):
     configure(honcho.url)
-    record = {
+    record: dict[str, object] = {
         "id": "j-1",
         "ts": "2026-09-27T10:00:00Z",
         "op": "identity_add",
         "file": "user.md",
         "entry": "Kyle prefers tea",
     }
-    note = {"id": "j-2", "ts": "2026-09-27T10:01:00Z", "op": "note", "trust": "untrusted", "entry": "a page said so"}
+    note: dict[str, object] = {
+        "id": "j-2",
+        "ts": "2026-09-27T10:01:00Z",
+        "op": "note",
+        "trust": "untrusted",
+        "entry": "a page said so",
+    }
     if case != "none":
         record["session"] = note["session"] = BAD[case]
     write_journal(home, [record, note])
@@ -42,8 +48,9 @@ def test_an_edit_with_a_session_honcho_refuses_still_reaches_where_it_was_decide
     for item in ("edit:j-1", "edit:j-2"):
         session = decided[item]["session"]
         assert isinstance(session, str) and session_id_problem(session) is None and session.startswith(SESSIONLESS)
-        if isinstance(BAD[case], str) and BAD[case]:
-            assert BAD[case] not in json.dumps(decided[item])  # the name itself is kept out of the ledger
+        bad = BAD[case]
+        if isinstance(bad, str) and bad:
+            assert bad not in json.dumps(decided[item])  # the name itself is kept out of the ledger
     for _ in range(3):
         send.run(load())
     assert not [e for e in ledger_events(home) if e["ev"] == "failed"]

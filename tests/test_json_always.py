@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 import typer
+from fake_honcho import FakeHoncho
 from helpers import bxmem_inprocess, bxmem_main, honcho_config, validate_output, write_log
 
 from bxmem.cli.app import app
 from bxmem.commands import decide, mirror
 from bxmem.commands.send import job as send
 from bxmem.config import loader as config_module
+from bxmem.demo.brokerd import StubBrokerd
 from bxmem.demo.sample import turn_lines, write_journal
 from bxmem.errors import COMMAND_EXITS, ExitCode
 
@@ -66,14 +68,14 @@ BASE = {
 @dataclass
 class Case:
     home: Path
-    honcho: object
-    brokerd: object
+    honcho: FakeHoncho
+    brokerd: StubBrokerd
     config_file: Path
     tmp_path: Path
     monkeypatch: pytest.MonkeyPatch
 
     def honcho_on(self, text: str | None = None) -> None:
-        self.config_file.write_text(text or honcho_config(self.honcho.url))  # type: ignore[attr-defined]
+        self.config_file.write_text(text or honcho_config(self.honcho.url))
 
     def decided(self, n: int = 1) -> None:
         write_log(
@@ -89,13 +91,13 @@ class Case:
     def failed(self) -> None:
         self.honcho_on()
         self.decided()
-        self.honcho.inject("status", match=r"/messages$", status=422)  # type: ignore[attr-defined]
+        self.honcho.inject("status", match=r"/messages$", status=422)
         send.run(config_module.load())
 
     def held(self) -> None:
         self.honcho_on()
         self.decided()
-        self.honcho_on(honcho_config(self.honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))  # type: ignore[attr-defined]
+        self.honcho_on(honcho_config(self.honcho.url).replace('trusted = "bm0-trusted"', 'trusted = "bm0-home"'))
 
     def journal(self) -> None:
         write_journal(
@@ -118,7 +120,7 @@ class Case:
 
     def artifacts(self) -> None:
         """Artifact memory on, a session whose exports/ holds table.csv."""
-        self.honcho_on(honcho_config(self.honcho.url) + "\n[artifacts]\n")  # type: ignore[attr-defined]
+        self.honcho_on(honcho_config(self.honcho.url) + "\n[artifacts]\n")
         write_log(self.home, "s1", turn_lines(1, "make a table", "done"))
         folder = self.home / "sessions" / "s1" / "exports"
         folder.mkdir(parents=True, exist_ok=True)
@@ -139,7 +141,7 @@ class Case:
 
 def _down_brokerd(c: Case) -> list[str]:
     c.down()
-    c.brokerd.stop()  # type: ignore[attr-defined]
+    c.brokerd.stop()
     write_log(c.home, "s", turn_lines(1, "a", "b"))
     return BASE["decide"]
 
@@ -166,7 +168,7 @@ def _undo_of_undo(c: Case) -> list[str]:
 
 def _audit_finding(c: Case) -> list[str]:
     c.sent()
-    c.honcho.messages.pop()  # type: ignore[attr-defined]
+    c.honcho.messages.pop()
     return BASE["audit"]
 
 
@@ -246,7 +248,7 @@ SPECIFIC = {
     ("outbox reroute", 5): lambda c: (c.held(), ["outbox", "reroute", "turn:x:9"])[1],
     ("outbox reroute", 6): lambda c: (c.honcho_on(), c.decided(), BASE["outbox reroute"])[2],
     ("doctor", 0): lambda c: _doctor(c, lambda c: c.honcho_on()),
-    ("doctor", 4): lambda c: _doctor(c, lambda c: (c.honcho_on(), c.brokerd.stop())),  # type: ignore[attr-defined]
+    ("doctor", 4): lambda c: _doctor(c, lambda c: (c.honcho_on(), c.brokerd.stop())),
     ("doctor", 7): lambda c: _doctor(c, Case.down),
 }
 # Exits whose stdout is the command's own document; every other one is an error document.
@@ -289,7 +291,9 @@ def test_stdout_is_one_json_document(command, code, home, brokerd, honcho, confi
     case = Case(home, honcho, brokerd, config_file, tmp_path, monkeypatch)
     argv = TABLE[(command, code)](case)
     result = bxmem_inprocess(*argv, "--json")
-    getattr(Case, "lock", None) and Case.lock.release()  # type: ignore[attr-defined]
+    held = getattr(Case, "lock", None)  # _held_lock sets it on the class, for this test only
+    if held is not None:
+        held.release()
     assert result.returncode == code, (result.returncode, result.stderr)
     document = json.loads(result.stdout)  # exactly one document: nothing before it or after it
     if code in OWN_DOCUMENT or (command, code) in OWN_DOCUMENT_TOO:

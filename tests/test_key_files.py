@@ -380,9 +380,12 @@ def test_send_never_reads_a_key_it_refused_until_the_file_changes(
     send.run(config_module.load())
     reads: list[Path] = []
     original = config_module._read_key_file
-    monkeypatch.setattr(
-        config_module, "_read_key_file", lambda path, secret: reads.append(path) or original(path, secret)
-    )
+
+    def read_key_file(path, secret):
+        reads.append(path)
+        return original(path, secret)
+
+    monkeypatch.setattr(config_module, "_read_key_file", read_key_file)
     send.run(config_module.load())
     assert reads == []  # stopped: its file is not read again, so the refusal is not logged again
     assert stat.S_IMODE(os.stat(bad).st_mode) == 0o640

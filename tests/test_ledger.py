@@ -9,7 +9,7 @@ from bxmem.store.ledger import Ledger, now_iso
 from bxmem.store.outbox import Outbox
 
 
-def decided(n: int, ws: str | None = "w") -> dict:
+def decided(n: int, ws: str | None = "w") -> le.DecidedTurn:
     return le.decided_turn(
         session="s",
         turn=n,

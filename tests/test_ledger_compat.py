@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from bxmem.commands import audit, decide_state, index_fold, mirror
+from bxmem.config.loader import Config
 from bxmem.store.ledger import Ledger
 from bxmem.store.outbox import Outbox
 from bxmem.store.outbox_shape import offset_of
@@ -90,7 +93,7 @@ def folds(ledger_path: Path, state_dir: Path, monkeypatch) -> dict:
         for k, v in box.failed.items()
     }
     paths = SimpleNamespace(ledger=ledger_path, state=state_dir, ensure_state_dir=lambda: state_dir)
-    expected, _box = audit._expected(SimpleNamespace(paths=paths))
+    expected, _box = audit._expected(cast("Config", SimpleNamespace(paths=paths)))
     # audit keeps each decision's role and each item's message ids now; then, the workspace and the count.
     decided = {item: ws for item, (ws, _role) in expected.decided.items()}
     sent = {item: (ws, len(ids)) for item, (ws, ids) in expected.sent.items()}
@@ -143,7 +146,7 @@ def test_what_the_fold_learnt_since(name, tmp_path):
     shutil.copyfile(LEDGERS / f"{name}.jsonl", ledger_path)
     box = Outbox.load(tmp_path, Ledger(ledger_path))
     lines = [json.loads(line) for line in ledger_path.read_text().splitlines()]
-    first = {}
+    first: dict[str, dict] = {}
     for ev in lines:
         if ev["ev"] == "decided":
             first.setdefault(ev["item"], ev)
@@ -194,7 +197,10 @@ def test_the_owner_actions_fold_as_they_did(tmp_path, monkeypatch):
     assert (box.dropped, box.pending, box.failed) == (1, {}, {})
     assert box.setup["bm0-trusted"]["sessions"]["s"]["name"] == "s-2"
     expected, _ = audit._expected(
-        SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, state=state, ensure_state_dir=lambda: state))
+        cast(
+            "Config",
+            SimpleNamespace(paths=SimpleNamespace(ledger=ledger_path, state=state, ensure_state_dir=lambda: state)),
+        )
     )
     assert expected.decided["turn:u:1"] == ("bm0-home", "trusted") and len(expected.accepted) == 4
 
@@ -234,7 +240,7 @@ def test_the_fixtures_cover_every_event_kind():
     assert {kind.split("/")[0] for kind in kinds} == set(le.KINDS)  # a kind added to the vocabulary needs a fixture
 
 
-def _rebuilt(ev: dict) -> dict:
+def _rebuilt(ev: dict) -> Mapping[str, object]:
     """The line built again by ledger_events' constructor for its kind, from its own fields."""
     from bxmem.store import ledger_events as le
 

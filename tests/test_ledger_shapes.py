@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from helpers import examples
@@ -15,13 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bxmem.commands import audit, decide_state, index_fold, mirror
+from bxmem.config.loader import Config
 from bxmem.store import index, ledger_events
 from bxmem.store.ledger import Ledger, ReadResult, now_iso
 from bxmem.store.ledger_shapes import KINDS, event_problem
 from bxmem.store.outbox import Outbox
 
 
-def every_kind() -> list[dict]:
+def every_kind() -> list[Mapping[str, Any]]:
     """One line of each kind (both decisions), as bxmem writes them."""
     le = ledger_events
     macs = {"key": "k1", "user": ["a" * 32], "reply": "b" * 32}
@@ -172,7 +175,7 @@ def folds(tmp_path, ledger_path):
         state=state,
         journal=tmp_path / "no-journal.jsonl",
     )
-    audit._expected(SimpleNamespace(paths=paths))
+    audit._expected(cast("Config", SimpleNamespace(paths=paths)))
     index_fold.catch_up(index.Index(state / "index.sqlite3"), paths)
     return box, recovered, edits
 

@@ -29,6 +29,7 @@ def test_a_written_time_reads_back_as_the_millisecond_it_names(t):
 
 
 def test_what_is_no_time_reads_as_none_never_as_a_crash():
+    value: object
     for value in (
         None,
         5,

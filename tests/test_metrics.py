@@ -233,6 +233,7 @@ def test_promtool_passes_every_kind_of_output(busy_home, home, configure, config
     assert value(outputs[-2], "bxmem_key_refused", workspace="bm0-trusted") == 1
     configure(None)
     outputs.append(run_metrics())  # local-only
+    assert PROMTOOL is not None  # else skipped
     for text in outputs:
         checked = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
         assert (checked.returncode, checked.stdout, checked.stderr) == (0, "", ""), (checked.stdout, checked.stderr)
@@ -246,6 +247,7 @@ def test_node_exporters_textfile_collector_reads_it(busy_home, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    assert NODE_EXPORTER is not None  # else skipped
     exporter = subprocess.Popen(
         [
             NODE_EXPORTER,
@@ -274,7 +276,9 @@ def test_node_exporters_textfile_collector_reads_it(busy_home, tmp_path):
 
 def test_the_metrics_unit_writes_where_its_sandbox_lets_it():
     unit = (Path(__file__).resolve().parents[1] / "systemd" / "bxmem-metrics.service").read_text()
-    output = re.search(r"^ExecStart=\S+ --quiet metrics --output (\S+)$", unit, re.M).group(1)
+    found = re.search(r"^ExecStart=\S+ --quiet metrics --output (\S+)$", unit, re.M)
+    assert found, unit
+    output = found.group(1)
     assert f"ReadWritePaths=-{os.path.dirname(output)}\n" in unit
     assert (
         "ProtectHome=read-only\n" in unit and "%h/.local/share/boxmaker" not in unit

@@ -116,7 +116,7 @@ def test_undo_of_each_row_leaves_honcho_as_if_never_made(setup, honcho, target):
     sync()
     before_conclusions = set(conclusions(honcho))
     result = undo.run(load(), target)
-    assert result.written and result.undo_id.startswith("undo-")
+    assert result.written and result.undo_id is not None and result.undo_id.startswith("undo-")
     sync()
     after = set(conclusions(honcho))
     expected = {
@@ -165,6 +165,7 @@ def test_undo_refusals_write_nothing(setup, honcho):
     with pytest.raises(NotFound):
         undo.run(load(), "nope")
     first = undo.run(load(), "x1")
+    assert first.undo_id is not None
     size = journal.stat().st_size
     with pytest.raises(Refused, match="already undone by undo-"):
         undo.run(load(), "x1")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,7 @@ def tracked_files() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> tuple[zipfile.ZipFile, list[str]]:
+def wheel(tmp_path_factory) -> Iterator[tuple[zipfile.ZipFile, list[str]]]:
     """A wheel built, as pip would, from a copy of the tracked files (plus the probe)."""
     source = tmp_path_factory.mktemp("source")
     files = tracked_files()

@@ -27,7 +27,7 @@ from bxmem.formats.timestamps import format_time
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 
-URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
+URL = os.environ.get("BXMEM_REAL_HONCHO_URL", "")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")
 
 

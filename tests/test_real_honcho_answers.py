@@ -30,7 +30,7 @@ from bxmem.honcho.http import MESSAGE_BYTES, cap_messages
 from bxmem.store.ledger import Ledger
 from bxmem.store.ledger_events import attempt
 
-URL = os.environ.get("BXMEM_REAL_HONCHO_URL")
+URL = os.environ.get("BXMEM_REAL_HONCHO_URL", "")
 pytestmark = pytest.mark.skipif(not URL, reason="no real Honcho given (BXMEM_REAL_HONCHO_URL)")
 
 

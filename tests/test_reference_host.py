@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import CAPTURED, examples, register_secret, write_log
@@ -228,7 +229,7 @@ def _chats_held(fleet, honcho, signal_to_send=None, timeouts=None):
     honcho.chat_never_answers = True
     host = Host(BXMEM, fleet.env, timeouts)
     host.tools()
-    outcome = {}
+    outcome: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: outcome.update(r=host.call("ask_memory", {"question": "slow?"})))
     thread.start()
     for _ in range(200):  # until the chat is on the server
@@ -237,6 +238,7 @@ def _chats_held(fleet, honcho, signal_to_send=None, timeouts=None):
         time.sleep(0.05)
     assert honcho.chats_in_flight == 1
     if signal_to_send is not None:
+        assert host.running is not None
         host.running.send_signal(signal_to_send)
     thread.join(30)
     return outcome["r"]
@@ -292,7 +294,12 @@ def test_exits_2_6_and_78_come_before_any_memory_is_read(fleet, honcho, config_f
     from bxmem.store import index
 
     opened = []
-    monkeypatch.setattr(index.Index, "open_readonly", lambda self: opened.append(self) or 1 / 0)
+
+    def open_readonly(self):
+        opened.append(self)
+        return 1 / 0
+
+    monkeypatch.setattr(index.Index, "open_readonly", open_readonly)
     refused = {
         ("recall", "--json", "--", "   "): 2,
         ("recall", "--json", "-k", "0", "--", "restic"): 2,
@@ -353,7 +360,9 @@ def test_the_artifact_tools_run_end_to_end_as_section_8_says(artifact_host):
     )
     _seen(kept)
     assert (kept.exit, kept.is_error, kept.label) == (0, False, NOTHING_READ)
-    experiment = re.search(r"exp_[a-z2-7]{52}", kept.content).group()
+    found = re.search(r"exp_[a-z2-7]{52}", kept.content)
+    assert found, kept.content
+    experiment = found.group()
     got = host.call("artifact_resolve", {"id": experiment, "source_version": "v2"}, session="clean")
     _seen(got)
     assert (got.exit, got.is_error) == (0, False)
@@ -369,7 +378,9 @@ def test_resolving_what_a_tainted_session_kept_taints_the_reader(artifact_host):
         "artifact_record", {"file": "page.txt", "summary": "what the page said"}, session="tainted2"
     )
     assert kept.exit == 0 and "untrusted workspace" in kept.content
-    art = re.search(r"art_[a-z2-7]{52}", kept.content).group()
+    found = re.search(r"art_[a-z2-7]{52}", kept.content)
+    assert found, kept.content
+    art = found.group()
     got = artifact_host.call("artifact_resolve", {"id": art}, session="clean")
     assert got.exit == 0 and got.label == {"untrusted": True, "class": "private"}
 
@@ -399,7 +410,9 @@ def test_a_link_in_exports_and_damaged_bytes_are_lines_too(artifact_host, home):
     result = artifact_host.call("artifact_record", {"file": "link.csv", "summary": "s"}, session="clean")
     assert (result.exit, result.label) == (6, NOTHING_READ) and "symbolic link" in result.content
     kept = artifact_host.call("artifact_record", {"file": "table.csv", "summary": "s"}, session="clean")
-    art = re.search(r"art_[a-z2-7]{52}", kept.content).group()
+    found = re.search(r"art_[a-z2-7]{52}", kept.content)
+    assert found, kept.content
+    art = found.group()
     obj = home / "memory" / "artifacts" / "objects" / art[4:6] / art
     os.chmod(obj, 0o600)
     obj.write_bytes(b"cohort,response\na,0.9\n")

@@ -96,8 +96,17 @@ def test_a_job_a_person_watches_goes_to_the_cli(argv, watched, via_cli, monkeypa
     """Its progress bar is rich's, which the lean path never loads."""
     ran = []
     monkeypatch.setattr(os, "isatty", lambda fd: watched and fd == 2)
-    monkeypatch.setattr(cli, "run_cli", lambda args: ran.append(("cli", args)) or 0)
-    monkeypatch.setattr("bxmem.start.lean_path.run", lambda parsed: ran.append(("lean", parsed.command)) or 0)
+
+    def run_cli(args):
+        ran.append(("cli", args))
+        return 0
+
+    def run_lean(parsed):
+        ran.append(("lean", parsed.command))
+        return 0
+
+    monkeypatch.setattr(cli, "run_cli", run_cli)
+    monkeypatch.setattr("bxmem.start.lean_path.run", run_lean)
     assert entry.main(argv) == 0
     assert [how for how, _what in ran] == ["cli" if via_cli else "lean"]
 

@@ -3,6 +3,8 @@ the late-decision rule (section 5) and the send-time veto. Memory writes: test_r
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from helpers import examples
 from hypothesis import given, settings
@@ -29,7 +31,7 @@ classes = st.sampled_from(["public", "private", "secret", "unknown"])
 
 
 def facts(**overrides) -> TurnFacts:
-    base = dict(
+    base: dict[str, Any] = dict(
         status="completed",
         has_text=True,
         has_reply=True,

@@ -304,7 +304,7 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(home, brokerd, honcho, c
             break
         later += 601  # past any backoff
     expected = {item: d["ws"] for item, d in decisions(home).items() if d["ws"]}
-    got = Counter()
+    got: Counter[tuple[str, int, str]] = Counter()
     for m in honcho.messages:
         got[(m["metadata"]["bxmem_item"], m["metadata"]["part"], m["workspace_id"])] += 1
     assert all(n == 1 for n in got.values()), [k for k, n in got.items() if n > 1]

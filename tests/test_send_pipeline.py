@@ -118,9 +118,12 @@ def test_a_group_costs_one_ledger_append(home, brokerd, honcho, configure, monke
     decide.run(load())
     appends = []
     real = send.Ledger.append
-    monkeypatch.setattr(
-        send.Ledger, "append", lambda self, events: appends.append([e["ev"] for e in events]) or real(self, events)
-    )
+
+    def append(self, events):
+        appends.append([e["ev"] for e in events])
+        return real(self, events)
+
+    monkeypatch.setattr(send.Ledger, "append", append)
     assert send.run(load()).sent == 3
     # created + attempt for each group, the previous group's sent riding along; the last sent at the end.
     assert appends == [

@@ -94,6 +94,7 @@ def test_a_new_speaker_ends_the_group_and_starts_the_next_honcho_session():
     box = outbox(("a1", "a", "kyle"), ("a2", "a", "kyle"), ("a3", "a", "maria"), ("a4", "a", "kyle"))
     plan, _ = planner(box)
     first = plan.next_unit()
+    assert first is not None and first.group is not None
     assert [i["item"] for i in first.group.items] == ["a1", "a2"]  # a4 may not overtake a3
     assert (first.group.hsession, first.group.n, first.group.peers, first.group.new_session) == (
         "a",
@@ -158,10 +159,13 @@ def test_edits_and_in_doubt_turns_are_units_of_their_own_and_a_recent_attempt_ho
 def test_the_next_group_is_planned_ahead_only_for_another_session_in_a_set_up_workspace():
     box = outbox(("a1", "a", "kyle"), ("a2", "a", "kyle"), ("b1", "b", "kyle"), ("e1", None, None))
     plan, _ = planner(box, batch=100, parts={"a1": 99})  # a2 cannot join a1's request
-    current = plan.next_unit().group
+    first = plan.next_unit()
+    assert first is not None and first.group is not None
+    current = first.group
     assert plan.plan_ahead(current) == (None, False)  # a2: the same session, after a1
     plan.next_unit()  # a2
     unit, opens = plan.plan_ahead(current)
+    assert unit is not None and unit.group is not None
     assert unit.group.items[0]["item"] == "b1" and opens
     assert plan.plan_ahead(unit.group) == (None, False)  # an edit may create sessions: never early
 
@@ -169,4 +173,6 @@ def test_the_next_group_is_planned_ahead_only_for_another_session_in_a_set_up_wo
 def test_nothing_is_planned_ahead_before_the_workspace_is_set_up():
     box = outbox(("a1", "a", "kyle"), ("b1", "b", "kyle"), configured=False)
     plan, _ = planner(box)
-    assert plan.plan_ahead(plan.next_unit().group) == (None, False)
+    first = plan.next_unit()
+    assert first is not None and first.group is not None
+    assert plan.plan_ahead(first.group) == (None, False)

@@ -175,7 +175,7 @@ def check(home: Path, honcho: FakeHoncho) -> None:
         if e["ev"] == "decided":
             assert e["ws"] == EXPECTED[e["item"]], e  # where its labels send it
     texts = texts_of(home)
-    turn_parts = Counter()
+    turn_parts: Counter[tuple[str, int]] = Counter()
     for m in honcho.messages:
         item = m["metadata"].get("bxmem_item", "")
         if item.startswith("turn:"):

@@ -543,7 +543,7 @@ def test_a_rule_fails_on_an_unlisted_breach_and_on_a_stale_entry():
 
 def test_every_expected_failure_names_a_module_and_a_contract_it_holds():
     contracts = {contract.name: contract for contract in CONTRACTS}
-    stale = [
+    stale: list[tuple[str, str] | str] = [
         key
         for key in BROKEN
         if key[0] not in contracts or key[1] not in MODULES or not contracts[key[0]].applies(key[1])

@@ -110,7 +110,7 @@ def _run(offered: dict, tool: str, call: dict) -> None:
 def test_every_recall_input_the_schema_admits_the_cli_takes(offered, data):
     """Every input the recall tool's schema admits, the CLI takes: `k: 8.0` (a JSON Schema
     integer is any whole number) and a query led by an ideographic space among them."""
-    calls = (
+    calls: list[dict] = (
         [{"query": "backups", "k": 8.0}, {"query": "backups", "k": 20}, {"query": "\u3000x"}]
         if data is None
         else [data.draw(strategy(offered["recall"]))]

@@ -94,7 +94,7 @@ def truth(spec: dict) -> dict[int, dict]:
     for turn in spec["turns"]:
         for label in turn["results"]:
             tainted = tainted or label["untrusted"]
-            worst = max(worst, label["class"], key=rank.get)
+            worst = max(worst, label["class"], key=rank.__getitem__)
         out[turn["n"]] = {
             "tainted": tainted or broker_untrusted,
             "secret": broker_class == "secret" or worst == "secret",

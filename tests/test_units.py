@@ -90,7 +90,9 @@ def readme_host_section() -> str:
 
 def rig_blocks() -> list[str]:
     script = (ROOT / "scripts" / "systemd-rig" / "run.sh").read_text()
-    return re.search(r'^BLOCKS="([^"]+)"$', script, flags=re.M).group(1).split()
+    blocks = re.search(r'^BLOCKS="([^"]+)"$', script, flags=re.M)
+    assert blocks, "scripts/systemd-rig/run.sh sets no BLOCKS"
+    return blocks.group(1).split()
 
 
 def test_every_command_of_the_readme_host_section_is_one_the_rig_runs():
@@ -101,6 +103,7 @@ def test_every_command_of_the_readme_host_section_is_one_the_rig_runs():
     spec = importlib.util.spec_from_file_location(
         "readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py"
     )
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     section = readme_host_section()
@@ -118,6 +121,7 @@ def test_the_readme_sets_a_host_up_with_init_doctor_and_units_install():
     spec = importlib.util.spec_from_file_location(
         "readme_blocks", ROOT / "scripts" / "systemd-rig" / "readme_blocks.py"
     )
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     blocks = module.blocks(readme_host_section())

@@ -178,6 +178,7 @@ def test_ask_does_not_call_untrusted_turns_trusted_memory(swapped_after_sending)
     result = ask.ask(load(), "restic?", ["own"])
     assert [a.tag for a in result.answers] == ["memory-tainted"]
     assert result.untrusted  # the caller taints its session
+    assert result.answers[0].note is not None
     assert "this agent wrote bm0-untrusted as its untrusted workspace (first turn:web:1)" in result.answers[0].note
 
 
@@ -264,6 +265,7 @@ def test_an_old_fleet_made_trusted_holds_turns_and_is_asked_as_tainted(home, bro
     assert [(g["workspace"], g["reason"]) for g in report.held_by_config] == [("fleet", WORKSPACE_REUSED)]
     assert items_in(honcho, "fleet") == ["edit:j-1"]
     answer = ask.ask(load(), "vendor?", ["own"]).answers[0]
+    assert answer.note is not None
     assert answer.tag == "memory-tainted" and "as its fleet workspace (first edit:j-1)" in answer.note
 
 
@@ -290,6 +292,7 @@ def test_a_read_source_labelled_trusted_that_holds_our_untrusted_turns_is_read_t
     hits = [h for h in recall.recall(load(), "restic page").hits if h.source == "boxmaker9"]
     assert hits and {h.tag for h in hits} == {"memory-tainted"}
     answer = ask.ask(load(), "restic?", ["boxmaker9"]).answers[0]
+    assert answer.note is not None
     assert answer.tag == "memory-tainted" and "as its untrusted workspace" in answer.note
     status = sync.status(load(), check=False)
     assert (
@@ -336,6 +339,7 @@ def test_the_copy_changed_in_place_is_not_believed(swapped_after_sending, home):
         f.write(json.dumps(saved, separators=(",", ":")).encode())
         f.truncate()
     answer = ask.ask(load(), "restic?", ["own"]).answers[0]
+    assert answer.note is not None
     assert answer.tag == "memory-tainted" and "as its untrusted workspace (first turn:web:1)" in answer.note
 
 
@@ -387,6 +391,7 @@ def test_a_ledger_that_cannot_be_read_makes_trusted_memory_tainted(both_sent, ho
     with monkeypatch.context() as patched:
         patched.setattr(Ledger, "iter_from", unreadable)
         answer = ask.ask(load(), "restic?", ["own"]).answers[0]
+    assert answer.note is not None
     assert answer.tag == "memory-tainted" and "ledger could not be read" in answer.note
     assert ask.ask(load(), "restic?", ["own"]).answers[0].tag == "memory"  # read: nothing untrusted was written there
 

@@ -169,7 +169,7 @@ def future_times(box: Outbox, decide_state: dict, audit_state: dict | None, now:
     return sorted(found, key=lambda f: -f["ahead_s"])
 
 
-def age(ts: str | None, now: float) -> float | None:
+def age(ts: object, now: float) -> float | None:
     at = parse_time(ts)
     return None if at is None or at > now + FUTURE_SLACK_S else max(0.0, now - at)
 
