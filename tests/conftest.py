@@ -36,7 +36,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     xdist_group mark, but it renames the tests in a way pytest 9 no longer sees."""
     if config.getvalue("dist") != "load":
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
     class SharedSetupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
