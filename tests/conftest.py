@@ -24,6 +24,28 @@ settings.register_profile("fast", max_examples=10, deadline=None)
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
+# The files whose tests share one costly setup (test_structure.py parses every module of
+# bxmem in a module-scoped fixture and caches): each run whole by one pytest-xdist worker,
+# not set up again in every worker.
+SHARED_SETUP = ("test_structure.py",)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's --dist load (one test at a time to the next free worker, ./dev test's),
+    but a file of SHARED_SETUP as one unit. Its own --dist loadgroup would do it with an
+    xdist_group mark, but it renames the tests in a way pytest 9 no longer sees."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.partition("::")[0]
+            return file if Path(file).name in SHARED_SETUP else nodeid
+
+    return SharedSetupScheduling(config, log)
+
+
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path / "home"

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ledger_events, run_bxmem, write_log
+from helpers import bxmem_main, ledger_events, write_log
 from runbook_lines import cites
 
 from bxmem.config import loader as config_module
@@ -28,11 +28,11 @@ def test_decide_idle_until_a_log_grows_or_appears(home, brokerd, configure):
     configure("http://127.0.0.1:9")
     write_log(home, "s", turn_lines(1, "a", "b"))
     assert not is_idle(["bxmem", "decide"])  # never ran
-    assert run_bxmem("decide").returncode == 0
+    assert bxmem_main("decide").returncode == 0
     assert is_idle(["bxmem", "decide"])
     write_log(home, "s", turn_lines(2, "c", "d"))
     assert not is_idle(["bxmem", "decide"])
-    run_bxmem("decide")
+    bxmem_main("decide")
     assert is_idle(["bxmem", "decide"])
     write_log(home, "t", turn_lines(1, "new", "session"))
     assert not is_idle(["bxmem", "decide"])
@@ -41,7 +41,7 @@ def test_decide_idle_until_a_log_grows_or_appears(home, brokerd, configure):
 def test_decide_not_idle_while_turns_wait_for_brokerd(home, configure):
     configure("http://127.0.0.1:9")
     write_log(home, "s", turn_lines(1, "a", "b"))
-    run_bxmem("decide")  # no brokerd: the turn waits
+    bxmem_main("decide")  # no brokerd: the turn waits
     assert not is_idle(["bxmem", "decide"])
 
 
@@ -51,9 +51,9 @@ def test_send_idle_until_the_ledger_or_config_or_a_key_changes(home, brokerd, ho
     os.chmod(key, 0o600)
     configure(honcho.url, extra=f'[secrets.honcho_fleet]\nfile = "{key}"\n')
     write_log(home, "s", turn_lines(1, "a", "b"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     assert not is_idle(["bxmem", "send"])
-    run_bxmem("send")
+    bxmem_main("send")
     assert is_idle(["bxmem", "send"])
     assert is_idle(["bxmem", "--config", os.environ["BXMEM_CONFIG"], "send"])  # the same file, named
     assert not is_idle(["bxmem", "--config", str(tmp_path / "other.toml"), "send"])  # another file
@@ -61,9 +61,9 @@ def test_send_idle_until_the_ledger_or_config_or_a_key_changes(home, brokerd, ho
     assert not is_idle(["bxmem", "send"])
     os.chmod(key, 0o600)
     write_log(home, "s", turn_lines(2, "c", "d"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     assert not is_idle(["bxmem", "send"])
-    run_bxmem("send")
+    bxmem_main("send")
     assert is_idle(["bxmem", "send"])
     config = tmp_path / "bxmem.toml"
     config.write_text(config.read_text() + "\n[send]\nbatch = 5\n")
@@ -78,8 +78,8 @@ def test_other_arguments_always_take_the_slow_path(home):
 
 def test_idle_run_prints_nothing_and_exits_zero(home, brokerd, configure):
     configure("http://127.0.0.1:9")
-    run_bxmem("decide")
-    result = run_bxmem("decide")
+    bxmem_main("decide")
+    result = bxmem_main("decide")
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
 
 
@@ -102,13 +102,13 @@ def test_fast_path_finds_home_through_the_config_file(home, brokerd, configure, 
     monkeypatch.delenv("BOXMAKER_HOME")
     config_file.write_text(f'[paths]\nhome = "{home}"\n')
     write_log(home, "s", turn_lines(1, "a", "b"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     assert is_idle(["bxmem", "decide"])
 
 
 def test_send_idle_before_any_ledger_exists(home, honcho, configure):
     configure(honcho.url)
-    run_bxmem("send")
+    bxmem_main("send")
     assert is_idle(["bxmem", "send"])
 
 
@@ -119,9 +119,9 @@ def test_every_job_is_idle_local_only(home, brokerd, configure, config_file, job
     tests/test_import_budget.py.)"""
     configure(None)
     write_log(home, "s", turn_lines(1, "a", "b"))
-    assert run_bxmem("--quiet", job).returncode == 0
+    assert bxmem_main("--quiet", job).returncode == 0
     assert is_idle(["bxmem", job])
-    assert run_bxmem(job).returncode == 0 and is_idle(["bxmem", job])
+    assert bxmem_main(job).returncode == 0 and is_idle(["bxmem", job])
     configure("http://127.0.0.1:9")
     assert not is_idle(["bxmem", job])
 
@@ -129,7 +129,7 @@ def test_every_job_is_idle_local_only(home, brokerd, configure, config_file, job
 def test_local_only_send_where_no_state_can_be_written_still_says_nothing_is_sent(home, configure):
     configure(None)
     (home / "memory").write_text("")  # a file where bxmem's folder would go: no summary can be written
-    result = run_bxmem("send")
+    result = bxmem_main("send")
     assert result.returncode == 0 and "nothing is sent" in result.stderr
     assert not is_idle(["bxmem", "send"])  # so every run asks again: slower, never wrong
 
@@ -138,11 +138,11 @@ def test_mirror_idle_until_the_journal_grows(home, configure):
     from bxmem.demo.sample import write_journal
 
     configure("http://127.0.0.1:9")
-    run_bxmem("mirror")
+    bxmem_main("mirror")
     assert is_idle(["bxmem", "mirror"])  # no journal yet
     write_journal(home)
     assert not is_idle(["bxmem", "mirror"])
-    run_bxmem("mirror")
+    bxmem_main("mirror")
     assert is_idle(["bxmem", "mirror"])
 
 
@@ -158,7 +158,7 @@ def test_the_command_is_the_first_word_not_an_option(home, brokerd, configure, t
     assert parsed(["bxmem", "-q", "recall", "send"]).command == "recall"
     assert parse(["bxmem", "--json"]) is None
     configure("http://127.0.0.1:9")
-    result = run_bxmem("recall", "send", "--json")  # a query that is a job's name
+    result = bxmem_main("recall", "send", "--json")  # a query that is a job's name
     assert result.returncode == 7 and '"hits": []' in result.stdout
 
 
@@ -173,7 +173,7 @@ def test_one_parser_for_the_lean_and_idle_paths():
 
 def test_a_non_numeric_k_goes_to_the_full_cli(home, configure):
     configure("http://127.0.0.1:9")
-    result = run_bxmem("recall", "x", "-k", "many")
+    result = bxmem_main("recall", "x", "-k", "many")
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
@@ -309,7 +309,7 @@ def test_the_fast_path_expands_a_home_named_with_a_tilde(home, brokerd, monkeypa
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("BOXMAKER_HOME", "~/h")
     (tmp_path / "h").mkdir()
-    run_bxmem("decide")
+    bxmem_main("decide")
     assert (tmp_path / "h" / "memory" / "bxmem" / "idle-decide.marshal").exists()
     assert is_idle(["bxmem", "decide"])
 
@@ -397,12 +397,12 @@ def test_a_config_whose_home_the_glance_gets_wrong_costs_a_real_run_never_skips_
     monkeypatch.delenv("BOXMAKER_HOME")
     config_file.write_text(f'[paths]\nhome = "{home}"\n')
     write_log(home, "s", turn_lines(1, "a", "b"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     assert is_idle(["bxmem", "decide"])
     other = tmp_path / "other"
     other.mkdir()
     monkeypatch.setenv("BOXMAKER_HOME", str(other))
-    run_bxmem("decide")  # a run in another home, named by the environment, with the same config version
+    bxmem_main("decide")  # a run in another home, named by the environment, with the same config version
     monkeypatch.delenv("BOXMAKER_HOME")
     assert (other / "memory" / "bxmem" / "idle-decide.marshal").exists()
     monkeypatch.setattr(idle, "_glance_home", lambda data: (True, str(other)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
-from helpers import bxmem_main, ledger_events, register_secret, run_bxmem, write_log
+from helpers import bxmem_main, ledger_events, register_secret, write_log
 
 from bxmem.commands import decide
 from bxmem.commands import sync as sync_module
@@ -41,16 +41,16 @@ def checkpoint(home: Path) -> dict:
 def in_an_outage(home, brokerd, honcho, configure):
     configure(honcho.url)
     write_log(home, "s", turn_lines(1, "hello", "hi"))
-    assert run_bxmem("decide").returncode == 0
+    assert bxmem_main("decide").returncode == 0
     honcho.stop()
-    first = run_bxmem("send")
+    first = bxmem_main("send")
     assert first.returncode == 3 and "Honcho unreachable" in first.stderr
     return home
 
 
 def test_send_in_a_backoff_exits_the_same_on_a_terminal_off_it_and_with_json(in_an_outage, monkeypatch):
-    off_terminal = run_bxmem("send")  # the timer's way: the idle path answers
-    with_json = run_bxmem("send", "--json")
+    off_terminal = bxmem_main("send")  # the timer's way: the idle path answers
+    with_json = bxmem_main("send", "--json")
     monkeypatch.setattr(os, "isatty", lambda fd: True)  # a person watching: the real job runs
     at_terminal = bxmem_main("send")
     assert (off_terminal.returncode, with_json.returncode, at_terminal.returncode) == (3, 3, 3)
@@ -59,9 +59,9 @@ def test_send_in_a_backoff_exits_the_same_on_a_terminal_off_it_and_with_json(in_
 
 def test_send_now_tries_at_once(in_an_outage, honcho):
     honcho.start()
-    waiting = run_bxmem("send")
+    waiting = bxmem_main("send")
     assert waiting.returncode == 3 and not honcho.messages  # the backoff holds the timer's runs
-    now = run_bxmem("send", "--now")
+    now = bxmem_main("send", "--now")
     assert now.returncode == 0, now.stderr
     assert [m["content"] for m in honcho.messages] == ["hello", "hi"]
     assert "backoff" not in checkpoint(in_an_outage) or checkpoint(in_an_outage)["backoff"] is None
@@ -75,7 +75,7 @@ def test_send_now_never_skips_the_in_doubt_wait_and_never_doubles(home, brokerd,
     honcho.inject("store-then-drop", match=r"/messages$")
     assert send.run(load()).outage  # stored, the answer lost: in doubt, and an outage
     stored = len(honcho.messages)
-    again = run_bxmem("send", "--now", "--json")
+    again = bxmem_main("send", "--now", "--json")
     report = json.loads(again.stdout)
     assert again.returncode == 3 and report["in_doubt"] and report["sent"] == 0
     assert len(honcho.messages) == stored  # nothing posted before the lookup may be made
@@ -86,10 +86,10 @@ def test_send_now_never_skips_the_in_doubt_wait_and_never_doubles(home, brokerd,
 
 def test_a_new_url_ends_the_backoff(in_an_outage, honcho, configure):
     configure("http://127.0.0.1:9")  # the owner first had it wrong...
-    assert run_bxmem("send").returncode == 3
+    assert bxmem_main("send").returncode == 3
     honcho.start()
     configure(honcho.url)  # ...and fixes it: the next timer run tries at once
-    result = run_bxmem("send")
+    result = bxmem_main("send")
     assert result.returncode == 0, result.stderr
     assert "[honcho] url changed" in result.stderr
     assert len(honcho.messages) == 2
@@ -101,13 +101,13 @@ def test_a_new_key_file_ends_the_backoff(home, brokerd, honcho, configure, tmp_p
     os.chmod(key, 0o600)
     configure(honcho.url, extra=f'\n[secrets.honcho_trusted]\nfile = "{key}"\n')
     write_log(home, "s", turn_lines(1, "hello", "hi"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     honcho.stop()
-    assert run_bxmem("send").returncode == 3
+    assert bxmem_main("send").returncode == 3
     honcho.start()
-    assert run_bxmem("send").returncode == 3 and not honcho.messages  # still waiting it out
+    assert bxmem_main("send").returncode == 3 and not honcho.messages  # still waiting it out
     key.write_text(register_secret("trusted-key-e5f6a7b8") + "\n")
-    result = run_bxmem("send")
+    result = bxmem_main("send")
     assert result.returncode == 0 and "a key file changed" in result.stderr, result.stderr
     assert len(honcho.messages) == 2
 
@@ -121,16 +121,16 @@ def test_a_refused_key_leaves_nothing_in_doubt(home, brokerd, honcho, configure,
     os.chmod(key, 0o600)
     configure(honcho.url, extra=f'\n[secrets.honcho_trusted]\nfile = "{key}"\n')
     write_log(home, "s", turn_lines(1, "hello", "hi"))
-    run_bxmem("decide")
-    assert run_bxmem("send").returncode == 0  # the workspace is set up with the right key
+    bxmem_main("decide")
+    assert bxmem_main("send").returncode == 0  # the workspace is set up with the right key
     write_log(home, "s", turn_lines(2, "more", "yes"))
-    run_bxmem("decide")
+    bxmem_main("decide")
     key.write_text(wrong + "\n")
-    refused = run_bxmem("send", "--json")
+    refused = bxmem_main("send", "--json")
     assert json.loads(refused.stdout)["stopped"] == ["bm0-trusted"] and json.loads(refused.stdout)["in_doubt"] == []
     assert [e["ev"] for e in ledger_events(home)][-3:] == ["attempt", "unsent", "key_refused"]
     key.write_text(good + "\n")
-    fixed = run_bxmem("send", "--json")
+    fixed = bxmem_main("send", "--json")
     assert fixed.returncode == 0 and json.loads(fixed.stdout)["sent"] == 1, fixed.stdout
     assert len(honcho.messages) == 4
 

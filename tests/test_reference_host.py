@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CAPTURED, register_secret, write_log
+from helpers import CAPTURED, examples, register_secret, write_log
 from reference_host import FAIL_CLOSED, NOTHING_READ, Host
 
 from bxmem.commands import decide, mirror
@@ -442,7 +442,7 @@ def test_every_artifact_input_the_schemas_admit_is_answered_with_a_document_or_o
     offered = {t["name"]: t["input_schema"] for t in artifact_host.tools()}
     names = st.sampled_from(["table.csv", "page.txt", "../clean/exports/table.csv", "exports", "/etc/passwd", ".", ""])
 
-    @settings(suppress_health_check=list(HealthCheck), max_examples=15, deadline=None)
+    @settings(suppress_health_check=list(HealthCheck), max_examples=examples(15), deadline=None)
     @given(st.data())
     def check(data):
         for tool in ("artifact_record", "artifact_resolve"):

@@ -4,6 +4,7 @@ random text from all of Unicode, and recall's and ask's outputs over hostile fle
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -13,14 +14,20 @@ from hypothesis import strategies as st
 
 from bxmem.retrieval import token_bound
 
-bpe_openai = pytest.importorskip("bpe_openai")  # a test dependency ([test] extra)
-ENC = bpe_openai.get_encoding("o200k_base")
+
+@functools.cache
+def encoding():
+    """o200k_base, loaded by the first test that needs it: loading bpe-openai reads its three
+    vocabularies (about a second), which every pytest-xdist worker would pay to collect this file."""
+    return pytest.importorskip("bpe_openai").get_encoding("o200k_base")  # a test dependency ([test] extra)
+
+
 WORD = re.compile(r" ?(?:[A-Z]*[a-z]+|[A-Z]+)")
 
 
 def real(text: str) -> int:
     """o200k_base's count for a text as it would be sent: a lone surrogate as U+FFFD."""
-    return len(ENC.encode(text.encode("utf-8", "replace").decode("utf-8")))
+    return len(encoding().encode(text.encode("utf-8", "replace").decode("utf-8")))
 
 
 def test_every_listed_piece_is_one_token_and_every_one_token_piece_is_listed():
@@ -31,18 +38,20 @@ def test_every_listed_piece_is_one_token_and_every_one_token_piece_is_listed():
         for line in vocabulary.lines
         for piece in line.partition("\t")[2].split("|")
     )
-    assert [piece for piece in listed if len(ENC.encode(piece)) != 1] == []
-    every = {v.decode() for v in ENC.token_byte_values() if WORD.fullmatch(v.decode("utf-8", "replace"))}
-    assert every - set(listed) == {p for p in every if len(ENC.encode(p)) != 1}  # listed: each that BPE keeps whole
+    assert [piece for piece in listed if len(encoding().encode(piece)) != 1] == []
+    every = {v.decode() for v in encoding().token_byte_values() if WORD.fullmatch(v.decode("utf-8", "replace"))}
+    assert every - set(listed) == {
+        p for p in every if len(encoding().encode(p)) != 1
+    }  # listed: each that BPE keeps whole
 
 
 def test_the_facts_assumed_of_the_vocabulary_hold():
     """Each string of one to three digits is one token; the listed clitics are; every token
     holding a letter and then an apostrophe (one that could join a word and its clitic) is listed."""
-    assert all(len(ENC.encode(s)) == 1 for n in range(1000) for s in {str(n), f"{n:02d}", f"{n:03d}"})
+    assert all(len(encoding().encode(s)) == 1 for n in range(1000) for s in {str(n), f"{n:02d}", f"{n:03d}"})
     vocabulary = token_bound.vocabulary()
-    assert vocabulary.clitics and all(len(ENC.encode(c)) == 1 for c in vocabulary.clitics)
-    crossing = {v.decode("utf-8", "replace") for v in ENC.token_byte_values() if re.search(rb"[A-Za-z]'", v)}
+    assert vocabulary.clitics and all(len(encoding().encode(c)) == 1 for c in vocabulary.clitics)
+    crossing = {v.decode("utf-8", "replace") for v in encoding().token_byte_values() if re.search(rb"[A-Za-z]'", v)}
     assert {f"{before}'{after}" for before, after in vocabulary.crossing} == crossing
 
 
