@@ -96,6 +96,25 @@ def test_a_run_stopped_with_a_session_opened_ahead_but_unrecorded_opens_it_again
     three_sessions(home)
     honcho.latency = 0.2
     honcho.inject("status", match=r"/s2/messages$", status=503)
+
+    def s3_opened() -> bool:
+        return any(
+            r.method == "POST"
+            and r.path.endswith("/sessions")
+            and isinstance(r.body, dict)
+            and r.body.get("id") == "s3"
+            for r in list(honcho.requests)
+        )
+
+    def s2_fails_once_s3_is_being_opened(_handler, method, path, *_rest) -> bool:
+        # s2's 503 is answered only once s3's create, made ahead, has reached the server: on a
+        # fast disk the run could otherwise meet the 503 before its thread sends the create.
+        deadline = time.monotonic() + 10
+        while method == "POST" and path.endswith("/s2/messages") and not s3_opened() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return False
+
+    honcho.attack = s2_fails_once_s3_is_being_opened
     send.run(load(), clock=lambda: 1e6)
     # The 503 comes at once; s3's create, abandoned by the run, is still being answered.
     deadline = time.monotonic() + 10
