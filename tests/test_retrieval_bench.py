@@ -10,9 +10,8 @@ from helpers import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from bench import retrieval
+from bench import dialogue, retrieval
 from bench.bm25 import BM25
-from bench import dialogue
 from bench.corpus import generate
 
 
