@@ -762,7 +762,7 @@ class Whereabouts(Kind):
 
 
 KINDS = (Trip, Pet, Job, Hobby, Purchase, Injury, Favourite, ProjectDate, Owner, Decision, Whereabouts)
-_SLOT = re.compile(r"\{([A-Za-z]+)\}")
+_SLOT = re.compile(r"\{([A-Za-z_]+)\}")
 SPLITS = ("all", "tune", "held-out")
 
 

@@ -47,6 +47,7 @@ from .honcho_hits import relevant as relevant_before
 
 K = 8
 SOURCES = ("agentb", "fleet")
+BOTH = "plain BM25 over both workspaces' lines, its 8 shared"
 
 
 @dataclass
@@ -401,6 +402,10 @@ def score(url: str, setup: Setup, answers: Answers, results: list[dict], seconds
         ],
     }
     bm25 = {place: BM25([f"{p} {t}" for p, t in held]) for place, held in lines.items()}
+    # Recall reads both workspaces without knowing which holds an answer; BM25 over one of them
+    # is told. BM25 over both, its top 8 shared as recall's are, is the baseline without that help.
+    every = [(place, p, t) for place, held in lines.items() for p, t in held]
+    bm25_both = BM25([f"{p} {t}" for _place, p, t in every])
     shape = Shape(setup.turns, workspaces=(ws_b, ws_fleet), seconds=list(seconds or []))
 
     def baselines(item: tuple[Question, str | None, Corpus | None]) -> None:
@@ -419,6 +424,7 @@ def score(url: str, setup: Setup, answers: Answers, results: list[dict], seconds
             found["Honcho's search, the question as asked"] = [t for _p, t in _search(answers, url, ws, q.text)]
             found["recall before (as asked, two words)"] = _before(answers, url, ws, q.text, where == "agentb")
             found["plain BM25 over the same lines"] = [lines[where][n][1] for n in bm25[where].search(q.text, K)]
+            found[BOTH] = [every[n][2] for n in bm25_both.search(q.text, K) if every[n][0] == where]
             for system, hits in found.items():
                 tally = shape.tally(where, system)
                 if place:
