@@ -231,16 +231,23 @@ def _chats_held(fleet, honcho, signal_to_send=None, timeouts=None):
     host.tools()
     outcome: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: outcome.update(r=host.call("ask_memory", {"question": "slow?"})))
-    thread.start()
-    for _ in range(200):  # until the chat is on the server
-        if honcho.chats_in_flight:
-            break
-        time.sleep(0.05)
-    assert honcho.chats_in_flight == 1
-    if signal_to_send is not None:
-        assert host.running is not None
-        host.running.send_signal(signal_to_send)
-    thread.join(30)
+    # A shell without job control starts a background command with SIGINT ignored, and an ignored
+    # signal stays ignored across exec: run so (`./dev test &` in a script), bxmem would inherit it.
+    # With a handler here, bxmem starts with the default, as under an interactive parent.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        thread.start()
+        for _ in range(200):  # until the chat is on the server
+            if honcho.chats_in_flight:
+                break
+            time.sleep(0.05)
+        assert honcho.chats_in_flight == 1
+        if signal_to_send is not None:
+            assert host.running is not None
+            host.running.send_signal(signal_to_send)
+        thread.join(30)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return outcome["r"]
 
 
